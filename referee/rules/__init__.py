@@ -1,0 +1,42 @@
+"""The rules core of Kryt'-navalivat': pure, deterministic, no I/O.
+
+    >>> from referee.rules import Game
+    >>> game = Game.new(seed=1234, dealer=1)
+    >>> action = game.legal_actions()[0]
+    >>> game.play(action) == action
+    True
+
+This package must not import grpc, docker, sqlmodel, typer, time or anything else with side
+effects: bots simulate with it and the referee trusts it (a test guards the imports).
+"""
+
+from referee.rules.actions import Action, ActionKind
+from referee.rules.cards import Card, Rank, Suit
+from referee.rules.errors import (
+    IllegalActionError,
+    InvalidActionError,
+    InvalidCardError,
+    InvalidDeckError,
+    RulesError,
+)
+from referee.rules.game import DEFAULT_TURN_LIMIT, HAND_TARGET, Game, shuffled_deck
+from referee.rules.view import EndReason, View
+
+__all__ = [
+    "DEFAULT_TURN_LIMIT",
+    "HAND_TARGET",
+    "Action",
+    "ActionKind",
+    "Card",
+    "EndReason",
+    "Game",
+    "IllegalActionError",
+    "InvalidActionError",
+    "InvalidCardError",
+    "InvalidDeckError",
+    "Rank",
+    "RulesError",
+    "Suit",
+    "View",
+    "shuffled_deck",
+]

@@ -1,0 +1,189 @@
+"""Actions: the four kinds of turn, optionally preceded by the swap of the trump six.
+
+Canonical text (rules.md): ``lead 7S``, ``cover 9H 6C``, ``cover 9H``, ``take``, each optionally
+prefixed by ``swap ``. Every action has a compact integer code used by the engine's fast path;
+:class:`Action` objects are interned per code.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Final
+
+from referee.rules.cards import Card
+from referee.rules.errors import InvalidActionError, InvalidCardError
+
+
+class ActionKind(IntEnum):
+    """What a turn does (after the optional swap)."""
+
+    LEAD = 0
+    """Put one card on the empty pile."""
+    COVER_AND_LEAD = 1
+    """Cover the top card, then lead another card on top of it."""
+    COVER_AND_GO_OUT = 2
+    """Cover the top card with the last card in hand while the stock is empty."""
+    TAKE = 3
+    """Take the top 1, 3 or all cards of the pile."""
+
+
+SWAP_BIT: Final = 1 << 14
+_KIND_SHIFT: Final = 12
+
+
+def encode(kind: int, first: int = 0, second: int = 0, swap: bool = False) -> int:
+    """Pack an action into its integer code (see module docstring)."""
+    return (SWAP_BIT if swap else 0) | kind << _KIND_SHIFT | first << 6 | second
+
+
+class Action:
+    """One turn. Immutable and interned; ``str(action)`` is the canonical text.
+
+    ``cover`` is the covering card (cover kinds), ``lead`` the card put on top (lead kinds),
+    ``swap`` whether the trump six is exchanged for the face-up card first.
+    """
+
+    __slots__ = ("_text", "code", "cover", "kind", "lead", "swap")
+
+    code: int
+    kind: ActionKind
+    cover: Card | None
+    lead: Card | None
+    swap: bool
+    _text: str
+
+    def __new__(
+        cls,
+        kind: ActionKind,
+        *,
+        cover: Card | str | None = None,
+        lead: Card | str | None = None,
+        swap: bool = False,
+    ) -> Action:
+        """Build (the interned instance of) an action; cards may be given as text."""
+        cover_card = None if cover is None else Card.parse(cover)
+        lead_card = None if lead is None else Card.parse(lead)
+        needs = {
+            ActionKind.LEAD: (False, True),
+            ActionKind.COVER_AND_LEAD: (True, True),
+            ActionKind.COVER_AND_GO_OUT: (True, False),
+            ActionKind.TAKE: (False, False),
+        }[ActionKind(kind)]
+        if (cover_card is not None, lead_card is not None) != needs:
+            raise InvalidActionError(
+                f"{ActionKind(kind).name} takes cover={needs[0]}, lead={needs[1]}; "
+                f"got cover={cover!r}, lead={lead!r}"
+            )
+        if cover_card is not None and cover_card == lead_card:
+            raise InvalidActionError(f"cannot cover and lead the same card {cover_card}")
+        if kind == ActionKind.LEAD:
+            assert lead_card is not None
+            code = encode(kind, lead_card.index, 0, swap)
+        else:
+            code = encode(
+                kind,
+                cover_card.index if cover_card else 0,
+                lead_card.index if lead_card else 0,
+                swap,
+            )
+        return cls.from_code(code)
+
+    @classmethod
+    def from_code(cls, code: int) -> Action:
+        """The interned action of an integer code (as produced by the engine)."""
+        action = _INTERNED.get(code)
+        if action is None:
+            action = _INTERNED[code] = cls._build(code)
+        return action
+
+    @classmethod
+    def _build(cls, code: int) -> Action:
+        action = object.__new__(cls)
+        kind = ActionKind(code >> _KIND_SHIFT & 3)
+        first = Card.from_index(code >> 6 & 63)
+        second = Card.from_index(code & 63)
+        action.code = code
+        action.kind = kind
+        action.swap = bool(code & SWAP_BIT)
+        action.cover = first if kind in (ActionKind.COVER_AND_LEAD, ActionKind.COVER_AND_GO_OUT) else None
+        action.lead = (
+            first if kind == ActionKind.LEAD else second if kind == ActionKind.COVER_AND_LEAD else None
+        )
+        words = ["swap"] if action.swap else []
+        if kind == ActionKind.LEAD:
+            words += ["lead", str(first)]
+        elif kind == ActionKind.COVER_AND_LEAD:
+            words += ["cover", str(first), str(second)]
+        elif kind == ActionKind.COVER_AND_GO_OUT:
+            words += ["cover", str(first)]
+        else:
+            words.append("take")
+        action._text = " ".join(words)
+        return action
+
+    @classmethod
+    def parse(cls, text: str | Action) -> Action:
+        """Parse canonical action text; case and extra spaces are forgiven.
+
+        Raises :class:`InvalidActionError` (quoting ``text``) when it is not an action at all.
+        Whether the action is *legal* is the game's business, not the parser's.
+        """
+        if isinstance(text, Action):
+            return text
+        if not isinstance(text, str):
+            raise InvalidActionError(f"not an action: {text!r} (expected text such as 'take')")
+        cached = _BY_TEXT.get(text)
+        if cached is not None:
+            return cached
+        words = text.lower().split()
+        swap = bool(words) and words[0] == "swap"
+        if swap:
+            words = words[1:]
+        try:
+            if words == ["take"]:
+                return cls(ActionKind.TAKE, swap=swap)
+            if len(words) == 2 and words[0] == "lead":
+                return cls(ActionKind.LEAD, lead=words[1], swap=swap)
+            if len(words) == 2 and words[0] == "cover":
+                return cls(ActionKind.COVER_AND_GO_OUT, cover=words[1], swap=swap)
+            if len(words) == 3 and words[0] == "cover":
+                return cls(ActionKind.COVER_AND_LEAD, cover=words[1], lead=words[2], swap=swap)
+        except (InvalidCardError, InvalidActionError) as exc:
+            raise InvalidActionError(f"malformed action {text!r}: {exc}") from None
+        raise InvalidActionError(
+            f"malformed action {text!r} (expected '[swap] lead C', '[swap] cover C [C]' "
+            "or '[swap] take')"
+        )
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"Action({self._text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Action) and other.code == self.code
+
+    def __hash__(self) -> int:
+        return self.code
+
+    def __reduce__(self) -> tuple[object, tuple[int]]:
+        return (Action.from_code, (self.code,))
+
+
+_INTERNED: dict[int, Action] = {}
+_BY_TEXT: Final[dict[str, Action]] = {}
+
+
+def _prime_text_cache() -> None:
+    """Pre-build the canonical text of the short actions, so parsing them is one dict lookup."""
+    for swap in (False, True):
+        take = Action.from_code(encode(ActionKind.TAKE, swap=swap))
+        _BY_TEXT[str(take)] = take
+        for i in range(36):
+            for kind in (ActionKind.LEAD, ActionKind.COVER_AND_GO_OUT):
+                act = Action.from_code(encode(kind, i, 0, swap))
+                _BY_TEXT[str(act)] = act
+
+
+_prime_text_cache()

@@ -1,0 +1,630 @@
+"""The game state of Kryt'-navalivat' and its one legality gate.
+
+Internally cards are indices 0..35 and hands are 36-bit masks; actions are integer codes (see
+:mod:`referee.rules.actions`). The public API hands out :class:`Card`, :class:`Action` and
+:class:`View` objects. ``legal_actions()`` lists actions in a fixed order, and
+:meth:`Game.legal_action_count` / :meth:`Game.play_random` use the same order without building
+the list (the fast path for simulations).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+
+from referee.rules.actions import SWAP_BIT, Action, ActionKind, encode
+from referee.rules.cards import (
+    ACE_RANK,
+    COVER_MASKS,
+    FULL_MASK,
+    N_CARDS,
+    Card,
+    Suit,
+    cards_of,
+)
+from referee.rules.errors import IllegalActionError, InvalidDeckError
+from referee.rules.view import EndReason, View
+
+DEFAULT_TURN_LIMIT = 1000
+"""[ruling] A game still running after this many actions is adjudicated a draw."""
+
+HAND_TARGET = 3
+"""After acting, a player draws until he holds this many cards."""
+
+_LEAD = int(ActionKind.LEAD)
+_COVER_AND_LEAD = int(ActionKind.COVER_AND_LEAD)
+_GO_OUT = int(ActionKind.COVER_AND_GO_OUT)
+_TAKE = int(ActionKind.TAKE)
+_TAKE_CODE = encode(_TAKE)
+_CARDS = Card.all()
+
+
+def _nth_bit(mask: int, n: int) -> int:
+    """Index of the ``n``-th lowest set bit of ``mask`` (0-based)."""
+    for _ in range(n):
+        mask &= mask - 1
+    return (mask & -mask).bit_length() - 1
+
+
+def _bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+class Game:
+    """One game between seats 0 and 1; mutable, advanced by :meth:`play`.
+
+    Build it with :meth:`from_deck` (an explicit deck, index 0 = top) or :meth:`new` (a seeded
+    shuffle). Errors from :meth:`play` leave the state unchanged.
+    """
+
+    __slots__ = (
+        "_deck",
+        "_dealer",
+        "_final_cover",
+        "_hands",
+        "_history",
+        "_known",
+        "_outcome",
+        "_over",
+        "_pile",
+        "_reason",
+        "_stock",
+        "_to_move",
+        "_trump",
+        "_turn_limit",
+    )
+
+    _deck: tuple[Card, ...] | None
+    _dealer: int
+    _trump: int
+    _hands: list[int]
+    _known: list[int]
+    _pile: list[int]
+    _stock: list[int]  # reverse draw order: the next card drawn is the last element
+    _to_move: int
+    _history: list[int]
+    _over: bool
+    _outcome: int | None
+    _reason: EndReason | None
+    _turn_limit: int
+    _final_cover: int
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_deck(
+        cls,
+        deck: Sequence[Card | str],
+        dealer: int,
+        *,
+        turn_limit: int = DEFAULT_TURN_LIMIT,
+    ) -> Game:
+        """Deal ``deck`` (36 distinct cards, index 0 = top) with ``dealer`` dealing.
+
+        [ruling] Indices 0, 2, 4 go to the non-dealer and 1, 3, 5 to the dealer; index 6 is
+        turned face up (its suit is trump) and lies under the stock, which is drawn from
+        index 7 onward and ends with that face-up card.
+        """
+        if isinstance(deck, str | bytes) or not isinstance(deck, Sequence):
+            raise InvalidDeckError(f"a deck is a sequence of 36 cards, got {deck!r}")
+        cards = [Card.parse(c) for c in deck]
+        indices = [c.index for c in cards]
+        if len(indices) != N_CARDS or len(set(indices)) != N_CARDS:
+            seen: set[int] = set()
+            dupes = sorted({str(c) for c in cards if c.index in seen or seen.add(c.index)})
+            missing = [str(c) for c in _CARDS if c.index not in set(indices)]
+            raise InvalidDeckError(
+                f"a deck must hold each of the 36 cards once; got {len(indices)} cards"
+                f" (duplicated: {dupes or 'none'}, missing: {missing or 'none'})"
+            )
+        _check_seat(dealer, "dealer")
+        _check_turn_limit(turn_limit)
+        game = object.__new__(cls)
+        game._deck = tuple(cards)
+        game._dealer = dealer
+        non_dealer = 1 - dealer
+        hands = [0, 0]
+        for i in range(6):
+            hands[non_dealer if i % 2 == 0 else dealer] |= 1 << indices[i]
+        game._hands = hands
+        game._trump = indices[6] // 9
+        game._stock = [indices[6], *reversed(indices[7:])]
+        game._known = [0, 0]
+        game._pile = []
+        game._to_move = non_dealer
+        game._history = []
+        game._over = False
+        game._outcome = None
+        game._reason = None
+        game._turn_limit = turn_limit
+        game._final_cover = -1
+        return game
+
+    @classmethod
+    def new(
+        cls,
+        seed: int | str | bytes | None = None,
+        dealer: int = 0,
+        *,
+        turn_limit: int = DEFAULT_TURN_LIMIT,
+    ) -> Game:
+        """Deal a deck shuffled by :func:`shuffled_deck` from ``seed``."""
+        return cls.from_deck(shuffled_deck(seed), dealer, turn_limit=turn_limit)
+
+    @classmethod
+    def replay(
+        cls,
+        deck: Sequence[Card | str],
+        dealer: int,
+        actions: Iterable[Action | str],
+        *,
+        turn_limit: int = DEFAULT_TURN_LIMIT,
+    ) -> Game:
+        """Deal ``deck`` and play ``actions`` in order; raises on the first illegal one."""
+        game = cls.from_deck(deck, dealer, turn_limit=turn_limit)
+        for action in actions:
+            game.play(action)
+        return game
+
+    @classmethod
+    def from_view(
+        cls,
+        view: View,
+        opponent_hand: Iterable[Card | str],
+        stock: Sequence[Card | str],
+    ) -> Game:
+        """The full state consistent with ``view`` once the hidden cards are fixed.
+
+        ``opponent_hand`` must hold ``view.opponent_count`` cards including every card of
+        ``view.opponent_known``; ``stock`` lists the stock in draw order and ends with
+        ``view.face_up``. Together with the visible cards they must make the 36 cards exactly.
+        This is the determinization primitive: sample the hidden cards, then simulate.
+        """
+        opp = [Card.parse(c).index for c in opponent_hand]
+        stock_idx = [Card.parse(c).index for c in stock]
+        opp_mask = 0
+        for i in opp:
+            opp_mask |= 1 << i
+        own_mask = _mask(view.hand)
+        pile = [c.index for c in view.pile]
+        if len(opp) != view.opponent_count or opp_mask.bit_count() != len(opp):
+            raise InvalidDeckError(
+                f"opponent hand must be {view.opponent_count} distinct cards, got "
+                f"{[str(_CARDS[i]) for i in opp]}"
+            )
+        if _mask(view.opponent_known) & ~opp_mask:
+            raise InvalidDeckError("opponent hand must contain every publicly known card")
+        if len(stock_idx) != view.stock_count:
+            raise InvalidDeckError(f"stock must hold {view.stock_count} cards, got {len(stock_idx)}")
+        if view.face_up is not None and (not stock_idx or stock_idx[-1] != view.face_up.index):
+            raise InvalidDeckError(f"the stock must end with the face-up card {view.face_up}")
+        final = [] if view.final_cover is None else [view.final_cover.index]
+        everything = [*opp, *stock_idx, *pile, *_bits(own_mask)]
+        if sorted(everything) != list(range(N_CARDS)) or final and final[0] not in pile:
+            raise InvalidDeckError("hands, pile and stock must make the 36 cards exactly once")
+        game = object.__new__(cls)
+        game._deck = None
+        game._dealer = _check_seat(view.dealer, "dealer")
+        seat = _check_seat(view.seat, "seat")
+        hands = [0, 0]
+        hands[seat] = own_mask
+        hands[1 - seat] = opp_mask
+        known = [0, 0]
+        known[seat] = _mask(view.own_known)
+        known[1 - seat] = _mask(view.opponent_known)
+        game._hands = hands
+        game._known = known
+        game._trump = int(view.trump)
+        game._pile = pile
+        game._stock = list(reversed(stock_idx))
+        game._to_move = (
+            view.to_move
+            if view.to_move is not None
+            else (len(view.history) + (1 - view.dealer)) % 2
+        )
+        game._history = [a.code for a in view.history]
+        game._over = view.over
+        game._outcome = view.outcome
+        game._reason = view.reason
+        game._turn_limit = _check_turn_limit(view.turn_limit)
+        game._final_cover = final[0] if final else -1
+        return game
+
+    def copy(self) -> Game:
+        """An independent copy (for search and simulation)."""
+        game = object.__new__(Game)
+        game._deck = self._deck
+        game._dealer = self._dealer
+        game._trump = self._trump
+        game._hands = self._hands.copy()
+        game._known = self._known.copy()
+        game._pile = self._pile.copy()
+        game._stock = self._stock.copy()
+        game._to_move = self._to_move
+        game._history = self._history.copy()
+        game._over = self._over
+        game._outcome = self._outcome
+        game._reason = self._reason
+        game._turn_limit = self._turn_limit
+        game._final_cover = self._final_cover
+        return game
+
+    # ------------------------------------------------------------------ public state
+
+    @property
+    def deck(self) -> tuple[Card, ...] | None:
+        """The deck this game was dealt from (``None`` for a game built by :meth:`from_view`)."""
+        return self._deck
+
+    @property
+    def dealer(self) -> int:
+        """The dealing seat; the other seat moves first."""
+        return self._dealer
+
+    @property
+    def turn_limit(self) -> int:
+        """Actions after which a running game is adjudicated a draw."""
+        return self._turn_limit
+
+    @property
+    def trump(self) -> Suit:
+        """The trump suit (suit of the card turned face up at the deal)."""
+        return Suit(self._trump)
+
+    @property
+    def face_up(self) -> Card | None:
+        """The card lying face up under the stock (the trump card, or the six swapped for it);
+        ``None`` once it has been drawn."""
+        return _CARDS[self._stock[0]] if self._stock else None
+
+    @property
+    def hands(self) -> tuple[tuple[Card, ...], tuple[Card, ...]]:
+        """Both hands, each in card-index order."""
+        return cards_of(self._hands[0]), cards_of(self._hands[1])
+
+    @property
+    def pile(self) -> tuple[Card, ...]:
+        """The pile, bottom→top."""
+        return tuple(_CARDS[i] for i in self._pile)
+
+    @property
+    def stock(self) -> tuple[Card, ...]:
+        """The stock in draw order; the face-up card is last."""
+        return tuple(_CARDS[i] for i in reversed(self._stock))
+
+    @property
+    def history(self) -> tuple[Action, ...]:
+        """Every action played, in order (the automatic final answer is :attr:`final_cover`)."""
+        return tuple(Action.from_code(c) for c in self._history)
+
+    @property
+    def to_move(self) -> int | None:
+        """The seat to move, or ``None`` once the game is over."""
+        return None if self._over else self._to_move
+
+    @property
+    def over(self) -> bool:
+        """True once the game has ended."""
+        return self._over
+
+    @property
+    def outcome(self) -> int | None:
+        """The winning seat, or ``None`` for a draw (and while the game is running)."""
+        return self._outcome
+
+    @property
+    def reason(self) -> EndReason | None:
+        """Why the game ended, ``None`` while it runs."""
+        return self._reason
+
+    @property
+    def final_cover(self) -> Card | None:
+        """The card the referee played automatically as the final answer of a drawn game."""
+        return _CARDS[self._final_cover] if self._final_cover >= 0 else None
+
+    def known_cards(self, seat: int) -> tuple[Card, ...]:
+        """Cards in ``seat``'s hand that are public (taken from the pile, the face-up card)."""
+        return cards_of(self._known[_check_seat(seat, "seat")])
+
+    def seat_of(self, turn: int) -> int:
+        """The seat that made action number ``turn`` (0-based)."""
+        return (1 - self._dealer + turn) % 2
+
+    def view(self, seat: int) -> View:
+        """What ``seat`` may know: own hand, public cards, counts, and the legal actions."""
+        _check_seat(seat, "seat")
+        other = 1 - seat
+        mine = self._to_move == seat and not self._over
+        return View(
+            seat=seat,
+            dealer=self._dealer,
+            hand=cards_of(self._hands[seat]),
+            pile=self.pile,
+            trump=Suit(self._trump),
+            face_up=self.face_up,
+            stock_count=len(self._stock),
+            opponent_count=self._hands[other].bit_count(),
+            opponent_known=cards_of(self._known[other]),
+            own_known=cards_of(self._known[seat]),
+            to_move=self.to_move,
+            legal_actions=tuple(self.legal_actions()) if mine else (),
+            history=self.history,
+            turn_limit=self._turn_limit,
+            over=self._over,
+            outcome=self._outcome,
+            reason=self._reason,
+            final_cover=self.final_cover,
+        )
+
+    # ------------------------------------------------------------------ legal actions
+
+    def _swap_hand(self, hand: int) -> int:
+        """The hand after swapping the trump six, or -1 when no swap is possible."""
+        six = self._trump * 9
+        if self._stock and hand >> six & 1:
+            # The face-up card cannot be the six here: the six is in this hand.
+            return hand ^ (1 << six) | (1 << self._stock[0])
+        return -1
+
+    def _count(self, hand: int) -> int:
+        """Number of legal actions (after any swap) for ``hand``."""
+        n = hand.bit_count()
+        if not self._pile:
+            return n
+        k = (hand & COVER_MASKS[self._trump][self._pile[-1]]).bit_count()
+        if n >= 2:
+            return 1 + k * (n - 1)
+        return 1 + k if not self._stock else 1
+
+    def _decode(self, hand: int, i: int, swap: int) -> int:
+        """The code of action number ``i`` among those of ``hand`` (order of legal_actions)."""
+        if not self._pile:
+            return encode(_LEAD, _nth_bit(hand, i)) | swap
+        if i == 0:
+            return _TAKE_CODE | swap
+        i -= 1
+        covers = hand & COVER_MASKS[self._trump][self._pile[-1]]
+        n = hand.bit_count()
+        if n >= 2:
+            x_i, y_i = divmod(i, n - 1)
+            x = _nth_bit(covers, x_i)
+            return encode(_COVER_AND_LEAD, x, _nth_bit(hand & ~(1 << x), y_i)) | swap
+        return encode(_GO_OUT, _nth_bit(covers, i)) | swap
+
+    def legal_action_count(self) -> int:
+        """How many legal actions the player to move has (0 once over), without listing them."""
+        if self._over:
+            return 0
+        hand = self._hands[self._to_move]
+        swapped = self._swap_hand(hand)
+        return self._count(hand) + (self._count(swapped) if swapped >= 0 else 0)
+
+    def legal_actions(self) -> list[Action]:
+        """The legal actions of the player to move, in a fixed order (empty once over).
+
+        Order: without swap then with swap; within each, ``take`` first, then covers by
+        covering card then led card (card-index order), or leads in card-index order.
+        """
+        if self._over:
+            return []
+        hand = self._hands[self._to_move]
+        codes = self._codes(hand, 0)
+        swapped = self._swap_hand(hand)
+        if swapped >= 0:
+            codes += self._codes(swapped, SWAP_BIT)
+        from_code = Action.from_code
+        return [from_code(c) for c in codes]
+
+    def _codes(self, hand: int, swap: int) -> list[int]:
+        if not self._pile:
+            return [encode(_LEAD, x) | swap for x in _bits(hand)]
+        codes = [_TAKE_CODE | swap]
+        covers = _bits(hand & COVER_MASKS[self._trump][self._pile[-1]])
+        cards = _bits(hand)
+        if len(cards) >= 2:
+            codes += [
+                encode(_COVER_AND_LEAD, x, y) | swap for x in covers for y in cards if y != x
+            ]
+        elif not self._stock:
+            codes += [encode(_GO_OUT, x) | swap for x in covers]
+        return codes
+
+    def is_legal(self, action: Action | str) -> bool:
+        """True when ``action`` may be played now (malformed text raises InvalidActionError)."""
+        return self._illegal_because(Action.parse(action)) is None
+
+    def _illegal_because(self, action: Action) -> str | None:
+        """Why ``action`` is illegal now, or ``None`` when it is legal."""
+        if self._over:
+            return "the game is over"
+        hand = self._hands[self._to_move]
+        if action.swap:
+            six = _CARDS[self._trump * 9]
+            if not self._stock:
+                return "no swap: the face-up card has already been drawn"
+            if not hand >> six.index & 1:
+                return f"no swap: you do not hold the trump six {six}"
+            hand = self._swap_hand(hand)
+        kind = action.kind
+        if kind == ActionKind.LEAD:
+            assert action.lead is not None
+            if self._pile:
+                return f"cannot lead on a non-empty pile (answer {_CARDS[self._pile[-1]]})"
+            return _missing(hand, action.lead)
+        if not self._pile:
+            return "the pile is empty: lead a card"
+        if kind == ActionKind.TAKE:
+            return None
+        cover = action.cover
+        assert cover is not None
+        top = _CARDS[self._pile[-1]]
+        if problem := _missing(hand, cover):
+            return problem
+        if not COVER_MASKS[self._trump][top.index] >> cover.index & 1:
+            return f"{cover} does not cover {top} (trump {Suit(self._trump).letter})"
+        if kind == ActionKind.COVER_AND_LEAD:
+            assert action.lead is not None
+            return _missing(hand, action.lead)
+        if self._stock:
+            return "cannot go out while the stock is not empty: cover and lead"
+        if hand.bit_count() != 1:
+            return f"cannot go out: {cover} is not your last card (lead one after covering)"
+        return None
+
+    # ------------------------------------------------------------------ playing
+
+    def play(self, action: Action | str) -> Action:
+        """Play ``action`` (an Action or its text) for the player to move; returns it parsed.
+
+        Raises InvalidActionError (malformed text) or IllegalActionError (not allowed now);
+        either way the state is unchanged and the message quotes the input.
+        """
+        parsed = Action.parse(action)
+        problem = self._illegal_because(parsed)
+        if problem is not None:
+            seat = "" if self._over else f" for seat {self._to_move}"
+            raise IllegalActionError(f"illegal action {str(action)!r}{seat}: {problem}")
+        self._apply(parsed.code)
+        return parsed
+
+    def play_random(self, rng: random.Random) -> Action:
+        """Play a uniformly random legal action (fast path: nothing is listed)."""
+        if self._over:
+            raise IllegalActionError("illegal action 'random': the game is over")
+        hand = self._hands[self._to_move]
+        n_plain = self._count(hand)
+        swapped = self._swap_hand(hand)
+        total = n_plain + (self._count(swapped) if swapped >= 0 else 0)
+        i = int(rng.random() * total)
+        if i < n_plain:
+            code = self._decode(hand, i, 0)
+        else:
+            code = self._decode(swapped, i - n_plain, SWAP_BIT)
+        self._apply(code)
+        return Action.from_code(code)
+
+    def _apply(self, code: int) -> None:
+        """Apply a legal action code: the single place where the rules change the state."""
+        seat = self._to_move
+        hands = self._hands
+        known = self._known
+        pile = self._pile
+        stock = self._stock
+        hand = hands[seat]
+        if code & SWAP_BIT:
+            six = self._trump * 9
+            face_up = stock[0]
+            hand = hand ^ (1 << six) | (1 << face_up)
+            stock[0] = six
+            known[seat] = known[seat] & ~(1 << six) | (1 << face_up)
+        kind = code >> 12 & 3
+        first = code >> 6 & 63
+        if kind == _TAKE:
+            top = pile[-1]
+            if top // 9 != self._trump:
+                n = 1
+            elif top % 9 == ACE_RANK:
+                n = len(pile)
+            else:
+                n = 3
+            taken = pile[-n:]
+            del pile[-n:]
+            gained = 0
+            for c in taken:
+                gained |= 1 << c
+            hand |= gained
+            known[seat] |= gained
+        else:
+            pile.append(first)
+            played = 1 << first
+            if kind == _COVER_AND_LEAD:
+                second = code & 63
+                pile.append(second)
+                played |= 1 << second
+            hand &= ~played
+            known[seat] &= ~played
+        if stock:
+            need = HAND_TARGET - hand.bit_count()
+            while need > 0 and stock:
+                drawn = stock.pop()
+                hand |= 1 << drawn
+                need -= 1
+                if not stock:  # the face-up card, drawn last, is public
+                    known[seat] |= 1 << drawn
+        hands[seat] = hand
+        self._history.append(code)
+        self._to_move = 1 - seat
+        if not hand and not stock:
+            self._finish_out(seat, kind)
+        elif len(self._history) >= self._turn_limit:
+            self._over = True
+            self._outcome = None
+            self._reason = EndReason.TURN_LIMIT
+
+    def _finish_out(self, seat: int, kind: int) -> None:
+        """``seat`` emptied his hand with the stock empty: he wins unless the final answer draws."""
+        self._over = True
+        other = 1 - seat
+        answer = self._hands[other]
+        if (
+            kind in (_LEAD, _COVER_AND_LEAD)
+            and answer.bit_count() == 1
+            and answer & COVER_MASKS[self._trump][self._pile[-1]]
+        ):
+            # [ruling] The final answer is played automatically: covering beats taking here.
+            card = answer.bit_length() - 1
+            self._pile.append(card)
+            self._hands[other] = 0
+            self._known[other] = 0
+            self._final_cover = card
+            self._outcome = None
+            self._reason = EndReason.DRAW_BY_FINAL_ANSWER
+        else:
+            self._outcome = seat
+            self._reason = EndReason.OUT
+
+    def __repr__(self) -> str:
+        state = f"over, outcome={self._outcome}" if self._over else f"to_move={self._to_move}"
+        return (
+            f"<Game trump={Suit(self._trump).letter} pile={' '.join(map(str, self.pile)) or '-'}"
+            f" stock={len(self._stock)} actions={len(self._history)} {state}>"
+        )
+
+
+def shuffled_deck(seed: int | str | bytes | None = None) -> tuple[Card, ...]:
+    """The 36 cards shuffled by ``random.Random(seed).shuffle`` from index order.
+
+    The same seed gives the same deck on every platform and Python version (3.11+);
+    ``None`` draws a fresh seed from the operating system.
+    """
+    cards = list(_CARDS)
+    random.Random(seed).shuffle(cards)
+    return tuple(cards)
+
+
+def _mask(cards: Iterable[Card]) -> int:
+    mask = 0
+    for c in cards:
+        mask |= 1 << c.index
+    return mask & FULL_MASK
+
+
+def _missing(hand: int, card: Card) -> str | None:
+    return None if hand >> card.index & 1 else f"{card} is not in your hand"
+
+
+def _check_seat(seat: object, what: str) -> int:
+    if type(seat) is not int or seat not in (0, 1):
+        raise InvalidDeckError(f"{what} must be seat 0 or 1, got {seat!r}")
+    return seat
+
+
+def _check_turn_limit(limit: object) -> int:
+    if type(limit) is not int or limit < 1:
+        raise InvalidDeckError(f"turn_limit must be a positive integer, got {limit!r}")
+    return limit
