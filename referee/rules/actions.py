@@ -105,10 +105,12 @@ class Action:
         action.code = code
         action.kind = kind
         action.swap = bool(code & SWAP_BIT)
-        action.cover = first if kind in (ActionKind.COVER_AND_LEAD, ActionKind.COVER_AND_GO_OUT) else None
-        action.lead = (
-            first if kind == ActionKind.LEAD else second if kind == ActionKind.COVER_AND_LEAD else None
-        )
+        covers = kind in (ActionKind.COVER_AND_LEAD, ActionKind.COVER_AND_GO_OUT)
+        action.cover = first if covers else None
+        if kind == ActionKind.LEAD:
+            action.lead = first
+        else:
+            action.lead = second if kind == ActionKind.COVER_AND_LEAD else None
         words = ["swap"] if action.swap else []
         if kind == ActionKind.LEAD:
             words += ["lead", str(first)]

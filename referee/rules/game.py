@@ -63,8 +63,8 @@ class Game:
     """
 
     __slots__ = (
-        "_deck",
         "_dealer",
+        "_deck",
         "_final_cover",
         "_hands",
         "_history",
@@ -115,8 +115,7 @@ class Game:
         cards = [Card.parse(c) for c in deck]
         indices = [c.index for c in cards]
         if len(indices) != N_CARDS or len(set(indices)) != N_CARDS:
-            seen: set[int] = set()
-            dupes = sorted({str(c) for c in cards if c.index in seen or seen.add(c.index)})
+            dupes = sorted({str(c) for c in cards if indices.count(c.index) > 1})
             missing = [str(c) for c in _CARDS if c.index not in set(indices)]
             raise InvalidDeckError(
                 f"a deck must hold each of the 36 cards once; got {len(indices)} cards"
@@ -200,12 +199,14 @@ class Game:
         if _mask(view.opponent_known) & ~opp_mask:
             raise InvalidDeckError("opponent hand must contain every publicly known card")
         if len(stock_idx) != view.stock_count:
-            raise InvalidDeckError(f"stock must hold {view.stock_count} cards, got {len(stock_idx)}")
+            raise InvalidDeckError(
+                f"stock must hold {view.stock_count} cards, got {len(stock_idx)}"
+            )
         if view.face_up is not None and (not stock_idx or stock_idx[-1] != view.face_up.index):
             raise InvalidDeckError(f"the stock must end with the face-up card {view.face_up}")
         final = [] if view.final_cover is None else [view.final_cover.index]
         everything = [*opp, *stock_idx, *pile, *_bits(own_mask)]
-        if sorted(everything) != list(range(N_CARDS)) or final and final[0] not in pile:
+        if sorted(everything) != list(range(N_CARDS)) or (final and final[0] not in pile):
             raise InvalidDeckError("hands, pile and stock must make the 36 cards exactly once")
         game = object.__new__(cls)
         game._deck = None
@@ -427,9 +428,7 @@ class Game:
         covers = _bits(hand & COVER_MASKS[self._trump][self._pile[-1]])
         cards = _bits(hand)
         if len(cards) >= 2:
-            codes += [
-                encode(_COVER_AND_LEAD, x, y) | swap for x in covers for y in cards if y != x
-            ]
+            codes += [encode(_COVER_AND_LEAD, x, y) | swap for x in covers for y in cards if y != x]
         elif not self._stock:
             codes += [encode(_GO_OUT, x) | swap for x in covers]
         return codes
