@@ -1,0 +1,1 @@
+"""Results database, ratings and leaderboard views of Kryt Arena."""

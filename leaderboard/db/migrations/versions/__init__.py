@@ -1,0 +1,1 @@
+"""Revision scripts, applied in order; never edit one that has been released."""
