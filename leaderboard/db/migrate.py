@@ -39,6 +39,7 @@ def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic configuration pointing at the packaged migrations (no ``alembic.ini``)."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("path_separator", "os")
     config.set_main_option("version_locations", str(VERSIONS_DIR))
     if connection is not None:
         config.attributes["connection"] = connection

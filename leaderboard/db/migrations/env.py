@@ -6,7 +6,7 @@ installed package. Offline (SQL script) mode is not supported.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from alembic import context
 from alembic.autogenerate.api import AutogenContext
@@ -16,7 +16,7 @@ from leaderboard.db.models import metadata
 from leaderboard.db.types import UTCDateTime
 
 
-def _render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | bool:
+def _render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | Literal[False]:
     # Revisions must not import our Python types (they may change); write the plain column
     # type the decorator stores.
     if type_ == "type" and isinstance(obj, UTCDateTime):

@@ -1,0 +1,1 @@
+"""Tests of leaderboard.db, run against SQLite and PostgreSQL."""

@@ -1,0 +1,158 @@
+"""Opening databases: migrations from empty, settings, and every way opening can fail."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import make_url
+
+from leaderboard.db import (
+    Database,
+    DatabaseMissingError,
+    DatabaseUnavailableError,
+    ForeignDatabaseError,
+    SchemaOutdatedError,
+    SchemaTooNewError,
+    list_bots,
+    open_database,
+)
+from leaderboard.db.migrate import current_revision, head_revision
+from leaderboard.db.models import metadata
+from tests.db.helpers import new_submission
+
+OUR_TABLES = set(metadata.tables)
+
+
+def test_migrates_empty_database_to_head(database_url: str) -> None:
+    with open_database(database_url) as db, db.engine.connect() as conn:
+        assert current_revision(conn) == head_revision()
+        tables = set(inspect(conn).get_table_names())
+    assert tables >= OUR_TABLES and "alembic_version" in tables
+
+
+def test_migrations_match_the_models(db: Database) -> None:
+    # If this fails, a model changed without a migration: see docs/database.md.
+    with db.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert diff == []
+
+
+def test_reopening_keeps_data(database_url: str) -> None:
+    from leaderboard.db import submit
+
+    with open_database(database_url) as db, db.session() as s:
+        submit(new_submission("keeper"), session=s)
+    with open_database(database_url) as db, db.read_session() as s:
+        assert [b.name for b in list_bots(session=s)] == ["keeper"]
+
+
+def test_sqlite_settings(tmp_path: Path) -> None:
+    with open_database(tmp_path / "k.db") as db, db.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 10_000
+
+
+def test_default_is_kryt_db_in_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KRYT_DATABASE_URL", raising=False)
+    with open_database() as db:
+        assert db.backend == "sqlite"
+    assert (tmp_path / "kryt.db").is_file()
+
+
+def test_environment_variable_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KRYT_DATABASE_URL", f"sqlite:///{tmp_path}/from-env.db")
+    with open_database():
+        pass
+    assert (tmp_path / "from-env.db").is_file() and not (tmp_path / "kryt.db").exists()
+
+
+def test_schema_newer_than_code_is_refused_and_untouched(database_url: str) -> None:
+    with open_database(database_url) as db, db.engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    with pytest.raises(SchemaTooNewError, match=r"'9999'.*upgrade kryt-arena"):
+        open_database(database_url)
+    engine = create_engine(database_url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "9999"
+        assert set(inspect(conn).get_table_names()) >= OUR_TABLES
+    engine.dispose()
+
+
+def test_foreign_tables_are_not_touched(database_url: str) -> None:
+    engine = create_engine(database_url)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE games (id INTEGER PRIMARY KEY, precious TEXT)"))
+        conn.execute(text("INSERT INTO games VALUES (1, 'keep me')"))
+    with pytest.raises(ForeignDatabaseError, match="games"):
+        open_database(database_url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT precious FROM games")).scalar() == "keep me"
+        assert "alembic_version" not in inspect(conn).get_table_names()
+    engine.dispose()
+
+
+def test_no_upgrade_allowed_on_outdated_schema(database_url: str) -> None:
+    with pytest.raises(SchemaOutdatedError, match=r"python -m leaderboard\.db\.migrate upgrade"):
+        open_database(database_url, upgrade=False)
+
+
+def test_missing_sqlite_file_without_create(tmp_path: Path) -> None:
+    with pytest.raises(DatabaseMissingError, match="no database at"):
+        open_database(tmp_path / "absent.db", create=False)
+    assert not (tmp_path / "absent.db").exists()
+
+
+def test_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(DatabaseUnavailableError, match="does not exist"):
+        open_database(tmp_path / "no" / "such" / "dir" / "k.db")
+
+
+def test_file_that_is_not_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are my notes, not a database" * 100)
+    with pytest.raises(DatabaseUnavailableError, match="not a SQLite database"):
+        open_database(path)
+    assert path.read_bytes().startswith(b"these are my notes")
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_unreachable_postgres_server() -> None:
+    url = f"postgresql+psycopg://kryt:pw@127.0.0.1:{_closed_port()}/kryt"
+    with pytest.raises(DatabaseUnavailableError, match="cannot connect") as info:
+        open_database(url)
+    assert "pw@" not in str(info.value) and "KRYT_DATABASE_URL" in str(info.value)
+
+
+@pytest.mark.postgres
+def test_missing_postgres_database(postgres_url: str) -> None:
+    missing = make_url(postgres_url).set(database="kryt_no_such_database")
+    with pytest.raises(DatabaseMissingError, match="does not exist"):
+        open_database(missing.render_as_string(hide_password=False))
+
+
+def test_migrate_module_reports_revision(database_url: str) -> None:
+    open_database(database_url).close()
+    out = subprocess.run(
+        [sys.executable, "-m", "leaderboard.db.migrate", "current", database_url],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert f"database: {head_revision()}" in out.stdout
