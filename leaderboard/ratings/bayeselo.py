@@ -1,0 +1,438 @@
+"""The rating of record: a batch Bradley-Terry fit in Rémi Coulom's BayesElo model.
+
+Reproduces ``bayeselo`` 0057 run as ``elo / mm 1 1 / covariance / ratings / los``: maximum
+a posteriori ratings with a fitted first-mover advantage and draw parameter (drawelo), a prior
+of virtual draws, ratings centred on 0, displayed as ``scale * rating + offset`` with
+``scale = 4x / (1 + x)^2``, ``x = 10^(-drawelo / 400)``, intervals from the covariance (the
+inverse Hessian) and the likelihood of superiority between players. The optimiser is SciPy's
+trust-region Newton method fed the analytic gradient and Hessian-vector products.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import optimize, sparse
+from scipy.sparse.csgraph import connected_components
+from scipy.special import ndtr
+from scipy.stats import norm
+
+from leaderboard.ratings.errors import (
+    DisconnectedResultsError,
+    FitError,
+    InvalidCountsError,
+    RatingsError,
+    UnboundedRatingError,
+)
+from leaderboard.ratings.games import PairCounts
+from leaderboard.ratings.model import (
+    NATURAL_PER_ELO,
+    Design,
+    Evaluation,
+    build_design,
+    centred_inverse,
+    evaluate,
+    laplacian,
+)
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+DEFAULT_PRIOR = 2.0
+DEFAULT_DRAWELO = 97.3  # BayesElo's starting value, used when drawelo is not fitted
+#: Ratings further than this from the mean mean the maximum does not exist (Elo units).
+DIVERGENCE_ELO = 5000.0
+#: Up to this many bots the ratings block of the Hessian is kept as a dense matrix.
+DENSE_LIMIT = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerRating:
+    """One line of the rating table (display units)."""
+
+    rank: int
+    name: str
+    rating: float
+    interval: float  # half-width of the confidence interval, +/- this much
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    score: float  # (wins + draws / 2) / games
+    draw_rate: float  # draws / games
+    los_next: float | None  # P(this bot is stronger than the next one down); None for last
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping."""
+        return {
+            "rank": self.rank,
+            "name": self.name,
+            "rating": self.rating,
+            "interval": self.interval,
+            "games": self.games,
+            "wins": self.wins,
+            "draws": self.draws,
+            "losses": self.losses,
+            "score": self.score,
+            "draw_rate": self.draw_rate,
+            "los_next": self.los_next,
+        }
+
+
+@dataclass(frozen=True)
+class BayesEloFit:
+    """A fitted BayesElo model; arrays are indexed like ``names`` (sorted names).
+
+    ``internal`` are the centred maximum-a-posteriori ratings in Elo units of the model;
+    ``ratings = scale * internal + offset`` are what BayesElo displays. ``covariance`` and
+    ``intervals`` are in display units; ``advantage`` and ``drawelo`` in internal units.
+    """
+
+    names: tuple[str, ...]
+    internal: FloatArray
+    ratings: FloatArray
+    covariance: FloatArray
+    intervals: FloatArray
+    advantage: float
+    drawelo: float
+    scale: float
+    offset: float
+    prior: float
+    confidence: float
+    games: IntArray
+    wins: IntArray
+    draws: IntArray
+    losses: IntArray
+    iterations: int
+
+    def index(self, name: str) -> int:
+        """Position of ``name`` in the arrays; ``KeyError`` naming it if unknown."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise KeyError(f"no rated bot named {name!r}") from None
+
+    def rating(self, name: str) -> float:
+        """Display rating of ``name``."""
+        return float(self.ratings[self.index(name)])
+
+    def los(self, better: str, worse: str) -> float:
+        """Likelihood of superiority: posterior P(``better`` is stronger than ``worse``)."""
+        i, j = self.index(better), self.index(worse)
+        if i == j:
+            raise ValueError(f"LOS of {better!r} over itself is undefined")
+        c = self.covariance
+        sigma = math.sqrt(c[i, i] + c[j, j] - 2.0 * c[i, j])
+        return float(ndtr((self.ratings[i] - self.ratings[j]) / sigma))
+
+    def los_matrix(self) -> FloatArray:
+        """``m[i, j] = LOS(i over j)`` for all pairs; zero on the diagonal, as in BayesElo."""
+        c = self.covariance
+        d = np.diag(c)
+        sigma = np.sqrt(np.maximum(d[:, None] + d[None, :] - 2.0 * c, 1e-300))
+        out: FloatArray = ndtr((self.ratings[:, None] - self.ratings[None, :]) / sigma)
+        np.fill_diagonal(out, 0.0)
+        return out
+
+    def table(self) -> list[PlayerRating]:
+        """Rows best first (ties broken by name) with the LOS over the next row."""
+        order = sorted(range(len(self.names)), key=lambda k: (-self.internal[k], self.names[k]))
+        rows: list[PlayerRating] = []
+        for rank, k in enumerate(order, start=1):
+            below = order[rank] if rank < len(order) else None
+            games = int(self.games[k])
+            rows.append(
+                PlayerRating(
+                    rank=rank,
+                    name=self.names[k],
+                    rating=float(self.ratings[k]),
+                    interval=float(self.intervals[k]),
+                    games=games,
+                    wins=int(self.wins[k]),
+                    draws=int(self.draws[k]),
+                    losses=int(self.losses[k]),
+                    score=float(self.wins[k] + 0.5 * self.draws[k]) / games,
+                    draw_rate=float(self.draws[k]) / games,
+                    los_next=None if below is None else self.los(self.names[k], self.names[below]),
+                )
+            )
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary: model parameters and the table."""
+        return {
+            "model": "bayeselo",
+            "prior": self.prior,
+            "offset": self.offset,
+            "scale": self.scale,
+            "advantage": self.advantage,
+            "drawelo": self.drawelo,
+            "confidence": self.confidence,
+            "players": [row.to_dict() for row in self.table()],
+        }
+
+
+def display_scale(drawelo: float) -> float:
+    """BayesElo's display scale ``4x / (1 + x)^2`` with ``x = 10^(-drawelo / 400)``."""
+    x = math.pow(10.0, -drawelo / 400.0)
+    return 4.0 * x / (1.0 + x) ** 2
+
+
+def _check_graph(counts: PairCounts) -> None:
+    n = len(counts.names)
+    games = counts.wins + counts.draws + counts.losses
+    per_player = np.bincount(counts.first, games, n) + np.bincount(counts.second, games, n)
+    idle = [counts.names[k] for k in np.flatnonzero(per_player == 0)]
+    if idle:
+        raise InvalidCountsError(f"bots without games cannot be rated: {idle}")
+    played = games > 0
+    graph = sparse.coo_matrix(
+        (np.ones(int(played.sum())), (counts.first[played], counts.second[played])), shape=(n, n)
+    )
+    components, labels = connected_components(graph, directed=False)
+    if components > 1:
+        groups = [
+            sorted(counts.names[k] for k in np.flatnonzero(labels == c)) for c in range(components)
+        ]
+        raise DisconnectedResultsError(
+            f"the results split into {components} groups that never played each other, so "
+            f"their relative ratings are undefined: {groups}"
+        )
+
+
+def _check_bounded(counts: PairCounts) -> None:
+    wins, draws, losses = counts.player_totals()
+    for k, name in enumerate(counts.names):
+        if wins[k] + draws[k] == 0 or losses[k] + draws[k] == 0:
+            kind = "won" if losses[k] + draws[k] == 0 else "lost"
+            raise UnboundedRatingError(
+                f"bot {name!r} {kind} every game, so with prior 0 its rating is infinite; "
+                "use a prior > 0"
+            )
+
+
+class _Objective:
+    """Packs/unpacks the free parameters and caches the last evaluation for SciPy."""
+
+    def __init__(
+        self, design: Design, advantage: float | None, delta: float | None, start_delta: float
+    ) -> None:
+        self.design = design
+        self.fixed_advantage = advantage
+        self.fixed_delta = delta
+        self.start_delta = start_delta
+        self._key: bytes | None = None
+        self._eval: Evaluation | None = None
+        self._curvature: _Curvature | None = None
+        self._curvature_key: bytes | None = None
+        self._incidence = design.incidence()
+
+    def start(self) -> FloatArray:
+        """Rough moment estimates: Newton from here needs a handful of steps, not twenty."""
+        d = self.design
+        n = d.n
+        games = d.wins + d.draws + d.losses
+        points = d.wins + 0.5 * d.draws
+        per_player = np.bincount(d.first, games, n) + np.bincount(d.second, games, n)
+        scored = np.bincount(d.first, points, n) + np.bincount(d.second, games - points, n)
+        # Performance-rating iteration: logit of the score plus the mean opponent.
+        logit = np.log((scored + 0.5) / (per_player - scored + 0.5))
+        beta = logit.copy()
+        for _ in range(3):
+            opp = np.bincount(d.first, games * beta[d.second], n)
+            opp += np.bincount(d.second, games * beta[d.first], n)
+            beta = logit + opp / per_player
+            beta -= beta.mean()
+        x = [beta]
+        total = float(games.sum())
+        if self.fixed_advantage is None:
+            first_score = (float(points.sum()) + 0.5) / (total + 1.0)
+            x.append(np.array([math.log(first_score / (1.0 - first_score))]))
+        if self.fixed_delta is None:
+            draw_rate = (d.draws_total + 0.5) / (total + 1.0)
+            x.append(np.array([math.log(max(math.log((1 + draw_rate) / (1 - draw_rate)), 1e-3))]))
+        return np.concatenate(x)
+
+    def unpack(self, x: FloatArray) -> tuple[FloatArray, float, float]:
+        n = self.design.n
+        k = n
+        advantage = self.fixed_advantage
+        if advantage is None:
+            advantage = float(x[k])
+            k += 1
+        delta = self.fixed_delta
+        if delta is None:
+            delta = math.exp(float(x[k]))
+        return x[:n], advantage, delta
+
+    def at(self, x: FloatArray) -> Evaluation:
+        key = x.tobytes()
+        if key != self._key or self._eval is None:
+            self._eval = evaluate(self.design, *self.unpack(x))
+            self._key = key
+        return self._eval
+
+    def value(self, x: FloatArray) -> float:
+        return self.at(x).value
+
+    def gradient(self, x: FloatArray) -> FloatArray:
+        e = self.at(x)
+        parts = [e.grad_beta]
+        if self.fixed_advantage is None:
+            parts.append(np.array([e.grad_advantage]))
+        if self.fixed_delta is None:
+            delta = self.unpack(x)[2]
+            parts.append(np.array([delta * e.grad_delta]))  # chain rule for log(delta)
+        return np.concatenate(parts)
+
+    def curvature(self, x: FloatArray) -> _Curvature:
+        """Hessian blocks at ``x`` in the free parameters, computed once per point."""
+        e = self.at(x)
+        if self._curvature is not None and self._curvature_key == self._key:
+            return self._curvature
+        inc = self._incidence
+        n = self.design.n
+        delta = self.unpack(x)[2]
+        w_sum, q_sum = float(e.weight.sum()), float(e.skew.sum())
+        columns: list[FloatArray] = []
+        labels: list[str] = []
+        if self.fixed_advantage is None:
+            columns.append(inc.T @ e.weight)  # d2 / dbeta da
+            labels.append("a")
+        if self.fixed_delta is None:
+            columns.append(delta * (inc.T @ e.skew))  # d2 / dbeta dlog(delta)
+            labels.append("d")
+        k = len(labels)
+        block = np.zeros((k, k))
+        for r, row in enumerate(labels):
+            for c, col in enumerate(labels):
+                if row == col == "a":
+                    block[r, c] = w_sum
+                elif row == col == "d":
+                    # log(delta) parametrisation: delta^2 H_dd + delta g_d
+                    h_dd = w_sum + e.delta_curvature
+                    block[r, c] = delta * delta * h_dd + delta * e.grad_delta
+                else:
+                    block[r, c] = delta * q_sum
+        dense = laplacian(self.design, e.weight) if n <= DENSE_LIMIT else None
+        self._curvature = _Curvature(
+            weight=e.weight,
+            dense=dense,
+            coupling=np.stack(columns, axis=1) if columns else np.zeros((n, 0)),
+            block=block,
+        )
+        self._curvature_key = self._key
+        return self._curvature
+
+    def hessp(self, x: FloatArray, p: FloatArray) -> FloatArray:
+        """Hessian times ``p``; the ``sum(beta)^2 / 2`` centring term adds ``ones ones^T``."""
+        cur = self.curvature(x)
+        n = self.design.n
+        pb, pk = p[:n], p[n:]
+        if cur.dense is not None:
+            hb = cur.dense @ pb
+        else:
+            inc = self._incidence
+            hb = inc.T @ (cur.weight * (inc @ pb))
+        hb = hb + pb.sum() + cur.coupling @ pk
+        return np.concatenate([hb, cur.coupling.T @ pb + cur.block @ pk])
+
+
+@dataclass(frozen=True)
+class _Curvature:
+    weight: FloatArray
+    dense: FloatArray | None  # ratings block as a dense matrix while it fits in memory
+    coupling: FloatArray  # n x k: ratings against advantage / log(drawelo)
+    block: FloatArray  # k x k
+
+
+def fit_bayeselo(
+    counts: PairCounts,
+    *,
+    prior: float = DEFAULT_PRIOR,
+    offset: float = 0.0,
+    confidence: float = 0.95,
+    fit_advantage: bool = True,
+    fit_drawelo: bool = True,
+    advantage: float = 0.0,
+    drawelo: float = DEFAULT_DRAWELO,
+) -> BayesEloFit:
+    """Fit BayesElo to per-pair counts.
+
+    ``prior`` is the number of virtual draws per player (BayesElo's ``prior``, default 2);
+    ``offset`` is added to displayed ratings; ``advantage`` and ``drawelo`` (internal Elo
+    units) are used as given when their ``fit_*`` flag is false.
+    """
+    if not (math.isfinite(prior) and prior >= 0):
+        raise RatingsError(f"prior must be a finite number >= 0, got {prior!r}")
+    if not (0.0 < confidence < 1.0):
+        raise RatingsError(f"confidence must be between 0 and 1, got {confidence!r}")
+    if not (math.isfinite(offset) and math.isfinite(advantage) and math.isfinite(drawelo)):
+        raise RatingsError(f"non-finite offset/advantage/drawelo: {offset}, {advantage}, {drawelo}")
+    counts.require_games()
+    _check_graph(counts)
+    if prior == 0:
+        _check_bounded(counts)
+
+    design = build_design(counts, prior)
+    fixed_delta: float | None = None if fit_drawelo else drawelo * NATURAL_PER_ELO
+    if design.draws_total == 0:
+        fixed_delta = 0.0  # no draws at all: the maximum is at drawelo = 0 (plain Bradley-Terry)
+    elif fixed_delta is not None and fixed_delta <= 0:
+        raise RatingsError(f"drawelo {drawelo!r} makes the observed draws impossible; use > 0")
+    objective = _Objective(
+        design,
+        None if fit_advantage else advantage * NATURAL_PER_ELO,
+        fixed_delta,
+        DEFAULT_DRAWELO * NATURAL_PER_ELO if drawelo <= 0 else drawelo * NATURAL_PER_ELO,
+    )
+    weight = float(design.wins.sum() + design.draws.sum() + design.losses.sum())
+    result = optimize.minimize(
+        objective.value,
+        objective.start(),
+        jac=objective.gradient,
+        hessp=objective.hessp,
+        method="trust-krylov",
+        # Exact subproblem solves: a few more Hessian products, far fewer likelihood passes.
+        options={"gtol": 1e-10 * max(1.0, weight), "maxiter": 500, "inexact": False},
+    )
+    beta, adv_nat, delta_nat = objective.unpack(result.x)
+    elo = (beta - beta.mean()) / NATURAL_PER_ELO
+    if not result.success and float(np.abs(objective.gradient(result.x)).max()) > 1e-6 * weight:
+        raise FitError(f"BayesElo fit did not converge: {result.message}")
+    if float(np.abs(elo).max()) > DIVERGENCE_ELO:
+        worst = counts.names[int(np.argmax(np.abs(elo)))]
+        raise UnboundedRatingError(
+            f"rating of {worst!r} runs off to infinity (one group of bots won every game "
+            "against the rest); use a prior > 0"
+        )
+
+    final = evaluate(design, beta, adv_nat, delta_nat)
+    cov_elo = centred_inverse(laplacian(design, final.weight)) / NATURAL_PER_ELO**2
+    drawelo_fit = delta_nat / NATURAL_PER_ELO
+    scale = display_scale(drawelo_fit)
+    z = float(norm.ppf(0.5 + confidence / 2.0))
+    covariance = cov_elo * scale**2
+    wins, draws, losses = counts.player_totals()
+    return BayesEloFit(
+        names=counts.names,
+        internal=elo,
+        ratings=scale * elo + offset,
+        covariance=covariance,
+        intervals=z * np.sqrt(np.maximum(np.diag(covariance), 0.0)),
+        advantage=adv_nat / NATURAL_PER_ELO,
+        drawelo=drawelo_fit,
+        scale=scale,
+        offset=offset,
+        prior=prior,
+        confidence=confidence,
+        games=wins + draws + losses,
+        wins=wins,
+        draws=draws,
+        losses=losses,
+        iterations=int(result.nit),
+    )

@@ -1,0 +1,59 @@
+"""Reader for result sets stored as CSV with the columns ``first,second,result``.
+
+``first`` moved first and ``result`` is from his side: ``1-0``, ``0-1`` or ``1/2-1/2``. Any
+malformed row stops the read with a :class:`CsvFormatError` naming the line, so a typo can
+never silently drop a game from a rating.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from leaderboard.ratings.errors import CsvFormatError, EmptyResultsError, InvalidGameError
+from leaderboard.ratings.games import Game, Outcome
+
+HEADER = ("first", "second", "result")
+
+
+def parse_games_csv(text: str, *, source: str = "<csv>") -> list[Game]:
+    """Parse CSV text (header line required, blank lines ignored) into games in file order."""
+    games: list[Game] = []
+    header_seen = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            fields = next(csv.reader([line], strict=True))
+        except csv.Error as exc:
+            raise CsvFormatError(source, number, line, f"not valid CSV ({exc})") from None
+        cells = tuple(cell.strip() for cell in fields)
+        if not header_seen:
+            if tuple(c.lower() for c in cells) != HEADER:
+                raise CsvFormatError(
+                    source, number, line, "expected the header first,second,result"
+                )
+            header_seen = True
+            continue
+        if len(cells) != 3:
+            raise CsvFormatError(source, number, line, f"expected 3 fields, found {len(cells)}")
+        try:
+            games.append(Game(cells[0], cells[1], Outcome.parse(cells[2])))
+        except InvalidGameError as exc:
+            raise CsvFormatError(source, number, line, str(exc)) from None
+    if not header_seen:
+        raise EmptyResultsError(f"{source}: empty file; expected the header first,second,result")
+    return games
+
+
+def read_games_csv(path: str | Path) -> list[Game]:
+    """Read a results CSV file; raises ``OSError`` if unreadable, :class:`CsvFormatError` if bad."""
+    file = Path(path)
+    data = file.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")  # tolerate a spreadsheet's byte-order mark
+    except UnicodeDecodeError as exc:
+        number = data[: exc.start].count(b"\n") + 1
+        line = data.splitlines()[number - 1].decode("utf-8", errors="replace")
+        raise CsvFormatError(str(file), number, line, "not UTF-8 text") from None
+    return parse_games_csv(text, source=str(file))

@@ -1,0 +1,242 @@
+"""Duplicate format: games come in deal pairs (same deal, seats swapped).
+
+The two games of a pair share the deal, so their results are correlated: a deal that favours
+whoever holds the strong hand tends to give 1-1, one that favours the better player 2-0. Two
+tools account for it:
+
+* :func:`pentanomial_counts` - per pairing, how many deal pairs ended 0, 1/2, 1, 3/2 or 2
+  points for the first-named bot (the pentanomial distribution used in engine testing);
+* :func:`paired_intervals` - rating intervals that treat the *deal pair*, not the game, as
+  the independent unit: a cluster-robust sandwich estimate ``C M C`` (``C`` the BayesElo
+  covariance, ``M`` the summed outer products of per-pair score vectors), or a bootstrap that
+  resamples whole pairs with a seeded generator and refits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import expit
+from scipy.stats import norm
+
+from leaderboard.ratings.bayeselo import DEFAULT_PRIOR, BayesEloFit, fit_bayeselo
+from leaderboard.ratings.errors import InvalidDealPairError, RatingsError
+from leaderboard.ratings.games import Game, Outcome, PairCounts
+from leaderboard.ratings.model import NATURAL_PER_ELO
+
+FloatArray = NDArray[np.float64]
+
+_OUTCOME_CODE = {Outcome.FIRST_WINS: 0, Outcome.DRAW: 1, Outcome.SECOND_WINS: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class DealPair:
+    """The two games of one deal; ``second`` has the seats of ``first`` swapped."""
+
+    first: Game
+    second: Game
+
+    def __post_init__(self) -> None:
+        if (self.second.first, self.second.second) != (self.first.second, self.first.first):
+            raise InvalidDealPairError(
+                f"games {self.first.first} v {self.first.second} and "
+                f"{self.second.first} v {self.second.second} are not one deal with seats swapped"
+            )
+
+    @property
+    def players(self) -> tuple[str, str]:
+        """(first mover of the first game, his opponent)."""
+        return self.first.first, self.first.second
+
+    def points(self, name: str) -> float:
+        """Points ``name`` scored over the two games: 0, 0.5, 1, 1.5 or 2."""
+        if name == self.first.first:
+            return self.first.score + (1.0 - self.second.score)
+        if name == self.first.second:
+            return (1.0 - self.first.score) + self.second.score
+        raise KeyError(f"{name!r} did not play in deal pair {self.players}")
+
+
+def pair_consecutive(games: Sequence[Game]) -> list[DealPair]:
+    """Group games 1+2, 3+4, ... into deal pairs (the fixture's and the referee's order)."""
+    if len(games) % 2:
+        raise InvalidDealPairError(f"{len(games)} games cannot be split into deal pairs")
+    pairs: list[DealPair] = []
+    for k in range(0, len(games), 2):
+        try:
+            pairs.append(DealPair(games[k], games[k + 1]))
+        except InvalidDealPairError as exc:
+            raise InvalidDealPairError(f"games {k + 1} and {k + 2}: {exc}") from None
+    return pairs
+
+
+@dataclass(frozen=True, slots=True)
+class Pentanomial:
+    """Deal-pair results of ``player`` against ``opponent``.
+
+    ``counts[k]`` is the number of pairs in which ``player`` scored ``k / 2`` points.
+    """
+
+    player: str
+    opponent: str
+    counts: tuple[int, int, int, int, int]
+
+    @property
+    def pairs(self) -> int:
+        """Number of deal pairs played."""
+        return sum(self.counts)
+
+    @property
+    def score(self) -> float:
+        """Mean points per game of ``player`` (0..1)."""
+        points = sum(k * 0.5 * c for k, c in enumerate(self.counts))
+        return points / (2 * self.pairs)
+
+
+def pentanomial_counts(pairs: Iterable[DealPair]) -> list[Pentanomial]:
+    """One pentanomial per pairing, from the alphabetically first bot's side, sorted."""
+    table: dict[tuple[str, str], list[int]] = {}
+    for pair in pairs:
+        player, opponent = sorted(pair.players)
+        bucket = round(2 * pair.points(player))
+        table.setdefault((player, opponent), [0, 0, 0, 0, 0])[bucket] += 1
+    return [
+        Pentanomial(player, opponent, (c[0], c[1], c[2], c[3], c[4]))
+        for (player, opponent), c in sorted(table.items())
+    ]
+
+
+@dataclass(frozen=True)
+class PairedIntervals:
+    """Naive (games independent) and paired (deal pairs independent) intervals, display Elo."""
+
+    fit: BayesEloFit
+    method: str
+    naive: FloatArray
+    paired: FloatArray
+
+    def by_name(self) -> dict[str, tuple[float, float]]:
+        """``{name: (naive, paired)}``."""
+        return {
+            name: (float(self.naive[k]), float(self.paired[k]))
+            for k, name in enumerate(self.fit.names)
+        }
+
+
+def _encode(pairs: Sequence[DealPair], names: tuple[str, ...]) -> NDArray[np.int64]:
+    """Rows (first mover of game 1, his opponent, outcome 1, outcome 2) as indices."""
+    index = {name: k for k, name in enumerate(names)}
+    return np.array(
+        [
+            (
+                index[p.first.first],
+                index[p.first.second],
+                _OUTCOME_CODE[p.first.outcome],
+                _OUTCOME_CODE[p.second.outcome],
+            )
+            for p in pairs
+        ],
+        dtype=np.int64,
+    ).reshape(-1, 4)
+
+
+def _counts_from_rows(rows: NDArray[np.int64], names: tuple[str, ...]) -> PairCounts:
+    n = len(names)
+    first = np.concatenate([rows[:, 0], rows[:, 1]])
+    second = np.concatenate([rows[:, 1], rows[:, 0]])
+    outcome = np.concatenate([rows[:, 2], rows[:, 3]])
+    table = np.bincount((first * n + second) * 3 + outcome, minlength=n * n * 3).reshape(-1, 3)
+    keys = np.flatnonzero(table.sum(axis=1))
+    return PairCounts(
+        names=names,
+        first=(keys // n).astype(np.int64),
+        second=(keys % n).astype(np.int64),
+        wins=table[keys, 0].astype(np.int64),
+        draws=table[keys, 1].astype(np.int64),
+        losses=table[keys, 2].astype(np.int64),
+    )
+
+
+def _game_slope(
+    fit: BayesEloFit, i: NDArray[np.int64], j: NDArray[np.int64], code: NDArray[np.int64]
+) -> FloatArray:
+    """d log P(result) / d(beta_first - beta_second) for games where i moved first against j."""
+    beta = fit.internal * NATURAL_PER_ELO
+    s = beta[i] - beta[j] + fit.advantage * NATURAL_PER_ELO
+    delta = fit.drawelo * NATURAL_PER_ELO
+    win_slope = expit(-(s - delta))  # d log sigmoid(s - delta) / ds
+    loss_slope = -expit(-(-s - delta))  # d log sigmoid(-s - delta) / ds
+    slope: FloatArray = np.where(
+        code == 0, win_slope, np.where(code == 2, loss_slope, win_slope + loss_slope)
+    )
+    return slope
+
+
+def _sandwich(fit: BayesEloFit, rows: NDArray[np.int64]) -> FloatArray:
+    i, j = rows[:, 0], rows[:, 1]
+    # Score of the whole pair along e_i - e_j: game 1 has i first, game 2 has j first.
+    c = _game_slope(fit, i, j, rows[:, 2]) - _game_slope(fit, j, i, rows[:, 3])
+    n = len(fit.names)
+    w = c * c
+    flat = np.bincount(i * n + j, w, n * n).reshape(n, n)
+    meat = -(flat + flat.T)
+    meat[np.diag_indices(n)] = -meat.sum(axis=1)
+    # fit.covariance is C / (NATURAL_PER_ELO / scale)^2 with C the natural-unit inverse Hessian.
+    units = (NATURAL_PER_ELO / fit.scale) ** 2
+    cov: FloatArray = fit.covariance @ meat @ fit.covariance * units
+    return cov
+
+
+def paired_intervals(
+    pairs: Sequence[DealPair],
+    *,
+    method: Literal["sandwich", "bootstrap"] = "sandwich",
+    prior: float = DEFAULT_PRIOR,
+    offset: float = 0.0,
+    confidence: float = 0.95,
+    samples: int = 200,
+    seed: int = 0,
+) -> PairedIntervals:
+    """BayesElo fit of all games with intervals that treat each deal pair as one unit.
+
+    ``sandwich`` is deterministic and cheap; ``bootstrap`` refits ``samples`` resamples of
+    the deal pairs drawn with ``numpy.random.default_rng(seed)`` and reports
+    ``z * standard deviation`` of each bot's centred display rating.
+    """
+    if not pairs:
+        raise RatingsError("no deal pairs to rate")
+    games = [g for p in pairs for g in (p.first, p.second)]
+    counts = PairCounts.from_games(games)
+    fit = fit_bayeselo(counts, prior=prior, offset=offset, confidence=confidence)
+    rows = _encode(pairs, counts.names)
+    z = float(norm.ppf(0.5 + confidence / 2.0))
+    if method == "sandwich":
+        cov = _sandwich(fit, rows)
+        paired = z * np.sqrt(np.maximum(np.diag(cov), 0.0))
+    elif method == "bootstrap":
+        if samples < 2:
+            raise RatingsError(f"bootstrap needs at least 2 samples, got {samples}")
+        rng = np.random.default_rng(seed)
+        draws: list[FloatArray] = []
+        for _ in range(samples):
+            pick = rows[rng.integers(0, len(rows), len(rows))]
+            try:
+                sample = fit_bayeselo(_counts_from_rows(pick, counts.names), prior=prior)
+            except RatingsError:
+                continue  # a resample that lost a bot or split the pool says nothing; skip it
+            draws.append(sample.ratings - sample.ratings.mean())
+        if len(draws) < max(2, samples // 2):
+            raise RatingsError(
+                f"only {len(draws)} of {samples} bootstrap resamples could be fitted; "
+                "too few deal pairs per bot for a bootstrap"
+            )
+        paired = z * np.std(np.array(draws), axis=0, ddof=1)
+    else:
+        raise RatingsError(f"unknown interval method {method!r}; use 'sandwich' or 'bootstrap'")
+    if not np.all(np.isfinite(paired)):
+        raise RatingsError(f"paired intervals are not finite: {paired.tolist()}")
+    return PairedIntervals(fit=fit, method=method, naive=fit.intervals, paired=paired)

@@ -1,0 +1,46 @@
+"""Typed errors of the ratings package; each message quotes the input it rejects."""
+
+from __future__ import annotations
+
+
+class RatingsError(ValueError):
+    """Base class of every error raised by :mod:`leaderboard.ratings`."""
+
+
+class InvalidGameError(RatingsError):
+    """A game record is malformed (empty name, a bot playing itself, unknown result)."""
+
+
+class InvalidCountsError(RatingsError):
+    """Aggregated per-pair counts are inconsistent (shapes, indices, negative counts)."""
+
+
+class CsvFormatError(RatingsError):
+    """A results CSV file cannot be read; carries the source, line number and line text."""
+
+    def __init__(self, source: str, line_number: int, line: str, reason: str) -> None:
+        self.source = source
+        self.line_number = line_number
+        self.line = line
+        self.reason = reason
+        super().__init__(f"{source}:{line_number}: {reason}: {line!r}")
+
+
+class EmptyResultsError(RatingsError):
+    """There are no games to rate."""
+
+
+class DisconnectedResultsError(RatingsError):
+    """Players fall into groups that never met, so their relative ratings are undefined."""
+
+
+class UnboundedRatingError(RatingsError):
+    """Without a prior, a perfect (or zero) score makes a rating run off to infinity."""
+
+
+class FitError(RatingsError):
+    """The optimiser did not converge to the maximum of the posterior."""
+
+
+class InvalidDealPairError(RatingsError):
+    """Two games offered as a deal pair are not the same two bots with seats swapped."""
