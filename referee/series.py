@@ -1,0 +1,284 @@
+"""A series between two bots: the loser deals, a draw keeps the dealer, decks from the seed.
+
+Seat 0 is always the first bot of the pair and seat 1 the second; who moves first follows from
+the dealer. In the *duplicate* format each deal is played twice with the dealer swapped, so each
+bot plays both hands of every deal (pairs of games 1-2, 3-4, ...).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+from referee.match import Diagnose, Player, play_game, wire_time_control
+from referee.outcomes import REFEREE_VERSION, Forfeit, ForfeitReason, GameRecord
+from referee.rules import DEFAULT_TURN_LIMIT, Card, shuffled_deck
+from referee.timecontrol import TimeControl
+from sdk.messages import PROTOCOL_VERSION, Handshake, SeriesScore
+
+
+class SeriesFormat(Enum):
+    """How games of a series are dealt."""
+
+    STANDARD = "standard"
+    """A fresh deal every game; the loser deals the next one."""
+    DUPLICATE = "duplicate"
+    """Each deal twice, dealer swapped, so both bots play both hands."""
+
+
+class SeriesConfigError(ValueError):
+    """A series setting is out of range."""
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesConfig:
+    """What a series is: number of games, format, seed, time control and turn limit."""
+
+    games: int
+    seed: int | str
+    format: SeriesFormat = SeriesFormat.STANDARD
+    time_control: TimeControl = field(default_factory=TimeControl)
+    turn_limit: int = DEFAULT_TURN_LIMIT
+    max_attempts: int = 3
+    """How many times a game voided by an infrastructure failure is tried before giving up."""
+
+    def __post_init__(self) -> None:
+        if type(self.games) is not int or self.games < 1:
+            raise SeriesConfigError(f"a series needs at least one game, got {self.games!r}")
+        if self.format is SeriesFormat.DUPLICATE and self.games % 2:
+            raise SeriesConfigError(
+                f"the duplicate format plays deals in pairs: games must be even, got {self.games}"
+            )
+        if type(self.turn_limit) is not int or self.turn_limit < 1:
+            raise SeriesConfigError(f"turn_limit must be a positive integer: {self.turn_limit!r}")
+        if self.max_attempts < 1:
+            raise SeriesConfigError(f"max_attempts must be >= 1, got {self.max_attempts!r}")
+
+
+def first_dealer(seed: int | str) -> int:
+    """Dealer of a series' first game, drawn from the series seed ([ruling])."""
+    return random.Random(f"kryt:{seed}:first-dealer").randrange(2)
+
+
+def next_dealer(dealer: int, winner: int | None) -> int:
+    """Dealer of the next game: the loser deals; after a draw the same dealer deals again."""
+    return dealer if winner is None else 1 - winner
+
+
+def deal_number(config: SeriesConfig, number: int) -> int:
+    """Which deal game ``number`` (1-based) uses: itself, or its pair in the duplicate format."""
+    return (number + 1) // 2 if config.format is SeriesFormat.DUPLICATE else number
+
+
+def game_deck(seed: int | str, deal: int) -> tuple[Card, ...]:
+    """The deck of deal number ``deal`` of a series: a pure function of seed and number."""
+    return shuffled_deck(f"kryt:{seed}:deal:{deal}")
+
+
+def planned_dealer(config: SeriesConfig, number: int, previous: Mapping[int, int | None]) -> int:
+    """Dealer of game ``number`` given the winners of the games before it (``previous``)."""
+    if config.format is SeriesFormat.DUPLICATE:
+        pair = (number + 1) // 2
+        first = (first_dealer(config.seed) + pair - 1) % 2
+        return first if number % 2 else 1 - first
+    dealer = first_dealer(config.seed)
+    for n in range(1, number):
+        dealer = next_dealer(dealer, previous[n])
+    return dealer
+
+
+def series_handshake(config: SeriesConfig, opponent_name: str) -> Handshake:
+    """The handshake that opens a bot's stream for this series."""
+    return Handshake(
+        protocol_version=PROTOCOL_VERSION,
+        referee_version=REFEREE_VERSION,
+        games=config.games,
+        opponent_name=opponent_name,
+        time_control=wire_time_control(config.time_control),
+    )
+
+
+class BotStartError(Exception):
+    """A bot could not be started or refused the handshake: its own fault."""
+
+    def __init__(self, message: str, reason: ForfeitReason = ForfeitReason.STARTUP_FAILURE):
+        super().__init__(message)
+        self.reason = reason
+
+
+class InfrastructureError(Exception):
+    """Something on our side failed (sandbox engine, database): not the bot's fault."""
+
+
+class BotSlot(Protocol):
+    """A seat's bot across a series: started on demand, restarted after a crash."""
+
+    name: str
+
+    def player(self, handshake: Handshake) -> Player:
+        """A running player that has accepted ``handshake``; starts or restarts the bot
+        (handshaking again) when needed.
+
+        Raises BotStartError (the bot's fault) or InfrastructureError (ours)."""
+        ...
+
+    def diagnose(self) -> ForfeitReason | None:
+        """After a failure: the sandbox's verdict (memory, processes, disk), if any."""
+        ...
+
+    def close(self) -> None:
+        """Stop the bot and release everything (idempotent)."""
+        ...
+
+
+class SeriesAborted(Exception):
+    """The series cannot go on (infrastructure failed repeatedly); it can be resumed later."""
+
+
+Recorder = Callable[[int, int, GameRecord], None]
+"""``recorder(game_number, attempt, record)``: commit a game (voided ones too). May raise: a
+failure to record is an infrastructure failure and the game is replayed."""
+
+
+@dataclass(slots=True)
+class SeriesResult:
+    """The games of a series in order (voided attempts are only passed to the recorder)."""
+
+    config: SeriesConfig
+    names: tuple[str, str]
+    games: dict[int, GameRecord] = field(default_factory=dict)
+
+    def score(self, seat: int = 0) -> SeriesScore:
+        """Wins, draws, losses of ``seat`` over the counted games."""
+        wins = sum(1 for g in self.games.values() if g.winner == seat)
+        losses = sum(1 for g in self.games.values() if g.winner == 1 - seat)
+        return SeriesScore(wins=wins, draws=len(self.games) - wins - losses, losses=losses)
+
+    def pentanomial(self, seat: int = 0) -> list[int]:
+        """Duplicate format: counts of deal pairs scoring 0, ½, 1, 1½, 2 points for ``seat``."""
+        counts = [0] * 5
+        for pair in range(1, self.config.games // 2 + 1):
+            a, b = self.games.get(2 * pair - 1), self.games.get(2 * pair)
+            if a is not None and b is not None:
+                counts[round(2 * (a.score(seat) + b.score(seat)))] += 1
+        return counts
+
+
+def run_series(
+    config: SeriesConfig,
+    slots: tuple[BotSlot, BotSlot],
+    *,
+    recorder: Recorder | None = None,
+    done: Mapping[int, GameRecord] | None = None,
+) -> SeriesResult:
+    """Play every game of the series not already in ``done`` (resumption), in order.
+
+    A bot that crashed is restarted for the next game; one that cannot be started forfeits
+    each remaining game. A game voided by an infrastructure failure is replayed with the same
+    deal up to ``config.max_attempts`` times, then SeriesAborted is raised (resumable).
+    """
+    result = SeriesResult(config, (slots[0].name, slots[1].name), dict(done or {}))
+    previous = {n: g.winner for n, g in result.games.items()}
+    for number in range(1, config.games + 1):
+        if number in result.games:
+            continue
+        dealer = planned_dealer(config, number, previous)
+        deck = game_deck(config.seed, deal_number(config, number))
+        record = _play_with_retries(config, slots, number, deck, dealer, result, recorder)
+        result.games[number] = record
+        previous[number] = record.winner
+    return result
+
+
+def _play_with_retries(
+    config: SeriesConfig,
+    slots: tuple[BotSlot, BotSlot],
+    number: int,
+    deck: tuple[Card, ...],
+    dealer: int,
+    result: SeriesResult,
+    recorder: Recorder | None,
+) -> GameRecord:
+    last = ""
+    for attempt in range(1, config.max_attempts + 1):
+        try:
+            record = _play_once(config, slots, number, deck, dealer, result)
+        except InfrastructureError as exc:
+            last = str(exc)
+            continue
+        if recorder is not None:
+            try:
+                recorder(number, attempt, record)
+            except Exception as exc:  # a failed write is ours: replay the same deal
+                last = f"recording failed: {type(exc).__name__}: {exc}"
+                continue
+        if not record.voided:
+            return record
+        last = record.void_reason
+    raise SeriesAborted(
+        f"game {number} of {result.names[0]} vs {result.names[1]} failed {config.max_attempts}"
+        f" times on our side; last error: {last}"
+    )
+
+
+def _play_once(
+    config: SeriesConfig,
+    slots: tuple[BotSlot, BotSlot],
+    number: int,
+    deck: tuple[Card, ...],
+    dealer: int,
+    result: SeriesResult,
+) -> GameRecord:
+    players: list[Player | None] = [None, None]
+    failures: list[Forfeit | None] = [None, None]
+    for seat, slot in enumerate(slots):
+        try:
+            players[seat] = slot.player(series_handshake(config, result.names[1 - seat]))
+        except BotStartError as exc:
+            failures[seat] = Forfeit(seat, exc.reason, "", str(exc)[:2000])
+    if failures[0] or failures[1]:
+        return _not_played(config, deck, dealer, failures, result.names)
+
+    def diagnose(seat: int) -> ForfeitReason | None:
+        return slots[seat].diagnose()
+
+    ready = (players[0], players[1])
+    assert ready[0] is not None and ready[1] is not None
+    diag: Diagnose = diagnose
+    return play_game(
+        (ready[0], ready[1]),
+        number=number,
+        deck=deck,
+        dealer=dealer,
+        scores=(result.score(0), result.score(1)),
+        time_control=config.time_control,
+        turn_limit=config.turn_limit,
+        diagnose=diag,
+    )
+
+
+def _not_played(
+    config: SeriesConfig,
+    deck: tuple[Card, ...],
+    dealer: int,
+    failures: list[Forfeit | None],
+    names: tuple[str, str],
+) -> GameRecord:
+    """A game that could not start because a bot would not: that bot forfeits it."""
+    first = failures[0] or failures[1]
+    assert first is not None
+    both = failures[0] is not None and failures[1] is not None
+    return GameRecord(
+        deck=tuple(str(c) for c in deck),
+        dealer=dealer,
+        turn_limit=config.turn_limit,
+        moves=(),
+        # When neither bot can start, nobody wins: the game counts as a draw by double forfeit.
+        winner=None if both else 1 - first.seat,
+        end="forfeit",
+        forfeit=first,
+        players=names,
+    )
