@@ -1,0 +1,53 @@
+# Provision the sandbox backends for the test suite (sourced by .ci/run as root, set -euo pipefail):
+# Debian's docker.io engine (started here when not running), bubblewrap, debootstrap, a
+# dedicated non-root uid for the bwrap backend, and the locally built Python base image
+# (no registry is reachable in CI). Idempotent: every step checks before it acts.
+
+_kryt_apt_missing=()
+for _pkg in docker.io bubblewrap debootstrap; do
+  dpkg-query -W -f='${Status}' "$_pkg" 2>/dev/null | grep -q "install ok installed" \
+    || _kryt_apt_missing+=("$_pkg")
+done
+if [ "${#_kryt_apt_missing[@]}" -gt 0 ]; then
+  echo "installing: ${_kryt_apt_missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${_kryt_apt_missing[@]}" >/dev/null
+fi
+
+# The Debian package's own docker client lives in /usr/bin; use it even when another
+# client shadows it on PATH.
+_kryt_docker=/usr/bin/docker
+[ -x "$_kryt_docker" ] || _kryt_docker="$(command -v docker)"
+
+if ! "$_kryt_docker" info >/dev/null 2>&1; then
+  echo "starting dockerd in the background (log: /var/log/kryt-dockerd.log)"
+  nohup dockerd >/var/log/kryt-dockerd.log 2>&1 &
+  for _i in $(seq 1 60); do
+    "$_kryt_docker" info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  if ! "$_kryt_docker" info >/dev/null 2>&1; then
+    echo "dockerd did not answer within 60 s; last log lines:" >&2
+    tail -n 30 /var/log/kryt-dockerd.log >&2 || true
+    return 1
+  fi
+fi
+
+# The bwrap backend refuses to run bots as root (a fork bomb as root reached 32k processes).
+if ! id -u kryt-sandbox >/dev/null 2>&1; then
+  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin kryt-sandbox
+fi
+export KRYT_SANDBOX_USER=kryt-sandbox
+
+# The locally built base image (debootstrap + Debian python3 + offline wheels); cached by
+# a hash of its inputs, so re-running only checks the tag.
+python3 -m venv /tmp/kryt-provision-venv >/dev/null 2>&1 || true
+if [ ! -x /tmp/kryt-provision-venv/bin/python ]; then
+  echo "could not create a virtualenv for the base image build" >&2
+  return 1
+fi
+/tmp/kryt-provision-venv/bin/python -m pip install -q docker >/dev/null
+/tmp/kryt-provision-venv/bin/python scripts/build_base_image.py
+export KRYT_SANDBOX_BASE_IMAGE="$(/tmp/kryt-provision-venv/bin/python scripts/build_base_image.py --print-tag)"
+echo "sandbox base image: $KRYT_SANDBOX_BASE_IMAGE"

@@ -1,0 +1,88 @@
+"""Why a bot stopped running, as reported by every backend."""
+
+from __future__ import annotations
+
+import enum
+import signal
+from dataclasses import dataclass
+
+__all__ = ["SIGXFSZ_EXIT", "DeathCause", "DeathReport", "classify_exit"]
+
+#: Exit status of a process killed by SIGXFSZ (128 + 25) as reported by shells and init.
+SIGXFSZ_EXIT = 128 + signal.SIGXFSZ
+
+
+class DeathCause(enum.Enum):
+    """Why a bot's process ended; the referee maps these to forfeit reasons."""
+
+    EXITED = "exited"  # exit status 0: the bot left on its own
+    CRASHED = "crashed"  # non-zero exit status (exception, sys.exit(n))
+    OOM = "out_of_memory"  # killed by the OOM killer / ran out of memory
+    FILE_SIZE = "file_size_limit"  # wrote a file larger than the limit (SIGXFSZ)
+    SIGNALED = "signaled"  # killed by a signal the sandbox did not send
+    STOPPED = "stopped"  # still running when the sandbox stopped it (normal end)
+    VANISHED = "vanished"  # its container or process disappeared without a status
+
+
+@dataclass(frozen=True)
+class DeathReport:
+    """How a bot ended: the cause plus the raw facts it was derived from."""
+
+    cause: DeathCause
+    exit_code: int | None = None
+    signal: int | None = None
+    oom_killed: bool = False
+    detail: str = ""
+    log_tail: str = ""
+
+    def describe(self) -> str:
+        """One line for logs and forfeit messages."""
+        parts = [self.cause.value]
+        if self.exit_code is not None:
+            parts.append(f"exit code {self.exit_code}")
+        if self.signal is not None:
+            try:
+                parts.append(signal.Signals(self.signal).name)
+            except ValueError:
+                parts.append(f"signal {self.signal}")
+        if self.detail:
+            parts.append(self.detail)
+        return ", ".join(parts)
+
+
+def classify_exit(
+    exit_code: int | None, *, oom_killed: bool = False, log_tail: str = "", detail: str = ""
+) -> DeathReport:
+    """Map an exit status (128+N meaning signal N, or a negative Popen code) to a report.
+
+    ``oom_killed`` wins over everything: Docker sets it when the OOM killer fired in the
+    container's cgroup, even when it killed a child and the main process exited otherwise.
+    Python's ``MemoryError`` under an address-space rlimit also counts as out of memory.
+    """
+    sig: int | None = None
+    if exit_code is not None and exit_code < 0:
+        sig = -exit_code
+    elif exit_code is not None and exit_code > 128:
+        sig = exit_code - 128
+    if oom_killed:
+        cause = DeathCause.OOM
+    elif exit_code is None:
+        cause = DeathCause.VANISHED
+    elif sig == signal.SIGXFSZ:
+        cause = DeathCause.FILE_SIZE
+    elif exit_code == 0:
+        cause = DeathCause.EXITED
+    elif "MemoryError" in log_tail and sig is None:
+        cause = DeathCause.OOM
+    elif sig is not None:
+        cause = DeathCause.SIGNALED
+    else:
+        cause = DeathCause.CRASHED
+    return DeathReport(
+        cause=cause,
+        exit_code=exit_code,
+        signal=sig,
+        oom_killed=oom_killed,
+        detail=detail,
+        log_tail=log_tail,
+    )

@@ -1,0 +1,307 @@
+"""Docker backend: each bot in a hardened container, talking gRPC over a Unix socket.
+
+Every submission gets its own image (``FROM`` the bot base image, ``COPY`` the bot to
+``/bot``), tagged by the submission's content hash and the base image id, so a bot is built
+once and re-used. Containers run with no network, a read-only root, a small ``/tmp`` tmpfs
+(counted against the memory limit), all capabilities dropped, ``no-new-privileges``, uid
+65534, bounded pids / memory (no swap) / CPU / open files / file size, no core dumps, an
+init process, private IPC, bounded logs and labels so leftovers can be swept. The socket
+directory is bind-mounted at ``/run/kryt``; the referee dials it through
+:mod:`sandbox.dial`. Containers are never auto-removed: the exit state is read first, then
+the container is removed.
+
+The ``docker`` package is imported lazily so the base install never needs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tarfile
+import threading
+from typing import Any
+
+from sandbox.backend import (
+    SANDBOX_ADDRESS,
+    SANDBOX_SOCKET_DIR,
+    Backend,
+    RunningBot,
+    SubmissionLike,
+    make_socket_dir,
+    resolve_submission,
+    safe_label,
+    sweep_socket_dirs,
+)
+from sandbox.base_image import bot_base_tag
+from sandbox.death import DeathCause, DeathReport, classify_exit
+from sandbox.errors import EngineUnavailableError, ImageBuildError, SandboxInfrastructureError
+from sandbox.limits import SandboxLimits
+from sandbox.submission import Submission
+
+__all__ = ["BOT_UID", "LABEL_KEY", "DockerBackend", "DockerBot", "docker_client"]
+
+BOT_UID = 65534
+LABEL_KEY = "org.kryt.sandbox.label"
+MARK_KEY = "org.kryt.sandbox"
+LOG_TAIL_LINES = 40
+# umask 0 so the referee (possibly another non-root uid) may connect to the socket; the
+# socket directory itself is private to the bot and the referee.
+_LAUNCH = 'umask 000 && exec python3 -u "$0"'
+
+
+def docker_client(timeout: float = 30.0) -> Any:
+    """A connected ``docker.DockerClient`` or :class:`EngineUnavailableError` saying why."""
+    try:
+        import docker
+    except ImportError as exc:
+        raise EngineUnavailableError(
+            "the docker Python package is not installed (pip install 'kryt-arena[arena]')"
+        ) from exc
+    try:
+        client = docker.from_env(timeout=int(timeout))
+        client.ping()
+    except Exception as exc:
+        raise EngineUnavailableError(f"no Docker engine answers: {exc}") from exc
+    return client
+
+
+class DockerBot(RunningBot):
+    """A bot running in a container."""
+
+    backend_name = "docker"
+
+    def __init__(self, *, container: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.container = container
+
+    def _state(self) -> dict[str, Any] | None:
+        from docker.errors import NotFound
+
+        try:
+            self.container.reload()
+        except NotFound:
+            return None
+        state: dict[str, Any] = self.container.attrs["State"]
+        return state
+
+    def _poll(self) -> DeathReport | None:
+        state = self._state()
+        if state is None:
+            return DeathReport(cause=DeathCause.VANISHED, detail="container disappeared")
+        if state.get("Running") or state.get("Status") in {"created", "restarting"}:
+            return None
+        detail = state.get("Error") or ""
+        return classify_exit(
+            int(state.get("ExitCode", -1)),
+            oom_killed=bool(state.get("OOMKilled")),
+            log_tail=self.logs(),
+            detail=str(detail),
+        )
+
+    def _kill(self) -> None:
+        from docker.errors import APIError
+
+        # Already dead or gone is fine: removal in _cleanup still runs.
+        with contextlib.suppress(APIError):
+            self.container.kill()
+
+    def _cleanup(self) -> None:
+        from docker.errors import APIError, NotFound
+
+        try:
+            self.container.remove(force=True, v=True)
+        except NotFound:
+            pass
+        except APIError as exc:
+            raise SandboxInfrastructureError(
+                f"could not remove container {self.container.name}: {exc}"
+            ) from exc
+
+    def logs(self) -> str:
+        """The last lines the bot wrote to stdout/stderr."""
+        from docker.errors import APIError
+
+        try:
+            raw: bytes = self.container.logs(tail=LOG_TAIL_LINES)
+        except APIError:
+            return ""
+        return raw.decode(errors="replace")[-8192:]
+
+    def processes(self) -> int:
+        """Number of processes in the container (for tests and diagnostics)."""
+        top = self.container.top(ps_args="-e")
+        return len(top.get("Processes") or [])
+
+
+class DockerBackend(Backend):
+    """Runs each bot in a hardened container (see the module docstring)."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        reason: str = "",
+        *,
+        client: Any = None,
+        base_image: str | None = None,
+        uid: int = BOT_UID,
+    ) -> None:
+        super().__init__(reason)
+        self.client = client if client is not None else docker_client()
+        self.base_image = base_image or os.environ.get("KRYT_SANDBOX_BASE_IMAGE") or bot_base_tag()
+        self.uid = uid
+        self._build_lock = threading.Lock()
+
+    def image_base_id(self) -> str:
+        """Id of the bot base image, or :class:`ImageBuildError` telling how to build it."""
+        from docker.errors import ImageNotFound
+
+        try:
+            image = self.client.images.get(self.base_image)
+        except ImageNotFound as exc:
+            raise ImageBuildError(
+                f"bot base image {self.base_image!r} is missing; build it with "
+                "`python -m sandbox.base_image build` (or set KRYT_SANDBOX_BASE_IMAGE)"
+            ) from exc
+        return str(image.id).removeprefix("sha256:")
+
+    def image_for(self, submission: Submission) -> str:
+        """The image running ``submission`` (built on first use, cached by content hash)."""
+        from docker.errors import APIError, BuildError, ImageNotFound
+
+        tag = f"kryt-bot:{submission.sha256[:32]}-{self.image_base_id()[:12]}"
+        with self._build_lock:
+            try:
+                self.client.images.get(tag)
+                return tag
+            except ImageNotFound:
+                pass
+            context = _build_context(submission, self.base_image)
+            try:
+                self.client.images.build(
+                    fileobj=context,
+                    custom_context=True,
+                    tag=tag,
+                    rm=True,
+                    forcerm=True,
+                    network_mode="none",
+                    labels={MARK_KEY: "image", "org.kryt.submission": submission.sha256},
+                )
+            except (BuildError, APIError) as exc:
+                raise ImageBuildError(f"building {tag} failed: {exc}") from exc
+        return tag
+
+    def start(
+        self,
+        submission: SubmissionLike,
+        limits: SandboxLimits | None = None,
+        label: str = "bot",
+        *,
+        trusted: bool = False,
+    ) -> DockerBot:
+        """Start the bot in a container; return once it answers SERVING."""
+        from docker.errors import APIError
+        from docker.types import LogConfig, Ulimit
+
+        limits = limits or SandboxLimits()
+        sub = resolve_submission(submission)
+        image = self.image_for(sub)
+        sock_dir = make_socket_dir(label, owner_uid=self.uid, shared=True)
+        name = f"kryt-{safe_label(label)}-{os.path.basename(sock_dir).rsplit('.', 1)[-1]}"
+        try:
+            container = self.client.containers.run(
+                image,
+                command=["/bin/sh", "-c", _LAUNCH, sub.manifest.entry],
+                name=name,
+                detach=True,
+                auto_remove=False,
+                labels={MARK_KEY: "bot", LABEL_KEY: label, "org.kryt.submission": sub.sha256},
+                environment={
+                    "KRYT_BOT_ADDRESS": SANDBOX_ADDRESS,
+                    "PYTHONDONTWRITEBYTECODE": "1",
+                    "HOME": "/tmp",
+                },
+                working_dir="/bot",
+                user=f"{self.uid}:{self.uid}",
+                network_mode="none",
+                read_only=True,
+                tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,size={limits.tmpfs_bytes},mode=1777"},
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                pids_limit=limits.pids,
+                mem_limit=limits.memory_bytes,
+                memswap_limit=limits.memory_bytes,
+                nano_cpus=int(limits.cpus * 1e9),
+                ulimits=[
+                    Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile),
+                    Ulimit(name="core", soft=0, hard=0),
+                    Ulimit(name="fsize", soft=limits.fsize_bytes, hard=limits.fsize_bytes),
+                ],
+                init=True,
+                ipc_mode="private",
+                volumes={str(sock_dir): {"bind": SANDBOX_SOCKET_DIR, "mode": "rw"}},
+                log_config=LogConfig(
+                    type="json-file", config={"max-size": str(limits.log_bytes), "max-file": "1"}
+                ),
+                hostname="bot",
+            )
+        except APIError as exc:
+            self._remove_by_name(name)
+            raise SandboxInfrastructureError(f"could not start container {name}: {exc}") from exc
+        except BaseException:
+            self._remove_by_name(name)
+            raise
+        bot = DockerBot(
+            container=container,
+            label=label,
+            limits=limits,
+            sock_dir=sock_dir,
+            expected_uid=self.uid,
+        )
+        bot.connect()
+        return bot
+
+    def _remove_by_name(self, name: str) -> None:
+        from docker.errors import APIError
+
+        with contextlib.suppress(APIError):
+            self.client.containers.get(name).remove(force=True)
+
+    def sweep_leftovers(self, label_prefix: str = "") -> int:
+        """Remove every sandbox container whose label starts with ``label_prefix``."""
+        removed = 0
+        for container in self.client.containers.list(all=True, filters={"label": MARK_KEY}):
+            if str(container.labels.get(LABEL_KEY, "")).startswith(label_prefix):
+                container.remove(force=True, v=True)
+                removed += 1
+        return removed + sweep_socket_dirs(label_prefix)
+
+
+def _build_context(submission: Submission, base_image: str) -> io.BytesIO:
+    """A tar build context: a Dockerfile and the bot's files, world-readable, owned by root."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        dockerfile = f"FROM {base_image}\nCOPY bot/ /bot/\n".encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile)
+        tar.addfile(info, io.BytesIO(dockerfile))
+        root = tarfile.TarInfo("bot")
+        root.type = tarfile.DIRTYPE
+        root.mode = 0o755
+        tar.addfile(root)
+        for rel in submission.files:
+            member = tar.gettarinfo(str(submission.root / rel), arcname=f"bot/{rel}")
+            member.uid = member.gid = 0
+            member.uname = member.gname = "root"
+            if member.isdir() or member.mode & 0o111:
+                member.mode = 0o755
+            else:
+                member.mode = 0o644
+            if member.isreg():
+                with open(submission.root / rel, "rb") as handle:
+                    tar.addfile(member, handle)
+            else:
+                tar.addfile(member)
+    buffer.seek(0)
+    return buffer

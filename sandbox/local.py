@@ -1,0 +1,465 @@
+"""Local backends: bubblewrap under a dedicated uid, and a plain process for trusted bots.
+
+Both run the bot with the referee's Python (``/usr/bin/python3.X`` of the same version when
+there is one) and the referee's site-packages, so grpcio and the SDK are available without
+an image. Output goes through a pipe into a bounded in-memory tail. Each bot is started in
+its own process group, which :meth:`LocalBot.stop` kills as a whole.
+
+- :class:`BwrapBackend` (``bwrap --unshare-all --die-with-parent --new-session --clearenv
+  --cap-drop ALL``, read-only binds of ``/usr``, the site-packages, the project's packages
+  and the bot, a size-limited tmpfs ``/tmp``, the root remounted read-only) launched through
+  ``prlimit`` (address space, nofile, fsize, core, nproc) as a dedicated non-root uid
+  (``KRYT_SANDBOX_USER``, default ``kryt-sandbox``) when the referee runs as root. Never as
+  root itself: ``RLIMIT_NPROC`` does not bind root, so a fork bomb would reach 32k processes.
+- :class:`ProcessBackend`: a plain subprocess with rlimits. No isolation at all, so it only
+  runs trusted bots (the bundled examples or ``trusted=True``) unless ``allow_unsafe``.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib.util
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import threading
+import warnings
+from pathlib import Path
+from typing import IO, Any
+
+from sandbox.backend import (
+    SANDBOX_ADDRESS,
+    SANDBOX_SOCKET_DIR,
+    Backend,
+    RunningBot,
+    SubmissionLike,
+    make_socket_dir,
+    resolve_submission,
+    sweep_socket_dirs,
+)
+from sandbox.death import DeathReport, classify_exit
+from sandbox.dial import MAX_SUN_PATH, SOCKET_NAME
+from sandbox.errors import (
+    BackendUnavailableError,
+    SandboxInfrastructureError,
+    UnsafeBackendError,
+)
+from sandbox.limits import SandboxLimits
+from sandbox.submission import Submission
+
+__all__ = [
+    "DEFAULT_SANDBOX_USER",
+    "BwrapBackend",
+    "LocalBot",
+    "ProcessBackend",
+    "UnsafeSandboxWarning",
+    "bot_python",
+    "project_package_dirs",
+]
+
+DEFAULT_SANDBOX_USER = "kryt-sandbox"
+#: Packages of this project a bot may import (the SDK and what it needs).
+BOT_PACKAGES = ("sdk", "kryt_proto", "referee")
+LOG_TAIL_BYTES = 16 * 1024
+
+# Runs inside the process backend's child: limits first, then the bot as __main__.
+_LAUNCHER = """
+import ctypes, os, resource, runpy, signal, sys
+for item in os.environ.pop("KRYT_RLIMITS").split(","):
+    name, value = item.split("=")
+    resource.setrlimit(getattr(resource, name), (int(value), int(value)))
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+except Exception:
+    pass
+os.umask(0o077)
+entry = sys.argv[1]
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(entry)))
+runpy.run_path(entry, run_name="__main__")
+"""
+
+
+class UnsafeSandboxWarning(UserWarning):
+    """An untrusted bot runs without any isolation (process backend with allow_unsafe)."""
+
+
+def bot_python() -> str:
+    """The interpreter bots run with: ``KRYT_SANDBOX_PYTHON``, else the system's
+    ``/usr/bin/python3.X`` of our version (readable by the sandbox uid), else ours."""
+    configured = os.environ.get("KRYT_SANDBOX_PYTHON")
+    if configured:
+        return configured
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if system.exists():
+        return str(system)
+    return os.path.realpath(sys.executable)
+
+
+def project_package_dirs() -> dict[str, Path]:
+    """Directories of the project packages bots may import, by package name."""
+    found: dict[str, Path] = {}
+    for name in BOT_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        if locations:
+            found[name] = Path(locations[0]).resolve()
+    return found
+
+
+def _site_packages() -> list[Path]:
+    paths = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    return [Path(p).resolve() for p in sorted(paths) if Path(p).is_dir()]
+
+
+def _copy_readable(submission: Submission, dest: Path) -> None:
+    """Copy a validated submission to ``dest``, world-readable, symlinks kept as links."""
+    dest.mkdir(mode=0o755)
+    for rel in submission.files:
+        src, target = submission.root / rel, dest / rel
+        if src.is_symlink():
+            os.symlink(os.readlink(src), target)
+        elif src.is_dir():
+            target.mkdir(mode=0o755)
+        else:
+            shutil.copyfile(src, target)
+            os.chmod(target, 0o755 if os.access(src, os.X_OK) else 0o644)
+
+
+def _reachable_by_others(path: Path) -> bool:
+    """True when every directory up to ``path`` is searchable by any uid (o+x)."""
+    for part in [path, *path.parents]:
+        try:
+            mode = os.stat(part).st_mode
+        except OSError:
+            return False
+        if not mode & 0o001:
+            return False
+    return True
+
+
+class _Tail:
+    """Reads a pipe in a thread, keeping only the last ``limit`` bytes."""
+
+    def __init__(self, stream: IO[bytes], limit: int) -> None:
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._size = 0
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream: IO[bytes]) -> None:
+        with stream:
+            while chunk := stream.read1(65536):  # type: ignore[attr-defined]
+                with self._lock:
+                    self._chunks.append(chunk)
+                    self._size += len(chunk)
+                    while self._size - len(self._chunks[0]) >= self._limit:
+                        self._size -= len(self._chunks.popleft())
+
+    def text(self) -> str:
+        with self._lock:
+            data = b"".join(self._chunks)
+        return data[-self._limit :].decode(errors="replace")
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+
+class LocalBot(RunningBot):
+    """A bot running as a local process group (bwrap or plain)."""
+
+    def __init__(self, *, backend_name: str, argv: list[str], popen: dict[str, Any], **kwargs: Any):
+        super().__init__(**kwargs)
+        self.backend_name = backend_name  # type: ignore[misc]
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                process_group=0,
+                close_fds=True,
+                **popen,
+            )
+        except OSError as exc:
+            raise SandboxInfrastructureError(f"could not launch {argv[0]}: {exc}") from exc
+        assert self.process.stdout is not None
+        self._tail = _Tail(self.process.stdout, min(self.limits.log_bytes, LOG_TAIL_BYTES))
+
+    @property
+    def pid(self) -> int:
+        """Process id (and process group id) of the launched process."""
+        return self.process.pid
+
+    def _poll(self) -> DeathReport | None:
+        code = self.process.poll()
+        if code is None:
+            return None
+        self._tail.join(0.5)
+        return classify_exit(code, log_tail=self.logs())
+
+    def _kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    def _cleanup(self) -> None:
+        # The main process may have exited while children of its group live on.
+        self._kill()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired as exc:
+            raise SandboxInfrastructureError(f"bot {self.label!r} survived SIGKILL") from exc
+        self._tail.join(2.0)
+
+    def logs(self) -> str:
+        """The last bytes the bot wrote to stdout/stderr."""
+        return self._tail.text()
+
+
+class BwrapBackend(Backend):
+    """Bubblewrap sandbox under a dedicated non-root uid (see the module docstring)."""
+
+    name = "bwrap"
+
+    def __init__(self, reason: str = "", *, user: str | None = None) -> None:
+        super().__init__(reason)
+        bwrap = shutil.which("bwrap")
+        prlimit = shutil.which("prlimit")
+        if bwrap is None or prlimit is None:
+            raise BackendUnavailableError("bwrap backend needs `bwrap` and `prlimit` on PATH")
+        self.bwrap, self.prlimit = bwrap, prlimit
+        if os.geteuid() == 0:
+            name = user or os.environ.get("KRYT_SANDBOX_USER") or DEFAULT_SANDBOX_USER
+            try:
+                entry = pwd.getpwnam(name)
+            except KeyError as exc:
+                raise BackendUnavailableError(
+                    f"bwrap backend runs bots as the dedicated user {name!r}, which does not "
+                    "exist (useradd --system kryt-sandbox, or set KRYT_SANDBOX_USER)"
+                ) from exc
+            if entry.pw_uid == 0:
+                raise BackendUnavailableError(f"sandbox user {name!r} must not be root")
+            self.uid, self.gid = entry.pw_uid, entry.pw_gid
+            hidden = [
+                str(p)
+                for p in [*project_package_dirs().values(), *_site_packages()]
+                if not _reachable_by_others(p)
+            ]
+            if hidden:
+                raise BackendUnavailableError(
+                    f"the sandbox user {name!r} cannot reach {', '.join(hidden)}; install the "
+                    "project where every user can read it (bwrap binds it read-only)"
+                )
+        else:
+            self.uid, self.gid = os.geteuid(), os.getegid()
+
+    def argv(
+        self, binds: dict[str, tuple[int, bool]], entry: str, limits: SandboxLimits
+    ) -> list[str]:
+        """The full ``prlimit … bwrap …`` command line for one bot.
+
+        ``binds`` maps a sandbox path to ``(directory fd, writable)``: directories are
+        handed to bwrap as open descriptors because the sandbox uid may not be allowed to
+        traverse the host paths leading to them (e.g. a 0700 runtime directory).
+        """
+        address_space = limits.memory_bytes + limits.address_space_slack_bytes
+        # Several bots may share the uid, and RLIMIT_NPROC counts all of its threads.
+        nproc = limits.pids * 4
+        cmd = [self.prlimit, f"--as={address_space}", f"--nofile={limits.nofile}"]
+        cmd += [f"--fsize={limits.fsize_bytes}", "--core=0", f"--nproc={nproc}", "--"]
+        cmd += [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+        cmd += ["--clearenv", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
+        for link in ("bin", "lib", "lib64", "sbin"):
+            host = Path("/") / link
+            if host.is_symlink():
+                cmd += ["--symlink", os.readlink(host), f"/{link}"]
+            elif host.is_dir():
+                cmd += ["--ro-bind", str(host), f"/{link}"]
+        python = bot_python()
+        if not python.startswith("/usr/"):
+            prefix = str(Path(sys.base_prefix).resolve())
+            cmd += ["--ro-bind", prefix, prefix]
+        cmd += ["--proc", "/proc", "--dev", "/dev"]
+        cmd += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
+        pythonpath = ["/opt/kryt/project"]
+        pythonpath += [dest for dest in binds if dest.startswith("/opt/kryt/site")]
+        for dest, (fd, writable) in binds.items():
+            cmd += ["--bind-fd" if writable else "--ro-bind-fd", str(fd), dest]
+        env = {
+            "KRYT_BOT_ADDRESS": SANDBOX_ADDRESS,
+            "PYTHONPATH": ":".join(pythonpath),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/tmp",
+            "LANG": "C.UTF-8",
+        }
+        for key, value in env.items():
+            cmd += ["--setenv", key, value]
+        cmd += ["--chdir", "/bot", "--remount-ro", "/", "--"]
+        cmd += ["/bin/sh", "-c", 'umask 000 && exec "$0" -u "$1"', python, entry]
+        return cmd
+
+    def start(
+        self,
+        submission: SubmissionLike,
+        limits: SandboxLimits | None = None,
+        label: str = "bot",
+        *,
+        trusted: bool = False,
+    ) -> LocalBot:
+        """Start the bot under bwrap; return once it answers SERVING."""
+        limits = limits or SandboxLimits()
+        sub = resolve_submission(submission)
+        work_dir = make_socket_dir(label, owner_uid=None)
+        os.chmod(work_dir, 0o711)
+        sock_dir = work_dir / "sock"
+        sock_dir.mkdir(mode=0o700)
+        if os.geteuid() == 0:
+            os.chown(sock_dir, self.uid, self.gid)
+        # A private copy the sandbox uid can read, wherever the submission is stored; the
+        # stored original also cannot change under a running bot.
+        code_dir = work_dir / "code"
+        _copy_readable(sub, code_dir)
+        sources: dict[str, tuple[Path, bool]] = {}
+        for name, path in project_package_dirs().items():
+            sources[f"/opt/kryt/project/{name}"] = (path, False)
+        for index, site in enumerate(_site_packages()):
+            sources[f"/opt/kryt/site{index}"] = (site, False)
+        sources["/bot"] = (code_dir, False)
+        sources[SANDBOX_SOCKET_DIR] = (sock_dir, True)
+        binds: dict[str, tuple[int, bool]] = {}
+        try:
+            for dest, (path, writable) in sources.items():
+                fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                binds[dest] = (fd, writable)
+            popen: dict[str, Any] = {
+                "env": {"PATH": "/usr/bin:/bin"},
+                "cwd": "/",
+                "pass_fds": [fd for fd, _ in binds.values()],
+            }
+            if os.geteuid() == 0:
+                popen.update(user=self.uid, group=self.gid, extra_groups=[])
+            bot = LocalBot(
+                backend_name=self.name,
+                argv=self.argv(binds, sub.manifest.entry, limits),
+                popen=popen,
+                label=label,
+                limits=limits,
+                sock_dir=sock_dir,
+                expected_uid=self.uid,
+                work_dir=work_dir,
+            )
+        except BaseException:
+            shutil.rmtree(work_dir, ignore_errors=True)
+            raise
+        finally:
+            for fd, _ in binds.values():
+                os.close(fd)
+        bot.connect()
+        return bot
+
+    def sweep_leftovers(self, label_prefix: str = "") -> int:
+        """Remove stale socket dirs (bwrap bots die with their parent on their own)."""
+        return sweep_socket_dirs(label_prefix)
+
+
+class ProcessBackend(Backend):
+    """Plain subprocess with rlimits: for trusted bots only (see the module docstring)."""
+
+    name = "process"
+    isolates = False
+
+    def __init__(
+        self,
+        reason: str = "",
+        *,
+        allow_unsafe: bool = False,
+        trusted_roots: list[Path] | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.allow_unsafe = allow_unsafe
+        if trusted_roots is None:
+            sdk = project_package_dirs().get("sdk")
+            trusted_roots = [sdk / "examples"] if sdk else []
+        self.trusted_roots = [p.resolve() for p in trusted_roots]
+
+    def is_trusted(self, root: Path) -> bool:
+        """True when ``root`` lies inside one of the trusted folders (bundled examples)."""
+        resolved = root.resolve()
+        return any(resolved.is_relative_to(base) for base in self.trusted_roots)
+
+    def start(
+        self,
+        submission: SubmissionLike,
+        limits: SandboxLimits | None = None,
+        label: str = "bot",
+        *,
+        trusted: bool = False,
+    ) -> LocalBot:
+        """Start the bot as a plain process; untrusted bots need ``allow_unsafe``."""
+        limits = limits or SandboxLimits()
+        sub = resolve_submission(submission)
+        if not (trusted or self.is_trusted(sub.root)):
+            if not self.allow_unsafe:
+                raise UnsafeBackendError(
+                    f"refusing to run untrusted bot {sub.manifest.name!r} ({sub.root}) without "
+                    "a sandbox: install Docker or bubblewrap, or pass --unsafe"
+                )
+            warnings.warn(
+                f"running untrusted bot {sub.manifest.name!r} WITHOUT isolation (--unsafe): "
+                "it can read and change anything your user can",
+                UnsafeSandboxWarning,
+                stacklevel=2,
+            )
+        sock_dir = make_socket_dir(label, owner_uid=None)
+        sock_path = sock_dir / SOCKET_NAME
+        if len(str(sock_path)) > MAX_SUN_PATH:
+            shutil.rmtree(sock_dir, ignore_errors=True)
+            raise SandboxInfrastructureError(
+                f"socket path {str(sock_path)!r} exceeds {MAX_SUN_PATH} bytes; "
+                "set KRYT_SANDBOX_RUNTIME_DIR to a shorter directory"
+            )
+        address_space = limits.memory_bytes + limits.address_space_slack_bytes
+        rlimits = {
+            "RLIMIT_AS": address_space,
+            "RLIMIT_NOFILE": limits.nofile,
+            "RLIMIT_FSIZE": limits.fsize_bytes,
+            "RLIMIT_CORE": 0,
+        }
+        pythonpath = [str(p.parent) for p in project_package_dirs().values()]
+        env = {
+            "KRYT_BOT_ADDRESS": f"unix://{sock_path}",
+            "KRYT_RLIMITS": ",".join(f"{k}={v}" for k, v in rlimits.items()),
+            "PYTHONPATH": os.pathsep.join(dict.fromkeys(pythonpath)),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": os.environ.get("HOME", "/tmp"),
+            "LANG": "C.UTF-8",
+        }
+        argv = [sys.executable, "-u", "-c", _LAUNCHER, sub.manifest.entry]
+        try:
+            bot = LocalBot(
+                backend_name=self.name,
+                argv=argv,
+                popen={"env": env, "cwd": str(sub.root)},
+                label=label,
+                limits=limits,
+                sock_dir=sock_dir,
+                expected_uid=os.geteuid(),
+            )
+        except BaseException:
+            shutil.rmtree(sock_dir, ignore_errors=True)
+            raise
+        bot.connect()
+        return bot
+
+    def sweep_leftovers(self, label_prefix: str = "") -> int:
+        """Remove stale socket dirs (plain bots die with the referee via PDEATHSIG)."""
+        return sweep_socket_dirs(label_prefix)

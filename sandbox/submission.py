@@ -1,0 +1,545 @@
+"""Bot submissions: parse and validate a folder or archive with a ``bot.toml`` manifest.
+
+A submission is untrusted input. :func:`load_submission` checks it completely before anything
+is stored or run: size limits, no absolute paths, no ``..``, no symlinks leaving the folder,
+no device files, FIFOs or sockets, a manifest that parses with the required fields, an entry
+point that exists. Archives (``.zip``, ``.tar``, ``.tar.gz``/``.tgz``) are unpacked member by
+member into a fresh directory with the same checks, never with ``extractall``.
+
+Submissions are content-addressed: :attr:`Submission.sha256` hashes a canonical walk of the
+folder (sorted relative paths, entry kinds, symlink targets and file bytes), so the same bot
+packed as a zip, a tarball or a folder gets the same hash. Python byte-code caches
+(``__pycache__``, ``*.pyc``) are ignored: running a bot locally must not change its identity.
+
+Standard library only: this module is importable from the base install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import stat
+import tarfile
+import tempfile
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+__all__ = [
+    "MANIFEST_NAME",
+    "ArchiveError",
+    "InvalidManifestError",
+    "Manifest",
+    "MissingEntryError",
+    "Submission",
+    "SubmissionError",
+    "SubmissionLimits",
+    "SubmissionTooLargeError",
+    "UnsafePathError",
+    "load_submission",
+    "parse_manifest",
+    "store_submission",
+]
+
+MANIFEST_NAME = "bot.toml"
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}\Z")
+VERSION_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,39}\Z")
+SUPPORTED_LANGUAGES = frozenset({"python"})
+REQUIRED_FIELDS = ("name", "version", "language", "entry")
+OPTIONAL_FIELDS = {"author": 200, "description": 2000}
+IGNORED_DIRS = frozenset({"__pycache__"})
+IGNORED_SUFFIXES = (".pyc", ".pyo")
+_CHUNK = 1 << 16
+
+
+class SubmissionError(ValueError):
+    """A submission was rejected; ``path`` names the offending file when there is one."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class InvalidManifestError(SubmissionError):
+    """``bot.toml`` is missing, does not parse, or lacks / mistypes a field."""
+
+
+class UnsafePathError(SubmissionError):
+    """A path is absolute, climbs out with ``..``, is a symlink leaving the folder, or a device."""
+
+
+class SubmissionTooLargeError(SubmissionError):
+    """The submission exceeds a size or file-count limit."""
+
+
+class MissingEntryError(SubmissionError):
+    """The manifest's entry point does not exist or is not a regular file."""
+
+
+class ArchiveError(SubmissionError):
+    """The archive is corrupt or of an unsupported kind."""
+
+
+@dataclass(frozen=True)
+class SubmissionLimits:
+    """Upper bounds on a submission; exceeding any rejects it."""
+
+    max_total_bytes: int = 20 * 1024 * 1024
+    max_file_bytes: int = 10 * 1024 * 1024
+    max_files: int = 2000
+    max_depth: int = 20
+    max_manifest_bytes: int = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The parsed ``bot.toml``."""
+
+    name: str
+    version: str
+    language: str
+    entry: str
+    author: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A validated submission rooted at ``root`` (a folder; archives are unpacked first)."""
+
+    root: Path
+    manifest: Manifest
+    sha256: str
+    files: tuple[str, ...]
+    total_bytes: int
+
+    @property
+    def entry_path(self) -> Path:
+        """Absolute path of the entry point inside :attr:`root`."""
+        return self.root / self.manifest.entry
+
+
+def _clean_relative(raw: str, *, what: str) -> PurePosixPath:
+    """Validate a relative POSIX path: not absolute, no ``..``, no empty or NUL parts."""
+    if not raw or "\0" in raw or "\\" in raw:
+        raise UnsafePathError(f"{what} {raw!r} is empty or contains NUL or backslash", raw)
+    path = PurePosixPath(raw)
+    if path.is_absolute() or raw.startswith("/"):
+        raise UnsafePathError(f"{what} {raw!r} is an absolute path", raw)
+    if any(part == ".." for part in path.parts):
+        raise UnsafePathError(f"{what} {raw!r} climbs out of the folder with '..'", raw)
+    parts = [p for p in path.parts if p != "."]
+    if not parts:
+        raise UnsafePathError(f"{what} {raw!r} names the folder itself", raw)
+    return PurePosixPath(*parts)
+
+
+def parse_manifest(text: str, *, source: str = MANIFEST_NAME) -> Manifest:
+    """Parse and validate the text of a ``bot.toml``; raise :class:`InvalidManifestError`."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidManifestError(f"{source} is not valid TOML: {exc}", source) from exc
+    unknown = sorted(set(data) - set(REQUIRED_FIELDS) - set(OPTIONAL_FIELDS))
+    if unknown:
+        raise InvalidManifestError(f"{source} has unknown field(s): {', '.join(unknown)}", source)
+    values: dict[str, str | None] = {}
+    for key in REQUIRED_FIELDS:
+        if key not in data:
+            raise InvalidManifestError(f"{source} lacks the required field {key!r}", source)
+    for key in (*REQUIRED_FIELDS, *OPTIONAL_FIELDS):
+        if key not in data:
+            values[key] = None
+            continue
+        value = data[key]
+        if not isinstance(value, str):
+            kind = type(value).__name__
+            raise InvalidManifestError(f"{source}: {key!r} must be a string, not {kind}", source)
+        values[key] = value
+    name, version = str(values["name"]), str(values["version"])
+    language, entry = str(values["language"]), str(values["entry"])
+    if not NAME_RE.match(name):
+        raise InvalidManifestError(
+            f"{source}: name {name!r} must match [a-z0-9][a-z0-9_-]{{0,39}}", source
+        )
+    if not VERSION_RE.match(version):
+        raise InvalidManifestError(
+            f"{source}: version {version!r} must be 1-40 characters of [0-9A-Za-z.+_-]", source
+        )
+    if language not in SUPPORTED_LANGUAGES:
+        supported = ", ".join(sorted(SUPPORTED_LANGUAGES))
+        raise InvalidManifestError(
+            f"{source}: language {language!r} is not supported (supported: {supported})", source
+        )
+    try:
+        entry = _clean_relative(entry, what="entry").as_posix()
+    except UnsafePathError as exc:
+        raise InvalidManifestError(f"{source}: {exc}", source) from exc
+    for key, max_len in OPTIONAL_FIELDS.items():
+        value = values[key]
+        if value is not None and len(value) > max_len:
+            raise InvalidManifestError(
+                f"{source}: {key!r} is longer than {max_len} characters", source
+            )
+    return Manifest(
+        name=name,
+        version=version,
+        language=language,
+        entry=entry,
+        author=values["author"],
+        description=values["description"],
+    )
+
+
+def _ignored(rel: PurePosixPath) -> bool:
+    return any(part in IGNORED_DIRS for part in rel.parts) or rel.name.endswith(IGNORED_SUFFIXES)
+
+
+def _inside(root_real: str, target: str) -> bool:
+    return target == root_real or target.startswith(root_real.rstrip("/") + "/")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    rel: str
+    kind: str  # "d", "f" or "l"
+    link: str = ""
+
+
+def _walk(root: Path, limits: SubmissionLimits) -> Iterator[_Entry]:
+    """Yield the folder's entries in canonical order, rejecting anything unsafe."""
+    root_real = os.path.realpath(root)
+    stack: list[PurePosixPath] = [PurePosixPath(".")]
+    while stack:
+        rel_dir = stack.pop()
+        with os.scandir(root / rel_dir) as it:
+            names = sorted(entry.name for entry in it)
+        # Reverse so that popping visits children in sorted order (pre-order walk).
+        subdirs: list[PurePosixPath] = []
+        for name in names:
+            rel = rel_dir / name if rel_dir != PurePosixPath(".") else PurePosixPath(name)
+            if _ignored(rel):
+                continue
+            if len(rel.parts) > limits.max_depth:
+                raise SubmissionTooLargeError(
+                    f"{rel.as_posix()!r} is nested deeper than {limits.max_depth} levels",
+                    rel.as_posix(),
+                )
+            full = root / rel
+            mode = os.lstat(full).st_mode
+            if stat.S_ISLNK(mode):
+                target = os.readlink(full)
+                resolved = os.path.realpath(full)
+                if os.path.isabs(target) or not _inside(root_real, resolved):
+                    raise UnsafePathError(
+                        f"symlink {rel.as_posix()!r} -> {target!r} leaves the submission folder",
+                        rel.as_posix(),
+                    )
+                if not (os.path.isfile(resolved) or os.path.isdir(resolved)):
+                    raise UnsafePathError(
+                        f"symlink {rel.as_posix()!r} -> {target!r} does not point to a file",
+                        rel.as_posix(),
+                    )
+                yield _Entry(rel.as_posix(), "l", target)
+            elif stat.S_ISDIR(mode):
+                yield _Entry(rel.as_posix(), "d")
+                subdirs.append(rel)
+            elif stat.S_ISREG(mode):
+                yield _Entry(rel.as_posix(), "f")
+            else:
+                raise UnsafePathError(
+                    f"{rel.as_posix()!r} is a device, FIFO or socket, not a regular file",
+                    rel.as_posix(),
+                )
+        stack.extend(reversed(subdirs))
+
+
+def _scan(root: Path, limits: SubmissionLimits) -> tuple[str, tuple[str, ...], int]:
+    """Hash the folder canonically; return (sha256, file list, total bytes)."""
+    digest = hashlib.sha256(b"kryt-submission-v1\0")
+    files: list[str] = []
+    total = 0
+    for entry in _walk(root, limits):
+        files.append(entry.rel)
+        if len(files) > limits.max_files:
+            raise SubmissionTooLargeError(
+                f"the submission has more than {limits.max_files} entries", entry.rel
+            )
+        digest.update(f"{entry.kind}\0{entry.rel}\0{entry.link}\0".encode())
+        if entry.kind != "f":
+            continue
+        size = 0
+        with open(root / entry.rel, "rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                size += len(chunk)
+                if size > limits.max_file_bytes:
+                    raise SubmissionTooLargeError(
+                        f"{entry.rel!r} is larger than {limits.max_file_bytes} bytes", entry.rel
+                    )
+                digest.update(chunk)
+        total += size
+        if total > limits.max_total_bytes:
+            raise SubmissionTooLargeError(
+                f"the submission is larger than {limits.max_total_bytes} bytes "
+                f"(limit reached at {entry.rel!r})",
+                entry.rel,
+            )
+        digest.update(f"\0{size}\0".encode())
+    return digest.hexdigest(), tuple(files), total
+
+
+def _read_manifest(root: Path, limits: SubmissionLimits) -> Manifest:
+    path = root / MANIFEST_NAME
+    if path.is_symlink() or not path.is_file():
+        raise InvalidManifestError(
+            f"no {MANIFEST_NAME} (a regular file) at the top of the submission", MANIFEST_NAME
+        )
+    raw = path.read_bytes()
+    if len(raw) > limits.max_manifest_bytes:
+        raise SubmissionTooLargeError(
+            f"{MANIFEST_NAME} is larger than {limits.max_manifest_bytes} bytes", MANIFEST_NAME
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidManifestError(f"{MANIFEST_NAME} is not UTF-8: {exc}", MANIFEST_NAME) from exc
+    return parse_manifest(text)
+
+
+def _validate_folder(root: Path, limits: SubmissionLimits) -> Submission:
+    manifest = _read_manifest(root, limits)
+    sha, files, total = _scan(root, limits)
+    entry = root / manifest.entry
+    entry_real = os.path.realpath(entry)
+    if not os.path.isfile(entry) or not _inside(os.path.realpath(root), entry_real):
+        raise MissingEntryError(
+            f"entry {manifest.entry!r} named in {MANIFEST_NAME} is not a file in the submission",
+            manifest.entry,
+        )
+    return Submission(root=root, manifest=manifest, sha256=sha, files=files, total_bytes=total)
+
+
+def _archive_kind(path: Path) -> str | None:
+    name = path.name.lower()
+    if name.endswith(".zip"):
+        return "zip"
+    if name.endswith((".tar.gz", ".tgz", ".tar")):
+        return "tar"
+    return None
+
+
+def _copy_limited(src: IO[bytes], dest: Path, rel: str, limits: SubmissionLimits, used: int) -> int:
+    """Copy at most the limits' bytes from ``src``; return the new running total."""
+    size = 0
+    with open(dest, "xb") as out:
+        while chunk := src.read(_CHUNK):
+            size += len(chunk)
+            if size > limits.max_file_bytes:
+                raise SubmissionTooLargeError(
+                    f"{rel!r} is larger than {limits.max_file_bytes} bytes", rel
+                )
+            if used + size > limits.max_total_bytes:
+                raise SubmissionTooLargeError(
+                    f"the archive unpacks to more than {limits.max_total_bytes} bytes "
+                    f"(limit reached at {rel!r})",
+                    rel,
+                )
+            out.write(chunk)
+    return used + size
+
+
+def _make_parent(dest_root: Path, rel: PurePosixPath) -> Path:
+    target = dest_root.joinpath(*rel.parts)
+    parent = target.parent
+    # A parent that is a symlink (created by an earlier member) would redirect the write.
+    probe = dest_root
+    for part in rel.parts[:-1]:
+        probe = probe / part
+        if probe.is_symlink():
+            raise UnsafePathError(
+                f"archive member {rel.as_posix()!r} is written through a symlink", rel.as_posix()
+            )
+    parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() or target.is_symlink():
+        raise ArchiveError(f"archive member {rel.as_posix()!r} appears twice", rel.as_posix())
+    return target
+
+
+def _check_link(rel: PurePosixPath, target: str) -> None:
+    if os.path.isabs(target):
+        raise UnsafePathError(
+            f"symlink {rel.as_posix()!r} -> {target!r} leaves the submission folder",
+            rel.as_posix(),
+        )
+    resolved = os.path.normpath(os.path.join(rel.parent.as_posix(), target))
+    if resolved == ".." or resolved.startswith("../") or resolved.startswith("/"):
+        raise UnsafePathError(
+            f"symlink {rel.as_posix()!r} -> {target!r} leaves the submission folder",
+            rel.as_posix(),
+        )
+
+
+def _extract_zip(archive: Path, dest: Path, limits: SubmissionLimits) -> None:
+    try:
+        zf = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ArchiveError(f"{archive.name} is not a readable zip archive: {exc}") from exc
+    with zf:
+        members = zf.infolist()
+        if len(members) > limits.max_files:
+            raise SubmissionTooLargeError(f"the archive has more than {limits.max_files} entries")
+        used = 0
+        for info in members:
+            rel = _clean_relative(info.filename.rstrip("/"), what="archive member")
+            mode = info.external_attr >> 16
+            if info.is_dir():
+                (dest.joinpath(*rel.parts)).mkdir(parents=True, exist_ok=True)
+                continue
+            if mode and stat.S_ISLNK(mode):
+                target = zf.read(info).decode("utf-8", errors="replace")
+                _check_link(rel, target)
+                os.symlink(target, _make_parent(dest, rel))
+                continue
+            if mode and not stat.S_ISREG(mode):
+                raise UnsafePathError(
+                    f"archive member {rel.as_posix()!r} is not a regular file", rel.as_posix()
+                )
+            target_path = _make_parent(dest, rel)
+            try:
+                with zf.open(info) as src:
+                    used = _copy_limited(src, target_path, rel.as_posix(), limits, used)
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError) as exc:
+                raise ArchiveError(
+                    f"cannot read {rel.as_posix()!r}: {exc}", rel.as_posix()
+                ) from exc
+
+
+def _extract_tar(archive: Path, dest: Path, limits: SubmissionLimits) -> None:
+    try:
+        tf = tarfile.open(archive)  # noqa: SIM115 -- closed by the `with tf` below
+    except (tarfile.TarError, OSError) as exc:
+        raise ArchiveError(f"{archive.name} is not a readable tar archive: {exc}") from exc
+    with tf:
+        used = 0
+        count = 0
+        try:
+            for info in tf:
+                count += 1
+                if count > limits.max_files:
+                    raise SubmissionTooLargeError(
+                        f"the archive has more than {limits.max_files} entries"
+                    )
+                rel = _clean_relative(info.name.rstrip("/"), what="archive member")
+                if info.isdir():
+                    dest.joinpath(*rel.parts).mkdir(parents=True, exist_ok=True)
+                elif info.issym():
+                    _check_link(rel, info.linkname)
+                    os.symlink(info.linkname, _make_parent(dest, rel))
+                elif info.isreg():
+                    src = tf.extractfile(info)
+                    if src is None:
+                        raise ArchiveError(f"cannot read {rel.as_posix()!r}", rel.as_posix())
+                    with src:
+                        path = _make_parent(dest, rel)
+                        used = _copy_limited(src, path, rel.as_posix(), limits, used)
+                else:
+                    kind = "hard link" if info.islnk() else "device, FIFO or special file"
+                    raise UnsafePathError(
+                        f"archive member {rel.as_posix()!r} is a {kind}, not a regular file",
+                        rel.as_posix(),
+                    )
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            raise ArchiveError(f"{archive.name} is corrupt: {exc}") from exc
+
+
+def _archive_root(dest: Path) -> Path:
+    """The folder holding ``bot.toml``: the top, or the single directory an archive wraps."""
+    if (dest / MANIFEST_NAME).exists():
+        return dest
+    children = [child for child in dest.iterdir() if not _ignored(PurePosixPath(child.name))]
+    if len(children) == 1 and children[0].is_dir() and not children[0].is_symlink():
+        return children[0]
+    return dest
+
+
+def load_submission(
+    path: str | os.PathLike[str],
+    *,
+    limits: SubmissionLimits | None = None,
+    unpack_dir: str | os.PathLike[str] | None = None,
+) -> Submission:
+    """Validate a submission folder or archive and return it with its content hash.
+
+    Archives are unpacked into ``unpack_dir`` (which must not exist yet) or into a new
+    temporary directory; on any error the unpacked files are removed again.
+    """
+    limits = limits or SubmissionLimits()
+    source = Path(path)
+    if not source.exists():
+        raise SubmissionError(f"submission {str(source)!r} does not exist", str(source))
+    if source.is_dir():
+        return _validate_folder(source.resolve(), limits)
+    kind = _archive_kind(source)
+    if kind is None:
+        raise ArchiveError(
+            f"{source.name!r} is neither a folder nor a .zip/.tar/.tar.gz/.tgz archive",
+            str(source),
+        )
+    archive_bytes = source.stat().st_size
+    if archive_bytes > limits.max_total_bytes:
+        raise SubmissionTooLargeError(
+            f"archive {source.name!r} is larger than {limits.max_total_bytes} bytes", str(source)
+        )
+    if unpack_dir is None:
+        dest = Path(tempfile.mkdtemp(prefix="kryt-submission-"))
+    else:
+        dest = Path(unpack_dir)
+        dest.mkdir(parents=True)
+    try:
+        if kind == "zip":
+            _extract_zip(source, dest, limits)
+        else:
+            _extract_tar(source, dest, limits)
+        return _validate_folder(_archive_root(dest).resolve(), limits)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+
+
+def store_submission(submission: Submission, store: str | os.PathLike[str]) -> Path:
+    """Copy a validated submission to ``store/<sha256>/`` atomically; return that folder.
+
+    Storing the same content twice is a no-op. The copy goes to a temporary sibling that is
+    renamed into place, so a failure never leaves a half-written submission behind.
+    """
+    store_path = Path(store)
+    store_path.mkdir(parents=True, exist_ok=True)
+    final = store_path / submission.sha256
+    if final.is_dir():
+        return final
+    tmp = Path(tempfile.mkdtemp(prefix=f".{submission.sha256[:12]}-", dir=store_path))
+    try:
+        for rel in submission.files:
+            src = submission.root / rel
+            dest = tmp / rel
+            if src.is_symlink():
+                os.symlink(os.readlink(src), dest)
+            elif src.is_dir():
+                dest.mkdir()
+            else:
+                shutil.copyfile(src, dest)
+        os.chmod(tmp, 0o755)
+        os.rename(tmp, final)
+    except FileExistsError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not final.is_dir():
+            raise OSError(f"could not store submission {submission.sha256}: {exc}") from exc
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final

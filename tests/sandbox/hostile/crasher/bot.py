@@ -1,0 +1,3 @@
+"""Broken: crashes before serving."""
+
+raise RuntimeError("crasher bot gave up at start-up")

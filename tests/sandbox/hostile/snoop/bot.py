@@ -1,0 +1,61 @@
+"""Hostile: reads what it should not: the other bot's code, host secrets, other processes."""
+
+import os
+import time
+
+from _serve import serve  # type: ignore[import-not-found]
+
+# Built at run time so this file itself never contains the marker.
+MARKER = ("KRYT-VICTIM-" + "SECRET-7f3a").encode()
+SKIP = {"/proc", "/sys", "/dev", "/usr"}
+
+
+def find_marker(budget: float = 5.0) -> list[str]:
+    found: list[str] = []
+    deadline = time.monotonic() + budget
+    for top, dirs, files in os.walk("/"):
+        dirs[:] = [d for d in dirs if os.path.join(top, d) not in SKIP]
+        for name in files:
+            path = os.path.join(top, name)
+            if time.monotonic() > deadline:
+                return [*found, "<budget exhausted>"]
+            try:
+                if os.path.islink(path) or os.path.getsize(path) > (1 << 20):
+                    continue
+                with open(path, "rb") as handle:
+                    if MARKER in handle.read():
+                        found.append(path)
+            except OSError:
+                pass
+    return found
+
+
+def readable(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            handle.read(1)
+        return True
+    except OSError:
+        return False
+
+
+def processes() -> list[str]:
+    seen = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    seen.append(handle.read().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                pass
+    return seen
+
+
+RESULT = {
+    "marker_found": find_marker(),
+    "shadow_readable": readable("/etc/shadow"),
+    "docker_sock_exists": os.path.exists("/var/run/docker.sock"),
+    "home_listing": sorted(os.listdir("/root")) if readable("/root/.bashrc") else [],
+    "processes": processes(),
+}
+serve(lambda: RESULT)
