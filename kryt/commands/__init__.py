@@ -1,0 +1,1 @@
+"""Command groups of the ``kryt`` CLI, one module each."""
