@@ -41,17 +41,19 @@ def record_game(record: GameRecord, *, session: Session) -> RecordResult:
             f"{series.id}, which is between submissions {sorted(pair)}"
         )
     values = _game_values(record)
-    existing = _find(record, session=session)
-    if existing is not None:
-        return RecordResult(_same_or_conflict(existing, values), created=False)
-    if not record.voided:
-        counted = _counted_game(record.series_id, record.number, session=session)
-        if counted is not None:
-            raise ConflictError(
-                f"game {record.number} of series {record.series_id} is already recorded as "
-                f"attempt {counted.attempt} (game id {counted.id}); void that one before "
-                f"recording attempt {record.attempt}"
-            )
+    # One query for every attempt of this game number, so the checks below see one
+    # consistent state even while other writers commit (PostgreSQL: READ COMMITTED).
+    attempts = _attempts(record.series_id, record.number, session=session)
+    same = [g for g in attempts if g.attempt == record.attempt]
+    if same:
+        return RecordResult(_same_or_conflict(same[0], values), created=False)
+    counted = [g for g in attempts if not g.voided]
+    if counted and not record.voided:
+        raise ConflictError(
+            f"game {record.number} of series {record.series_id} is already recorded as "
+            f"attempt {counted[0].attempt} (game id {counted[0].id}); void that one before "
+            f"recording attempt {record.attempt}"
+        )
     game = Game(**values)
     try:
         # A savepoint: losing a race to an identical write leaves the transaction usable.
@@ -59,11 +61,13 @@ def record_game(record: GameRecord, *, session: Session) -> RecordResult:
             session.add(game)
             session.flush()
     except IntegrityError:
+        # Another writer got there first: the same game (fine) or a different one (conflict).
         existing = _find(record, session=session)
         if existing is None:
             raise ConflictError(
                 f"game {record.number} of series {record.series_id} (attempt "
-                f"{record.attempt}) was recorded concurrently with different content"
+                f"{record.attempt}) collides with a game recorded concurrently; another "
+                "attempt of this number already counts"
             ) from None
         return RecordResult(_same_or_conflict(existing, values), created=False)
     _mark_series_running(series, session=session)
@@ -117,12 +121,9 @@ def _find(record: GameRecord, *, session: Session) -> Game | None:
     ).first()
 
 
-def _counted_game(series_id: int, number: int, *, session: Session) -> Game | None:
-    return session.exec(
-        select(Game).where(
-            Game.series_id == series_id, Game.number == number, col(Game.voided).is_(False)
-        )
-    ).first()
+def _attempts(series_id: int, number: int, *, session: Session) -> list[Game]:
+    query = select(Game).where(Game.series_id == series_id, Game.number == number)
+    return list(session.exec(query.order_by(col(Game.attempt))))
 
 
 def _mark_series_running(series: Series, *, session: Session) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from leaderboard.db import (
     Database,
@@ -93,27 +94,29 @@ def game(
 ) -> GameRecord:
     """A complete, valid game record of the world's series."""
     seats = (world.sub_b, world.sub_a) if swap else (world.sub_a, world.sub_b)
-    first = 1 - dealer
-    moves = [
+    fields: dict[str, Any] = {
+        "series_id": world.series_id,
+        "number": number,
+        "attempt": attempt,
+        "dealer": dealer,
+        "deck": deck(number * 1000 + attempt),
+        "moves": kw.pop("moves") if "moves" in kw else _moves(1 - dealer),
+        "result": result,
+        "end_reason": "out",
+        "seat_submission_ids": seats,
+        "referee_version": "0.1.0",
+        "started_at": T0 + timedelta(minutes=number),
+        "finished_at": T0 + timedelta(minutes=number, seconds=3),
+    }
+    return GameRecord(**(fields | kw))
+
+
+def _moves(first: int) -> list[Move]:
+    return [
         Move(seat=first, action="lead 6C", seconds=0.012),
         Move(seat=1 - first, action="take", seconds=0.5),
         Move(seat=first, action="cover 7C lead 8D", seconds=1.25, auto=False),
     ]
-    record = GameRecord(
-        series_id=world.series_id,
-        number=number,
-        attempt=attempt,
-        dealer=dealer,
-        deck=deck(number * 1000 + attempt),
-        moves=moves,
-        result=result,
-        end_reason="out",
-        seat_submission_ids=seats,
-        referee_version="0.1.0",
-        started_at=T0 + timedelta(minutes=number),
-        finished_at=T0 + timedelta(minutes=number, seconds=3),
-    )
-    return replace(record, **kw)  # type: ignore[arg-type]
 
 
 def forfeit_game(world: World, number: int, seat: int, reason: str = "timeout") -> GameRecord:

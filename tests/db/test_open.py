@@ -57,7 +57,8 @@ def test_sqlite_settings(tmp_path: Path) -> None:
     with open_database(tmp_path / "k.db") as db, db.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
-        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 10_000
+        busy_timeout_ms = conn.exec_driver_sql("PRAGMA busy_timeout").scalar()
+        assert busy_timeout_ms is not None and busy_timeout_ms >= 10_000
 
 
 def test_default_is_kryt_db_in_working_directory(
