@@ -1,0 +1,102 @@
+"""What a bot author subclasses: :class:`Bot`, and the context objects its hooks receive."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from referee.rules import Action, Card, View
+from sdk.messages import Clock, GameEndReason, SeriesScore, TimeControl
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesInfo:
+    """What the referee says about the series when it connects (see ``Bot.on_handshake``)."""
+
+    opponent_name: str
+    games: int
+    time_control: TimeControl
+    referee_version: str
+    protocol_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class GameContext:
+    """The game about to be played (see ``Bot.on_game_start``); ``game_number`` is 1-based."""
+
+    game_number: int
+    seat: int
+    dealer: int
+    score: SeriesScore
+    opponent_name: str
+    time_control: TimeControl
+    turn_limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class GameResult:
+    """How a game ended, for ``Bot.on_game_end``. ``deck`` is the full deal (top first) when
+    the referee reveals it, else empty; ``score`` already counts this game."""
+
+    game_number: int
+    seat: int
+    winner: int | None
+    reason: GameEndReason
+    detail: str
+    view: View | None
+    deck: tuple[Card, ...]
+    score: SeriesScore
+
+    @property
+    def result(self) -> Literal["win", "loss", "draw", "void"]:
+        """This bot's result."""
+        if self.reason is GameEndReason.VOID:
+            return "void"
+        if self.winner is None:
+            return "draw"
+        return "win" if self.winner == self.seat else "loss"
+
+
+class Bot(ABC):
+    """Base class of a bot: implement :meth:`act`; the hooks are optional.
+
+    While a game runs, :attr:`context` describes it; while :meth:`act` runs, :attr:`clock`
+    holds the time allowed for this move and :meth:`time_left` counts it down.
+    ``name`` and ``version`` default to the ``bot.toml`` next to the bot when served.
+    """
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = ""
+
+    series: SeriesInfo | None = None
+    context: GameContext | None = None
+    clock: Clock | None = None
+    _move_deadline: float = 0.0
+
+    @abstractmethod
+    def act(self, view: View) -> Action | str:
+        """Choose one of ``view.legal_actions`` (an :class:`Action` or its canonical text)."""
+
+    def on_handshake(self, series: SeriesInfo) -> None:  # noqa: B027 - optional hook, empty by design
+        """Called once when the referee connects, before the first game."""
+
+    def on_game_start(self, game: GameContext) -> None:  # noqa: B027 - optional hook, empty by design
+        """Called before each game."""
+
+    def on_game_end(self, result: GameResult) -> None:  # noqa: B027 - optional hook, empty by design
+        """Called after each game, with the result and (usually) the full deal."""
+
+    def time_left(self) -> float:
+        """Seconds left of this move's own limit (the bank is not counted), never negative."""
+        if self.clock is None:
+            return float("inf")
+        return max(0.0, self._move_deadline - time.monotonic())
+
+    def start_move(self, clock: Clock | None, received_at: float | None = None) -> None:
+        """Set :attr:`clock` for the coming :meth:`act` (done by the SDK's drivers)."""
+        self.clock = clock
+        if clock is not None:
+            start = time.monotonic() if received_at is None else received_at
+            self._move_deadline = start + clock.move_ms / 1000.0

@@ -1,0 +1,1 @@
+"""The greedy example bot (run it with `python bot.py [address]`)."""

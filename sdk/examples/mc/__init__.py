@@ -1,0 +1,1 @@
+"""The mc example bot (run it with `python bot.py [address]`)."""

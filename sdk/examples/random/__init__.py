@@ -1,0 +1,1 @@
+"""The random example bot (run it with `python bot.py [address]`)."""

@@ -1,0 +1,43 @@
+"""Small heuristics authors can build on (the greedy example bot is one call to
+:func:`greedy_action`). They rank the engine's legal actions; they never decide legality."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from referee.rules import Action, ActionKind, Card, Suit
+
+
+def card_value(card: Card, trump: Suit) -> int:
+    """How precious a card is for covering: rank 0..8, plus 9 for a trump."""
+    return int(card.rank) + (9 if card.suit == trump else 0)
+
+
+def lead_key(card: Card, trump: Suit) -> tuple[int, int]:
+    """Smaller is a better lead: the lowest non-trump first (it is the worst card for
+    covering, so get rid of it), trumps only when nothing else is left, the lowest first."""
+    return (1 if card.suit == trump else 0, int(card.rank))
+
+
+def greedy_key(action: Action, trump: Suit) -> tuple[int, int, int, int]:
+    """Sort key of :func:`greedy_action` (smaller is better)."""
+    swap = 0 if action.swap else 1  # the face-up trump is worth more than the six
+    kind = action.kind
+    if kind == ActionKind.COVER_AND_GO_OUT:
+        return (0, swap, 0, 0)
+    if kind == ActionKind.TAKE:
+        return (3, swap, 0, 0)
+    if kind == ActionKind.LEAD:
+        assert action.lead is not None
+        return (1, swap, *lead_key(action.lead, trump))
+    assert action.cover is not None and action.lead is not None
+    first, second = lead_key(action.lead, trump)
+    return (2, swap, card_value(action.cover, trump), first * 100 + second)
+
+
+def greedy_action(actions: Sequence[Action], trump: Suit) -> Action:
+    """Go out if possible; else cover with the cheapest card (keeping trumps) and lead the
+    lowest non-trump; take only when nothing covers. Always swaps the trump six."""
+    if not actions:
+        raise ValueError("greedy_action needs at least one legal action, got none")
+    return min(actions, key=lambda a: greedy_key(a, trump))
