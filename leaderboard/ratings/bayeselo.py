@@ -205,14 +205,43 @@ def _check_graph(counts: PairCounts) -> None:
 
 
 def _check_bounded(counts: PairCounts) -> None:
-    wins, draws, losses = counts.player_totals()
-    for k, name in enumerate(counts.names):
-        if wins[k] + draws[k] == 0 or losses[k] + draws[k] == 0:
-            kind = "won" if losses[k] + draws[k] == 0 else "lost"
-            raise UnboundedRatingError(
-                f"bot {name!r} {kind} every game, so with prior 0 its rating is infinite; "
-                "use a prior > 0"
-            )
+    """Without a prior a maximum exists only if no group of bots swept everyone else.
+
+    That is Ford's condition: the graph with an edge u -> v whenever u scored a point or half
+    a point against v must be strongly connected.
+    """
+    n = len(counts.names)
+    a_scored = (counts.wins + counts.draws) > 0  # first mover took points off second
+    b_scored = (counts.losses + counts.draws) > 0
+    src = np.concatenate([counts.first[a_scored], counts.second[b_scored]])
+    dst = np.concatenate([counts.second[a_scored], counts.first[b_scored]])
+    graph = sparse.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
+    components, labels = connected_components(graph, directed=True, connection="strong")
+    if components == 1:
+        return
+    # A component nobody outside ever took a point from: its ratings run off to +infinity.
+    scored_against = set(labels[dst[labels[src] != labels[dst]]].tolist())
+    unbeaten = next(c for c in range(components) if c not in scored_against)
+    group = sorted(counts.names[k] for k in np.flatnonzero(labels == unbeaten))
+    raise UnboundedRatingError(
+        f"{group} won every game against the other bots, so with prior 0 the gap runs off "
+        "to infinity; use a prior > 0"
+    )
+
+
+def _check_parameters_bounded(counts: PairCounts, fit_advantage: bool, fit_drawelo: bool) -> None:
+    wins, draws, losses = (int(a.sum()) for a in (counts.wins, counts.draws, counts.losses))
+    if fit_advantage and (wins == 0 or losses == 0):
+        side = "first" if losses == 0 else "second"
+        raise UnboundedRatingError(
+            f"the {side} mover never lost ({wins} first-mover wins, {losses} losses), so the "
+            "fitted first-mover advantage runs off to infinity; fix the advantage instead"
+        )
+    if fit_drawelo and wins == 0 and losses == 0:
+        raise UnboundedRatingError(
+            f"all {draws} games are draws, so the fitted drawelo runs off to infinity; "
+            "fix drawelo instead"
+        )
 
 
 class _Objective:
@@ -377,6 +406,7 @@ def fit_bayeselo(
     _check_graph(counts)
     if prior == 0:
         _check_bounded(counts)
+    _check_parameters_bounded(counts, fit_advantage, fit_drawelo)
 
     design = build_design(counts, prior)
     fixed_delta: float | None = None if fit_drawelo else drawelo * NATURAL_PER_ELO
@@ -402,8 +432,10 @@ def fit_bayeselo(
     )
     beta, adv_nat, delta_nat = objective.unpack(result.x)
     elo = (beta - beta.mean()) / NATURAL_PER_ELO
-    if not result.success and float(np.abs(objective.gradient(result.x)).max()) > 1e-6 * weight:
-        raise FitError(f"BayesElo fit did not converge: {result.message}")
+    if max(abs(adv_nat), delta_nat) / NATURAL_PER_ELO > DIVERGENCE_ELO:
+        raise UnboundedRatingError(
+            "the first-mover advantage or drawelo runs off to infinity; fix them instead"
+        )
     if float(np.abs(elo).max()) > DIVERGENCE_ELO:
         worst = counts.names[int(np.argmax(np.abs(elo)))]
         raise UnboundedRatingError(
@@ -411,6 +443,11 @@ def fit_bayeselo(
             "against the rest); use a prior > 0"
         )
 
+    if not result.success and float(np.abs(objective.gradient(result.x)).max()) > 1e-6 * weight:
+        raise FitError(
+            f"BayesElo fit did not converge ({result.message}); these results may have no "
+            "finite maximum (e.g. all decisive games in one pairing and all draws elsewhere)"
+        )
     final = evaluate(design, beta, adv_nat, delta_nat)
     cov_elo = centred_inverse(laplacian(design, final.weight)) / NATURAL_PER_ELO**2
     drawelo_fit = delta_nat / NATURAL_PER_ELO
