@@ -187,7 +187,6 @@ def run_series(
         raise ValueError(f"a series needs exactly two players, got {len(players)}")
     if games < 1:
         raise ValueError(f"a series needs at least one game, got {games!r}")
-    result = SeriesResult(names=(players[0].name, players[1].name), seed=seed)
     for seat, player in enumerate(players):
         player.handshake(
             Handshake(
@@ -198,6 +197,8 @@ def run_series(
                 time_control=time_control,
             )
         )
+    # After the handshake: a remote player learns its name from the reply.
+    result = SeriesResult(names=(players[0].name, players[1].name), seed=seed)
     dealer = first_dealer(seed)
     for number in range(1, games + 1):
         record = _play_game(
