@@ -1,0 +1,45 @@
+"""``kryt bot``: create a bot from the template and check a bot over the real protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kryt.errors import ExitCode, UserError
+
+app = typer.Typer(help="Write and check bots.", no_args_is_help=True)
+
+
+@app.command("new")
+def new(
+    name: Annotated[str, typer.Argument(help="Bot name: [a-z0-9][a-z0-9_-]{0,39}.")],
+    directory: Annotated[
+        Path, typer.Option("--dir", "-d", help="Folder to create the bot in.")
+    ] = Path("."),
+) -> None:
+    """Create NAME/ with bot.toml, bot.py, test_bot.py and README.md."""
+    from sdk.template import BotTemplateError, new_bot
+
+    try:
+        folder = new_bot(name, directory)
+    except BotTemplateError as exc:
+        raise UserError(str(exc), hint="choose another name or folder") from None
+    typer.echo(f"created {folder}")
+    typer.echo(f"next: cd {folder} && python test_bot.py && kryt bot check .")
+
+
+@app.command("check")
+def check(
+    target: Annotated[str, typer.Argument(help="Bot folder (with bot.toml) or its address.")],
+    games: Annotated[int, typer.Option("--games", "-n", min=1, help="Games to play.")] = 10,
+    seed: Annotated[str, typer.Option(help="Series seed (decks and first dealer).")] = "0",
+) -> None:
+    """Play GAMES games over gRPC against the greedy bot and report problems."""
+    from sdk.check import check_bot
+
+    report = check_bot(target, games=games, seed=seed)
+    typer.echo(report.format())
+    if not report.ok:
+        raise typer.Exit(ExitCode.FAILED)
