@@ -105,9 +105,14 @@ def _translated(where: str) -> Iterator[None]:
     except IntegrityError as exc:
         raise ConflictError(f"write to {where} rejected by a constraint: {exc.orig}") from exc
     except (OperationalError, InterfaceError) as exc:
-        raise DatabaseUnavailableError(
-            f"database {where} failed: {exc.orig}; check that it is reachable and not full"
-        ) from exc
+        if "locked" in str(exc.orig):
+            hint = (
+                f"another writer held the lock longer than {SQLITE_BUSY_TIMEOUT_S:.0f} s; "
+                "retry, or use PostgreSQL for many concurrent writers"
+            )
+        else:
+            hint = "check that it is reachable and has free space"
+        raise DatabaseUnavailableError(f"database {where} failed: {exc.orig}; {hint}") from exc
 
 
 def open_database(

@@ -157,3 +157,19 @@ def test_migrate_module_reports_revision(database_url: str) -> None:
         check=True,
     )
     assert f"database: {head_revision()}" in out.stdout
+
+
+@pytest.mark.postgres
+def test_connection_lost_mid_transaction(postgres_url: str) -> None:
+    from leaderboard.db import submit
+
+    with open_database(postgres_url) as db:
+        killer = create_engine(postgres_url)
+        with pytest.raises(DatabaseUnavailableError, match="failed"), db.session() as s:
+            pid = s.connection().exec_driver_sql("SELECT pg_backend_pid()").scalar()
+            with killer.connect() as conn:
+                conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            submit(new_submission("lost"), session=s)
+        killer.dispose()
+        with db.read_session() as s:  # the pool recovers; nothing half-written
+            assert list_bots(session=s) == []
