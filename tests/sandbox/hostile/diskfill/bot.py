@@ -1,7 +1,12 @@
-"""Hostile: tries to write outside /tmp, fills /tmp with files, then (on the ``Big`` call)
-writes one file larger than any sane limit, which RLIMIT_FSIZE answers with SIGXFSZ."""
+"""Hostile: tries to write outside /tmp, fills /tmp with files, writes one huge file, and
+(on the ``Big`` call) writes it again with SIGXFSZ at its default action.
+
+CPython ignores SIGXFSZ, so a Python bot exceeding RLIMIT_FSIZE just gets EFBIG; native
+code (or a bot that restores the default action) is killed by the signal instead.
+"""
 
 import os
+import signal
 
 from _serve import serve  # type: ignore[import-not-found]
 
@@ -37,15 +42,33 @@ def fill_tmp() -> tuple[int, str]:
     return total, error
 
 
-def huge_file() -> bytes:
+def huge_file() -> str:
+    try:
+        write_huge()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        if os.path.exists("/tmp/huge"):
+            os.unlink("/tmp/huge")
+    return ""
+
+
+def die_of_huge_file() -> bytes:
+    write_huge()
+    return b"survived"
+
+
+def write_huge() -> None:
     chunk = b"\x03" * (1 << 20)
     with open("/tmp/huge", "wb") as handle:
         for _ in range(4096):
             handle.write(chunk)
             handle.flush()
-    return b"survived"
 
 
 outside = write_outside()
 filled, fill_error = fill_tmp()
-serve(lambda: {"outside": outside, "filled": filled, "fill_error": fill_error}, huge_file)
+huge_error = huge_file()
+signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # from now on, exceeding RLIMIT_FSIZE kills
+RESULT = {"outside": outside, "filled": filled, "fill_error": fill_error, "huge_error": huge_error}
+serve(lambda: RESULT, die_of_huge_file)

@@ -10,6 +10,7 @@ state = {"forks": 0, "failures": 0}
 
 
 def bomb() -> None:
+    time.sleep(1.0)  # let the referee see SERVING first: the bomb goes off mid-match
     while True:
         try:
             if os.fork() == 0:

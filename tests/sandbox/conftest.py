@@ -1,0 +1,99 @@
+"""Fixtures for the sandbox tests: bot folders built from the hostile fixtures, backends.
+
+Docker and bubblewrap are required under CI (``tests.services.require``) and skipped with a
+reason elsewhere. The bot base image is built (or found in the cache) once per session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox.backend import Backend
+from tests.services import require
+
+HOSTILE = Path(__file__).parent / "hostile"
+MakeBot = Callable[..., Path]
+
+
+@pytest.fixture
+def make_bot(tmp_path: Path) -> MakeBot:
+    """``make_bot("forkbomb", extra={"file": "text"})`` -> a bot folder ready to start."""
+
+    def make(name: str, extra: dict[str, str] | None = None) -> Path:
+        dest = tmp_path / name
+        shutil.copytree(HOSTILE / name, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(HOSTILE / "_serve.py", dest / "_serve.py")
+        for rel, text in (extra or {}).items():
+            (dest / rel).write_text(text)
+        # Readable by the bwrap sandbox uid and the container's uid.
+        for path in [dest, *dest.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        return dest
+
+    return make
+
+
+def _docker_problem() -> str | None:
+    try:
+        from sandbox.docker_backend import docker_client
+
+        docker_client(timeout=10)
+    except Exception as exc:
+        return str(exc)
+    return None
+
+
+@pytest.fixture(scope="session")
+def docker_backend() -> Iterator[Backend]:
+    """The Docker backend on the locally built base image (built once, cached by hash)."""
+    problem = _docker_problem()
+    require(problem is None, "Docker", problem or "")
+    from sandbox import base_image
+    from sandbox.docker_backend import DockerBackend
+
+    tag = os.environ.get("KRYT_SANDBOX_BASE_IMAGE")
+    if not tag or not base_image.image_exists(tag):
+        try:
+            tag = base_image.build()
+        except base_image.BaseImageError as exc:
+            require(False, "the sandbox base image", str(exc))
+    backend = DockerBackend(base_image=tag)
+    yield backend
+    backend.sweep_leftovers("test-")
+
+
+@pytest.fixture(scope="session")
+def bwrap_backend() -> Backend:
+    """The bubblewrap backend (as the dedicated sandbox user when running as root)."""
+    from sandbox.errors import BackendUnavailableError
+    from sandbox.local import BwrapBackend
+
+    try:
+        return BwrapBackend()
+    except BackendUnavailableError as exc:
+        require(False, "bubblewrap", str(exc))
+        raise
+
+
+@pytest.fixture
+def process_backend() -> Backend:
+    """The plain-process backend (untrusted bots allowed: the tests know what they run)."""
+    from sandbox.local import ProcessBackend
+
+    return ProcessBackend(allow_unsafe=True)
+
+
+@pytest.fixture(params=["docker", "bwrap"])
+def sandbox_backend(request: pytest.FixtureRequest) -> Backend:
+    """Each isolating backend in turn."""
+    name: str = request.param
+    if name == "docker":
+        request.applymarker(pytest.mark.docker)
+    backend: Any = request.getfixturevalue(f"{name}_backend")
+    return backend  # type: ignore[no-any-return]

@@ -1,0 +1,226 @@
+"""Hostile bots in the isolating backends: each is contained, gets the right verdict and
+leaves no process, container or socket directory behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import grpc
+import pytest
+
+from sandbox.backend import Backend, RunningBot
+from sandbox.death import DeathCause, DeathReport
+from sandbox.errors import BotCrashedError, BotNotHealthyError, UnsafeSocketError
+from sandbox.limits import MiB, SandboxLimits
+from tests.sandbox.conftest import MakeBot
+from tests.sandbox.procs import bot_processes, container_gone, survivors
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def report(bot: RunningBot) -> dict[str, Any]:
+    """The probe report a hostile fixture computed inside the sandbox."""
+    raw = bot.channel.unary_unary("/kryt.test.Probe/Report")(b"", timeout=15)
+    result: dict[str, Any] = json.loads(raw)
+    return result
+
+
+def wait_death(bot: RunningBot, seconds: float) -> DeathReport:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        death = bot.death()
+        if death is not None:
+            return death
+        time.sleep(0.1)
+    raise AssertionError(f"bot {bot.label} still alive after {seconds} s")
+
+
+def stop_and_check_clean(bot: RunningBot) -> None:
+    """Stop the bot; assert its processes, container and socket directory are all gone."""
+    processes = bot_processes(bot)
+    bot.stop()
+    assert container_gone(bot)
+    deadline = time.monotonic() + 5
+    while survivors(processes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert survivors(processes) == []
+    assert not bot.work_dir.exists()
+
+
+def leftover_containers(backend: Backend, label: str) -> list[Any]:
+    client = getattr(backend, "client", None)
+    if client is None:
+        return []
+    from sandbox.docker_backend import LABEL_KEY
+
+    return list(client.containers.list(all=True, filters={"label": f"{LABEL_KEY}={label}"}))
+
+
+def test_network_is_unreachable(sandbox_backend: Backend, make_bot: MakeBot) -> None:
+    bot = sandbox_backend.start(make_bot("network"), SandboxLimits(), "test-network")
+    try:
+        result = report(bot)
+        assert result["connected"] == []
+        assert set(result["interfaces"]) <= {"lo"}
+    finally:
+        stop_and_check_clean(bot)
+
+
+def test_fork_bomb_is_capped_and_cleaned_up(sandbox_backend: Backend, make_bot: MakeBot) -> None:
+    limits = SandboxLimits(pids=32)
+    bot = sandbox_backend.start(make_bot("forkbomb"), limits, "test-forkbomb")
+    try:
+        time.sleep(2.0)
+        count = len(bot_processes(bot))
+        # Docker counts every task of the container; bwrap's RLIMIT_NPROC allows 4x per uid
+        # (shared by concurrent bots), plus prlimit/bwrap themselves.
+        cap = limits.pids if sandbox_backend.name == "docker" else limits.pids * 4 + 2
+        assert 2 < count <= cap
+    finally:
+        stop_and_check_clean(bot)
+
+
+def test_memory_hog_dies_out_of_memory(sandbox_backend: Backend, make_bot: MakeBot) -> None:
+    limits = SandboxLimits(memory_bytes=128 * MiB, address_space_slack_bytes=512 * MiB)
+    bot = sandbox_backend.start(make_bot("memhog"), limits, "test-memhog")
+    try:
+        death = wait_death(bot, 60)
+        assert death.cause is DeathCause.OOM, death
+        assert not bot.alive()
+    finally:
+        stop_and_check_clean(bot)
+    assert bot.death() == death
+
+
+def test_disk_filler_is_bounded_and_killed_by_fsize(
+    sandbox_backend: Backend, make_bot: MakeBot
+) -> None:
+    limits = SandboxLimits(tmpfs_bytes=16 * MiB, fsize_bytes=4 * MiB)
+    bot = sandbox_backend.start(make_bot("diskfill"), limits, "test-diskfill")
+    try:
+        result = report(bot)
+        assert result["outside"] == []
+        assert 0 < result["filled"] <= limits.tmpfs_bytes
+        assert result["fill_error"]
+        assert result["huge_error"] == "File too large"
+        with pytest.raises(grpc.RpcError):
+            bot.channel.unary_unary("/kryt.test.Probe/Big")(b"", timeout=30)
+        death = wait_death(bot, 20)
+        assert death.cause is DeathCause.FILE_SIZE, death
+    finally:
+        stop_and_check_clean(bot)
+
+
+def test_snoop_sees_neither_host_nor_other_bot(sandbox_backend: Backend, make_bot: MakeBot) -> None:
+    victim = sandbox_backend.start(make_bot("victim"), SandboxLimits(), "test-victim")
+    try:
+        snoop = sandbox_backend.start(make_bot("snoop"), SandboxLimits(), "test-snoop")
+        try:
+            result = report(snoop)
+            assert result["marker_found"] == []
+            assert result["shadow_readable"] is False
+            assert result["docker_sock_exists"] is False
+            assert result["home_listing"] == []
+            assert not any("pytest" in cmd or "victim" in cmd for cmd in result["processes"])
+            assert len(result["processes"]) <= 4
+            assert report(victim)["secret_len"] > 0
+        finally:
+            stop_and_check_clean(snoop)
+    finally:
+        stop_and_check_clean(victim)
+
+
+def test_socket_swapped_for_docker_sock_is_refused(
+    sandbox_backend: Backend, make_bot: MakeBot
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(UnsafeSocketError, match="symlink"):
+        sandbox_backend.start(make_bot("sockswap"), SandboxLimits(), "test-sockswap")
+    assert time.monotonic() - started < 10
+    assert leftover_containers(sandbox_backend, "test-sockswap") == []
+
+
+def test_signals_and_ptrace_do_not_reach_the_referee(
+    sandbox_backend: Backend, make_bot: MakeBot
+) -> None:
+    me = os.getpid()
+    bot = sandbox_backend.start(
+        make_bot("signaller", {"referee_pid.txt": str(me)}), SandboxLimits(), "test-signaller"
+    )
+    try:
+        result = report(bot)
+        assert result["referee"] == [str(me)]
+        assert str(me) not in result["signalled"]
+        assert not any(entry.startswith("KILLED") for entry in result["signalled"])
+        assert str(me) not in result["traced"]
+        # The only other process it sees is its own sandbox's init (docker-init / bwrap),
+        # running under the same uid: reachable, but inside the sandbox.
+        assert set(result["signalled"]) <= {"1"}
+        assert set(result["traced"]) <= {"1"}
+    finally:
+        stop_and_check_clean(bot)
+
+
+def test_sleeper_never_healthy_is_reported_and_removed(
+    sandbox_backend: Backend, make_bot: MakeBot
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(BotNotHealthyError, match="test-sleeper"):
+        sandbox_backend.start(
+            make_bot("sleeper"), SandboxLimits(startup_timeout=2.0), "test-sleeper"
+        )
+    assert time.monotonic() - started < 10
+    assert leftover_containers(sandbox_backend, "test-sleeper") == []
+
+
+def test_crash_on_start_is_the_bots_fault(sandbox_backend: Backend, make_bot: MakeBot) -> None:
+    with pytest.raises(BotCrashedError, match="gave up") as caught:
+        sandbox_backend.start(make_bot("crasher"), SandboxLimits(), "test-crasher")
+    assert caught.value.death is not None
+    assert caught.value.death.cause is DeathCause.CRASHED
+    assert caught.value.death.exit_code == 1
+    assert leftover_containers(sandbox_backend, "test-crasher") == []
+
+
+def test_hundred_megabyte_reply_is_refused(sandbox_backend: Backend, make_bot: MakeBot) -> None:
+    limits = SandboxLimits(memory_bytes=768 * MiB, max_message_bytes=4 * MiB)
+    bot = sandbox_backend.start(make_bot("bigreply"), limits, "test-bigreply")
+    try:
+        with pytest.raises(grpc.RpcError) as caught:
+            bot.channel.unary_unary("/kryt.test.Probe/Big")(b"", timeout=60)
+        assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+    finally:
+        stop_and_check_clean(bot)
+
+
+def test_busy_bot_is_cleaned_up(sandbox_backend: Backend, make_bot: MakeBot) -> None:
+    bot = sandbox_backend.start(make_bot("busy"), SandboxLimits(), "test-busy")
+    try:
+        time.sleep(0.5)
+        assert len(bot_processes(bot)) >= 4
+        assert report(bot) == {}
+    finally:
+        stop_and_check_clean(bot)
+
+
+@pytest.mark.docker
+def test_busy_bot_gets_at_most_one_cpu(docker_backend: Backend, make_bot: MakeBot) -> None:
+    bot = docker_backend.start(make_bot("busy"), SandboxLimits(cpus=1.0), "test-busy-cpu")
+    try:
+        container = bot.container  # type: ignore[attr-defined]
+
+        def usage() -> tuple[float, int]:
+            stats = container.stats(stream=False, one_shot=True)
+            return time.monotonic(), int(stats["cpu_stats"]["cpu_usage"]["total_usage"])
+
+        time.sleep(1.0)
+        t0, u0 = usage()
+        time.sleep(3.0)
+        t1, u1 = usage()
+        cpus = (u1 - u0) / 1e9 / (t1 - t0)
+        assert 0.2 < cpus <= 1.25
+    finally:
+        stop_and_check_clean(bot)
