@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
@@ -121,6 +122,7 @@ def play_game(
     ``scores`` are each seat's series score before this game. Returns the record; never raises
     for anything a bot does. An unexpected exception on our side yields a voided record.
     """
+    started = time.time()
     game = Game.from_deck(deck, dealer, turn_limit=turn_limit)
     names = (players[0].name, players[1].name)
     clock = GameClock(time_control)
@@ -153,7 +155,9 @@ def play_game(
         log.exception("game %s voided by an internal error", number)
         void_reason = f"{type(exc).__name__}: {exc}"[:2000]
 
-    record = _record(game, moves, forfeit, void_reason, names)
+    record = replace(
+        _record(game, moves, forfeit, void_reason, names), started=started, finished=time.time()
+    )
     _announce_end(players, game, record, number, scores)
     return record
 

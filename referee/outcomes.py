@@ -67,6 +67,10 @@ class GameRecord:
     referee_version: str = REFEREE_VERSION
     players: tuple[str, str] = field(default=("", ""))
     """Names (or submission ids) at seats 0 and 1."""
+    started: float = 0.0
+    """Wall-clock start (seconds since the epoch)."""
+    finished: float = 0.0
+    """Wall-clock end (seconds since the epoch)."""
 
     @property
     def voided(self) -> bool:

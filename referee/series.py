@@ -8,6 +8,7 @@ bot plays both hands of every deal (pairs of games 1-2, 3-4, ...).
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -138,6 +139,10 @@ class SeriesAborted(Exception):
     """The series cannot go on (infrastructure failed repeatedly); it can be resumed later."""
 
 
+class SeriesInterrupted(Exception):
+    """The organiser stopped the run (Ctrl-C): the game in progress is not recorded."""
+
+
 Recorder = Callable[[int, int, GameRecord], None]
 """``recorder(game_number, attempt, record)``: commit a game (voided ones too). May raise: a
 failure to record is an infrastructure failure and the game is replayed."""
@@ -173,21 +178,27 @@ def run_series(
     *,
     recorder: Recorder | None = None,
     done: Mapping[int, GameRecord] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> SeriesResult:
     """Play every game of the series not already in ``done`` (resumption), in order.
 
     A bot that crashed is restarted for the next game; one that cannot be started forfeits
     each remaining game. A game voided by an infrastructure failure is replayed with the same
     deal up to ``config.max_attempts`` times, then SeriesAborted is raised (resumable).
+    When ``should_stop()`` turns true, SeriesInterrupted is raised before the next game and
+    instead of recording a game that was in progress (its bots may have been killed).
     """
+    stopping = should_stop or (lambda: False)
     result = SeriesResult(config, (slots[0].name, slots[1].name), dict(done or {}))
     previous = {n: g.winner for n, g in result.games.items()}
     for number in range(1, config.games + 1):
         if number in result.games:
             continue
+        if stopping():
+            raise SeriesInterrupted(f"stopped before game {number}")
         dealer = planned_dealer(config, number, previous)
         deck = game_deck(config.seed, deal_number(config, number))
-        record = _play_with_retries(config, slots, number, deck, dealer, result, recorder)
+        record = _play_with_retries(config, slots, number, deck, dealer, result, recorder, stopping)
         result.games[number] = record
         previous[number] = record.winner
     return result
@@ -201,6 +212,7 @@ def _play_with_retries(
     dealer: int,
     result: SeriesResult,
     recorder: Recorder | None,
+    stopping: Callable[[], bool],
 ) -> GameRecord:
     last = ""
     for attempt in range(1, config.max_attempts + 1):
@@ -209,6 +221,8 @@ def _play_with_retries(
         except InfrastructureError as exc:
             last = str(exc)
             continue
+        if stopping():
+            raise SeriesInterrupted(f"stopped during game {number}; it will be replayed")
         if recorder is not None:
             try:
                 recorder(number, attempt, record)
@@ -270,6 +284,7 @@ def _not_played(
     """A game that could not start because a bot would not: that bot forfeits it."""
     first = failures[0] or failures[1]
     assert first is not None
+    now = time.time()
     both = failures[0] is not None and failures[1] is not None
     return GameRecord(
         deck=tuple(str(c) for c in deck),
@@ -281,4 +296,6 @@ def _not_played(
         end="forfeit",
         forfeit=first,
         players=names,
+        started=now,
+        finished=now,
     )

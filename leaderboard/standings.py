@@ -1,0 +1,205 @@
+"""The leaderboard's numbers, from the database: the BayesElo rating of record, live Elo,
+W/D/L, score, LOS over the next bot and forfeits by reason, per submission.
+
+Everything the table, the JSON output and the web page show comes from :func:`standings`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlmodel import Session
+
+from leaderboard.db import (
+    Database,
+    NewRatingSnapshot,
+    RatingLine,
+    StoredSnapshot,
+    forfeit_counts,
+    game_outcomes,
+    get_submission,
+    pair_counts,
+    save_rating_snapshot,
+)
+from leaderboard.db import bot_of as _bot_of
+from leaderboard.ratings import (
+    BayesEloFit,
+    Game,
+    Outcome,
+    PairCounts,
+    RatingsError,
+    elo_ratings,
+    fit_bayeselo,
+)
+
+DEFAULT_OFFSET = 1500.0
+"""Added to the centred BayesElo ratings for display, so that numbers look like Elo."""
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """One row of the leaderboard."""
+
+    rank: int
+    submission_id: int
+    bot: str
+    version: str
+    rating: float | None
+    interval: float | None
+    elo: float
+    elo_provisional: bool
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    score: float
+    los_next: float | None
+    forfeits: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "rank": self.rank,
+            "submission_id": self.submission_id,
+            "bot": self.bot,
+            "version": self.version,
+            "rating": self.rating,
+            "interval": self.interval,
+            "elo": self.elo,
+            "elo_provisional": self.elo_provisional,
+            "games": self.games,
+            "wins": self.wins,
+            "draws": self.draws,
+            "losses": self.losses,
+            "score": self.score,
+            "los_next": self.los_next,
+            "forfeits": dict(self.forfeits),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Leaderboard:
+    """The standings and the fit they come from (``fit`` is None when nothing is ratable)."""
+
+    rows: list[Standing]
+    fit: BayesEloFit | None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: rows plus the fitted model parameters."""
+        model = None
+        if self.fit is not None:
+            model = {
+                "name": "bayeselo",
+                "prior": self.fit.prior,
+                "advantage": self.fit.advantage,
+                "drawelo": self.fit.drawelo,
+                "scale": self.fit.scale,
+                "offset": self.fit.offset,
+                "confidence": self.fit.confidence,
+            }
+        return {"model": model, "note": self.note, "rows": [r.to_dict() for r in self.rows]}
+
+
+def standings(
+    *, session: Session, tournament_id: int | None = None, offset: float = DEFAULT_OFFSET
+) -> Leaderboard:
+    """The leaderboard of one tournament, or of every counted game when ``tournament_id`` is
+    None. Ratings of record come from a batch BayesElo fit (order-independent); Elo replays
+    the games in the order they finished."""
+    counts = pair_counts(session=session, tournament_id=tournament_id)
+    mapping = {
+        (str(c.first_submission_id), str(c.second_submission_id)): (c.wins, c.draws, c.losses)
+        for c in counts
+        if c.games
+    }
+    if not mapping:
+        return Leaderboard([], None, "no games recorded yet")
+    table = PairCounts.from_mapping(mapping)
+    fit: BayesEloFit | None = None
+    note = ""
+    try:
+        fit = fit_bayeselo(table, offset=offset)
+    except RatingsError as exc:
+        note = f"no rating fit: {exc}"
+    wins, draws, losses = table.player_totals()
+    outcomes = game_outcomes(session=session, tournament_id=tournament_id)
+    elo = {
+        r.name: r
+        for r in elo_ratings(
+            Game(
+                str(o.first_submission_id),
+                str(o.second_submission_id),
+                Outcome.FIRST_WINS
+                if o.first_score == 1
+                else Outcome.DRAW
+                if o.first_score == 0.5
+                else Outcome.SECOND_WINS,
+            )
+            for o in outcomes
+        )
+    }
+    forfeits = forfeit_counts(session=session, tournament_id=tournament_id)
+    order = (
+        [row.name for row in fit.table()]
+        if fit is not None
+        else sorted(table.names, key=lambda n: -elo[n].rating)
+    )
+    los = {row.name: row.los_next for row in fit.table()} if fit is not None else {}
+    rows = []
+    for rank, key in enumerate(order, start=1):
+        k = table.names.index(key)
+        submission = get_submission(int(key), session=session)
+        games = int(wins[k] + draws[k] + losses[k])
+        rows.append(
+            Standing(
+                rank=rank,
+                submission_id=int(key),
+                bot=_bot_of(submission, session=session).name,
+                version=submission.version,
+                rating=None if fit is None else fit.rating(key),
+                interval=None if fit is None else float(fit.intervals[fit.index(key)]),
+                elo=elo[key].rating,
+                elo_provisional=elo[key].provisional,
+                games=games,
+                wins=int(wins[k]),
+                draws=int(draws[k]),
+                losses=int(losses[k]),
+                score=(int(wins[k]) + int(draws[k]) / 2) / games if games else 0.0,
+                los_next=los.get(key),
+                forfeits=dict(forfeits.get(int(key), {})),
+            )
+        )
+    return Leaderboard(rows, fit, note)
+
+
+def refit_and_store(db: Database, *, tournament_id: int | None = None) -> StoredSnapshot | None:
+    """Fit from the database and store a rating snapshot; None when nothing is ratable."""
+    with db.session() as session:
+        board = standings(session=session, tournament_id=tournament_id)
+        if board.fit is None:
+            return None
+        snapshot = NewRatingSnapshot(
+            model="bayeselo",
+            tournament_id=tournament_id,
+            parameters=board.to_dict()["model"],
+            entries=[
+                RatingLine(
+                    submission_id=row.submission_id,
+                    rank=row.rank,
+                    rating=row.rating if row.rating is not None else 0.0,
+                    games=row.games,
+                    wins=row.wins,
+                    draws=row.draws,
+                    losses=row.losses,
+                    score=row.score,
+                    error=row.interval,
+                    ci_low=None if row.interval is None else (row.rating or 0) - row.interval,
+                    ci_high=None if row.interval is None else (row.rating or 0) + row.interval,
+                    extra={"elo": row.elo, "los_next": row.los_next},
+                )
+                for row in board.rows
+            ],
+        )
+        return save_rating_snapshot(snapshot, session=session)
