@@ -21,6 +21,7 @@ from leaderboard.db.bots import (
     list_submissions,
     load_archive,
     set_submission_status,
+    submission_labels,
     submit,
 )
 from leaderboard.db.engine import Database, open_database
@@ -173,6 +174,7 @@ __all__ = [
     "set_series_status",
     "set_submission_status",
     "set_tournament_status",
+    "submission_labels",
     "submit",
     "unfinished_series",
     "void_game",

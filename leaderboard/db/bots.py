@@ -179,6 +179,18 @@ def load_archive(submission_id: int, *, session: Session) -> bytes | None:
     return None if archive is None else archive.data
 
 
+def submission_labels(*, session: Session) -> dict[int, tuple[str, str]]:
+    """``{submission_id: (bot name, version)}`` for every submission, in one query."""
+    query = select(Submission.id, Bot.name, Submission.version).join(
+        Bot, col(Bot.id) == col(Submission.bot_id)
+    )
+    return {
+        sid: (name, version)
+        for sid, name, version in session.exec(query)
+        if sid is not None  # ids of stored rows are never None; this narrows the type
+    }
+
+
 def bot_of(submission: Submission, *, session: Session) -> Bot:
     """The bot a submission belongs to."""
     return get_or_raise(session, Bot, submission.bot_id, "bot")

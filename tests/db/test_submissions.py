@@ -21,6 +21,7 @@ from leaderboard.db import (
     list_submissions,
     load_archive,
     set_submission_status,
+    submission_labels,
     submit,
 )
 from tests.db.helpers import new_submission, sha
@@ -109,6 +110,10 @@ def test_latest_submission_and_status(db: Database) -> None:
             new.id
         ]
         assert load_archive(new.id, session=s) is None
+        assert submission_labels(session=s) == {
+            old.id: ("greedy", "1.0.0"),
+            new.id: ("greedy", "1.1.0"),
+        }
     with db.read_session() as s:
         with pytest.raises(NotFoundError, match="no submission with id 999"):
             get_submission(999, session=s)
