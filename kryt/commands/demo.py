@@ -1,0 +1,58 @@
+"""``kryt demo``: the whole system in one command on the embedded defaults.
+
+Registers the bundled example bots, runs a round robin among them in the best sandbox
+available (their code is trusted, so a machine without Docker or bubblewrap still runs it),
+stores everything in ``./kryt.db``, prints the leaderboard and writes the web page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from kryt.commands.tournament import _report, run_tournament
+from kryt.options import DatabaseOption, open_db
+from referee.tournament.config import load_config
+from referee.tournament.runner import create
+from referee.tournament.store import EXAMPLES
+
+err = Console(stderr=True)
+
+
+def demo(
+    games: Annotated[int, typer.Option("--games", "-n", min=2, help="Games per pair.")] = 20,
+    seed: Annotated[int, typer.Option(help="Tournament seed.")] = 2026,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1)] = 2,
+    html: Annotated[
+        Path, typer.Option(help="Where to write the static leaderboard web page.")
+    ] = Path("kryt-leaderboard"),
+    database: DatabaseOption = None,
+) -> None:
+    """Run a round-robin tournament of the bundled example bots and show the leaderboard."""
+    bots = sorted(str(p) for p in EXAMPLES.iterdir() if (p / "bot.toml").is_file())
+    config = load_config(
+        None,
+        name="demo",
+        bots=bots,
+        games_per_pair=games,
+        seed=seed,
+        concurrency=concurrency,
+        move_seconds=0.5,
+        bank_seconds=5.0,
+    )
+    db = open_db(database)
+    err.print(f"database: {db.display_url}")
+    tournament_id = create(config, db=db, submitted_by="kryt demo")
+    outcomes = run_tournament(tournament_id, db)
+    code = _report(tournament_id, db, outcomes)
+    from leaderboard.export import export_html
+
+    index = export_html(db, html)
+    err.print(f"web page written to [bold]{index.resolve().as_uri()}[/bold]")
+    err.print(
+        "live web page: [bold]kryt leaderboard serve[/bold] (then open http://127.0.0.1:8000)"
+    )
+    raise typer.Exit(code)

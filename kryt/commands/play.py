@@ -1,0 +1,83 @@
+"""``kryt play A B``: a quick series between two bot folders, with the table of results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from referee.series import SeriesConfig, SeriesFormat, run_series
+from referee.timecontrol import TimeControl
+from referee.tournament.config import SandboxSettings
+from referee.tournament.slots import SandboxSlot
+from sandbox import choose_backend, load_submission
+
+out = Console()
+err = Console(stderr=True)
+
+
+def play(
+    bot_a: Annotated[Path, typer.Argument(help="First bot folder or archive (seat 0).")],
+    bot_b: Annotated[Path, typer.Argument(help="Second bot folder or archive (seat 1).")],
+    games: Annotated[int, typer.Option("--games", "-n", min=1, help="Games to play.")] = 10,
+    seed: Annotated[int, typer.Option(help="Series seed (deals and first dealer).")] = 1,
+    format: Annotated[SeriesFormat, typer.Option("--format")] = SeriesFormat.STANDARD,
+    move_seconds: Annotated[float, typer.Option(help="Time per move.")] = 1.0,
+    bank_seconds: Annotated[float, typer.Option(help="Time bank per game.")] = 10.0,
+    backend: Annotated[str, typer.Option(help="Sandbox: auto, docker, bwrap or process.")] = "auto",
+) -> None:
+    """Play a series between your own bots (trusted: they may run without isolation)."""
+    config = SeriesConfig(
+        games=games,
+        seed=seed,
+        format=format,
+        time_control=TimeControl(move_seconds=move_seconds, bank_seconds=bank_seconds),
+    )
+    sandbox = choose_backend(backend, allow_unsafe=False)
+    err.print(f"sandbox: [bold]{sandbox.describe()}[/bold]")
+    limits = SandboxSettings().limits()
+    slots: list[SandboxSlot] = []
+    for seat, path in enumerate((bot_a, bot_b)):
+        submission = load_submission(path)
+        name = f"{submission.manifest.name} {submission.manifest.version}"
+        if seat == 1 and slots and slots[0].name == name:
+            name += " (2)"
+        slots.append(
+            SandboxSlot(
+                sandbox,
+                submission,
+                name=name,
+                limits=limits,
+                label=f"kryt-play-{seat}",
+                trusted=True,
+            )
+        )
+    try:
+        result = run_series(config, (slots[0], slots[1]))
+    finally:
+        for slot in slots:
+            slot.close()
+    table = Table(title=f"{slots[0].name} (seat 0) vs {slots[1].name} (seat 1), seed {seed}")
+    for column in ("game", "dealer", "winner", "ending", "actions", "details"):
+        table.add_column(column)
+    for number, record in sorted(result.games.items()):
+        winner = "draw" if record.winner is None else slots[record.winner].name
+        detail = ""
+        if record.forfeit is not None:
+            detail = (
+                f"seat {record.forfeit.seat}: {record.forfeit.reason.value} {record.forfeit.detail}"
+            )
+        table.add_row(
+            str(number), str(record.dealer), winner, record.end, str(len(record.moves)), detail[:80]
+        )
+    out.print(table)
+    score = result.score(0)
+    out.print(
+        f"[bold]{slots[0].name}[/bold] +{score.wins} ={score.draws} -{score.losses}"
+        f" [bold]{slots[1].name}[/bold]"
+    )
+    if format is SeriesFormat.DUPLICATE:
+        out.print(f"pentanomial (0, ½, 1, 1½, 2 points per deal pair): {result.pentanomial(0)}")

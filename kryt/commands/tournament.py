@@ -1,0 +1,272 @@
+"""``kryt tournament``: run a round robin, see its status, resume it after an interruption."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from kryt.errors import ExitCode, UserError
+from kryt.options import DatabaseOption, StoreOption, open_db
+from leaderboard.db import (
+    Database,
+    SeriesStatus,
+    TournamentStatus,
+    completed_game_numbers,
+    get_submission,
+    get_tournament,
+    list_tournaments,
+    series_of_tournament,
+)
+from leaderboard.db import bot_of as submission_bot
+from leaderboard.standings import refit_and_store
+from referee.series import SeriesFormat
+from referee.tournament.config import ConfigError, TournamentConfig, load_config
+from referee.tournament.executors import LocalExecutor
+from referee.tournament.runner import (
+    SeriesOutcome,
+    TournamentError,
+    create,
+    mark_tournament,
+    tasks_for,
+)
+from referee.tournament.store import DEFAULT_STORE
+from sandbox import choose_backend, sweep_leftovers
+
+app = typer.Typer(help="Organisers: run round-robin tournaments.", no_args_is_help=True)
+console = Console(stderr=True)
+out = Console()
+
+
+def _games(tournament_id: int, db: Database) -> tuple[int, int]:
+    """(games recorded, games planned) of a tournament."""
+    done = planned = 0
+    with db.read_session() as session:
+        for series in series_of_tournament(tournament_id, session=session):
+            assert series.id is not None
+            planned += series.games_planned
+            done += len(completed_game_numbers(series.id, session=session))
+    return done, planned
+
+
+def _label(submission_id: int, db: Database) -> str:
+    with db.read_session() as session:
+        row = get_submission(submission_id, session=session)
+        return f"{submission_bot(row, session=session).name} {row.version}"
+
+
+def series_table(tournament_id: int, db: Database) -> Table:
+    """One row per series: the pair, games, W/D/L from the first bot's side, forfeits."""
+    table = Table(title=f"Series of tournament {tournament_id}")
+    for column in ("bot A", "bot B", "games", "A wins", "draws", "B wins", "forfeits", "status"):
+        table.add_column(column, justify="left" if column.startswith("bot") else "right")
+    from leaderboard.db import games_of_series
+
+    with db.read_session() as session:
+        rows = series_of_tournament(tournament_id, session=session)
+        for series in rows:
+            assert series.id is not None
+            games = games_of_series(series.id, session=session)
+            a_wins = sum(
+                (g.result == "seat0" and g.seat0_submission_id == series.submission_a_id)
+                or (g.result == "seat1" and g.seat1_submission_id == series.submission_a_id)
+                for g in games
+            )
+            draws = sum(g.result == "draw" for g in games)
+            forfeits = sum(g.forfeit_seat is not None for g in games)
+            table.add_row(
+                _label(series.submission_a_id, db),
+                _label(series.submission_b_id, db),
+                f"{len(games)}/{series.games_planned}",
+                str(a_wins),
+                str(draws),
+                str(len(games) - a_wins - draws),
+                str(forfeits),
+                series.status,
+            )
+    return table
+
+
+def run_tournament(tournament_id: int, db: Database, *, quiet: bool = False) -> list[SeriesOutcome]:
+    """Play every unfinished series with a progress bar; Ctrl-C stops cleanly (resumable)."""
+    with db.read_session() as session:
+        config = TournamentConfig.from_json(
+            dict(get_tournament(tournament_id, session=session).config)
+        )
+    backend = choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
+    console.print(f"sandbox: [bold]{backend.describe()}[/bold]")
+    swept = sweep_leftovers(f"kryt-t{tournament_id}-")
+    if swept:
+        console.print(f"removed {swept} sandbox(es) left over by an earlier run")
+    tasks = tasks_for(tournament_id, db=db)
+    done, planned = _games(tournament_id, db)
+    mark_tournament(tournament_id, TournamentStatus.RUNNING, db=db)
+    stop = threading.Event()
+    started = time.monotonic()
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("games"),
+        TextColumn("{task.fields[rate]:.1f} games/s"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=quiet,
+        transient=False,
+    )
+    with progress:
+        bar = progress.add_task(config.name, total=planned, completed=done, rate=0.0)
+        played = 0
+
+        def on_game(series_id: int, number: int, record: object) -> None:
+            nonlocal played
+            played += 1
+            rate = played / max(1e-9, time.monotonic() - started)
+            progress.update(bar, advance=1, rate=rate)
+
+        outcomes = LocalExecutor(config.concurrency).run(tasks, stop=stop, on_game=on_game)
+    with db.read_session() as session:
+        unfinished = [
+            s
+            for s in series_of_tournament(tournament_id, session=session)
+            if s.status != SeriesStatus.FINISHED.value
+        ]
+    if not unfinished:
+        mark_tournament(tournament_id, TournamentStatus.FINISHED, db=db)
+    refit_and_store(db, tournament_id=tournament_id)
+    return outcomes
+
+
+def _report(tournament_id: int, db: Database, outcomes: list[SeriesOutcome]) -> int:
+    out.print(series_table(tournament_id, db))
+    aborted = [o for o in outcomes if o.status == "aborted"]
+    for outcome in aborted:
+        console.print(f"[red]series {outcome.series_id} aborted:[/red] {outcome.message}")
+    from kryt.commands.leaderboard import print_leaderboard
+
+    print_leaderboard(db, tournament_id=tournament_id, console=out)
+    if aborted:
+        console.print(f"resume with: kryt tournament resume {tournament_id}")
+        return ExitCode.FAILED
+    return ExitCode.OK
+
+
+@app.command()
+def run(
+    bots: Annotated[
+        list[str] | None,
+        typer.Argument(help="Bot folders or archives, or stored bots as NAME or NAME@VERSION."),
+    ] = None,
+    config_file: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="TOML file with the settings (flags override it)."),
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Tournament name.")] = None,
+    games: Annotated[int | None, typer.Option("--games", "-n", help="Games per pair.")] = None,
+    format: Annotated[
+        SeriesFormat | None, typer.Option("--format", help="standard or duplicate.")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Tournament seed (deals, dealers).")] = None,
+    move_seconds: Annotated[float | None, typer.Option(help="Time per move.")] = None,
+    bank_seconds: Annotated[float | None, typer.Option(help="Time bank per game.")] = None,
+    turn_limit: Annotated[int | None, typer.Option(help="Actions before a draw.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j")] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Sandbox: auto, docker, bwrap or process.")
+    ] = None,
+    unsafe: Annotated[
+        bool | None,
+        typer.Option("--unsafe", help="Allow untrusted bots in the unisolated process backend."),
+    ] = None,
+    memory_mb: Annotated[int | None, typer.Option(help="Memory limit per bot (MiB).")] = None,
+    pids: Annotated[int | None, typer.Option(help="Process/thread limit per bot.")] = None,
+    database: DatabaseOption = None,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Run a round robin: every pair of bots plays a series; results go to the database."""
+    try:
+        config = load_config(
+            config_file,
+            bots=bots or None,
+            name=name,
+            games_per_pair=games,
+            format=format.value if format else None,
+            seed=seed,
+            move_seconds=move_seconds,
+            bank_seconds=bank_seconds,
+            turn_limit=turn_limit,
+            concurrency=concurrency,
+            backend=backend,
+            allow_unsafe=unsafe,
+            memory_mb=memory_mb,
+            pids=pids,
+        )
+    except ConfigError as exc:
+        raise UserError(str(exc), hint="see docs/configuration.md") from None
+    db = open_db(database)
+    # Check the sandbox before storing anything, so a missing engine fails fast.
+    choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
+    try:
+        tournament_id = create(config, db=db, store=store)
+    except TournamentError as exc:
+        raise UserError(str(exc)) from None
+    console.print(f"tournament [bold]{tournament_id}[/bold] created ({config.name})")
+    outcomes = run_tournament(tournament_id, db)
+    raise typer.Exit(_report(tournament_id, db, outcomes))
+
+
+@app.command()
+def resume(
+    tournament_id: Annotated[int, typer.Argument(help="The tournament to finish.")],
+    database: DatabaseOption = None,
+) -> None:
+    """Finish an interrupted tournament: plays exactly the games that are missing."""
+    db = open_db(database, create=False)
+    with db.read_session() as session:
+        tournament = get_tournament(tournament_id, session=session)
+        status = tournament.status
+    if status == TournamentStatus.FINISHED.value:
+        console.print(f"tournament {tournament_id} is already finished")
+    outcomes = run_tournament(tournament_id, db)
+    raise typer.Exit(_report(tournament_id, db, outcomes))
+
+
+@app.command()
+def status(
+    tournament_id: Annotated[
+        int | None, typer.Argument(help="One tournament (default: all).")
+    ] = None,
+    database: DatabaseOption = None,
+) -> None:
+    """Tournaments with their progress, or one tournament's series."""
+    db = open_db(database, create=False)
+    if tournament_id is not None:
+        out.print(series_table(tournament_id, db))
+        return
+    table = Table(title="Tournaments")
+    for column in ("id", "name", "status", "games", "created"):
+        table.add_column(column)
+    with db.read_session() as session:
+        tournaments = list_tournaments(session=session)
+    for t in tournaments:
+        assert t.id is not None
+        done, planned = _games(t.id, db)
+        table.add_row(
+            str(t.id), t.name, t.status, f"{done}/{planned}", f"{t.created_at:%Y-%m-%d %H:%M}"
+        )
+    out.print(table)
