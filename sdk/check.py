@@ -25,12 +25,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final, Literal
 
-from referee.rules import View
 from sandbox.submission import SubmissionError, load_submission
 from sdk.bot import Bot
-from sdk.client import BotClient, BotCrashedError, BotFault, BotUnreachableError, Reply
+from sdk.client import (
+    BotClient,
+    BotCrashedError,
+    BotFault,
+    BotUnreachableError,
+    RemotePlayer,
+    Reply,
+)
 from sdk.local import DEFAULT_TIME_CONTROL, LocalPlayer, SeriesResult, run_series
-from sdk.messages import Clock, Handshake, HandshakeReply, RefereeMessage, TimeControl
+from sdk.messages import TimeControl
 from sdk.server import ADDRESS_ENV
 
 HANDSHAKE_TIMEOUT: Final = 5.0
@@ -84,26 +90,6 @@ class CheckReport:
             lines.append("  bot stderr (tail):")
             lines.extend("    " + line for line in self.stderr.strip().splitlines()[-20:])
         return "\n".join(lines)
-
-
-class _RemotePlayer:
-    """A bot behind a :class:`BotClient`, as the series loop wants it."""
-
-    def __init__(self, client: BotClient) -> None:
-        self.client = client
-        self.name = "bot"
-        self.reply: HandshakeReply | None = None
-
-    def handshake(self, handshake: Handshake) -> HandshakeReply:
-        self.reply = self.client.handshake(handshake, HANDSHAKE_TIMEOUT)
-        self.name = self.reply.name
-        return self.reply
-
-    def send(self, message: RefereeMessage) -> None:
-        self.client.send(message)
-
-    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
-        return self.client.decide(view, clock, game_number=game_number, timeout=timeout)
 
 
 @contextmanager
@@ -197,7 +183,7 @@ def check_bot(
         with _maybe_started(path, report) as (address, proc):
             client = BotClient(address)
             _wait_ready(client, proc, startup_timeout)
-            remote = _RemotePlayer(client)
+            remote = RemotePlayer(client, handshake_timeout=HANDSHAKE_TIMEOUT)
             reference = LocalPlayer(opponent if opponent is not None else GreedyBot())
 
             def record(game: int, seat: int, reply: Reply) -> None:

@@ -311,3 +311,28 @@ def default_handshake(opponent_name: str, games: int, move_ms: int, bank_ms: int
         opponent_name=opponent_name,
         time_control=TimeControl(move_ms=move_ms, bank_ms=bank_ms),
     )
+
+
+class RemotePlayer:
+    """A bot behind a :class:`BotClient` as a series loop wants it (``sdk.local.Player``):
+    its name comes from the handshake reply."""
+
+    def __init__(self, client: BotClient, *, handshake_timeout: float = 5.0) -> None:
+        self.client = client
+        self.handshake_timeout = handshake_timeout
+        self.name = client.address
+        self.reply: HandshakeReply | None = None
+
+    def handshake(self, handshake: Handshake) -> HandshakeReply:
+        """Open the stream; raises BotFault (IncompatibleProtocolError on a version clash)."""
+        self.reply = self.client.handshake(handshake, self.handshake_timeout)
+        self.name = self.reply.name
+        return self.reply
+
+    def send(self, message: RefereeMessage) -> None:
+        """A message that gets no reply."""
+        self.client.send(message)
+
+    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
+        """The bot's reply within ``timeout`` seconds; raises BotFault."""
+        return self.client.decide(view, clock, game_number=game_number, timeout=timeout)

@@ -1,0 +1,1 @@
+"""Tests of the wire protocol: serde, generated code, gRPC service, health."""

@@ -1,0 +1,76 @@
+"""A bot as its own process, the way the sandbox runs it: address from the environment or
+argv, ready when healthy, exits on Shutdown and on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sdk.client import BotClient
+from sdk.messages import PROTOCOL_VERSION, Handshake, TimeControl
+from tests.protocol.helpers import socket_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.timeout(60)
+
+
+def _start(args: list[str], env_address: str | None, cwd: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("KRYT_BOT_ADDRESS", None)
+    if env_address:
+        env["KRYT_BOT_ADDRESS"] = env_address
+    return subprocess.Popen(
+        [sys.executable, *args], cwd=cwd, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+
+
+def _handshake() -> Handshake:
+    return Handshake(PROTOCOL_VERSION, "test", 1, "nobody", TimeControl(1000, 1000))
+
+
+def test_example_bot_serves_from_env_and_exits_on_shutdown() -> None:
+    with socket_dir() as tmp:
+        address = f"unix://{tmp / 'bot.sock'}"
+        folder = ROOT / "sdk" / "examples" / "greedy"
+        proc = _start(["bot.py"], address, folder)
+        try:
+            client = BotClient(address)
+            client.wait_healthy(15)
+            reply = client.handshake(_handshake(), timeout=5)
+            assert (reply.name, reply.version) == ("greedy", "1.0.0")  # from its bot.toml
+            client.shutdown("bye")
+            assert proc.wait(10) == 0
+        finally:
+            proc.kill()
+            _, err = proc.communicate()
+        assert b"serving on unix://" in err
+
+
+def test_python_m_sdk_serve_takes_the_address_argument_and_stops_on_sigterm() -> None:
+    with socket_dir() as tmp:
+        address = f"unix://{tmp / 'm.sock'}"
+        proc = _start(
+            ["-m", "sdk", "serve", "sdk.examples.random.bot:RandomBot", address], None, ROOT
+        )
+        try:
+            client = BotClient(address)
+            client.wait_healthy(15)
+            assert client.handshake(_handshake(), timeout=5).name == "randombot"
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(10) == 0
+            client.close()
+        finally:
+            proc.kill()
+            proc.communicate()
+
+
+def test_python_m_sdk_serve_rejects_a_bad_class_spec() -> None:
+    proc = _start(["-m", "sdk", "serve", "sdk.examples.random.bot:Nope"], None, ROOT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert b"is not a subclass of sdk.Bot" in err

@@ -1,0 +1,293 @@
+"""The gRPC service for real: a served bot answers real games over a Unix socket and TCP,
+health checking, version mismatch, message size limits, and a misbehaving bot's faults."""
+
+from __future__ import annotations
+
+import time
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from referee.rules import Action, Game, View
+from sdk.bot import Bot, GameContext, GameResult, SeriesInfo
+from sdk.client import (
+    BotClient,
+    BotCrashedError,
+    BotTimeoutError,
+    BotUnreachableError,
+    IncompatibleProtocolError,
+    MalformedReplyError,
+    RemotePlayer,
+    UnexpectedReplyError,
+)
+from sdk.examples.greedy.bot import GreedyBot
+from sdk.examples.random.bot import RandomBot
+from sdk.local import LocalPlayer, run_series
+from sdk.messages import (
+    MAX_MESSAGE_BYTES,
+    PROTOCOL_VERSION,
+    BotError,
+    BotMessage,
+    Clock,
+    Decision,
+    DecisionRequest,
+    GameEndReason,
+    Handshake,
+    HandshakeReply,
+    RefereeMessage,
+    TimeControl,
+)
+from sdk.wire import PLAY_PATH, SERVICE
+from tests.protocol.helpers import raw_server, served
+
+pytestmark = pytest.mark.timeout(60)
+
+CLOCK = Clock(move_ms=1000, bank_ms=10_000)
+
+
+class RecordingBot(GreedyBot):
+    """Greedy, and remembers every hook call."""
+
+    def __init__(self) -> None:
+        self.events: list[object] = []
+
+    def on_handshake(self, series: SeriesInfo) -> None:
+        self.events.append(series)
+
+    def on_game_start(self, game: GameContext) -> None:
+        self.events.append(game)
+
+    def act(self, view: View) -> Action:
+        assert self.context is not None and view.seat == self.context.seat
+        self.events.append(view)
+        return super().act(view)
+
+    def on_game_end(self, result: GameResult) -> None:
+        self.events.append(result)
+
+
+def _handshake(version: int = PROTOCOL_VERSION) -> Handshake:
+    return Handshake(
+        protocol_version=version,
+        referee_version="test",
+        games=3,
+        opponent_name="opp",
+        time_control=TimeControl(1000, 10_000),
+    )
+
+
+@pytest.mark.parametrize("transport", ["uds", "tcp"])
+def test_a_served_bot_plays_real_games(transport: str) -> None:
+    bot = RecordingBot()
+    with served(bot, transport) as (address, server):
+        if transport == "uds":
+            assert address.startswith("unix://")
+        else:
+            assert address.startswith("127.0.0.1:") and not address.endswith(":0")
+        client = BotClient(address)
+        client.wait_healthy(5)
+        remote = RemotePlayer(client)
+        result = run_series([remote, LocalPlayer(RandomBot(seed=3))], games=3, seed="wire")
+        client.shutdown("done")
+        assert server.wait(5), "the server saw the Shutdown message"
+    assert remote.name == "recordingbot"
+    assert len(result.games) == 3 and not result.forfeits
+    for record in result.games:  # the engine replays every game: all actions were legal
+        game = Game.replay(
+            Game.new(seed=f"wire:{record.game_number}").deck or (), record.dealer, record.actions
+        )
+        assert game.over and game.outcome == record.winner
+    series = [e for e in bot.events if isinstance(e, SeriesInfo)]
+    starts = [e for e in bot.events if isinstance(e, GameContext)]
+    ends = [e for e in bot.events if isinstance(e, GameResult)]
+    views = [e for e in bot.events if isinstance(e, View)]
+    assert series == [
+        SeriesInfo("randombot", 3, TimeControl(1000, 10_000), "kryt-sdk local referee", 1)
+    ]
+    assert [s.game_number for s in starts] == [1, 2, 3] == [e.game_number for e in ends]
+    assert all(s.seat == 0 and s.opponent_name == "randombot" for s in starts)
+    assert [e.winner for e in ends] == [g.winner for g in result.games]
+    assert ends[-1].score == result.score(0)
+    assert all(len(e.deck) == 36 and e.view is not None and e.view.over for e in ends)
+    assert views and all(v.legal_actions and v.to_move == 0 for v in views)
+
+
+def test_health_service_reports_serving() -> None:
+    with served(GreedyBot(), "uds") as (address, _), grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for service in ("", SERVICE):
+            answer = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            assert answer.status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.RpcError) as err:
+            stub.Check(health_pb2.HealthCheckRequest(service="nope"), timeout=5)
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_unreachable_bot_is_reported_after_the_timeout() -> None:
+    client = BotClient("unix:///nonexistent/kryt.sock")
+    start = time.monotonic()
+    with pytest.raises(BotUnreachableError, match=r"not healthy after 0\.3s"):
+        client.wait_healthy(0.3)
+    assert time.monotonic() - start < 3
+    client.close()
+
+
+def test_referee_rejects_a_bot_speaking_another_version() -> None:
+    def behaviour(message: RefereeMessage) -> list[BotMessage | bytes]:
+        return [HandshakeReply(protocol_version=99, name="old", version="0.1", sdk="ancient")]
+
+    with (
+        raw_server(behaviour) as address,
+        BotClient(address) as client,
+        pytest.raises(IncompatibleProtocolError) as err,
+    ):
+        client.handshake(_handshake(), timeout=5)
+    text = str(err.value)
+    assert "speaks protocol version 99" in text and f"referee speaks {PROTOCOL_VERSION}" in text
+    assert err.value.reason is GameEndReason.CRASH and "old" in err.value.offending
+
+
+def test_sdk_bot_answers_with_its_version_so_a_newer_referee_rejects_it() -> None:
+    with (
+        served(GreedyBot(), "uds") as (address, _),
+        BotClient(address) as client,
+        pytest.raises(IncompatibleProtocolError, match="speaks protocol version 1"),
+    ):
+        client.handshake(_handshake(version=2), timeout=5)
+
+
+def test_messages_over_the_size_limit_are_refused() -> None:
+    with served(GreedyBot(), "uds") as (address, _), grpc.insecure_channel(address) as channel:
+        play = channel.stream_stream(PLAY_PATH, None, None)
+        call = play(iter([b"\x00" * (MAX_MESSAGE_BYTES + 1)]), timeout=5)
+        with pytest.raises(grpc.RpcError) as err:
+            list(call)
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def _view() -> View:
+    return Game.new(seed=11, dealer=1).view(0)
+
+
+def _decide(client: BotClient, timeout: float = 5.0) -> str:
+    return client.decide(_view(), CLOCK, game_number=1, timeout=timeout).action
+
+
+def _fine(message: RefereeMessage) -> list[BotMessage | bytes]:
+    if isinstance(message, Handshake):
+        return [HandshakeReply(PROTOCOL_VERSION, "raw", "1", "test")]
+    if isinstance(message, DecisionRequest):
+        return [Decision(message.request_id, str(message.view.legal_actions[0]))]
+    return []
+
+
+def test_a_second_reply_is_detected() -> None:
+    def twice(message: RefereeMessage) -> list[BotMessage | bytes]:
+        return _fine(message) * (2 if isinstance(message, DecisionRequest) else 1)
+
+    with raw_server(twice) as address, BotClient(address) as client:
+        client.handshake(_handshake(), timeout=5)
+        assert _decide(client) == str(_view().legal_actions[0])
+        time.sleep(0.2)  # let the duplicate arrive
+        with pytest.raises(UnexpectedReplyError, match="nobody asked for"):
+            _decide(client)
+
+
+def test_a_reply_to_another_request_is_detected() -> None:
+    def wrong_id(message: RefereeMessage) -> list[BotMessage | bytes]:
+        if isinstance(message, DecisionRequest):
+            return [Decision(message.request_id + 7, "take")]
+        return _fine(message)
+
+    with raw_server(wrong_id) as address, BotClient(address) as client:
+        client.handshake(_handshake(), timeout=5)
+        with pytest.raises(UnexpectedReplyError, match="instead of the reply to request 1"):
+            _decide(client)
+
+
+def test_a_reply_before_any_request_is_detected() -> None:
+    def eager(message: RefereeMessage) -> list[BotMessage | bytes]:
+        if isinstance(message, Handshake):
+            return [*_fine(message), Decision(1, "take")]
+        return _fine(message)
+
+    with raw_server(eager) as address, BotClient(address) as client:
+        client.handshake(_handshake(), timeout=5)
+        time.sleep(0.2)
+        with pytest.raises(UnexpectedReplyError) as err:
+            _decide(client)
+    assert err.value.reason is GameEndReason.MALFORMED_REPLY
+    assert "take" in err.value.offending
+
+
+def test_timeout_then_the_late_reply_is_discarded_not_blamed() -> None:
+    def slow_first(message: RefereeMessage) -> list[BotMessage | bytes]:
+        if isinstance(message, DecisionRequest) and message.request_id == 1:
+            time.sleep(0.4)
+        return _fine(message)
+
+    with raw_server(slow_first) as address, BotClient(address) as client:
+        client.handshake(_handshake(), timeout=5)
+        start = time.monotonic()
+        with pytest.raises(BotTimeoutError) as err:
+            _decide(client, timeout=0.1)
+        assert time.monotonic() - start < 0.35
+        assert err.value.reason is GameEndReason.TIMEOUT
+        time.sleep(0.5)
+        reply = client.decide(_view(), CLOCK, game_number=1, timeout=5)
+        assert reply.request_id == 2
+        assert [d.request_id for d in client.discarded] == [1]
+
+
+@pytest.mark.parametrize(
+    ("reply", "error", "text"),
+    [
+        (b"\xff\xff\xff", MalformedReplyError, "not a kryt.v1.BotMessage"),
+        (BotError("boom in act"), BotCrashedError, "boom in act"),
+    ],
+)
+def test_malformed_replies_and_reported_errors(
+    reply: BotMessage | bytes, error: type[Exception], text: str
+) -> None:
+    def bad(message: RefereeMessage) -> list[BotMessage | bytes]:
+        return [reply] if isinstance(message, DecisionRequest) else _fine(message)
+
+    with raw_server(bad) as address, BotClient(address) as client:
+        client.handshake(_handshake(), timeout=5)
+        with pytest.raises(error, match=text):
+            _decide(client)
+
+
+def test_a_bot_that_hangs_up_is_a_crash() -> None:
+    def hang_up(message: RefereeMessage) -> list[BotMessage | bytes]:
+        if isinstance(message, DecisionRequest):
+            raise RuntimeError("bot died")
+        return _fine(message)
+
+    with raw_server(hang_up) as address, BotClient(address) as client:
+        client.handshake(_handshake(), timeout=5)
+        with pytest.raises(BotCrashedError, match=r"connection to bot at .* lost"):
+            _decide(client)
+        assert client.closed
+        with pytest.raises(BotCrashedError, match="closed"):
+            _decide(client)
+
+
+def test_exceptions_in_bot_code_become_bot_errors_and_the_bot_keeps_serving() -> None:
+    class Flaky(Bot):
+        calls = 0
+
+        def act(self, view: View) -> str:
+            self.calls += 1
+            if self.calls == 1:
+                raise ValueError("first move bug")
+            return "take" if self.calls == 2 else 42  # type: ignore[return-value]
+
+    with served(Flaky(), "uds") as (address, _), BotClient(address) as client:
+        client.handshake(_handshake(), timeout=5)
+        with pytest.raises(BotCrashedError, match="ValueError: first move bug"):
+            _decide(client)
+        assert _decide(client) == "take"  # illegal here, but judging it is the referee's job
+        with pytest.raises(BotCrashedError, match="act\\(\\) returned 42"):
+            _decide(client)

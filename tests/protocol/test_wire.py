@@ -1,0 +1,187 @@
+"""sdk.wire: every message survives the trip to bytes and back; bad input is rejected clearly."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kryt_proto.v1 import bot_pb2 as pb
+from referee.rules import EndReason, Game
+from sdk import wire
+from sdk.messages import (
+    MAX_MESSAGE_BYTES,
+    BotMessage,
+    Clock,
+    Decision,
+    DecisionRequest,
+    GameEndReason,
+    RefereeMessage,
+)
+from tests.protocol import strategies as S
+
+REFEREE_MESSAGES: dict[str, st.SearchStrategy[RefereeMessage]] = {
+    "handshake": S.handshakes,
+    "game_start": S.game_starts,
+    "decision_request": S.decision_requests,
+    "game_end": S.game_ends,
+    "shutdown": S.shutdowns,
+}
+BOT_MESSAGES: dict[str, st.SearchStrategy[BotMessage]] = {
+    "handshake_reply": S.handshake_replies,
+    "decision": S.decisions,
+    "error": S.bot_errors,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REFEREE_MESSAGES))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_referee_messages_round_trip(kind: str, data: st.DataObject) -> None:
+    message = data.draw(REFEREE_MESSAGES[kind])
+    encoded = wire.encode_referee_message(message)
+    assert pb.RefereeMessage.FromString(encoded).WhichOneof("body") == kind
+    assert wire.decode_referee_message(encoded) == message
+
+
+@pytest.mark.parametrize("kind", sorted(BOT_MESSAGES))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_bot_messages_round_trip(kind: str, data: st.DataObject) -> None:
+    message = data.draw(BOT_MESSAGES[kind])
+    encoded = wire.encode_bot_message(message)
+    assert pb.BotMessage.FromString(encoded).WhichOneof("body") == kind
+    assert wire.decode_bot_message(encoded) == message
+
+
+@settings(max_examples=40, deadline=None)
+@given(view=S.played_views())
+def test_real_views_round_trip_and_stay_within_the_size_limit(view: object) -> None:
+    assert isinstance(view, type(Game.new(seed=1).view(0)))
+    request = DecisionRequest(request_id=1, game_number=1, view=view, clock=Clock(1000, 10000))
+    encoded = wire.encode_referee_message(request)
+    assert len(encoded) < MAX_MESSAGE_BYTES // 4
+    assert wire.decode_referee_message(encoded) == request
+
+
+@settings(max_examples=80, deadline=None)
+@given(action=S.ACTIONS, request_id=S.U64)
+def test_structured_actions_decode_to_canonical_text(action: object, request_id: int) -> None:
+    from referee.rules import Action
+
+    assert isinstance(action, Action)
+    structured = pb.Action(
+        kind=[
+            pb.ACTION_KIND_LEAD,
+            pb.ACTION_KIND_COVER_AND_LEAD,
+            pb.ACTION_KIND_COVER_AND_GO_OUT,
+            pb.ACTION_KIND_TAKE,
+        ][int(action.kind)],
+        cover=str(action.cover) if action.cover else "",
+        lead=str(action.lead) if action.lead else "",
+        swap=action.swap,
+    )
+    data = pb.BotMessage(
+        decision=pb.Decision(request_id=request_id, structured=structured)
+    ).SerializeToString()
+    assert wire.decode_bot_message(data) == Decision(request_id=request_id, action=str(action))
+
+
+def test_every_rules_ending_has_a_wire_name() -> None:
+    for reason in EndReason:
+        assert GameEndReason.from_rules(reason).value == reason.value
+    assert {r for r in GameEndReason if r.is_forfeit} == {
+        GameEndReason.TIMEOUT,
+        GameEndReason.ILLEGAL_ACTION,
+        GameEndReason.MALFORMED_REPLY,
+        GameEndReason.CRASH,
+        GameEndReason.SANDBOX_LIMIT,
+    }
+
+
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        (pb.BotMessage(), "carries no body"),
+        (pb.BotMessage(decision=pb.Decision(request_id=3)), "decision 3 carries no action"),
+        (
+            pb.BotMessage(
+                decision=pb.Decision(request_id=1, structured=pb.Action(kind=pb.ACTION_KIND_LEAD))
+            ),
+            "LEAD takes",
+        ),
+        (
+            pb.BotMessage(
+                decision=pb.Decision(
+                    request_id=1, structured=pb.Action(kind=pb.ACTION_KIND_TAKE, cover="XX")
+                )
+            ),
+            "'XX'",
+        ),
+        (
+            pb.BotMessage(
+                decision=pb.Decision(
+                    request_id=1, structured=pb.Action(kind=pb.ActionKind.ValueType(7))
+                )
+            ),
+            "unknown action kind 7",
+        ),
+    ],
+)
+def test_malformed_bot_messages_are_rejected_with_the_reason(
+    message: pb.BotMessage, error: str
+) -> None:
+    with pytest.raises(wire.MalformedMessageError, match=re.escape(error)):
+        wire.decode_bot_message(message.SerializeToString())
+
+
+def test_garbage_bytes_are_malformed_not_a_crash() -> None:
+    with pytest.raises(wire.MalformedMessageError, match=re.escape("not a kryt.v1.BotMessage")):
+        wire.decode_bot_message(b"\xff\xff\xff\xff garbage")
+    with pytest.raises(wire.MalformedMessageError, match=re.escape("not a kryt.v1.RefereeMessage")):
+        wire.decode_referee_message(b"\x0a\xff")
+
+
+def _request_with(**view_fields: object) -> bytes:
+    view = wire.view_to_pb(Game.new(seed=4).view(0))
+    for name, value in view_fields.items():
+        field = getattr(view, name)
+        if isinstance(value, list):
+            del field[:]
+            field.extend(value)
+        else:
+            setattr(view, name, value)
+    msg = pb.RefereeMessage(decision_request=pb.DecisionRequest(request_id=1, view=view))
+    return msg.SerializeToString()
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"hand": ["ZZ"]}, "view.hand: not a card: 'ZZ'"),
+        ({"trump": "X"}, "view.trump"),
+        ({"trump": "HH"}, "view.trump"),
+        ({"seat": 2}, "view.seat: a seat is 0 or 1, got 2"),
+        ({"history": ["dance"]}, "view.history: malformed action 'dance'"),
+        ({"reason": pb.END_REASON_TIMEOUT}, "not an ending under the rules"),
+        ({"face_up": "1"}, "view.face_up"),
+    ],
+)
+def test_malformed_views_are_rejected(fields: dict[str, object], error: str) -> None:
+    with pytest.raises(wire.MalformedMessageError, match=re.escape(error)):
+        wire.decode_referee_message(_request_with(**fields))
+
+
+def test_a_request_without_view_is_malformed() -> None:
+    data = pb.RefereeMessage(decision_request=pb.DecisionRequest(request_id=1)).SerializeToString()
+    with pytest.raises(wire.MalformedMessageError, match="no view"):
+        wire.decode_referee_message(data)
+
+
+def test_values_out_of_wire_range_fail_to_encode_clearly() -> None:
+    with pytest.raises(wire.WireError, match="cannot encode Decision"):
+        wire.encode_bot_message(Decision(request_id=-1, action="take"))
+    with pytest.raises(wire.WireError, match="not a bot message"):
+        wire.encode_bot_message("take")  # type: ignore[arg-type]
