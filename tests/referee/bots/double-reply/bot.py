@@ -1,0 +1,34 @@
+"""Test fixture: breaks the protocol's turn-taking (double replies)."""
+
+import time
+
+from sdk import Bot
+from sdk.messages import Decision
+from sdk.server import BotServer, resolve_address
+from sdk.wire import encode_bot_message
+
+MODE = "double"
+
+
+class First(Bot):
+    def act(self, view):  # type: ignore[no-untyped-def]
+        return view.legal_actions[0]
+
+
+class RudeServer(BotServer):
+    def _play(self, requests, context):  # type: ignore[no-untyped-def]
+        # The first reply is the handshake's; every later one answers a decision request.
+        for index, item in enumerate(super()._play(requests, context)):
+            yield item
+            if index == 0 and MODE == "early":
+                yield encode_bot_message(Decision(request_id=10**9, action="take"))
+            if index > 0 and MODE == "double":
+                yield item
+
+
+if __name__ == "__main__":
+    server = RudeServer(First(), resolve_address())
+    server.start()
+    while not server.wait(0.5):
+        time.sleep(0)
+    server.stop()

@@ -1,0 +1,5 @@
+"""Test fixture: exits before serving anything."""
+
+import sys
+
+sys.exit("this bot refuses to start")

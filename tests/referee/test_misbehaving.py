@@ -1,0 +1,150 @@
+"""Misbehaving bots over real gRPC, each started as a process: every kind of misbehaviour is
+the right forfeit, the other bot wins, and the series goes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from referee.outcomes import ForfeitReason, GameRecord
+from referee.series import SeriesConfig, SeriesResult, run_series
+from referee.timecontrol import TimeControl
+from referee.tournament.config import SandboxSettings
+from referee.tournament.slots import SandboxSlot
+from sandbox import choose_backend, load_submission
+
+BOTS = Path(__file__).parent / "bots"
+EXAMPLES = Path(__file__).resolve().parents[2] / "sdk" / "examples"
+QUICK = TimeControl(move_seconds=0.3, bank_seconds=1.0, grace_seconds=0.25)
+
+
+def series_against_greedy(
+    fixture: str, games: int = 2, control: TimeControl = QUICK
+) -> tuple[SeriesResult, list[SandboxSlot]]:
+    backend = choose_backend("process", allow_unsafe=True)
+    limits = SandboxSettings(startup_seconds=10).limits()
+    slots = [
+        SandboxSlot(
+            backend,
+            load_submission(path),
+            name=name,
+            limits=limits,
+            label=f"kryt-test-{fixture}-{seat}",
+            trusted=True,
+        )
+        for seat, (name, path) in enumerate(
+            [(fixture, BOTS / fixture), ("greedy", EXAMPLES / "greedy")]
+        )
+    ]
+    try:
+        result = run_series(
+            SeriesConfig(games=games, seed=7, time_control=control), (slots[0], slots[1])
+        )
+    finally:
+        for slot in slots:
+            slot.close()
+    return result, slots
+
+
+def forfeits(result: SeriesResult) -> list[GameRecord]:
+    return [g for g in result.games.values() if g.forfeit is not None]
+
+
+def assert_every_game_forfeited(result: SeriesResult, reason: ForfeitReason) -> None:
+    assert len(result.games) == result.config.games  # the series went on
+    for record in result.games.values():
+        assert record.forfeit is not None, record
+        assert record.forfeit.seat == 0 and record.forfeit.reason is reason, record.forfeit
+        assert record.winner == 1
+
+
+def test_sleeping_past_the_deadline_is_a_timeout() -> None:
+    result, _ = series_against_greedy("sleeper")
+    assert_every_game_forfeited(result, ForfeitReason.TIMEOUT)
+    for record in result.games.values():
+        own = [m for m in record.moves if m.seat == 0]
+        assert len(own) == 2  # two good moves, then the sleep
+
+
+def test_the_bank_absorbs_overruns_until_it_is_gone() -> None:
+    result, _ = series_against_greedy("bank-eater", games=1)
+    assert_every_game_forfeited(result, ForfeitReason.TIMEOUT)
+    record = result.games[1]
+    own = [m.seconds for m in record.moves if m.seat == 0]
+    # 1.0 s of bank absorbs overruns of 0.4 s twice, and (with the grace) a third time.
+    assert len(own) == 3
+    assert all(seconds > QUICK.move_seconds + 0.3 for seconds in own)
+
+
+def test_an_illegal_reply_forfeits_with_the_offending_input() -> None:
+    result, _ = series_against_greedy("illegal")
+    assert_every_game_forfeited(result, ForfeitReason.ILLEGAL_ACTION)
+    for record in result.games.values():
+        assert record.forfeit is not None
+        assert record.forfeit.offending_input in {
+            "take"
+        } or record.forfeit.offending_input.startswith("lead ")
+        assert "not legal" in record.forfeit.detail
+
+
+def test_a_malformed_reply_forfeits() -> None:
+    result, _ = series_against_greedy("malformed")
+    assert_every_game_forfeited(result, ForfeitReason.MALFORMED_REPLY)
+    record = result.games[1]
+    assert record.forfeit is not None
+    assert record.forfeit.offending_input == "dance the kazachok"
+
+
+def test_a_crash_mid_game_forfeits_and_the_bot_is_restarted() -> None:
+    result, slots = series_against_greedy("crasher", games=3)
+    assert len(result.games) == 3
+    crashed = forfeits(result)
+    assert len(crashed) == 1 and crashed[0] is result.games[1]
+    assert crashed[0].forfeit is not None
+    assert crashed[0].forfeit.reason is ForfeitReason.CRASH
+    assert len(crashed[0].moves) > 6
+    assert slots[0].starts == 2  # restarted once, for game 2
+    assert all(result.games[n].forfeit is None for n in (2, 3))
+
+
+def test_a_bot_that_exits_at_start_forfeits_the_rest_of_the_series() -> None:
+    result, _ = series_against_greedy("exits-at-start", games=2)
+    assert_every_game_forfeited(result, ForfeitReason.STARTUP_FAILURE)
+    for record in result.games.values():
+        assert record.moves == ()
+        assert record.forfeit is not None and "could not start" in record.forfeit.detail
+
+
+@pytest.mark.parametrize("fixture", ["double-reply", "early-reply"])
+def test_replying_twice_or_unasked_is_a_malformed_reply(fixture: str) -> None:
+    result, _ = series_against_greedy(fixture)
+    assert_every_game_forfeited(result, ForfeitReason.MALFORMED_REPLY)
+    for record in result.games.values():
+        assert record.forfeit is not None and "nobody asked" in record.forfeit.detail
+
+
+def test_well_behaved_bots_play_whole_games_over_grpc() -> None:
+    backend = choose_backend("process", allow_unsafe=True)
+    limits = SandboxSettings().limits()
+    slots = [
+        SandboxSlot(
+            backend,
+            load_submission(EXAMPLES / name),
+            name=name,
+            limits=limits,
+            label=f"kryt-test-ok-{name}",
+            trusted=True,
+        )
+        for name in ("random", "greedy")
+    ]
+    try:
+        result = run_series(SeriesConfig(games=4, seed=3), (slots[0], slots[1]))
+    finally:
+        for slot in slots:
+            slot.close()
+    assert not forfeits(result)
+    assert all(
+        g.end in {"out", "draw by final answer", "turn limit"} for g in result.games.values()
+    )
+    assert slots[0].starts == slots[1].starts == 1  # one process for the whole series
