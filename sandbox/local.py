@@ -28,6 +28,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import IO, Any
@@ -117,6 +118,38 @@ def _site_packages() -> list[Path]:
     return [Path(p).resolve() for p in sorted(paths) if Path(p).is_dir()]
 
 
+def _start_time(pid: int) -> str | None:
+    """The start time of ``pid`` (guards against pid reuse), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # A zombie is as good as gone: it holds no resources and is reaped by its parent.
+    return None if fields[0] == "Z" else fields[19]
+
+
+def _descendants(root: int) -> dict[int, str | None]:
+    """``root`` and every process below it, with their start times."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    tree: dict[int, str | None] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        tree[pid] = _start_time(pid)
+        todo.extend(children.get(pid, []))
+    return tree
+
+
 def _copy_readable(submission: Submission, dest: Path) -> None:
     """Copy a validated submission to ``dest``, world-readable, symlinks kept as links."""
     dest.mkdir(mode=0o755)
@@ -192,6 +225,7 @@ class LocalBot(RunningBot):
             raise SandboxInfrastructureError(f"could not launch {argv[0]}: {exc}") from exc
         assert self.process.stdout is not None
         self._tail = _Tail(self.process.stdout, min(self.limits.log_bytes, LOG_TAIL_BYTES))
+        self._tree: dict[int, str | None] = {}
 
     @property
     def pid(self) -> int:
@@ -206,8 +240,15 @@ class LocalBot(RunningBot):
         return classify_exit(code, log_tail=self.logs())
 
     def _kill(self) -> None:
+        # Snapshot the whole tree first: processes that left the group (setsid, bwrap's
+        # --new-session) are still descendants, and are killed one by one.
+        self._tree.update(_descendants(self.process.pid))
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+        for pid, start in self._tree.items():
+            if start is not None and _start_time(pid) == start:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
 
     def _cleanup(self) -> None:
         # The main process may have exited while children of its group live on.
@@ -216,6 +257,12 @@ class LocalBot(RunningBot):
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired as exc:
             raise SandboxInfrastructureError(f"bot {self.label!r} survived SIGKILL") from exc
+        # Processes in bwrap's pid namespace die asynchronously once its init is gone.
+        deadline = time.monotonic() + 10
+        while any(s is not None and _start_time(p) == s for p, s in self._tree.items()):
+            if time.monotonic() > deadline:
+                raise SandboxInfrastructureError(f"processes of bot {self.label!r} survived")
+            time.sleep(0.01)
         self._tail.join(2.0)
 
     def logs(self) -> str:

@@ -405,7 +405,7 @@ def _extract_zip(archive: Path, dest: Path, limits: SubmissionLimits) -> None:
                 _check_link(rel, target)
                 os.symlink(target, _make_parent(dest, rel))
                 continue
-            if mode and not stat.S_ISREG(mode):
+            if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
                 raise UnsafePathError(
                     f"archive member {rel.as_posix()!r} is not a regular file", rel.as_posix()
                 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ def _docker_problem() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def docker_backend() -> Iterator[Backend]:
+def docker_backend() -> Backend:
     """The Docker backend on the locally built base image (built once, cached by hash)."""
     problem = _docker_problem()
     require(problem is None, "Docker", problem or "")
@@ -63,9 +63,9 @@ def docker_backend() -> Iterator[Backend]:
             tag = base_image.build()
         except base_image.BaseImageError as exc:
             require(False, "the sandbox base image", str(exc))
-    backend = DockerBackend(base_image=tag)
-    yield backend
-    backend.sweep_leftovers("test-")
+    # No sweep at teardown: under pytest-xdist another worker's bots may still be running;
+    # every test asserts its own clean-up instead.
+    return DockerBackend(base_image=tag)
 
 
 @pytest.fixture(scope="session")
@@ -82,11 +82,11 @@ def bwrap_backend() -> Backend:
 
 
 @pytest.fixture
-def process_backend() -> Backend:
-    """The plain-process backend (untrusted bots allowed: the tests know what they run)."""
+def process_backend(tmp_path: Path) -> Backend:
+    """The plain-process backend, trusting the bots ``make_bot`` puts in ``tmp_path``."""
     from sandbox.local import ProcessBackend
 
-    return ProcessBackend(allow_unsafe=True)
+    return ProcessBackend(allow_unsafe=False, trusted_roots=[tmp_path])
 
 
 @pytest.fixture(params=["docker", "bwrap"])

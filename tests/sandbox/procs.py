@@ -24,10 +24,12 @@ def _ppid_map() -> dict[int, int]:
 
 
 def _start_time(pid: int) -> str | None:
+    """Start time of a live process; None when it is gone or a zombie (holds nothing)."""
     try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[19]
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
+    return None if fields[0] == "Z" else fields[19]
 
 
 def bot_processes(bot: RunningBot) -> dict[int, str | None]:

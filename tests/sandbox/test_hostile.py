@@ -21,10 +21,16 @@ from tests.sandbox.procs import bot_processes, container_gone, survivors
 pytestmark = pytest.mark.timeout(120)
 
 
+def call(bot: RunningBot, method: str, timeout: float = 15) -> bytes:
+    """Call a raw-bytes method of the fixture's ``kryt.test.Probe`` service."""
+    stub = bot.channel.unary_unary(f"/kryt.test.Probe/{method}", None, None)
+    reply: bytes = stub(b"", timeout=timeout)
+    return reply
+
+
 def report(bot: RunningBot) -> dict[str, Any]:
     """The probe report a hostile fixture computed inside the sandbox."""
-    raw = bot.channel.unary_unary("/kryt.test.Probe/Report")(b"", timeout=15)
-    result: dict[str, Any] = json.loads(raw)
+    result: dict[str, Any] = json.loads(call(bot, "Report"))
     return result
 
 
@@ -107,7 +113,7 @@ def test_disk_filler_is_bounded_and_killed_by_fsize(
         assert result["fill_error"]
         assert result["huge_error"] == "File too large"
         with pytest.raises(grpc.RpcError):
-            bot.channel.unary_unary("/kryt.test.Probe/Big")(b"", timeout=30)
+            call(bot, "Big", timeout=30)
         death = wait_death(bot, 20)
         assert death.cause is DeathCause.FILE_SIZE, death
     finally:
@@ -190,7 +196,7 @@ def test_hundred_megabyte_reply_is_refused(sandbox_backend: Backend, make_bot: M
     bot = sandbox_backend.start(make_bot("bigreply"), limits, "test-bigreply")
     try:
         with pytest.raises(grpc.RpcError) as caught:
-            bot.channel.unary_unary("/kryt.test.Probe/Big")(b"", timeout=60)
+            call(bot, "Big", timeout=60)
         assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
     finally:
         stop_and_check_clean(bot)

@@ -1,0 +1,152 @@
+"""Backend life cycle: start, talk, stop (idempotent), typed start-up errors, sweeping."""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+
+from sandbox import choose_backend
+from sandbox.backend import Backend
+from sandbox.death import DeathCause
+from sandbox.errors import (
+    BackendUnavailableError,
+    BotStartupError,
+    InvalidSubmissionError,
+    UnsafeBackendError,
+)
+from sandbox.limits import SandboxLimits
+from sandbox.local import ProcessBackend, UnsafeSandboxWarning
+from tests.sandbox.conftest import MakeBot
+from tests.sandbox.procs import bot_processes, container_gone, survivors
+from tests.sandbox.test_hostile import report
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(params=["docker", "bwrap", "process"])
+def any_backend(request: pytest.FixtureRequest) -> Backend:
+    name: str = request.param
+    if name == "docker":
+        request.applymarker(pytest.mark.docker)
+    backend: Backend = request.getfixturevalue(f"{name}_backend")
+    return backend
+
+
+def test_start_talk_stop(any_backend: Backend, make_bot: MakeBot) -> None:
+    bot = any_backend.start(make_bot("healthy"), SandboxLimits(), "test-life")
+    assert bot.alive()
+    assert bot.death() is None
+    assert bot.address.startswith("unix:///proc/self/fd/")
+    info = report(bot)
+    expected_uid = {"docker": 65534, "process": os.geteuid()}.get(any_backend.name)
+    if expected_uid is None:
+        expected_uid = any_backend.uid  # type: ignore[attr-defined]
+    assert info["uid"] == expected_uid
+    assert info["uid"] != 0 or any_backend.name == "process"
+    processes = bot_processes(bot)
+    assert processes
+    bot.stop()
+    assert not bot.alive()
+    death = bot.death()
+    assert death is not None and death.cause is DeathCause.STOPPED
+    bot.stop()  # idempotent
+    assert container_gone(bot)
+    assert survivors(processes) == []
+    assert not bot.work_dir.exists()
+    with pytest.raises(RuntimeError, match="no channel"):
+        _ = bot.channel
+
+
+def test_context_manager_stops(any_backend: Backend, make_bot: MakeBot) -> None:
+    with any_backend.start(make_bot("healthy"), SandboxLimits(), "test-ctx") as bot:
+        assert report(bot)["cwd"]
+    assert not bot.alive()
+    assert container_gone(bot)
+
+
+def test_invalid_submission_is_the_bots_fault(any_backend: Backend, make_bot: MakeBot) -> None:
+    folder = make_bot("healthy")
+    (folder / "bot.py").unlink()
+    with pytest.raises(InvalidSubmissionError, match=re.escape("entry 'bot.py'")) as caught:
+        any_backend.start(folder, SandboxLimits(), "test-invalid")
+    assert isinstance(caught.value, BotStartupError)
+
+
+def test_process_backend_refuses_untrusted_bots(make_bot: MakeBot) -> None:
+    backend = ProcessBackend(allow_unsafe=False, trusted_roots=[])
+    folder = make_bot("healthy")
+    with pytest.raises(UnsafeBackendError, match="--unsafe"):
+        backend.start(folder, SandboxLimits(), "test-untrusted")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with backend.start(folder, SandboxLimits(), "test-trusted", trusted=True) as bot:
+            assert report(bot)["uid"] == os.geteuid()
+
+
+def test_process_backend_with_unsafe_warns(make_bot: MakeBot) -> None:
+    backend = ProcessBackend(allow_unsafe=True, trusted_roots=[])
+    with pytest.warns(UnsafeSandboxWarning, match="WITHOUT isolation"):
+        bot = backend.start(make_bot("healthy"), SandboxLimits(), "test-unsafe")
+    bot.stop()
+
+
+def test_process_backend_trusts_folders_under_its_roots(tmp_path: Path, make_bot: MakeBot) -> None:
+    backend = ProcessBackend(allow_unsafe=False, trusted_roots=[make_bot("healthy").parent])
+    assert backend.is_trusted(make_bot("victim"))
+    assert not backend.is_trusted(Path("/etc"))
+
+
+def test_choose_backend_explicit_and_reasons() -> None:
+    process = choose_backend("process", allow_unsafe=False)
+    assert process.name == "process"
+    assert "trusted bots only" in process.describe()
+    assert "--unsafe" in choose_backend("process", allow_unsafe=True).reason
+    with pytest.raises(ValueError, match="unknown sandbox backend 'lxc'"):
+        choose_backend("lxc")
+
+
+def test_choose_backend_auto_prefers_docker(docker_backend: Backend) -> None:
+    backend = choose_backend("auto", base_image=docker_backend.base_image)  # type: ignore[attr-defined]
+    assert backend.name == "docker"
+    assert "Docker engine reachable" in backend.reason
+
+
+def test_choose_backend_auto_falls_back_when_docker_is_unusable(bwrap_backend: Backend) -> None:
+    backend = choose_backend("auto", base_image="kryt-no-such-image:missing")
+    assert backend.name == "bwrap"
+    assert "skipped docker" in backend.reason
+    assert "kryt-no-such-image:missing" in backend.reason
+
+
+def test_bwrap_needs_its_dedicated_user(bwrap_backend: Backend) -> None:
+    from sandbox.local import BwrapBackend
+
+    if os.geteuid() != 0:
+        pytest.skip("the dedicated sandbox user only applies when the referee runs as root")
+    with pytest.raises(BackendUnavailableError, match="no-such-kryt-user"):
+        BwrapBackend(user="no-such-kryt-user")
+
+
+@pytest.mark.docker
+def test_sweep_removes_leftover_containers(docker_backend: Backend, make_bot: MakeBot) -> None:
+    bot = docker_backend.start(make_bot("healthy"), SandboxLimits(), "test-sweep-1")
+    # Simulate a referee that crashed without stopping its bot.
+    assert docker_backend.sweep_leftovers("test-sweep-") >= 1
+    assert container_gone(bot)
+    assert not bot.sock_dir.exists()
+    assert bot.death() is not None
+    bot.stop()
+
+
+@pytest.mark.docker
+def test_images_are_cached_by_content_hash(docker_backend: Backend, make_bot: MakeBot) -> None:
+    from sandbox.submission import load_submission
+
+    sub = load_submission(make_bot("healthy"))
+    tag = docker_backend.image_for(sub)  # type: ignore[attr-defined]
+    assert sub.sha256[:32] in tag
+    assert docker_backend.image_for(sub) == tag  # type: ignore[attr-defined]
