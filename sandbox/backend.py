@@ -94,6 +94,8 @@ def sweep_socket_dirs(label_prefix: str) -> int:
     prefix = safe_label(label_prefix) if label_prefix else ""
     removed = 0
     for child in runtime_dir().iterdir():
+        if re.fullmatch(r"\.?lib-[0-9a-f]{16}|\.lib-.*", child.name):
+            continue  # staged bwrap runtimes (sandbox.local.stage_runtime), not a bot's
         if child.name.startswith(prefix) and child.is_dir() and not child.is_symlink():
             shutil.rmtree(child, ignore_errors=True)
             removed += 1

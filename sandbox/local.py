@@ -1,13 +1,13 @@
 """Local backends: bubblewrap under a dedicated uid, and a plain process for trusted bots.
 
 Both run the bot with the referee's Python (``/usr/bin/python3.X`` of the same version when
-there is one) and the referee's site-packages, so grpcio and the SDK are available without
-an image. Output goes through a pipe into a bounded in-memory tail. Each bot is started in
-its own process group, which :meth:`LocalBot.stop` kills as a whole.
+there is one) and the referee's grpcio/protobuf and the SDK packages (bwrap: a staged,
+world-readable copy of just those), so no image is needed. Output goes through a pipe into
+a bounded in-memory tail. Each bot is started in its own process group; :meth:`LocalBot.stop`
+kills the whole process tree and waits until it is gone.
 
 - :class:`BwrapBackend` (``bwrap --unshare-all --die-with-parent --new-session --clearenv
-  --cap-drop ALL``, read-only binds of ``/usr``, the site-packages, the project's packages
-  and the bot, a size-limited tmpfs ``/tmp``, the root remounted read-only) launched through
+  --cap-drop ALL``, read-only binds of ``/usr``, the staged runtime and the bot, a size-limited tmpfs ``/tmp``, the root remounted read-only) launched through
   ``prlimit`` (address space, nofile, fsize, core, nproc) as a dedicated non-root uid
   (``KRYT_SANDBOX_USER``, default ``kryt-sandbox``) when the referee runs as root. Never as
   root itself: ``RLIMIT_NPROC`` does not bind root, so a fork bomb would reach 32k processes.
@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 import warnings
@@ -41,6 +42,7 @@ from sandbox.backend import (
     SubmissionLike,
     make_socket_dir,
     resolve_submission,
+    runtime_dir,
     sweep_socket_dirs,
 )
 from sandbox.death import DeathReport, classify_exit
@@ -116,6 +118,51 @@ def project_package_dirs() -> dict[str, Path]:
 def _site_packages() -> list[Path]:
     paths = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     return [Path(p).resolve() for p in sorted(paths) if Path(p).is_dir()]
+
+
+#: What a bot needs from the referee's site-packages (the same set as the Docker image).
+RUNTIME_MODULES = ("grpc", "grpc_health", "google/protobuf", "google/_upb", "typing_extensions.py")
+_stage_lock = threading.Lock()
+
+
+def stage_runtime() -> Path:
+    """A world-readable copy of grpc, protobuf and the project's bot packages.
+
+    bwrap binds it read-only at ``/opt/kryt/lib``. Copying (once per content key, under the
+    runtime directory) means the sandbox uid never needs to reach the referee's virtualenv
+    or source tree, which may live under a private home directory, and that bots see only
+    what the Docker image would give them.
+    """
+    from sandbox.base_image import BaseImageSpec
+
+    key = BaseImageSpec().project_key()
+    final = runtime_dir() / f"lib-{key}"
+    with _stage_lock:
+        if final.is_dir():
+            return final
+        tmp = Path(tempfile.mkdtemp(prefix=".lib-", dir=runtime_dir()))
+        try:
+            for site in _site_packages():
+                for rel in RUNTIME_MODULES:
+                    src = site / rel
+                    if src.is_dir() and not (tmp / rel).exists():
+                        shutil.copytree(src, tmp / rel, ignore=_IGNORE)
+                    elif src.is_file():
+                        shutil.copyfile(src, tmp / rel)
+            for name, path in project_package_dirs().items():
+                shutil.copytree(path, tmp / name, ignore=_IGNORE)
+            for path in [tmp, *tmp.rglob("*")]:
+                if not path.is_symlink():
+                    path.chmod(0o755 if path.is_dir() else 0o644)
+            os.rename(tmp, final)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not final.is_dir():
+                raise
+    return final
+
+
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
 def _start_time(pid: int) -> str | None:
@@ -294,15 +341,11 @@ class BwrapBackend(Backend):
             if entry.pw_uid == 0:
                 raise BackendUnavailableError(f"sandbox user {name!r} must not be root")
             self.uid, self.gid = entry.pw_uid, entry.pw_gid
-            hidden = [
-                str(p)
-                for p in [*project_package_dirs().values(), *_site_packages()]
-                if not _reachable_by_others(p)
-            ]
-            if hidden:
+            python = Path(bot_python())
+            if not _reachable_by_others(python.parent):
                 raise BackendUnavailableError(
-                    f"the sandbox user {name!r} cannot reach {', '.join(hidden)}; install the "
-                    "project where every user can read it (bwrap binds it read-only)"
+                    f"the sandbox user {name!r} cannot reach the interpreter {python}; install "
+                    "Debian's python3 or set KRYT_SANDBOX_PYTHON to a world-readable one"
                 )
         else:
             self.uid, self.gid = os.geteuid(), os.getegid()
@@ -335,8 +378,7 @@ class BwrapBackend(Backend):
             cmd += ["--ro-bind", prefix, prefix]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         cmd += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
-        pythonpath = ["/opt/kryt/project"]
-        pythonpath += [dest for dest in binds if dest.startswith("/opt/kryt/site")]
+        pythonpath = ["/opt/kryt/lib"]
         for dest, (fd, writable) in binds.items():
             cmd += ["--bind-fd" if writable else "--ro-bind-fd", str(fd), dest]
         env = {
@@ -374,11 +416,7 @@ class BwrapBackend(Backend):
         # stored original also cannot change under a running bot.
         code_dir = work_dir / "code"
         _copy_readable(sub, code_dir)
-        sources: dict[str, tuple[Path, bool]] = {}
-        for name, path in project_package_dirs().items():
-            sources[f"/opt/kryt/project/{name}"] = (path, False)
-        for index, site in enumerate(_site_packages()):
-            sources[f"/opt/kryt/site{index}"] = (site, False)
+        sources: dict[str, tuple[Path, bool]] = {"/opt/kryt/lib": (stage_runtime(), False)}
         sources["/bot"] = (code_dir, False)
         sources[SANDBOX_SOCKET_DIR] = (sock_dir, True)
         binds: dict[str, tuple[int, bool]] = {}
