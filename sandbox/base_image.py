@@ -12,7 +12,8 @@ Two cached layers, each tagged by a hash of its inputs so re-running is a quick 
 
 Run ``python -m sandbox.base_image build`` (or ``scripts/build_base_image.py``) as root on a
 Debian-like host with ``debootstrap`` and a Docker engine. ``--print-tag`` prints the tag
-the docker backend will use without building anything. This module uses only the standard
+the docker backend will use without building anything; ``prune`` removes the images of
+older builds (and the per-submission images built on them). This module uses only the standard
 library and the ``docker`` command-line client, so it also runs before the project's
 virtual environment exists.
 """
@@ -24,6 +25,7 @@ import contextlib
 import fcntl
 import hashlib
 import importlib.metadata
+import importlib.util
 import io
 import os
 import platform
@@ -44,6 +46,7 @@ __all__ = [
     "docker_cli",
     "image_exists",
     "main",
+    "prune",
     "root_tag",
 ]
 
@@ -204,7 +207,9 @@ def _build_bot_base(spec: BaseImageSpec, work: Path) -> None:
     readme = spec.project_root / "README.md"
     if readme.exists():
         shutil.copy2(readme, src / "README.md")
-    _run([*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(src)])
+    # Without network access to an index, build with the setuptools we already have.
+    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+    _run([*pip, "wheel", "-q", "--no-deps", *isolation, "-w", str(dist), str(src)])
     wheel = next(dist.glob("*.whl"))
     _run([*pip, "install", "-q", "--no-deps", "--no-compile", "--target", str(site), str(wheel)])
     context = io.BytesIO()
@@ -247,10 +252,36 @@ def build(spec: BaseImageSpec | None = None, *, force: bool = False) -> str:
     return bot_base_tag(spec)
 
 
+def prune(spec: BaseImageSpec | None = None) -> list[str]:
+    """Remove base and bot images that the current sources no longer use; return their tags.
+
+    Images still used by a container are kept (``docker rmi`` refuses them).
+    """
+    spec = spec or BaseImageSpec()
+    keep = {root_tag(spec), bot_base_tag(spec)}
+    current_id = ""
+    if image_exists(bot_base_tag(spec)):
+        fmt = "{{.Id}}"
+        out = _run([docker_cli(), "image", "inspect", "-f", fmt, bot_base_tag(spec)], quiet=True)
+        current_id = out.strip().removeprefix("sha256:")[:12]
+    removed = []
+    for repo in ("kryt-python-root", "kryt-bot-base", "kryt-bot"):
+        listing = _run(
+            [docker_cli(), "images", "--format", "{{.Repository}}:{{.Tag}}", repo], quiet=True
+        )
+        for tag in listing.split():
+            if tag in keep or (repo == "kryt-bot" and current_id and tag.endswith(current_id)):
+                continue
+            proc = subprocess.run([docker_cli(), "rmi", tag], capture_output=True, check=False)
+            if proc.returncode == 0:
+                removed.append(tag)
+    return removed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``build`` (default) or ``--print-tag``."""
     parser = argparse.ArgumentParser(prog="python -m sandbox.base_image", description=__doc__)
-    parser.add_argument("command", nargs="?", default="build", choices=["build", "tag"])
+    parser.add_argument("command", nargs="?", default="build", choices=["build", "tag", "prune"])
     parser.add_argument("--print-tag", action="store_true", help="print the tag, build nothing")
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
     parser.add_argument("--suite", default="bookworm", help="Debian suite to debootstrap")
@@ -260,6 +291,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(bot_base_tag(spec))
         return 0
     try:
+        if args.command == "prune":
+            for tag in prune(spec):
+                print(f"removed {tag}")
+            return 0
         tag = build(spec, force=args.force)
     except BaseImageError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -7,8 +7,9 @@ a bounded in-memory tail. Each bot is started in its own process group; :meth:`L
 kills the whole process tree and waits until it is gone.
 
 - :class:`BwrapBackend` (``bwrap --unshare-all --die-with-parent --new-session --clearenv
-  --cap-drop ALL``, read-only binds of ``/usr``, the staged runtime and the bot, a size-limited tmpfs ``/tmp``, the root remounted read-only) launched through
-  ``prlimit`` (address space, nofile, fsize, core, nproc) as a dedicated non-root uid
+  --cap-drop ALL``, read-only binds of ``/usr``, the staged runtime and the bot, a
+  size-limited tmpfs ``/tmp``, the root remounted read-only) launched through ``prlimit``
+  (address space, nofile, fsize, core, nproc) as a dedicated non-root uid
   (``KRYT_SANDBOX_USER``, default ``kryt-sandbox``) when the referee runs as root. Never as
   root itself: ``RLIMIT_NPROC`` does not bind root, so a fork bomb would reach 32k processes.
 - :class:`ProcessBackend`: a plain subprocess with rlimits. No isolation at all, so it only
