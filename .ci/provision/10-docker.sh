@@ -1,10 +1,11 @@
-# Provision the sandbox backends for the test suite (sourced by .ci/run as root, set -euo pipefail):
+# Provision the sandbox backends for the tests (sourced by .ci/run as root, set -euo pipefail):
 # Debian's docker.io engine (started here when not running), bubblewrap, debootstrap, a
 # dedicated non-root uid for the bwrap backend, and the locally built Python base image
 # (no registry is reachable in CI). Idempotent: every step checks before it acts.
 
 _kryt_apt_missing=()
-for _pkg in docker.io bubblewrap debootstrap; do
+# python3-venv: dev.py setup below creates the project's virtualenv.
+for _pkg in docker.io bubblewrap debootstrap python3-venv; do
   dpkg-query -W -f='${Status}' "$_pkg" 2>/dev/null | grep -q "install ok installed" \
     || _kryt_apt_missing+=("$_pkg")
 done
@@ -40,14 +41,11 @@ if ! id -u kryt-sandbox >/dev/null 2>&1; then
 fi
 export KRYT_SANDBOX_USER=kryt-sandbox
 
-# The locally built base image (debootstrap + Debian python3 + offline wheels); cached by
-# a hash of its inputs, so re-running only checks the tag.
-python3 -m venv /tmp/kryt-provision-venv >/dev/null 2>&1 || true
-if [ ! -x /tmp/kryt-provision-venv/bin/python ]; then
-  echo "could not create a virtualenv for the base image build" >&2
-  return 1
-fi
-/tmp/kryt-provision-venv/bin/python -m pip install -q docker >/dev/null
-/tmp/kryt-provision-venv/bin/python scripts/build_base_image.py
-export KRYT_SANDBOX_BASE_IMAGE="$(/tmp/kryt-provision-venv/bin/python scripts/build_base_image.py --print-tag)"
+# The locally built base image (debootstrap + Debian python3 + offline wheels + this project),
+# cached by a hash of its inputs. Built with the project's virtualenv (the one the test
+# command uses next) so the wheel pins, and hence the tag, match what the tests compute.
+python3 dev.py setup
+.venv/bin/python -m sandbox.base_image build
+KRYT_SANDBOX_BASE_IMAGE="$(.venv/bin/python -m sandbox.base_image --print-tag)"
+export KRYT_SANDBOX_BASE_IMAGE
 echo "sandbox base image: $KRYT_SANDBOX_BASE_IMAGE"
