@@ -48,6 +48,8 @@ DEFAULT_DRAWELO = 97.3  # BayesElo's starting value, used when drawelo is not fi
 DIVERGENCE_ELO = 5000.0
 #: Up to this many bots the ratings block of the Hessian is kept as a dense matrix.
 DENSE_LIMIT = 4000
+#: Up to this many bots the optimiser solves each trust-region step exactly.
+EXACT_LIMIT = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,6 +372,19 @@ class _Objective:
         hb = hb + pb.sum() + cur.coupling @ pk
         return np.concatenate([hb, cur.coupling.T @ pb + cur.block @ pk])
 
+    def hessian(self, x: FloatArray) -> FloatArray:
+        """The full Hessian as a dense matrix (only while the pool is small enough)."""
+        cur = self.curvature(x)
+        assert cur.dense is not None, "dense Hessian requested above DENSE_LIMIT"
+        n = self.design.n
+        k = cur.block.shape[0]
+        out = np.empty((n + k, n + k))
+        out[:n, :n] = cur.dense + 1.0  # + ones ones^T from the centring term
+        out[:n, n:] = cur.coupling
+        out[n:, :n] = cur.coupling.T
+        out[n:, n:] = cur.block
+        return out
+
 
 @dataclass(frozen=True)
 class _Curvature:
@@ -421,15 +436,40 @@ def fit_bayeselo(
         DEFAULT_DRAWELO * NATURAL_PER_ELO if drawelo <= 0 else drawelo * NATURAL_PER_ELO,
     )
     weight = float(design.wins.sum() + design.draws.sum() + design.losses.sum())
-    result = optimize.minimize(
-        objective.value,
-        objective.start(),
-        jac=objective.gradient,
-        hessp=objective.hessp,
-        method="trust-krylov",
-        # Exact subproblem solves: a few more Hessian products, far fewer likelihood passes.
-        options={"gtol": 1e-10 * max(1.0, weight), "maxiter": 500, "inexact": False},
-    )
+    # Stop once the gradient is below 1e-7 per game. Newton converges quadratically, so the
+    # last step usually lands far below that; a stricter target would ask for improvements
+    # under the rounding error of a sum over all games, which the trust region then rejects
+    # step after step.
+    gtol = 1e-7 * max(1.0, weight)
+    # About one natural unit (174 Elo) per coordinate: SciPy's default of 1 in total would
+    # need several doublings before Newton may take its full step on a large pool.
+    radius = math.sqrt(design.n + 2.0)
+    if design.n <= EXACT_LIMIT:
+        # Small pools: exact trust-region steps on the dense Hessian, the most robust choice.
+        result = optimize.minimize(
+            objective.value,
+            objective.start(),
+            jac=objective.gradient,
+            hess=objective.hessian,
+            method="trust-exact",
+            options={"gtol": gtol, "maxiter": 100, "initial_trust_radius": radius},
+        )
+    else:
+        # Large pools: the exact solver's repeated factorisations would cost more than the
+        # passes over the games; a Krylov solver needs only Hessian-vector products.
+        result = optimize.minimize(
+            objective.value,
+            objective.start(),
+            jac=objective.gradient,
+            hessp=objective.hessp,
+            method="trust-krylov",
+            options={
+                "gtol": gtol,
+                "maxiter": 100,
+                "inexact": False,
+                "initial_trust_radius": radius,
+            },
+        )
     beta, adv_nat, delta_nat = objective.unpack(result.x)
     elo = (beta - beta.mean()) / NATURAL_PER_ELO
     if max(abs(adv_nat), delta_nat) / NATURAL_PER_ELO > DIVERGENCE_ELO:

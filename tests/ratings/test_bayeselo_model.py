@@ -18,6 +18,7 @@ from leaderboard.ratings import (
     PairCounts,
     RatingsError,
     UnboundedRatingError,
+    bayeselo,
     display_scale,
     fit_bayeselo,
     read_games_csv,
@@ -254,3 +255,18 @@ def test_recovers_simulated_strengths() -> None:
     assert error.max() < 40.0
     # Intervals are honest: the truth lies inside (display units vs display truth).
     assert np.all(np.abs(fit.ratings - fit.scale * truth) < 1.5 * fit.intervals)
+
+
+@pytest.mark.parametrize(("exact", "dense"), [(0, 10_000), (0, 0)])
+def test_large_pool_solver_paths_agree_with_the_small_pool_one(
+    monkeypatch: pytest.MonkeyPatch, exact: int, dense: int
+) -> None:
+    """Pools above EXACT_LIMIT use Krylov steps; above DENSE_LIMIT, sparse Hessian products."""
+    counts = PairCounts.from_games(fixture_games())
+    reference = fit_bayeselo(counts)
+    monkeypatch.setattr(bayeselo, "EXACT_LIMIT", exact)
+    monkeypatch.setattr(bayeselo, "DENSE_LIMIT", dense)
+    fit = fit_bayeselo(counts)
+    np.testing.assert_allclose(fit.ratings, reference.ratings, atol=1e-3)
+    np.testing.assert_allclose(fit.intervals, reference.intervals, atol=1e-6)
+    assert fit.advantage == pytest.approx(reference.advantage, abs=1e-3)
