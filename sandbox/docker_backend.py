@@ -76,12 +76,18 @@ class DockerBot(RunningBot):
         self.container = container
 
     def _state(self) -> dict[str, Any] | None:
-        from docker.errors import NotFound
+        from docker.errors import DockerException, NotFound
+        from requests import RequestException
 
         try:
             self.container.reload()
         except NotFound:
             return None
+        except (DockerException, RequestException) as exc:
+            # The engine itself failed: the match cannot be judged, it is not the bot's fault.
+            raise SandboxInfrastructureError(
+                f"lost the Docker engine while watching bot {self.label!r}: {exc}"
+            ) from exc
         state: dict[str, Any] = self.container.attrs["State"]
         return state
 
