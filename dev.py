@@ -31,7 +31,7 @@ def _run(*cmd: str | os.PathLike[str]) -> int:
 
 def ensure_venv() -> None:
     """Create ``.venv`` and install the project with its extras when pyproject changed."""
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - dev.py itself may be run by an older Python
         sys.exit(f"Kryt Arena needs Python 3.11 or newer; this is {sys.version.split()[0]}.")
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if STAMP.exists() and STAMP.read_text().strip() == wanted and PY.exists():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from referee.rules import Game  # noqa: E402
+from referee.rules import Game
 
 
 def fast(games: int, seed: int) -> tuple[float, int]:
