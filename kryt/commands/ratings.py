@@ -1,0 +1,149 @@
+"""``kryt ratings``: rate any result set with the BayesElo model and print the table or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from leaderboard.ratings import (
+    BayesEloFit,
+    PairCounts,
+    PairedIntervals,
+    Pentanomial,
+    RatingsError,
+    fit_bayeselo,
+    pair_consecutive,
+    paired_intervals,
+    pentanomial_counts,
+    read_games_csv,
+)
+
+app = typer.Typer(
+    help="Rate result sets with the BayesElo model (Rémi Coulom's bayeselo).",
+    no_args_is_help=True,
+)
+
+EXIT_BAD_INPUT = 2
+
+
+@app.callback()
+def ratings() -> None:
+    """Rate result sets with the BayesElo model (Rémi Coulom's bayeselo)."""
+
+
+def _fail(message: str) -> typer.Exit:
+    # One line on stderr and exit code 2, like a usage error: bad input is not a crash.
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def _table(fit: BayesEloFit, paired: PairedIntervals | None) -> Table:
+    table = Table(
+        title="BayesElo ratings",
+        caption=(
+            f"prior {fit.prior:g} virtual draws, first-mover advantage {fit.advantage:.1f}, "
+            f"drawelo {fit.drawelo:.1f}, scale {fit.scale:.4f}, "
+            f"{fit.confidence:.0%} intervals"
+        ),
+    )
+    for header in ("Rank", "Bot", "Rating", "±"):
+        table.add_column(header, justify="left" if header == "Bot" else "right")
+    if paired is not None:
+        table.add_column("± paired", justify="right")
+    for header in ("Games", "Score %", "Draws %", "LOS next"):
+        table.add_column(header, justify="right")
+    paired_by_name = paired.by_name() if paired is not None else {}
+    for row in fit.table():
+        cells: list[str | Text] = [
+            str(row.rank),
+            Text(row.name),
+            f"{row.rating:.1f}",
+            f"{row.interval:.1f}",
+        ]
+        if paired is not None:
+            cells.append(f"{paired_by_name[row.name][1]:.1f}")
+        cells += [
+            str(row.games),
+            f"{100 * row.score:.1f}",
+            f"{100 * row.draw_rate:.1f}",
+            "" if row.los_next is None else f"{row.los_next:.3f}",
+        ]
+        table.add_row(*cells)
+    return table
+
+
+def _pentanomial_table(paired_games: PairedIntervals, pentanomials: list[Pentanomial]) -> Table:
+    table = Table(title=f"Deal pairs (paired intervals: {paired_games.method})")
+    table.add_column("Pairing", justify="left")
+    for points in ("0", "½", "1", "1½", "2"):
+        table.add_column(points, justify="right")
+    table.add_column("Score %", justify="right")
+    for p in pentanomials:
+        table.add_row(
+            Text(f"{p.player} v {p.opponent}"), *map(str, p.counts), f"{100 * p.score:.1f}"
+        )
+    return table
+
+
+@app.command("fit")
+def fit(
+    file: Annotated[Path, typer.Argument(help="CSV file with the columns first,second,result.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    prior: Annotated[float, typer.Option(help="Virtual draws per player.")] = 2.0,
+    offset: Annotated[float, typer.Option(help="Added to every displayed rating.")] = 0.0,
+    confidence: Annotated[float, typer.Option(help="Level of the intervals.")] = 0.95,
+    paired: Annotated[
+        bool,
+        typer.Option(
+            "--paired",
+            help="Rows 1+2, 3+4, ... are deal pairs (seats swapped): add pentanomial counts "
+            "and intervals that treat each pair as one unit (sandwich estimate).",
+        ),
+    ] = False,
+) -> None:
+    """Fit BayesElo to FILE and print rank, bot, rating ± interval, games, score, LOS."""
+    paired_result: PairedIntervals | None = None
+    pentanomials: list[Pentanomial] = []
+    try:
+        games = read_games_csv(file)
+        if paired:
+            pairs = pair_consecutive(games)
+            pentanomials = pentanomial_counts(pairs)
+            paired_result = paired_intervals(
+                pairs, prior=prior, offset=offset, confidence=confidence
+            )
+            result = paired_result.fit
+        else:
+            result = fit_bayeselo(
+                PairCounts.from_games(games), prior=prior, offset=offset, confidence=confidence
+            )
+    except IsADirectoryError:
+        raise _fail(f"{file} is a directory, not a CSV file") from None
+    except OSError as exc:
+        raise _fail(f"cannot read {file}: {exc.strerror or exc}") from None
+    except RatingsError as exc:
+        raise _fail(str(exc)) from None
+
+    if as_json:
+        data = result.to_dict()
+        if paired_result is not None:
+            paired_by_name = paired_result.by_name()
+            for player in data["players"]:
+                player["interval_paired"] = paired_by_name[player["name"]][1]
+            data["paired_method"] = paired_result.method
+            data["pentanomials"] = [
+                {"player": p.player, "opponent": p.opponent, "counts": list(p.counts)}
+                for p in pentanomials
+            ]
+        typer.echo(json.dumps(data, indent=2))
+        return
+    console = Console()
+    console.print(_table(result, paired_result))
+    if paired_result is not None:
+        console.print(_pentanomial_table(paired_result, pentanomials))
