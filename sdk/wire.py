@@ -7,7 +7,7 @@ peer could send that does not make sense raises :class:`MalformedMessageError`, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Final
 
 from google.protobuf.message import DecodeError
@@ -84,6 +84,7 @@ _KIND_FROM_PB: Final[dict[pb.ActionKind.ValueType, ActionKind]] = {
 # Canonical action texts seen so far (at most ~2,700 exist), so that decoding a long history
 # is one dict lookup per action instead of a parse: this is on the per-decision hot path.
 _ACTIONS: dict[str, Action] = {}
+_CARD_BY_TEXT: Final[dict[str, Card]] = {str(c): c for c in Card.all()}
 
 
 def _card(text: str, what: str) -> Card:
@@ -93,8 +94,11 @@ def _card(text: str, what: str) -> Card:
         raise MalformedMessageError(f"{what}: {exc}") from None
 
 
-def _cards(texts: Iterable[str], what: str) -> tuple[Card, ...]:
-    return tuple(_card(t, what) for t in texts)
+def _cards(texts: Sequence[str], what: str) -> tuple[Card, ...]:
+    try:  # fast path: canonical text, one dict lookup per card
+        return tuple(map(_CARD_BY_TEXT.__getitem__, texts))
+    except KeyError:
+        return tuple(_card(t, what) for t in texts)
 
 
 def _optional_card(text: str, what: str) -> Card | None:
@@ -112,6 +116,13 @@ def _action(text: str, what: str) -> Action:
     if str(action) == text:
         _ACTIONS[text] = action
     return action
+
+
+def _actions(texts: Sequence[str], what: str) -> tuple[Action, ...]:
+    try:  # fast path: every text seen before
+        return tuple(map(_ACTIONS.__getitem__, texts))
+    except KeyError:
+        return tuple(_action(t, what) for t in texts)
 
 
 def _suit(text: str) -> Suit:
@@ -137,16 +148,16 @@ def view_to_pb(view: View) -> pb.View:
     msg = pb.View(
         seat=view.seat,
         dealer=view.dealer,
-        hand=[str(c) for c in view.hand],
-        pile=[str(c) for c in view.pile],
+        hand=map(str, view.hand),
+        pile=map(str, view.pile),
         trump=view.trump.letter,
         face_up=str(view.face_up) if view.face_up is not None else "",
         stock_count=view.stock_count,
         opponent_count=view.opponent_count,
-        opponent_known=[str(c) for c in view.opponent_known],
-        own_known=[str(c) for c in view.own_known],
-        legal_actions=[str(a) for a in view.legal_actions],
-        history=[str(a) for a in view.history],
+        opponent_known=map(str, view.opponent_known),
+        own_known=map(str, view.own_known),
+        legal_actions=map(str, view.legal_actions),
+        history=map(str, view.history),
         over=view.over,
         reason=(
             _RULES_REASON_TO_PB[view.reason]
@@ -183,8 +194,8 @@ def view_from_pb(msg: pb.View) -> View:
         opponent_known=_cards(msg.opponent_known, "view.opponent_known"),
         own_known=_cards(msg.own_known, "view.own_known"),
         to_move=_seat(msg.to_move, "view.to_move") if msg.HasField("to_move") else None,
-        legal_actions=tuple(_action(t, "view.legal_actions") for t in msg.legal_actions),
-        history=tuple(_action(t, "view.history") for t in msg.history),
+        legal_actions=_actions(msg.legal_actions, "view.legal_actions"),
+        history=_actions(msg.history, "view.history"),
         turn_limit=msg.turn_limit,
         over=msg.over,
         outcome=_seat(msg.winner, "view.winner") if msg.HasField("winner") else None,

@@ -1,0 +1,1 @@
+"""Tests of the bot SDK: bots, local play, tracker, determinization, check, template."""
