@@ -249,13 +249,10 @@ def _check_parameters_bounded(counts: PairCounts, fit_advantage: bool, fit_drawe
 class _Objective:
     """Packs/unpacks the free parameters and caches the last evaluation for SciPy."""
 
-    def __init__(
-        self, design: Design, advantage: float | None, delta: float | None, start_delta: float
-    ) -> None:
+    def __init__(self, design: Design, advantage: float | None, delta: float | None) -> None:
         self.design = design
-        self.fixed_advantage = advantage
-        self.fixed_delta = delta
-        self.start_delta = start_delta
+        self.fixed_advantage = advantage  # None: fitted
+        self.fixed_delta = delta  # None: fitted (as log(delta), so it stays positive)
         self._key: bytes | None = None
         self._eval: Evaluation | None = None
         self._curvature: _Curvature | None = None
@@ -430,10 +427,7 @@ def fit_bayeselo(
     elif fixed_delta is not None and fixed_delta <= 0:
         raise RatingsError(f"drawelo {drawelo!r} makes the observed draws impossible; use > 0")
     objective = _Objective(
-        design,
-        None if fit_advantage else advantage * NATURAL_PER_ELO,
-        fixed_delta,
-        DEFAULT_DRAWELO * NATURAL_PER_ELO if drawelo <= 0 else drawelo * NATURAL_PER_ELO,
+        design, None if fit_advantage else advantage * NATURAL_PER_ELO, fixed_delta
     )
     weight = float(design.wins.sum() + design.draws.sum() + design.losses.sum())
     # Stop once the gradient is below 1e-7 per game. Newton converges quadratically, so the

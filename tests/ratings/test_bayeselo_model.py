@@ -100,7 +100,7 @@ def test_inconsistent_arrays_are_rejected() -> None:
 
 def test_gradient_matches_finite_differences() -> None:
     design = build_design(PairCounts.from_games(fixture_games()), 2.0)
-    objective = _Objective(design, None, None, 0.5)
+    objective = _Objective(design, None, None)
     x = np.random.default_rng(3).normal(0.0, 0.3, design.n + 2)
     numeric = approx_fprime(x, objective.value, 1e-6)
     np.testing.assert_allclose(objective.gradient(x), numeric, rtol=1e-4, atol=1e-3)
@@ -108,7 +108,7 @@ def test_gradient_matches_finite_differences() -> None:
 
 def test_hessian_products_match_finite_differences_of_the_gradient() -> None:
     design = build_design(PairCounts.from_games(fixture_games()), 2.0)
-    objective = _Objective(design, None, None, 0.5)
+    objective = _Objective(design, None, None)
     rng = np.random.default_rng(4)
     x = rng.normal(0.0, 0.3, design.n + 2)
     for _ in range(3):
