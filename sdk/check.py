@@ -35,7 +35,13 @@ from sdk.client import (
     RemotePlayer,
     Reply,
 )
-from sdk.local import DEFAULT_TIME_CONTROL, LocalPlayer, SeriesResult, run_series
+from sdk.local import (
+    DEFAULT_TIME_CONTROL,
+    GameRecord,
+    LocalPlayer,
+    SeriesResult,
+    run_series,
+)
 from sdk.messages import TimeControl
 from sdk.server import ADDRESS_ENV
 
@@ -146,17 +152,15 @@ def _wait_ready(client: BotClient, proc: subprocess.Popen[bytes] | None, timeout
 
 
 def _problems_from(series: SeriesResult, seat: int) -> list[Problem]:
-    grouped: dict[tuple[str, str], list[int]] = {}
+    """One problem per forfeit reason, listing the games and quoting the first occurrence."""
+    grouped: dict[str, list[GameRecord]] = {}
     for game in series.games:
         if game.reason.is_forfeit and game.winner == 1 - seat:
-            # One crash makes every later game fail the same way: group by reason only.
-            key = (game.reason.value, "" if game.reason.value == "crash" else game.detail)
-            grouped.setdefault(key, []).append(game.game_number)
-    problems = []
-    for (kind, detail), games in grouped.items():
-        first = next(g for g in series.games if g.game_number == games[0])
-        problems.append(Problem(kind=kind, detail=detail or first.detail, games=tuple(games)))
-    return problems
+            grouped.setdefault(game.reason.value, []).append(game)
+    return [
+        Problem(kind=kind, detail=games[0].detail, games=tuple(g.game_number for g in games))
+        for kind, games in grouped.items()
+    ]
 
 
 def check_bot(

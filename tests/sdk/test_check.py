@@ -1,0 +1,98 @@
+"""check_bot through the real gRPC path: a good bot passes; crashes, illegal or slow replies,
+a bot that dies at start and a bad manifest are reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sdk.check import check_bot
+from sdk.examples.random.bot import RandomBot
+from sdk.messages import TimeControl
+from tests.protocol.helpers import served
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "sdk" / "examples"
+pytestmark = pytest.mark.timeout(90)
+
+
+def _bot(tmp_path: Path, name: str, body: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "bot.toml").write_text(
+        f'name = "{name}"\nversion = "0.0.1"\nlanguage = "python"\nentry = "bot.py"\n'
+    )
+    (folder / "bot.py").write_text(
+        "import sys, time\nfrom sdk import Bot, serve\n\n"
+        f"class B(Bot):\n    def act(self, view):\n{body}\n\n"
+        "if __name__ == '__main__':\n    serve(B())\n"
+    )
+    return folder
+
+
+def test_an_example_bot_passes() -> None:
+    report = check_bot(EXAMPLES / "random", games=3)
+    assert report.ok, report.format()
+    assert (report.name, report.version) == ("random", "1.0.0")
+    assert report.series is not None and len(report.series.games) == 3
+    assert report.reply_times and not report.problems
+    assert "OK" in report.format()
+
+
+def test_a_running_bot_can_be_checked_by_address() -> None:
+    with served(RandomBot(seed=2), "tcp") as (address, _):
+        report = check_bot(address, games=2)
+    assert report.ok, report.format()
+
+
+def test_illegal_actions_are_reported_per_game(tmp_path: Path) -> None:
+    folder = _bot(tmp_path, "cheat", "        return 'take' if not view.pile else 'lead 6C'")
+    report = check_bot(folder, games=3)
+    assert not report.ok
+    (problem,) = report.problems
+    assert problem.kind == "illegal action" and problem.games == (1, 2, 3)
+    assert "FAILED" in report.format()
+
+
+def test_a_crash_in_act_is_reported_with_the_traceback(tmp_path: Path) -> None:
+    folder = _bot(tmp_path, "crasher", "        raise ZeroDivisionError('oops')")
+    report = check_bot(folder, games=2)
+    (problem,) = report.problems
+    assert problem.kind == "crash" and "ZeroDivisionError: oops" in problem.detail
+    assert "Traceback" in report.stderr
+
+
+def test_a_bot_that_exits_at_start_is_reported(tmp_path: Path) -> None:
+    folder = _bot(tmp_path, "quitter", "        return 'take'")
+    (folder / "bot.py").write_text("import sys\nprint('no thanks', file=sys.stderr)\nsys.exit(3)\n")
+    report = check_bot(folder, games=2, startup_timeout=20)
+    (problem,) = report.problems
+    assert "exited with code 3 before serving" in problem.detail
+    assert "no thanks" in report.stderr and "no thanks" in report.format()
+
+
+def test_slow_replies_are_flagged_and_timeouts_forfeit(tmp_path: Path) -> None:
+    slow = _bot(
+        tmp_path,
+        "sloth",
+        "        time.sleep(0.12 if len(view.history) < 2 else 0)\n"
+        "        return view.legal_actions[0]",
+    )
+    report = check_bot(slow, games=1, time_control=TimeControl(move_ms=100, bank_ms=1000))
+    assert report.ok, report.format()
+    assert [p.kind for p in report.problems] == ["slow replies"]
+    hang = _bot(tmp_path, "hang", "        time.sleep(5)\n        return 'take'")
+    report = check_bot(hang, games=1, time_control=TimeControl(move_ms=100, bank_ms=100))
+    # Still asleep when Shutdown arrives, so it also fails to exit in time (a warning).
+    assert [(p.kind, p.severity) for p in report.problems] == [
+        ("timeout", "error"),
+        ("shutdown", "warning"),
+    ]
+
+
+def test_a_bad_manifest_is_reported(tmp_path: Path) -> None:
+    folder = _bot(tmp_path, "bad", "        return 'take'")
+    (folder / "bot.toml").write_text('name = "Bad Name"\n')
+    report = check_bot(folder, games=1)
+    (problem,) = report.problems
+    assert problem.kind == "manifest" and "version" in problem.detail
