@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
@@ -10,6 +11,7 @@ import stat
 import tempfile
 import threading
 import time
+import weakref
 from abc import ABC, abstractmethod
 from pathlib import Path
 from types import TracebackType
@@ -112,6 +114,17 @@ def resolve_submission(submission: SubmissionLike) -> Submission:
         raise InvalidSubmissionError(f"invalid submission {str(submission)!r}: {exc}") from exc
 
 
+_LIVE: weakref.WeakSet[RunningBot] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all_at_exit() -> None:
+    """Stop bots the caller forgot, so a normal exit leaves no container or socket dir."""
+    for bot in list(_LIVE):
+        with contextlib.suppress(Exception):
+            bot.stop()
+
+
 class RunningBot(ABC):
     """A started bot: a connected channel plus liveness, death report and cleanup.
 
@@ -142,6 +155,7 @@ class RunningBot(ABC):
         self._death: DeathReport | None = None
         self._stopped = False
         self._lock = threading.RLock()
+        _LIVE.add(self)
 
     @property
     def channel(self) -> grpc.Channel:
@@ -196,6 +210,7 @@ class RunningBot(ABC):
                     )
             finally:
                 self._stopped = True
+                _LIVE.discard(self)
                 if self._channel is not None:
                     self._channel.close()
                     self._channel = None

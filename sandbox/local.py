@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -467,14 +468,14 @@ class ProcessBackend(Backend):
         reason: str = "",
         *,
         allow_unsafe: bool = False,
-        trusted_roots: list[Path] | None = None,
+        trusted_roots: Sequence[str | os.PathLike[str]] | None = None,
     ) -> None:
         super().__init__(reason)
         self.allow_unsafe = allow_unsafe
         if trusted_roots is None:
             sdk = project_package_dirs().get("sdk")
             trusted_roots = [sdk / "examples"] if sdk else []
-        self.trusted_roots = [p.resolve() for p in trusted_roots]
+        self.trusted_roots = [Path(p).resolve() for p in trusted_roots]
 
     def is_trusted(self, root: Path) -> bool:
         """True when ``root`` lies inside one of the trusted folders (bundled examples)."""

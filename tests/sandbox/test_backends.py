@@ -150,3 +150,23 @@ def test_images_are_cached_by_content_hash(docker_backend: Backend, make_bot: Ma
     tag = docker_backend.image_for(sub)  # type: ignore[attr-defined]
     assert sub.sha256[:32] in tag
     assert docker_backend.image_for(sub) == tag  # type: ignore[attr-defined]
+
+
+def test_forgotten_bots_are_stopped_at_exit(make_bot: MakeBot) -> None:
+    import subprocess
+    import sys
+
+    folder = make_bot("healthy")
+    script = (
+        "import sys\n"
+        "from sandbox.local import ProcessBackend\n"
+        f"bot = ProcessBackend(trusted_roots=[{str(folder.parent)!r}]).start({str(folder)!r})\n"
+        "print(bot.work_dir, bot.pid)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    work_dir, pid = Path(out[0]), int(out[1])
+    assert not work_dir.exists()
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()

@@ -97,7 +97,7 @@ def test_wait_serving_times_out_with_the_last_status(tmp_path: Path) -> None:
             grpc.insecure_channel(f"unix://{tmp_path}/bot.sock") as channel,
             pytest.raises(BotNotHealthyError, match="NOT_SERVING"),
         ):
-            wait_serving(channel, deadline=_soon(1), alive=lambda: True, label="t")
+            wait_serving(channel, deadline=_soon(5), alive=lambda: True, label="t")
     finally:
         server.stop(None)
 
