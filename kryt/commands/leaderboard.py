@@ -1,0 +1,235 @@
+"""``kryt leaderboard``: the standings as a table or JSON, the web site, a static export.
+
+    kryt leaderboard [--tournament ID] [--json] [--database URL]
+    kryt leaderboard --html DIR            write the site as static files
+    kryt leaderboard serve [--host H] [--port P]
+
+The database is opened without creating it, so a fresh folder says there is no database yet.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from kryt.errors import ExitCode, UserError, classify
+from leaderboard.db import (
+    Database,
+    DatabaseError,
+    DatabaseMissingError,
+    get_tournament,
+    open_database,
+)
+from leaderboard.standings import Leaderboard, standings
+from leaderboard.web.pages import leaderboard_json
+from leaderboard.web.queries import Progress, progress
+
+app = typer.Typer(
+    help="Show the leaderboard: a table, JSON, a web site (serve) or static HTML (--html).",
+    invoke_without_command=True,
+)
+
+DatabaseOption = Annotated[
+    str | None,
+    typer.Option(
+        "--database",
+        "--db",
+        help="Database URL or SQLite path (default: KRYT_DATABASE_URL, then ./kryt.db).",
+        show_default=False,
+    ),
+]
+
+
+def _fail(error: UserError) -> typer.Exit:
+    # One line (plus a hint) on stderr, like the root command does for typed errors.
+    typer.echo(f"error: {error}", err=True)
+    if error.hint:
+        typer.echo(f"hint: {error.hint}", err=True)
+    return typer.Exit(error.code)
+
+
+def _open(url: str | None) -> Database:
+    try:
+        return open_database(url, create=False)
+    except DatabaseMissingError as exc:
+        # The message already says what to do; the generic "is the server running" hint of
+        # unavailable databases would only mislead here.
+        raise _fail(UserError(str(exc), code=ExitCode.UNAVAILABLE)) from None
+    except DatabaseError as exc:
+        known = classify(exc)
+        assert known is not None  # every DatabaseError is a known user error
+        raise _fail(known) from None
+
+
+def _forfeits(forfeits: dict[str, int]) -> str:
+    return ", ".join(f"{reason.replace('_', ' ')} {n}" for reason, n in sorted(forfeits.items()))
+
+
+def standings_table(board: Leaderboard, *, title: str, done: Progress | None = None) -> Table:
+    """The rich table of the standings: rank, bot, version, BayesElo rating ± interval, live
+    Elo (``*`` provisional), games, W/D/L, score %, LOS over the next bot, forfeits."""
+    caption = []
+    if done is not None:
+        caption.append(
+            f"{done.games_done}/{done.games_planned} games played, "
+            f"{done.series_done}/{done.series_total} series done"
+            + (f", {done.voided} voided" if done.voided else "")
+        )
+    if board.fit is not None:
+        caption.append(
+            f"BayesElo: prior {board.fit.prior:g}, first-mover advantage "
+            f"{board.fit.advantage:.1f}, drawelo {board.fit.drawelo:.1f}, "
+            f"{board.fit.confidence:.0%} intervals; Elo is live (* provisional)"
+        )
+    if board.note:
+        caption.append(board.note)
+    rows = [
+        [
+            str(row.rank),
+            row.bot,
+            row.version,
+            "—" if row.rating is None else f"{row.rating:.0f}",
+            "—" if row.interval is None else f"{row.interval:.0f}",
+            f"{row.elo:.0f}{'*' if row.elo_provisional else ''}",
+            str(row.games),
+            f"{row.wins}/{row.draws}/{row.losses}",
+            f"{100 * row.score:.1f}",
+            "" if row.los_next is None else f"{row.los_next:.2f}",
+            _forfeits(row.forfeits),
+        ]
+        for row in board.rows
+    ]
+    headers = ("#", "Bot", "Version", "Rating", "±", "Elo", "Games", "W/D/L", "Score%", "LOS")
+    table = Table(title=title, caption="\n".join(caption))
+    for i, header in enumerate(headers):
+        # Never cut a name or a number short: narrow terminals squeeze the forfeits instead.
+        width = max([len(header), *(len(cells[i]) for cells in rows)])
+        table.add_column(
+            header,
+            justify="left" if header in ("Bot", "Version") else "right",
+            no_wrap=True,
+            min_width=width,
+        )
+    table.add_column("Forfeits", justify="left")
+    for cells in rows:
+        table.add_row(*(Text(c) for c in cells))
+    return table
+
+
+@app.callback()
+def leaderboard(
+    ctx: typer.Context,
+    tournament: Annotated[
+        int | None,
+        typer.Option("--tournament", "-t", help="Only this tournament (default: all games)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html", help="Write the site as static HTML into this folder.", dir_okay=True
+        ),
+    ] = None,
+    database: DatabaseOption = None,
+) -> None:
+    """Print the standings: rank, bot, version, rating ± interval, Elo, games, W/D/L,
+    score %, LOS over the next, forfeits by reason."""
+    ctx.obj = {"database": database}
+    if ctx.invoked_subcommand is not None:
+        return
+    if html is not None:
+        _export(html, database)
+        return
+    with _open(database) as db:
+        try:
+            with db.read_session() as session:
+                if tournament is not None:
+                    name = get_tournament(tournament, session=session).name
+                    title = f"Leaderboard: {name} (#{tournament})"
+                else:
+                    title = "Leaderboard: all tournaments"
+                if as_json:
+                    data = leaderboard_json(session=session, tournament_id=tournament)
+                    typer.echo(json.dumps(data, indent=2))
+                    return
+                board = standings(session=session, tournament_id=tournament)
+                done = progress(session=session, tournament_id=tournament)
+        except DatabaseError as exc:
+            known = classify(exc)
+            assert known is not None
+            raise _fail(known) from None
+    table = standings_table(board, title=title, done=done)
+    console = Console()
+    if not console.is_terminal:
+        # Piped or captured output has no width to respect: print the table whole.
+        wide = console.options.update_width(10_000)
+        console = Console(width=max(console.width, console.measure(table, options=wide).maximum))
+    console.print(table)
+
+
+def _export(directory: Path, database: str | None) -> None:
+    from leaderboard.export import ExportError, export_html
+
+    with _open(database) as db:
+        try:
+            summary = export_html(db, directory)
+        except ExportError as exc:
+            raise _fail(UserError(str(exc))) from None
+        except DatabaseError as exc:
+            known = classify(exc)
+            assert known is not None
+            raise _fail(known) from None
+    typer.echo(
+        f"wrote {summary.pages} pages to {summary.directory} ({summary.tournaments} tournaments, "
+        f"{summary.submissions} submissions, {summary.series} series, {summary.games} games); "
+        f"open {summary.directory / 'index.html'}"
+    )
+
+
+@app.command("serve")
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = 8000,
+    database: DatabaseOption = None,
+) -> None:
+    """Serve the leaderboard web site (standings, bot pages, game replays) until Ctrl-C."""
+    import uvicorn
+
+    from leaderboard.web import create_app
+
+    url = database if database is not None else (ctx.obj or {}).get("database")
+    db = _open(url)
+    try:
+        _check_port(host, port)
+        shown = f"[{host}]" if ":" in host else host
+        typer.echo(f"Leaderboard of {db.display_url} at http://{shown}:{port}/ (Ctrl-C to stop)")
+        uvicorn.run(create_app(db), host=host, port=port, log_level="warning")
+    finally:
+        db.close()
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail with one line now if the address cannot be listened on (uvicorn would only log)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise _fail(
+            UserError(
+                f"cannot listen on {host}:{port}: {reason}",
+                code=ExitCode.UNAVAILABLE,
+                hint="choose another --port (or --host)",
+            )
+        ) from None

@@ -1,0 +1,115 @@
+"""The leaderboard web site: HTML pages, a small JSON API and the static files.
+
+Routes: ``/`` (overall leaderboard), ``/tournaments/{id}``, ``/submissions/{id}``,
+``/series/{id}``, ``/games/{id}`` (replay viewer), ``/api/leaderboard[?tournament=ID]``,
+``/api/games/{id}``, ``/static/...``. Unknown or malformed ids give a 404 page (or a JSON
+error under ``/api``); a database that cannot be read gives a 503 with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from sqlmodel import Session
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from leaderboard.db import Database, DatabaseUnavailableError, NotFoundError
+from leaderboard.web.pages import (
+    PageNotFoundError,
+    game_json,
+    game_page,
+    leaderboard_json,
+    leaderboard_page,
+    parse_id,
+    series_page,
+    submission_page,
+)
+from leaderboard.web.render import Links, render
+
+LINKS = Links("/", static=False)
+
+
+def static_dir() -> Path:
+    """The folder of the site's CSS and JavaScript."""
+    return Path(str(files("leaderboard.web").joinpath("static")))
+
+
+def _error_response(request: Request, status: int, heading: str, message: str) -> Response:
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": message}, status_code=status)
+    html = render("error.html", links=LINKS, title=heading, heading=heading, message=message)
+    return HTMLResponse(html, status_code=status)
+
+
+def create_app(db: Database) -> FastAPI:
+    """The leaderboard site reading ``db`` (each request uses its own read-only session)."""
+    app = FastAPI(
+        title="Kryt Arena leaderboard",
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+    )
+    app.mount("/static", StaticFiles(directory=static_dir()), name="static")
+
+    def read(build: Callable[[Session], Any]) -> Any:
+        with db.read_session() as session:
+            return build(session)
+
+    @app.exception_handler(PageNotFoundError)
+    @app.exception_handler(NotFoundError)
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _error_response(request, 404, "Not found", str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 404:
+            return _error_response(request, 404, "Not found", f"no page at {request.url.path}")
+        return _error_response(request, exc.status_code, "Error", str(exc.detail))
+
+    @app.exception_handler(DatabaseUnavailableError)
+    async def unavailable(request: Request, exc: DatabaseUnavailableError) -> Response:
+        return _error_response(request, 503, "Database unavailable", str(exc))
+
+    @app.get("/", response_class=HTMLResponse)
+    def index() -> str:
+        return str(read(lambda s: leaderboard_page(session=s, links=LINKS)))
+
+    @app.get("/tournaments/{tournament_id}", response_class=HTMLResponse)
+    def tournament(tournament_id: str) -> str:
+        tid = parse_id(tournament_id, "tournament")
+        return str(read(lambda s: leaderboard_page(session=s, links=LINKS, tournament_id=tid)))
+
+    @app.get("/submissions/{submission_id}", response_class=HTMLResponse)
+    def submission(submission_id: str) -> str:
+        sid = parse_id(submission_id, "submission")
+        return str(read(lambda s: submission_page(sid, session=s, links=LINKS)))
+
+    @app.get("/series/{series_id}", response_class=HTMLResponse)
+    def series(series_id: str) -> str:
+        sid = parse_id(series_id, "series")
+        return str(read(lambda s: series_page(sid, session=s, links=LINKS)))
+
+    @app.get("/games/{game_id}", response_class=HTMLResponse)
+    def game(game_id: str) -> str:
+        gid = parse_id(game_id, "game")
+        return str(read(lambda s: game_page(gid, session=s, links=LINKS)))
+
+    @app.get("/api/leaderboard")
+    def api_leaderboard(tournament: str | None = None) -> dict[str, Any]:
+        tid = None if tournament is None else parse_id(tournament, "tournament")
+        data: dict[str, Any] = read(lambda s: leaderboard_json(session=s, tournament_id=tid))
+        return data
+
+    @app.get("/api/games/{game_id}")
+    def api_game(game_id: str) -> dict[str, Any]:
+        gid = parse_id(game_id, "game")
+        data: dict[str, Any] = read(lambda s: game_json(gid, session=s))
+        return data
+
+    return app

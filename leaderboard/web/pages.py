@@ -1,0 +1,355 @@
+"""Every page and JSON document of the leaderboard site, built from one read session.
+
+The live server (:mod:`leaderboard.web.app`) and the static export (:mod:`leaderboard.export`)
+both call these functions; only the :class:`~leaderboard.web.render.Links` differ. All numbers
+of the standings come from :func:`leaderboard.standings.standings`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlmodel import Session
+
+from leaderboard.db import (
+    Game,
+    GameResult,
+    Series,
+    Tournament,
+    bot_of,
+    game_outcomes,
+    get_game,
+    get_series,
+    get_submission,
+    get_tournament,
+    list_tournaments,
+    series_of_tournament,
+    submission_labels,
+)
+from leaderboard.ratings import Game as RatedGame
+from leaderboard.ratings import Outcome
+from leaderboard.ratings.elo import INITIAL_RATING, EloTracker
+from leaderboard.standings import Leaderboard, Standing, standings
+from leaderboard.web.plot import Point, line_plot
+from leaderboard.web.queries import (
+    GameRow,
+    Progress,
+    games_of,
+    played_in_series,
+    progress,
+    rating_points,
+    recent_games,
+    results_by_opponent,
+    series_of_submission,
+)
+from leaderboard.web.render import Links, render
+from leaderboard.web.replay import Replay, replay_game
+from referee.rules import DEFAULT_TURN_LIMIT
+
+RECENT_GAMES = 20
+BOT_RECENT_GAMES = 50
+MAX_ID = 2**63 - 1
+
+
+class PageNotFoundError(LookupError):
+    """The requested page does not exist (bad or unknown id)."""
+
+
+def parse_id(text: str, what: str) -> int:
+    """A positive database id from a URL segment, or :class:`PageNotFoundError`."""
+    if not text.isascii() or not text.isdigit() or not 0 < int(text) <= MAX_ID:
+        raise PageNotFoundError(f"{what} id must be a positive integer, got {text!r}")
+    return int(text)
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentSummary:
+    """A tournament with its progress, for lists."""
+
+    tournament: Tournament
+    progress: Progress
+
+
+def tournaments_with_progress(*, session: Session) -> list[TournamentSummary]:
+    """Every tournament, newest first, with games done/planned."""
+    return [
+        TournamentSummary(t, progress(session=session, tournament_id=t.id))
+        for t in list_tournaments(session=session)
+    ]
+
+
+def _label(labels: dict[int, tuple[str, str]], submission_id: int) -> str:
+    name, version = labels.get(submission_id, ("?", "?"))
+    return f"{name} {version}"
+
+
+def result_text(row: GameRow | Game, labels: dict[int, tuple[str, str]]) -> str:
+    """``greedy 1.0.0 won`` / ``draw`` / ``voided``, for game lists and the game page."""
+    seats = (
+        row.seat_submission_ids
+        if isinstance(row, GameRow)
+        else (row.seat0_submission_id, row.seat1_submission_id)
+    )
+    if row.voided:
+        return "voided"
+    if row.result == GameResult.DRAW.value:
+        return "draw"
+    if row.result in (GameResult.SEAT0.value, GameResult.SEAT1.value):
+        winner = 0 if row.result == GameResult.SEAT0.value else 1
+        return f"{_label(labels, seats[winner])} won"
+    return "no result"
+
+
+def _leaderboard_json(
+    board: Leaderboard, done: Progress, tournament: Tournament | None
+) -> dict[str, Any]:
+    data = board.to_dict()
+    data["tournament"] = (
+        None
+        if tournament is None
+        else {"id": tournament.id, "name": tournament.name, "status": tournament.status}
+    )
+    data["progress"] = {
+        "games_done": done.games_done,
+        "games_planned": done.games_planned,
+        "series_done": done.series_done,
+        "series_total": done.series_total,
+        "voided": done.voided,
+    }
+    return data
+
+
+def leaderboard_json(*, session: Session, tournament_id: int | None = None) -> dict[str, Any]:
+    """The standings (overall or of one tournament) with model parameters and progress."""
+    tournament = None if tournament_id is None else get_tournament(tournament_id, session=session)
+    board = standings(session=session, tournament_id=tournament_id)
+    return _leaderboard_json(
+        board, progress(session=session, tournament_id=tournament_id), tournament
+    )
+
+
+def leaderboard_page(*, session: Session, links: Links, tournament_id: int | None = None) -> str:
+    """The overall leaderboard (with the list of tournaments) or one tournament's page."""
+    tournament = None if tournament_id is None else get_tournament(tournament_id, session=session)
+    board = standings(session=session, tournament_id=tournament_id)
+    labels = submission_labels(session=session)
+    series_rows: list[tuple[Series, int]] = []
+    if tournament_id is not None:
+        all_series = series_of_tournament(tournament_id, session=session)
+        played = played_in_series([s.id for s in all_series if s.id is not None], session=session)
+        series_rows = [(s, played.get(s.id or 0, 0)) for s in all_series]
+    return render(
+        "leaderboard.html",
+        links=links,
+        title=f"{tournament.name} (#{tournament.id})" if tournament else "Leaderboard",
+        tournament=tournament,
+        board=board,
+        progress=progress(session=session, tournament_id=tournament_id),
+        tournaments=tournaments_with_progress(session=session) if tournament is None else [],
+        series_rows=series_rows,
+        games=recent_games(session=session, tournament_id=tournament_id, limit=RECENT_GAMES),
+        labels=labels,
+        result_text=result_text,
+    )
+
+
+def elo_histories(*, session: Session) -> dict[int, list[Point]]:
+    """Live Elo of every submission after each of its counted games (all tournaments, in
+    the order the games finished), starting from the initial rating at x = 0."""
+    tracker = EloTracker()
+    histories: dict[int, list[Point]] = {}
+    for o in game_outcomes(session=session):
+        first, second = o.first_submission_id, o.second_submission_id
+        outcome = (
+            Outcome.FIRST_WINS
+            if o.first_score == 1
+            else Outcome.DRAW
+            if o.first_score == 0.5
+            else Outcome.SECOND_WINS
+        )
+        ratings = tracker.update(RatedGame(str(first), str(second), outcome))
+        for sid, rating in zip((first, second), ratings, strict=True):
+            points = histories.setdefault(sid, [Point(0, INITIAL_RATING, label="start")])
+            points.append(
+                Point(rating.games, rating.rating, label=f"game {o.game_id}: {rating.rating:.0f}")
+            )
+    return histories
+
+
+@dataclass
+class SiteCache:
+    """Figures shared by many pages, computed once per export instead of once per page.
+
+    The live server builds a fresh one per request (so pages are never stale)."""
+
+    _board: Leaderboard | None = None
+    _elo: dict[int, list[Point]] | None = None
+
+    def board(self, session: Session) -> Leaderboard:
+        """The overall standings."""
+        if self._board is None:
+            self._board = standings(session=session)
+        return self._board
+
+    def elo(self, session: Session, submission_id: int) -> list[Point]:
+        """The submission's live Elo history (empty when it has no counted game)."""
+        if self._elo is None:
+            self._elo = elo_histories(session=session)
+        return self._elo.get(submission_id, [])
+
+
+def _standing_of(board: Leaderboard, submission_id: int) -> Standing | None:
+    return next((r for r in board.rows if r.submission_id == submission_id), None)
+
+
+def submission_page(
+    submission_id: int, *, session: Session, links: Links, cache: SiteCache | None = None
+) -> str:
+    """One bot version: its standing, results against each opponent, its series, recent
+    games, and its rating history (live Elo per game, stored BayesElo snapshots)."""
+    submission = get_submission(submission_id, session=session)
+    bot = bot_of(submission, session=session)
+    labels = submission_labels(session=session)
+    cache = cache or SiteCache()
+    board = cache.board(session)
+    elo_points = cache.elo(session, submission_id)
+    elo_plot = (
+        line_plot(
+            elo_points,
+            title=f"Live Elo of {bot.name} {submission.version}",
+            x_label="games played",
+            y_label="Elo",
+            reference=INITIAL_RATING,
+        )
+        if len(elo_points) > 1
+        else None
+    )
+    snapshots = rating_points(submission_id, session=session, model="bayeselo")
+    snapshot_plot = (
+        line_plot(
+            [
+                Point(
+                    i,
+                    p.rating,
+                    p.ci_low,
+                    p.ci_high,
+                    label=f"{p.created_at:%Y-%m-%d %H:%M} "
+                    + ("overall" if p.tournament_id is None else f"tournament {p.tournament_id}")
+                    + f": {p.rating:.0f}",
+                )
+                for i, p in enumerate(snapshots, start=1)
+            ],
+            title=f"BayesElo snapshots of {bot.name} {submission.version}",
+            x_label="snapshot",
+            y_label="rating (95% interval)",
+        )
+        if snapshots
+        else None
+    )
+    all_series = series_of_submission(submission_id, session=session)
+    played = played_in_series([s.id for s in all_series if s.id is not None], session=session)
+    return render(
+        "submission.html",
+        links=links,
+        title=f"{bot.name} {submission.version}",
+        bot=bot,
+        submission=submission,
+        standing=_standing_of(board, submission_id),
+        opponents=results_by_opponent(submission_id, session=session),
+        series_rows=[(s, played.get(s.id or 0, 0)) for s in all_series],
+        games=recent_games(session=session, submission_id=submission_id, limit=BOT_RECENT_GAMES),
+        elo_plot=elo_plot,
+        snapshot_plot=snapshot_plot,
+        snapshots=snapshots,
+        labels=labels,
+        result_text=result_text,
+    )
+
+
+def series_page(series_id: int, *, session: Session, links: Links) -> str:
+    """The games of one series, voided attempts included."""
+    series = get_series(series_id, session=session)
+    return render(
+        "series.html",
+        links=links,
+        title=f"Series {series_id}",
+        series=series,
+        tournament=get_tournament(series.tournament_id, session=session),
+        games=games_of(series_id, session=session),
+        labels=submission_labels(session=session),
+        result_text=result_text,
+    )
+
+
+def _turn_limit(tournament: Tournament) -> int:
+    value = tournament.config.get("turn_limit") if isinstance(tournament.config, dict) else None
+    return value if isinstance(value, int) and value > 0 else DEFAULT_TURN_LIMIT
+
+
+def game_replay(game: Game, tournament: Tournament) -> Replay:
+    """The per-step states of a stored game (see :mod:`leaderboard.web.replay`)."""
+    return replay_game(game.deck, game.dealer, game.actions, turn_limit=_turn_limit(tournament))
+
+
+def game_json(game_id: int, *, session: Session) -> dict[str, Any]:
+    """A game's record and its replay steps: what ``/api/games/{id}`` returns and what the
+    game page embeds for its viewer."""
+    game = get_game(game_id, session=session)
+    series = get_series(game.series_id, session=session)
+    tournament = get_tournament(series.tournament_id, session=session)
+    return _game_data(game, series, tournament, submission_labels(session=session))
+
+
+def _game_data(
+    game: Game, series: Series, tournament: Tournament, labels: dict[int, tuple[str, str]]
+) -> dict[str, Any]:
+    seats = (game.seat0_submission_id, game.seat1_submission_id)
+    return {
+        "id": game.id,
+        "tournament_id": tournament.id,
+        "series_id": series.id,
+        "number": game.number,
+        "attempt": game.attempt,
+        "dealer": game.dealer,
+        "first_mover": game.first_mover,
+        "players": [
+            {"seat": seat, "submission_id": sid, "bot": labels[sid][0], "version": labels[sid][1]}
+            for seat, sid in enumerate(seats)
+        ],
+        "deck": list(game.deck),
+        "result": game.result,
+        "result_text": result_text(game, labels),
+        "end_reason": game.end_reason,
+        "forfeit": None
+        if game.forfeit_seat is None
+        else {
+            "seat": game.forfeit_seat,
+            "reason": game.forfeit_reason,
+            "offending_input": game.forfeit_input,
+        },
+        "voided": game.voided,
+        "void_reason": game.void_reason,
+        "referee_version": game.referee_version,
+        "started_at": game.started_at.isoformat(),
+        "finished_at": game.finished_at.isoformat(),
+        "actions": list(game.actions),
+        "replay": game_replay(game, tournament).to_dict(),
+    }
+
+
+def game_page(game_id: int, *, session: Session, links: Links) -> str:
+    """A game's record with the step-by-step replay viewer."""
+    game = get_game(game_id, session=session)
+    series = get_series(game.series_id, session=session)
+    tournament = get_tournament(series.tournament_id, session=session)
+    labels = submission_labels(session=session)
+    return render(
+        "game.html",
+        links=links,
+        title=f"Game {game_id}",
+        game=game,
+        series=series,
+        tournament=tournament,
+        data=_game_data(game, series, tournament, labels),
+    )

@@ -1,0 +1,190 @@
+"""Per-step states of a recorded game, computed with the rules engine for the replay viewer.
+
+The viewer's JavaScript only draws: every state it shows (both hands, which cards in them are
+public, the pile, the stock count, the face-up card) is computed here by replaying the stored
+actions through :class:`referee.rules.Game`. Step 0 is the deal; step ``i`` is the state
+after the ``i``-th stored action.
+
+The referee stores the automatic final cover of a drawn game as an extra action marked
+``auto``. The engine plays that cover itself as part of the last lead, so it is not replayed;
+instead the last lead's step shows the pile before the cover and the ``auto`` step shows the
+engine's final state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from referee.rules import DEFAULT_TURN_LIMIT, Card, Game, RulesError
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """The table after one action (or the deal, for step 0)."""
+
+    index: int
+    seat: int | None
+    """Who acted (None for the deal)."""
+    action: str | None
+    seconds: float | None
+    auto: bool
+    hands: tuple[tuple[str, ...], tuple[str, ...]]
+    known: tuple[tuple[str, ...], tuple[str, ...]]
+    """The cards of each hand that are public (taken from the pile, the face-up card)."""
+    pile: tuple[str, ...]
+    """Bottom to top."""
+    stock: int
+    face_up: str | None
+    to_move: int | None
+    over: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (what the viewer's script reads)."""
+        return {
+            "index": self.index,
+            "seat": self.seat,
+            "action": self.action,
+            "seconds": self.seconds,
+            "auto": self.auto,
+            "hands": [list(h) for h in self.hands],
+            "known": [list(k) for k in self.known],
+            "pile": list(self.pile),
+            "stock": self.stock,
+            "face_up": self.face_up,
+            "to_move": self.to_move,
+            "over": self.over,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """Every step of a game, the trump, and why the replay stopped early (if it did)."""
+
+    trump: str
+    """Suit letter: C, D, H or S."""
+    dealer: int
+    steps: list[Step]
+    error: str | None = None
+    """Set when a stored action could not be replayed; the steps stop before it."""
+    rules_outcome: int | None = None
+    rules_reason: str | None = None
+    """The rules' end reason of the replayed game (None if it did not end by the rules, e.g.
+    a forfeit or a voided game)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "trump": self.trump,
+            "dealer": self.dealer,
+            "error": self.error,
+            "rules_outcome": self.rules_outcome,
+            "rules_reason": self.rules_reason,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+
+def _cards(cards: Sequence[Card]) -> tuple[str, ...]:
+    return tuple(str(c) for c in cards)
+
+
+def _snapshot(
+    game: Game, index: int, seat: int | None, move: Mapping[str, Any] | None, auto: bool
+) -> Step:
+    return Step(
+        index=index,
+        seat=seat,
+        action=None if move is None else str(move.get("action")),
+        seconds=None if move is None else _seconds(move.get("seconds")),
+        auto=auto,
+        hands=(_cards(game.hands[0]), _cards(game.hands[1])),
+        known=(_cards(game.known_cards(0)), _cards(game.known_cards(1))),
+        pile=_cards(game.pile),
+        stock=len(game.stock),
+        face_up=None if game.face_up is None else str(game.face_up),
+        to_move=game.to_move,
+        over=game.over,
+    )
+
+
+def _seconds(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _before_final_cover(step: Step, cover: str, previous: Step) -> Step:
+    """``step`` (the final lead) as it stood before the referee's automatic cover."""
+    answerer = 1 - (step.seat if step.seat is not None else 0)
+    hands = list(step.hands)
+    hands[answerer] = (cover,)
+    known = list(step.known)
+    # The answerer's hand did not change with the lead, so neither did what was public of it.
+    known[answerer] = tuple(c for c in previous.known[answerer] if c == cover)
+    return Step(
+        index=step.index,
+        seat=step.seat,
+        action=step.action,
+        seconds=step.seconds,
+        auto=False,
+        hands=(hands[0], hands[1]),
+        known=(known[0], known[1]),
+        pile=step.pile[:-1],
+        stock=step.stock,
+        face_up=step.face_up,
+        to_move=answerer,
+        over=False,
+    )
+
+
+def replay_game(
+    deck: Sequence[str],
+    dealer: int,
+    actions: Sequence[Mapping[str, Any]],
+    *,
+    turn_limit: int = DEFAULT_TURN_LIMIT,
+) -> Replay:
+    """Replay stored ``actions`` (``{seat, action, seconds, auto}``) from the deal.
+
+    Never raises for bad stored data: a deck the engine refuses gives a replay with no steps
+    and ``error`` set; an action it refuses ends the steps there with ``error`` set.
+    """
+    # The stored actions are the truth of what happened; a turn limit lower than their
+    # count would end the replayed game early, so never use one below it.
+    limit = max(turn_limit, len(actions), 1)
+    try:
+        game = Game.from_deck(list(deck), dealer, turn_limit=limit)
+    except RulesError as exc:
+        return Replay(trump="?", dealer=dealer, steps=[], error=f"cannot deal this deck: {exc}")
+    trump = game.trump.letter
+    steps = [_snapshot(game, 0, None, None, False)]
+    error = None
+    for i, move in enumerate(actions, start=1):
+        seat = move.get("seat")
+        seat = seat if seat in (0, 1) else None
+        if move.get("auto"):
+            cover = game.final_cover
+            if cover is None or len(steps) < 2 or not game.over:
+                error = f"action {i} ({move.get('action')!r}) is marked automatic, but the "
+                error += "rules played no automatic final cover here"
+                break
+            steps[-1] = _before_final_cover(steps[-1], str(cover), steps[-2])
+            steps.append(_snapshot(game, i, seat, move, True))
+            continue
+        expected = game.to_move
+        try:
+            game.play(str(move.get("action")))
+        except RulesError as exc:
+            error = f"action {i} could not be replayed: {exc}"
+            break
+        if seat is not None and expected is not None and seat != expected:
+            error = f"action {i} is stored for seat {seat} but seat {expected} was to move"
+            break
+        steps.append(_snapshot(game, i, expected, move, False))
+    return Replay(
+        trump=trump,
+        dealer=dealer,
+        steps=steps,
+        error=error,
+        rules_outcome=game.outcome if game.over else None,
+        rules_reason=game.reason.value if game.reason is not None else None,
+    )

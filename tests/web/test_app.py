@@ -1,0 +1,209 @@
+"""The web app over a filled database: pages, JSON API, replay data, errors."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from leaderboard.db import Database, get_game
+from leaderboard.standings import standings
+from tests.web.world import RUNNING_NAME, World
+
+
+def embedded_replay(page: str) -> dict[str, Any]:
+    """The JSON the game page embeds for its viewer."""
+    match = re.search(
+        r'<script type="application/json" id="replay-data">(.*?)</script>', page, re.S
+    )
+    assert match is not None, "no embedded replay data"
+    data: dict[str, Any] = json.loads(match.group(1))
+    return data
+
+
+def section(page: str, heading: str) -> str:
+    """The HTML of the <section> whose <h2> is ``heading``."""
+    start = page.index(f"<h2>{heading}</h2>")
+    return page[start : page.index("</section>", start)]
+
+
+def test_index_shows_overall_standings_tournaments_and_progress(
+    client: TestClient, filled: tuple[Database, World]
+) -> None:
+    db, world = filled
+    response = client.get("/")
+    assert response.status_code == 200
+    page = response.text
+    with db.read_session() as session:
+        board = standings(session=session)
+    table = section(page, "Standings")
+    positions = [table.index(f">{row.bot}</a>") for row in board.rows]
+    assert positions == sorted(positions), "rows are not in rank order"
+    for row in board.rows:
+        assert f'href="/submissions/{row.submission_id}"' in table
+        assert f"{row.wins} / {row.draws} / {row.losses}" in table
+        assert row.rating is not None and f"{row.rating:.0f}" in table
+    assert "timeout 1" in table  # charlie's forfeit, by reason
+    tournaments = section(page, "Tournaments")
+    assert f'href="/tournaments/{world.finished_tournament}"' in tournaments
+    assert "15 / 15 games" in tournaments
+    assert f"{world.played_running} / {world.planned_running} games" in tournaments
+    assert "18 / 21 games" in page  # overall progress
+    assert html.escape(RUNNING_NAME) in page and RUNNING_NAME not in page
+    assert f'href="/games/{world.forfeit_game}"' in section(page, "Recent games")
+
+
+def test_tournament_page_has_its_own_standings_series_and_progress(
+    client: TestClient, world: World
+) -> None:
+    page = client.get(f"/tournaments/{world.running_tournament}").text
+    table = section(page, "Standings")
+    assert ">bravo</a>" in table and ">charlie</a>" in table
+    assert ">alpha</a>" not in table  # alpha plays no game in this tournament
+    assert "3 / 6 games" in page
+    assert "0 / 1 series done" in page
+    assert "running" in page
+    series = section(page, "Series")
+    assert "3 / 6" in series
+
+
+def test_submission_page_has_results_per_opponent_and_rating_history(
+    client: TestClient, filled: tuple[Database, World]
+) -> None:
+    db, world = filled
+    charlie = world.submissions["charlie"]
+    page = client.get(f"/submissions/{charlie}").text
+    with db.read_session() as session:
+        row = next(r for r in standings(session=session).rows if r.submission_id == charlie)
+    assert f"{row.wins} / {row.draws} / {row.losses}" in section(page, "Standing (all tournaments)")
+    opponents = section(page, "Results against each opponent")
+    rows = re.findall(
+        r'href="/submissions/(\d+)">[^<]*</a></td>\s*<td class="num">(\d+)</td>\s*'
+        r'<td class="num">(\d+) / (\d+) / (\d+)</td>',
+        opponents,
+    )
+    assert {int(r[0]) for r in rows} == {world.submissions["alpha"], world.submissions["bravo"]}
+    assert sum(int(r[1]) for r in rows) == row.games
+    assert sum(int(r[2]) for r in rows) == row.wins
+    assert sum(int(r[4]) for r in rows) == row.losses
+    # Games against bravo: 5 in the spring cup (one a timeout loss) and 3 in the summer cup.
+    bravo = next(r for r in rows if int(r[0]) == world.submissions["bravo"])
+    assert int(bravo[1]) == 8
+    history = section(page, "Rating history")
+    assert history.count('<svg class="plot"') == 2  # live Elo, and the stored snapshots
+    elo_svg = history[history.index('id="elo-plot"') :]
+    points = re.search(r'<polyline class="line" points="([^"]+)"', elo_svg)
+    assert points is not None and len(points.group(1).split()) == row.games + 1
+
+
+def test_game_page_embeds_engine_states_for_every_step(
+    client: TestClient, filled: tuple[Database, World]
+) -> None:
+    db, world = filled
+    page = client.get(f"/games/{world.won_game}").text
+    data = embedded_replay(page)
+    with db.read_session() as session:
+        game = get_game(world.won_game, session=session)
+        actions, deck, dealer, result = game.actions, game.deck, game.dealer, game.result
+    steps = data["replay"]["steps"]
+    assert data["replay"]["error"] is None
+    assert len(steps) == len(actions) + 1
+    deal = steps[0]
+    assert deal["action"] is None and deal["pile"] == []
+    assert [len(h) for h in deal["hands"]] == [3, 3]
+    assert deal["stock"] == 30 and deal["face_up"] == deck[6]
+    assert deal["to_move"] == 1 - dealer
+    for i, action in enumerate(actions, start=1):
+        assert steps[i]["action"] == action["action"] and steps[i]["seat"] == action["seat"]
+    winner = 0 if result == "seat0" else 1
+    assert steps[-1]["over"] and steps[-1]["hands"][winner] == []
+    assert data["replay"]["rules_outcome"] == winner
+    for seat in (0, 1):  # the moves are listed, with cards drawn as suit symbols
+        assert f"seat {seat}" in page
+    assert 'id="btn-next"' in page and "replay.js" in page
+    assert len(re.findall(r'<tr data-step="\d+"', page)) == len(steps)
+
+
+def test_drawn_game_shows_the_automatic_final_cover_as_its_own_step(
+    client: TestClient, world: World
+) -> None:
+    data = client.get(f"/api/games/{world.drawn_game}").json()
+    steps = data["replay"]["steps"]
+    last, before = steps[-1], steps[-2]
+    assert data["result"] == "draw" and data["end_reason"] == "draw by final answer"
+    assert last["auto"] and last["action"].startswith("cover ")
+    cover = last["action"].split()[1]
+    assert last["pile"][-1] == cover and before["pile"] == last["pile"][:-1]
+    answerer = 1 - before["seat"]
+    assert before["hands"][answerer] == [cover] and last["hands"] == [[], []]
+    assert not before["over"] and last["over"]
+
+
+def test_forfeit_and_voided_games_say_what_happened(client: TestClient, world: World) -> None:
+    data = client.get(f"/api/games/{world.forfeit_game}").json()
+    assert data["forfeit"]["reason"] == "timeout"
+    assert data["players"][data["forfeit"]["seat"]]["bot"] == "charlie"
+    assert data["result_text"].endswith("won") and "bravo" in data["result_text"]
+    assert len(data["replay"]["steps"]) == 10 and not data["replay"]["steps"][-1]["over"]
+    page = client.get(f"/games/{world.forfeit_game}").text
+    assert "timeout" in page and 'id="forfeit"' in page
+    voided = client.get(f"/games/{world.voided_game}").text
+    assert "voided" in voided and "the sandbox host went away" in voided
+
+
+def test_api_leaderboard_matches_the_standings(
+    client: TestClient, filled: tuple[Database, World]
+) -> None:
+    db, world = filled
+    with db.read_session() as session:
+        expected = standings(session=session, tournament_id=world.running_tournament).to_dict()
+    data = client.get(f"/api/leaderboard?tournament={world.running_tournament}").json()
+    assert data["rows"] == expected["rows"]
+    assert data["progress"]["games_done"] == 3 and data["progress"]["games_planned"] == 6
+    assert data["tournament"]["name"] == RUNNING_NAME
+    overall = client.get("/api/leaderboard").json()
+    assert overall["tournament"] is None and overall["progress"]["voided"] == 1
+    assert len(overall["rows"]) == 3
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/games/0",
+        "/games/abc",
+        "/games/999999",
+        "/games/99999999999999999999999",
+        "/games/-1",
+        "/submissions/999",
+        "/submissions/x",
+        "/tournaments/77",
+        "/series/1e3",
+        "/no/such/page",
+    ],
+)
+def test_bad_ids_give_a_404_page(client: TestClient, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("text/html")
+    assert "<h1>Not found</h1>" in response.text
+    assert "Traceback" not in response.text
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/games/999999", "/api/games/zz", "/api/leaderboard?tournament=555"]
+)
+def test_bad_ids_give_a_json_404_under_api(client: TestClient, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 404
+    assert "error" in response.json() and response.json()["error"]
+
+
+def test_static_files_are_served(client: TestClient) -> None:
+    css = client.get("/static/style.css")
+    js = client.get("/static/replay.js")
+    assert css.status_code == 200 and ".card" in css.text
+    assert js.status_code == 200 and "replay-data" in js.text
