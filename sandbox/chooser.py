@@ -65,7 +65,7 @@ def choose_backend(
     skipped: list[str] = []
     try:
         backend = _docker(base_image, check_image=True)
-    except (EngineUnavailableError, ImageBuildError) as exc:
+    except (BackendUnavailableError, ImageBuildError) as exc:
         skipped.append(f"docker: {exc}")
     else:
         log.info("sandbox backend %s", backend.describe())

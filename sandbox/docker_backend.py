@@ -134,11 +134,6 @@ class DockerBot(RunningBot):
             return ""
         return raw.decode(errors="replace")[-8192:]
 
-    def processes(self) -> int:
-        """Number of processes in the container (for tests and diagnostics)."""
-        top = self.container.top(ps_args="-e")
-        return len(top.get("Processes") or [])
-
 
 class DockerBackend(Backend):
     """Runs each bot in a hardened container (see the module docstring)."""

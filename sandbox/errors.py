@@ -52,16 +52,16 @@ class SandboxInfrastructureError(SandboxError, RuntimeError):
     """The sandbox itself failed; not the bot's fault (the match should be retried)."""
 
 
-class EngineUnavailableError(SandboxInfrastructureError):
-    """The Docker engine cannot be reached."""
+class BackendUnavailableError(SandboxInfrastructureError):
+    """The requested backend cannot run on this machine (tool missing, user missing)."""
+
+
+class EngineUnavailableError(BackendUnavailableError):
+    """The Docker engine cannot be reached (or the docker package is missing)."""
 
 
 class ImageBuildError(SandboxInfrastructureError):
     """The base image is missing or an image could not be built for reasons outside the bot."""
-
-
-class BackendUnavailableError(SandboxInfrastructureError):
-    """The requested backend cannot run on this machine (tool missing, user missing)."""
 
 
 class UnsafeBackendError(SandboxError, PermissionError):

@@ -170,3 +170,19 @@ def test_forgotten_bots_are_stopped_at_exit(make_bot: MakeBot) -> None:
     work_dir, pid = Path(out[0]), int(out[1])
     assert not work_dir.exists()
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+
+
+def test_unreachable_engine_is_an_infrastructure_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from sandbox.errors import EngineUnavailableError, SandboxInfrastructureError
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-such-docker.sock")
+    with pytest.raises(EngineUnavailableError, match="no Docker engine answers") as caught:
+        choose_backend("docker")
+    assert isinstance(caught.value, SandboxInfrastructureError)
+    assert isinstance(caught.value, BackendUnavailableError)
+    assert not isinstance(caught.value, BotStartupError)
+    fallback = choose_backend("auto", allow_unsafe=False)
+    assert fallback.name in {"bwrap", "process"}
+    assert "skipped docker: no Docker engine answers" in fallback.reason
