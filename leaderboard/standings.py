@@ -121,8 +121,14 @@ def standings(
     note = ""
     try:
         fit = fit_bayeselo(table, offset=offset)
-    except RatingsError as exc:
-        note = f"no rating fit: {exc}"
+    except RatingsError:
+        # Few or lopsided results (e.g. one bot swept every game) leave the draw and
+        # first-mover parameters without a finite maximum: fix them at BayesElo's defaults.
+        try:
+            fit = fit_bayeselo(table, offset=offset, fit_advantage=False, fit_drawelo=False)
+            note = "too few results to fit draw and first-mover parameters: defaults used"
+        except RatingsError as exc:
+            note = f"no rating fit: {exc}"
     wins, draws, losses = table.player_totals()
     outcomes = game_outcomes(session=session, tournament_id=tournament_id)
     elo = {

@@ -1,0 +1,122 @@
+"""Leaderboard numbers from the database: W/D/L, score, forfeits, ratings and their fallbacks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from leaderboard.db import (
+    Database,
+    Forfeit,
+    GameRecord,
+    GameResult,
+    Move,
+    NewSubmission,
+    SeriesSpec,
+    TournamentSpec,
+    create_tournament,
+    open_database,
+    record_game,
+    submit,
+)
+from leaderboard.standings import refit_and_store, standings
+from referee.rules import shuffled_deck
+
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+def setup(tmp_path: Path, names: list[str]) -> tuple[Database, list[int], list[int]]:
+    db = open_database(f"sqlite:///{tmp_path / 'k.db'}")
+    ids = []
+    with db.session() as session:
+        for i, name in enumerate(names):
+            row = submit(
+                NewSubmission(bot_name=name, version="1", sha256=f"{i:064x}", submitted_by="test"),
+                session=session,
+            ).submission
+            assert row.id is not None
+            ids.append(row.id)
+        pairs = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1 :]]
+        tournament = create_tournament(
+            TournamentSpec(
+                name="t",
+                seed=1,
+                series=[
+                    SeriesSpec(a, b, games_planned=40, seed=k) for k, (a, b) in enumerate(pairs)
+                ],
+            ),
+            session=session,
+        )
+        assert tournament.id is not None
+    return db, ids, list(range(1, len(pairs) + 1))
+
+
+def play(db: Database, series_id: int, seats: tuple[int, int], results: list[str]) -> None:
+    deck = [str(c) for c in shuffled_deck(1)]
+    with db.session() as session:
+        for number, result in enumerate(results, start=1):
+            forfeit = None
+            if result.startswith("forfeit"):
+                loser = int(result[-1])
+                forfeit = Forfeit(seat=loser, reason="timeout", offending_input=None)
+                outcome = GameResult.win_for(1 - loser)
+            else:
+                outcome = GameResult(result)
+            record_game(
+                GameRecord(
+                    series_id=series_id,
+                    number=number,
+                    dealer=number % 2,
+                    deck=deck,
+                    moves=[Move(1 - number % 2, "lead 6C", 0.01)],
+                    result=outcome,
+                    end_reason="forfeit" if forfeit else "out",
+                    seat_submission_ids=seats,
+                    referee_version="test",
+                    started_at=NOW,
+                    finished_at=NOW,
+                    forfeit=forfeit,
+                ),
+                session=session,
+            )
+
+
+def test_counts_scores_and_forfeits(tmp_path: Path) -> None:
+    db, ids, series = setup(tmp_path, ["alpha", "beta", "gamma"])
+    play(db, series[0], (ids[0], ids[1]), ["seat0"] * 6 + ["seat1"] * 2 + ["draw"] * 2)
+    play(db, series[1], (ids[0], ids[2]), ["seat0"] * 5 + ["seat1"] * 4 + ["forfeit1"])
+    play(db, series[2], (ids[1], ids[2]), ["seat0"] * 5 + ["seat1"] * 5)
+    with db.read_session() as session:
+        board = standings(session=session)
+    rows = {r.bot: r for r in board.rows}
+    assert (rows["alpha"].wins, rows["alpha"].draws, rows["alpha"].losses) == (12, 2, 6)
+    assert (rows["beta"].wins, rows["beta"].draws, rows["beta"].losses) == (7, 2, 11)
+    assert (rows["gamma"].wins, rows["gamma"].draws, rows["gamma"].losses) == (9, 0, 11)
+    assert rows["alpha"].score == (12 + 1) / 20
+    assert rows["gamma"].forfeits == {"timeout": 1} and rows["alpha"].forfeits == {}
+    assert board.rows[0].bot == "alpha" and board.rows[0].rank == 1
+    assert board.fit is not None and board.note == ""
+    assert all(r.rating is not None and r.interval is not None for r in board.rows)
+    assert board.rows[0].los_next is not None and board.rows[-1].los_next is None
+    assert rows["alpha"].elo > 1500 > rows["beta"].elo
+    snapshot = refit_and_store(db)
+    assert snapshot is not None
+
+
+def test_a_clean_sweep_still_gets_finite_ratings_with_default_parameters(tmp_path: Path) -> None:
+    db, ids, series = setup(tmp_path, ["strong", "weak"])
+    play(db, series[0], (ids[0], ids[1]), ["seat0"] * 6)
+    with db.read_session() as session:
+        board = standings(session=session)
+    assert board.fit is not None and "defaults" in board.note
+    strong, weak = board.rows
+    assert strong.bot == "strong" and strong.rating is not None and weak.rating is not None
+    assert strong.rating > weak.rating
+
+
+def test_an_empty_database_has_an_empty_board(tmp_path: Path) -> None:
+    db, _, _ = setup(tmp_path, ["a", "b"])
+    with db.read_session() as session:
+        board = standings(session=session)
+    assert board.rows == [] and board.fit is None and "no games" in board.note
+    assert refit_and_store(db) is None
