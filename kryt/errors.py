@@ -45,12 +45,13 @@ def classify(exc: BaseException) -> UserError | None:
         return UserError(str(exc), code=ExitCode.BAD_INPUT)
     if isinstance(exc, RulesError):
         return UserError(str(exc))
+    from leaderboard.ratings import RatingsError
     from referee.tournament.config import ConfigError
     from referee.tournament.runner import TournamentError
     from sandbox.errors import SandboxError, SandboxInfrastructureError
     from sandbox.submission import SubmissionError
 
-    if isinstance(exc, SubmissionError | ConfigError | TournamentError):
+    if isinstance(exc, SubmissionError | ConfigError | TournamentError | RatingsError):
         return UserError(str(exc))
 
     if isinstance(exc, SandboxInfrastructureError):
