@@ -1,0 +1,149 @@
+"""Tournaments on a real multi-process Dask cluster on loopback with a shared PostgreSQL:
+a run to completion, and a run that loses a worker (SIGKILL) in the middle of a series."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leaderboard.db import Database, open_database
+from referee.tournament.dask_executor import DaskExecutor
+from referee.tournament.runner import SeriesOutcome, tasks_for
+from tests.scaling.conftest import LoopbackCluster
+from tests.scaling.helpers import (
+    all_games,
+    check_complete,
+    game_ids,
+    make_tournament,
+    wait_no_processes_in,
+)
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(240)]
+
+GAMES = 6
+BOTS = ("random", "greedy", "mc")
+
+
+@pytest.fixture
+def db(postgres_url: str) -> Any:
+    database = open_database(postgres_url)
+    yield database
+    database.close()
+
+
+def test_a_tournament_runs_to_completion_on_two_workers(
+    loopback_cluster: LoopbackCluster, db: Database, tmp_path: Path
+) -> None:
+    tournament_id = make_tournament(db, tmp_path / "store", bots=BOTS, games=GAMES)
+    seen: list[tuple[int, int]] = []
+    finished: list[SeriesOutcome] = []
+    with DaskExecutor(loopback_cluster.address, poll_seconds=0.2) as executor:
+        sandboxes = executor.worker_sandboxes("process", False)
+        outcomes = executor.run(
+            tasks_for(tournament_id, db=db, store=tmp_path / "store"),
+            stop=threading.Event(),
+            on_game=lambda series, number, record: seen.append((series, number)),
+            on_series=finished.append,
+        )
+        ran_on = executor.client.run(_series_played_here)
+    assert len(sandboxes) == 2 and all("process" in d for d in sandboxes.values()), sandboxes
+    assert sorted(o.status for o in outcomes) == ["finished"] * 3, outcomes
+    assert finished == outcomes
+    assert {o.games_played for o in outcomes} == {GAMES}
+    # Progress came from the database: every game reported once, none invented.
+    assert sorted(seen) == all_games(db, tournament_id)
+    assert check_complete(db, tournament_id) == 3 * GAMES
+    # Both workers took part (one thread each, three series), each series on one of them.
+    assert len(ran_on) == 2 and all(ran_on.values()), ran_on
+    assert sum(len(keys) for keys in ran_on.values()) == 3, ran_on
+
+
+def _series_played_here(dask_worker: Any) -> list[str]:
+    """Keys of the series tasks whose results this worker produced (run on each worker)."""
+    return sorted(
+        {
+            str(entry[0])
+            for entry in dask_worker.state.log
+            if len(entry) > 1 and entry[1] == "put-in-memory" and "kryt-series" in str(entry[0])
+        }
+    )
+
+
+def _executing(dask_worker: Any) -> list[str]:
+    """Keys of the tasks this worker is executing right now (run on a worker)."""
+    return [str(ts.key) for ts in dask_worker.state.executing]
+
+
+def _series_of(key: str) -> int:
+    found = re.fullmatch(r"kryt-series-t\d+-s(\d+)-[0-9a-f]+", key)
+    assert found, key
+    return int(found.group(1))
+
+
+def test_a_killed_worker_loses_no_game_and_plays_none_twice(
+    loopback_cluster: LoopbackCluster, db: Database, tmp_path: Path
+) -> None:
+    tournament_id = make_tournament(db, tmp_path / "store", bots=BOTS, games=GAMES)
+    tasks = tasks_for(tournament_id, db=db, store=tmp_path / "store")
+    seen: list[tuple[int, int]] = []
+    outcomes: list[SeriesOutcome] = []
+    errors: list[BaseException] = []
+
+    def coordinator() -> None:
+        try:
+            with DaskExecutor(loopback_cluster.address, poll_seconds=0.2) as executor:
+                outcomes.extend(
+                    executor.run(
+                        tasks,
+                        stop=threading.Event(),
+                        on_game=lambda series, number, record: seen.append((series, number)),
+                    )
+                )
+        except BaseException as exc:  # surfaced in the test thread below
+            errors.append(exc)
+
+    thread = threading.Thread(target=coordinator, daemon=True)
+    thread.start()
+    victim, series_id, before = _wait_for_a_series_in_progress(loopback_cluster, db)
+    loopback_cluster.kill_worker(victim)
+    thread.join(180)
+    assert not thread.is_alive(), "the run did not finish after losing a worker"
+    assert not errors, errors
+    assert sorted(o.status for o in outcomes) == ["finished"] * 3, outcomes
+    assert sorted(seen) == all_games(db, tournament_id), "a game was reported twice or lost"
+    assert check_complete(db, tournament_id) == 3 * GAMES
+    # The games the dead worker had committed are the very same rows: none was replayed.
+    after = game_ids(db, series_id)
+    assert {n: after[n] for n in before} == before
+    assert len(after) == GAMES > len(before)
+    # The dead worker's bots died with it; the survivor's were closed.
+    assert wait_no_processes_in(tmp_path / "store") == []
+
+
+def _wait_for_a_series_in_progress(
+    cluster: LoopbackCluster, db: Database
+) -> tuple[str, int, dict[int, int]]:
+    """A worker that is executing a series with some (not all) games committed: its name,
+    the series and that series' committed games at this moment."""
+    deadline = time.monotonic() + 120
+    with DaskExecutor(cluster.address) as watcher:
+        client = watcher.client
+        names = {
+            address: info["name"] for address, info in client.scheduler_info()["workers"].items()
+        }
+        while time.monotonic() < deadline:
+            for address, keys in client.run(_executing).items():
+                for key in keys:
+                    if "kryt-series" not in key:
+                        continue
+                    series_id = _series_of(key)
+                    committed = game_ids(db, series_id)
+                    if 1 <= len(committed) <= GAMES - 2:
+                        return str(names[address]), series_id, committed
+            time.sleep(0.05)
+    raise AssertionError(f"no series was caught in progress\n{cluster.log_text()}")
