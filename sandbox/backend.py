@@ -20,7 +20,14 @@ from typing import ClassVar
 import grpc
 
 from sandbox.death import DeathCause, DeathReport
-from sandbox.dial import SOCKET_NAME, channel_options, fd_address, open_bot_socket, wait_serving
+from sandbox.dial import (
+    MAX_SUN_PATH,
+    SOCKET_NAME,
+    channel_options,
+    fd_address,
+    open_bot_socket,
+    wait_serving,
+)
 from sandbox.errors import (
     BotCrashedError,
     BotNotHealthyError,
@@ -34,6 +41,7 @@ __all__ = [
     "Backend",
     "RunningBot",
     "SubmissionLike",
+    "dial_dir",
     "make_socket_dir",
     "resolve_submission",
     "runtime_dir",
@@ -75,6 +83,17 @@ def runtime_dir() -> Path:
     return base
 
 
+def dial_dir() -> Path:
+    """Referee-private directory (0700) holding the per-bot dial links."""
+    path = runtime_dir() / "dial"
+    path.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise SandboxInfrastructureError(f"{str(path)!r} is not a directory owned by us")
+    os.chmod(path, 0o700)
+    return path
+
+
 def make_socket_dir(label: str, *, owner_uid: int | None, shared: bool = False) -> Path:
     """A fresh directory for one bot's socket.
 
@@ -96,6 +115,12 @@ def sweep_socket_dirs(label_prefix: str) -> int:
     prefix = safe_label(label_prefix) if label_prefix else ""
     removed = 0
     for child in runtime_dir().iterdir():
+        if child.name == "dial":
+            for link in child.iterdir():
+                if link.name.startswith(prefix):
+                    link.unlink(missing_ok=True)
+                    removed += 1
+            continue
         if re.fullmatch(r"\.?lib-[0-9a-f]{16}|\.lib-.*", child.name):
             continue  # staged bwrap runtimes (sandbox.local.stage_runtime), not a bot's
         if child.name.startswith(prefix) and child.is_dir() and not child.is_symlink():
@@ -152,6 +177,7 @@ class RunningBot(ABC):
         self.address = ""
         self._channel: grpc.Channel | None = None
         self._fd: int | None = None
+        self._dial_link: Path | None = None
         self._death: DeathReport | None = None
         self._stopped = False
         self._lock = threading.RLock()
@@ -217,6 +243,10 @@ class RunningBot(ABC):
                 if self._fd is not None:
                     os.close(self._fd)
                     self._fd = None
+                if self._dial_link is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self._dial_link)
+                    self._dial_link = None
                 try:
                     self._cleanup()
                 finally:
@@ -254,6 +284,20 @@ class RunningBot(ABC):
             self.stop()
             raise
 
+    def _unique_address(self, fd: int) -> str:
+        """A per-bot dial address: a link in a referee-private directory to the checked fd.
+
+        Descriptor numbers are reused from bot to bot, and gRPC shares connections between
+        channels with equal addresses; a unique name keeps clients the caller builds from
+        :attr:`address` (with any channel options) from ever reaching an earlier bot.
+        """
+        link = dial_dir() / self.work_dir.name
+        if len(str(link)) > MAX_SUN_PATH:
+            return fd_address(fd)
+        os.symlink(f"/proc/self/fd/{fd}", link)
+        self._dial_link = link
+        return f"unix://{link}"
+
     def _connect(self) -> None:
         deadline = time.monotonic() + self.limits.startup_timeout
         fd: int | None = None
@@ -271,7 +315,7 @@ class RunningBot(ABC):
                     )
                 time.sleep(0.02)
         self._fd = fd
-        self.address = fd_address(fd)
+        self.address = self._unique_address(fd)
         self._channel = grpc.insecure_channel(
             self.address, options=channel_options(self.limits.max_message_bytes)
         )

@@ -120,5 +120,7 @@ def wait_serving(
                 return
             last = f"status {health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)}"
         except grpc.RpcError as exc:
-            last = f"{exc.code().name}: {exc.details()}"
+            # A final attempt cut short by the deadline must not hide a real earlier answer.
+            if exc.code() is not grpc.StatusCode.DEADLINE_EXCEEDED or last == "no answer":
+                last = f"{exc.code().name}: {exc.details()}"
         time.sleep(0.05)

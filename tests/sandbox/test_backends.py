@@ -40,7 +40,9 @@ def test_start_talk_stop(any_backend: Backend, make_bot: MakeBot) -> None:
     bot = any_backend.start(make_bot("healthy"), SandboxLimits(), "test-life")
     assert bot.alive()
     assert bot.death() is None
-    assert bot.address.startswith("unix:///proc/self/fd/")
+    link = Path(bot.address.removeprefix("unix://"))
+    assert os.readlink(link).startswith("/proc/self/fd/")
+    assert link.parent.stat().st_mode & 0o777 == 0o700  # the bot cannot swap this link
     info = report(bot)
     expected_uid = {"docker": 65534, "process": os.geteuid()}.get(any_backend.name)
     if expected_uid is None:
@@ -57,6 +59,7 @@ def test_start_talk_stop(any_backend: Backend, make_bot: MakeBot) -> None:
     assert container_gone(bot)
     assert survivors(processes) == []
     assert not bot.work_dir.exists()
+    assert not link.exists() and not link.is_symlink()
     with pytest.raises(RuntimeError, match="no channel"):
         _ = bot.channel
 
@@ -186,3 +189,27 @@ def test_unreachable_engine_is_an_infrastructure_error(
     fallback = choose_backend("auto", allow_unsafe=False)
     assert fallback.name in {"bwrap", "process"}
     assert "skipped docker: no Docker engine answers" in fallback.reason
+
+
+def test_a_client_built_from_the_address_reaches_this_bot_only(
+    any_backend: Backend, make_bot: MakeBot
+) -> None:
+    import grpc
+
+    from tests.sandbox.test_hostile import call
+
+    first = any_backend.start(make_bot("healthy"), SandboxLimits(), "test-addr-a")
+    first_address = first.address
+    first_pid = report(first)["pid"]
+    first.stop()
+    second = any_backend.start(make_bot("victim"), SandboxLimits(), "test-addr-b")
+    try:
+        assert second.address != first_address
+        # A plain client with default options (the global subchannel pool).
+        with grpc.insecure_channel(second.address) as channel:
+            stub = channel.unary_unary("/kryt.test.Probe/Report", None, None)
+            assert b"secret_len" in stub(b"", timeout=15)
+        assert b"secret_len" in call(second, "Report")
+    finally:
+        second.stop()
+    assert first_pid
