@@ -1,0 +1,117 @@
+"""The Dask executor with no scheduler given (a LocalCluster) on SQLite: a run stopped after
+its first game and resumed loses and duplicates nothing; plus argument and wiring errors."""
+
+from __future__ import annotations
+
+import pickle
+import socket
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from leaderboard.db import open_database
+from referee.outcomes import GameRecord
+from referee.tournament.dask_executor import (
+    DaskExecutor,
+    DaskExecutorError,
+    SchedulerUnavailableError,
+    play_on_worker,
+)
+from referee.tournament.runner import SeriesTask, tasks_for
+from tests.scaling.helpers import all_games, check_complete, make_tournament
+
+GAMES = 4
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_local_cluster_stops_on_request_and_resumes_without_loss(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'kryt.db'}"
+    db = open_database(url)
+    store = tmp_path / "store"
+    tournament_id = make_tournament(db, store, bots=("random", "greedy", "mc"), games=GAMES)
+    seen: list[tuple[int, int]] = []
+    records: list[GameRecord] = []
+    stop = threading.Event()
+
+    def on_game(series_id: int, number: int, record: GameRecord) -> None:
+        seen.append((series_id, number))
+        records.append(record)
+        stop.set()  # stop the run as soon as the first game is reported
+
+    with DaskExecutor(None, workers=2, poll_seconds=0.1) as executor:
+        first = executor.run(
+            tasks_for(tournament_id, db=db, store=store), stop=stop, on_game=on_game
+        )
+        assert "interrupted" in {o.status for o in first}, first
+        remaining = tasks_for(tournament_id, db=db, store=store)
+        assert remaining, "the stop came too late to leave anything to resume"
+        second = executor.run(
+            remaining,
+            stop=threading.Event(),
+            on_game=lambda series, number, record: seen.append((series, number)),
+        )
+    assert {o.status for o in second} == {"finished"}
+    assert {o.series_id for o in second} == {t.series_id for t in remaining}
+    assert check_complete(db, tournament_id) == 3 * GAMES
+    # Every game was reported exactly once over the two runs, with its stored deck.
+    assert sorted(seen) == all_games(db, tournament_id)
+    assert records and all(len(r.deck) == 36 and r.end for r in records)
+    # games_played counts what each run added, as found in the database.
+    assert sum(o.games_played for o in first + second) == 3 * GAMES
+
+
+def test_bad_arguments_are_refused_with_the_offending_value() -> None:
+    with pytest.raises(DaskExecutorError, match="'localhost:8786'"):
+        DaskExecutor("localhost:8786")
+    with pytest.raises(DaskExecutorError, match="workers must be >= 1, got 0"):
+        DaskExecutor(None, workers=0)
+    with pytest.raises(DaskExecutorError, match="retries must be >= 0, got -1"):
+        DaskExecutor(None, retries=-1)
+    with pytest.raises(DaskExecutorError, match="poll_seconds must be > 0, got 0"):
+        DaskExecutor(None, poll_seconds=0)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_an_unreachable_scheduler_is_a_clear_error(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'kryt.db'}"
+    open_database(url).close()
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    executor = DaskExecutor(address, connect_timeout=1.0)
+    with pytest.raises(SchedulerUnavailableError, match=address):
+        executor.run([_task(url, 1)], stop=threading.Event())
+
+
+def _task(url: str, series_id: int) -> SeriesTask:
+    return SeriesTask(
+        database_url=url, tournament_id=1, series_id=series_id, config={}, store="/tmp/store"
+    )
+
+
+def test_no_tasks_needs_no_cluster_and_mixed_databases_are_refused() -> None:
+    executor = DaskExecutor("tcp://127.0.0.1:1")
+    assert executor.run([], stop=threading.Event()) == []
+    assert executor._client is None  # nothing was contacted
+    with pytest.raises(DaskExecutorError, match="2 databases"):
+        executor.run(
+            [_task("sqlite:///a.db", 1), _task("sqlite:///b.db", 2)], stop=threading.Event()
+        )
+    with pytest.raises(DaskExecutorError, match=r"given twice: \[3, 3\]"):
+        executor.run(
+            [_task("sqlite:///a.db", 3), _task("sqlite:///a.db", 3)], stop=threading.Event()
+        )
+
+
+def test_what_travels_to_a_worker_is_plain_picklable_data() -> None:
+    task = _task("postgresql+psycopg://u:p@db:5432/kryt", 9)
+    assert pickle.loads(pickle.dumps(task)) == task
+    assert pickle.loads(pickle.dumps(replace(task, store="/srv/kryt"))).store == "/srv/kryt"
+    # The task function travels by reference: workers import it from the installed package.
+    assert pickle.loads(pickle.dumps(play_on_worker)) is play_on_worker
