@@ -17,6 +17,7 @@ from leaderboard.db import (
     GameResult,
     Series,
     Tournament,
+    TournamentStatus,
     bot_of,
     game_outcomes,
     get_game,
@@ -48,6 +49,8 @@ from leaderboard.web.replay import Replay, replay_game
 from referee.rules import DEFAULT_TURN_LIMIT
 
 RECENT_GAMES = 20
+RUNNING_REFRESH_S = 30
+"""Seconds between reloads of a live leaderboard page while a tournament runs."""
 BOT_RECENT_GAMES = 50
 MAX_ID = 2**63 - 1
 
@@ -134,6 +137,14 @@ def leaderboard_page(*, session: Session, links: Links, tournament_id: int | Non
     tournament = None if tournament_id is None else get_tournament(tournament_id, session=session)
     board = standings(session=session, tournament_id=tournament_id)
     labels = submission_labels(session=session)
+    summaries = tournaments_with_progress(session=session) if tournament is None else []
+    running = [t.tournament for t in summaries] if tournament is None else [tournament]
+    # A live page follows a running tournament by itself; an exported page never changes.
+    refresh = (
+        RUNNING_REFRESH_S
+        if not links.static and any(t.status == TournamentStatus.RUNNING for t in running)
+        else 0
+    )
     series_rows: list[tuple[Series, int]] = []
     if tournament_id is not None:
         all_series = series_of_tournament(tournament_id, session=session)
@@ -146,7 +157,8 @@ def leaderboard_page(*, session: Session, links: Links, tournament_id: int | Non
         tournament=tournament,
         board=board,
         progress=progress(session=session, tournament_id=tournament_id),
-        tournaments=tournaments_with_progress(session=session) if tournament is None else [],
+        tournaments=summaries,
+        refresh=refresh,
         series_rows=series_rows,
         games=recent_games(session=session, tournament_id=tournament_id, limit=RECENT_GAMES),
         labels=labels,

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import create_engine
 
 from leaderboard.db import Database, get_game
 from leaderboard.standings import standings
+from leaderboard.web import create_app
 from tests.web.world import RUNNING_NAME, World
 
 
@@ -207,3 +209,26 @@ def test_static_files_are_served(client: TestClient) -> None:
     js = client.get("/static/replay.js")
     assert css.status_code == 200 and ".card" in css.text
     assert js.status_code == 200 and "replay-data" in js.text
+
+
+def test_unreachable_database_gives_a_503_with_the_reason() -> None:
+    # Nothing listens on port 9: every query fails with a driver error.
+    url = "postgresql+psycopg://kryt:secret@127.0.0.1:9/kryt"
+    engine = create_engine(url, connect_args={"connect_timeout": 2})
+    app = create_app(Database(url, engine))
+    with TestClient(app) as unreachable:
+        page = unreachable.get("/")
+        api = unreachable.get("/api/leaderboard")
+    assert page.status_code == 503 and "Database unavailable" in page.text
+    assert "secret" not in page.text  # the password is masked in the message
+    assert api.status_code == 503 and "127.0.0.1:9" in api.json()["error"]
+
+
+def test_live_pages_of_running_tournaments_reload_themselves(
+    client: TestClient, world: World
+) -> None:
+    refresh = '<meta http-equiv="refresh" content="30">'
+    assert refresh in client.get("/").text  # the summer cup is running
+    assert refresh in client.get(f"/tournaments/{world.running_tournament}").text
+    assert refresh not in client.get(f"/tournaments/{world.finished_tournament}").text
+    assert refresh not in client.get(f"/games/{world.won_game}").text

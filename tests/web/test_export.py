@@ -43,6 +43,8 @@ def test_export_writes_every_page_and_links_resolve(
     running = json.loads((out / f"leaderboard-{world.running_tournament}.json").read_text())
     assert running["progress"]["games_done"] == 3
     assert "replay-data" in (out / "games" / f"{world.won_game}.html").read_text()
+    # A running tournament makes live pages reload; an exported page never changes.
+    assert 'http-equiv="refresh"' not in (out / "index.html").read_text()
     assert (out / "static" / "replay.js").read_text().startswith("//")
 
 
