@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -63,6 +64,16 @@ def leftover_containers(backend: Backend, label: str) -> list[Any]:
     from sandbox.docker_backend import LABEL_KEY
 
     return list(client.containers.list(all=True, filters={"label": f"{LABEL_KEY}={label}"}))
+
+
+def forget_image(backend: Backend, folder: Path) -> None:
+    """Remove a one-off bot's Docker image (content that changes every run piles up)."""
+    if backend.name != "docker":
+        return
+    from sandbox.submission import load_submission
+
+    tag = backend.image_for(load_submission(folder))  # type: ignore[attr-defined]
+    backend.client.images.remove(tag)  # type: ignore[attr-defined]
 
 
 def test_network_is_unreachable(sandbox_backend: Backend, make_bot: MakeBot) -> None:
@@ -153,9 +164,8 @@ def test_signals_and_ptrace_do_not_reach_the_referee(
     sandbox_backend: Backend, make_bot: MakeBot
 ) -> None:
     me = os.getpid()
-    bot = sandbox_backend.start(
-        make_bot("signaller", {"referee_pid.txt": str(me)}), SandboxLimits(), "test-signaller"
-    )
+    folder = make_bot("signaller", {"referee_pid.txt": str(me)})
+    bot = sandbox_backend.start(folder, SandboxLimits(), "test-signaller")
     try:
         result = report(bot)
         assert result["referee"] == [str(me)]
@@ -168,6 +178,7 @@ def test_signals_and_ptrace_do_not_reach_the_referee(
         assert set(result["traced"]) <= {"1"}
     finally:
         stop_and_check_clean(bot)
+        forget_image(sandbox_backend, folder)
 
 
 def test_sleeper_never_healthy_is_reported_and_removed(
