@@ -89,11 +89,9 @@ def process_backend(tmp_path: Path) -> Backend:
     return ProcessBackend(allow_unsafe=False, trusted_roots=[tmp_path])
 
 
-@pytest.fixture(params=["docker", "bwrap"])
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "bwrap"])
 def sandbox_backend(request: pytest.FixtureRequest) -> Backend:
     """Each isolating backend in turn."""
     name: str = request.param
-    if name == "docker":
-        request.applymarker(pytest.mark.docker)
     backend: Any = request.getfixturevalue(f"{name}_backend")
     return backend  # type: ignore[no-any-return]

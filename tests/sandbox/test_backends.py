@@ -27,11 +27,9 @@ from tests.sandbox.test_hostile import report
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(params=["docker", "bwrap", "process"])
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "bwrap", "process"])
 def any_backend(request: pytest.FixtureRequest) -> Backend:
     name: str = request.param
-    if name == "docker":
-        request.applymarker(pytest.mark.docker)
     backend: Backend = request.getfixturevalue(f"{name}_backend")
     return backend
 
@@ -112,6 +110,7 @@ def test_choose_backend_explicit_and_reasons() -> None:
         choose_backend("lxc")
 
 
+@pytest.mark.docker
 def test_choose_backend_auto_prefers_docker(docker_backend: Backend) -> None:
     backend = choose_backend("auto", base_image=docker_backend.base_image)  # type: ignore[attr-defined]
     assert backend.name == "docker"

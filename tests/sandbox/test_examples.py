@@ -29,11 +29,9 @@ def test_examples_exist() -> None:
     assert {p.name for p in examples()} >= {"random", "greedy"}
 
 
-@pytest.fixture(params=["docker", "bwrap", "process"])
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "bwrap", "process"])
 def backend(request: pytest.FixtureRequest) -> Backend:
     name: str = request.param
-    if name == "docker":
-        request.applymarker(pytest.mark.docker)
     if name == "process":
         # The default trusted roots: the bundled examples run without --unsafe.
         return ProcessBackend(allow_unsafe=False)
