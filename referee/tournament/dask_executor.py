@@ -442,12 +442,18 @@ class DaskExecutor:
         return outcomes
 
     def _forget(self, remote_stop: Any) -> None:
-        """Drop this run's futures and its Event from the scheduler's memory."""
+        """Drop this run's futures and its Event from the scheduler's memory.
+
+        Setting the Event first releases the stop watchers still long-polling it (their
+        series are over), so none is left waiting on the scheduler; clearing it then lets
+        the scheduler delete it.
+        """
         self._futures = []
         try:
+            remote_stop.set()
             remote_stop.clear()
         except Exception:  # the scheduler may be gone; nothing is left to free then
-            log.debug("could not clear %s", remote_stop.name, exc_info=True)
+            log.debug("could not release %s", remote_stop.name, exc_info=True)
 
     @staticmethod
     def _outcome(future: Any, task: SeriesTask) -> SeriesOutcome:
