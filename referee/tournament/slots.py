@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 from referee.match import Player
 from referee.outcomes import ForfeitReason
@@ -22,6 +23,8 @@ from sdk.messages import Clock, Handshake, HandshakeReply, RefereeMessage
 log = logging.getLogger(__name__)
 
 HANDSHAKE_SECONDS = 10.0
+DEATH_REPORT_WAIT = 1.5
+"""Seconds to wait for the sandbox's death report after a bot's connection failed."""
 
 _VERDICTS = {
     DeathCause.OOM: ForfeitReason.MEMORY_LIMIT,
@@ -93,7 +96,12 @@ class SandboxSlot:
         """The sandbox's verdict on a bot that died: memory or disk limit, if that is why."""
         if self._running is None:
             return None
+        # The connection usually breaks a moment before the engine reports the death.
+        deadline = time.monotonic() + DEATH_REPORT_WAIT
         report = self._running.death()
+        while report is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            report = self._running.death()
         if report is None:
             return None
         return _VERDICTS.get(report.cause)

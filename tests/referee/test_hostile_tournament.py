@@ -1,0 +1,94 @@
+"""A tournament around hostile bots in Docker finishes: each gets a verdict, the others play,
+and no container is left behind. Needs a Docker engine (required under CI)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from leaderboard.db import (
+    games_of_series,
+    open_database,
+    series_of_tournament,
+    submission_labels,
+)
+from referee.tournament.config import load_config
+from referee.tournament.executors import LocalExecutor
+from referee.tournament.runner import create, tasks_for
+from tests.services import require
+
+BOTS = Path(__file__).parent / "bots"
+EXAMPLES = Path(__file__).resolve().parents[2] / "sdk" / "examples"
+
+pytestmark = pytest.mark.docker
+
+
+def docker_backend_or_skip() -> None:
+    try:
+        from sandbox import choose_backend
+
+        choose_backend("docker")
+        import docker
+
+        docker.from_env().ping()
+    except Exception as exc:  # any reason the engine is not usable
+        require(False, "Docker engine", str(exc))
+
+
+def containers_labelled(prefix: str) -> list[str]:
+    import docker
+
+    client = docker.from_env()
+    return [
+        c.name
+        for c in client.containers.list(all=True)
+        if any(str(v).startswith(prefix) for v in c.labels.values())
+    ]
+
+
+def test_a_tournament_with_hostile_bots_finishes_with_verdicts(tmp_path: Path) -> None:
+    docker_backend_or_skip()
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    db = open_database(url)
+    config = load_config(
+        None,
+        bots=[str(EXAMPLES / "greedy"), str(BOTS / "memhog"), str(BOTS / "forkbomb")],
+        games_per_pair=2,
+        backend="docker",
+        move_seconds=1.0,
+        bank_seconds=1.0,
+        memory_mb=128,
+        pids=32,
+        seed=3,
+    )
+    store = tmp_path / "store"
+    tournament_id = create(config, db=db, store=store)
+    outcomes = LocalExecutor(2).run(
+        tasks_for(tournament_id, db=db, store=store), stop=threading.Event()
+    )
+    assert {o.status for o in outcomes} == {"finished"}
+    with db.read_session() as session:
+        labels = submission_labels(session=session)
+        verdicts: dict[str, set[str]] = {}
+        lost: dict[str, int] = {}
+        for series in series_of_tournament(tournament_id, session=session):
+            assert series.id is not None
+            games = games_of_series(series.id, session=session)
+            assert len(games) == 2
+            for game in games:
+                if game.forfeit_seat is None:
+                    continue
+                seats = (game.seat0_submission_id, game.seat1_submission_id)
+                offender = labels[seats[game.forfeit_seat]][0]
+                verdicts.setdefault(offender, set()).add(str(game.forfeit_reason))
+                lost[offender] = lost.get(offender, 0) + 1
+    assert "greedy" not in verdicts
+    assert verdicts["memhog"] <= {"memory_limit"}, verdicts
+    assert verdicts["forkbomb"] <= {"crash", "timeout", "process_limit"}, verdicts
+    # Every game of a hostile bot is its forfeit (2 games against each of 2 opponents;
+    # when both are hostile, the one that fails first forfeits).
+    assert lost["memhog"] + lost["forkbomb"] == 6
+    assert lost["memhog"] >= 2 and lost["forkbomb"] >= 2
+    assert containers_labelled(f"kryt-t{tournament_id}-") == []
