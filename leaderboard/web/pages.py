@@ -49,6 +49,7 @@ from leaderboard.web.replay import Replay, replay_game
 from referee.rules import DEFAULT_TURN_LIMIT
 
 RECENT_GAMES = 20
+SERIES_ON_PAGE = 500
 RUNNING_REFRESH_S = 30
 """Seconds between reloads of a live leaderboard page while a tournament runs."""
 BOT_RECENT_GAMES = 50
@@ -146,10 +147,15 @@ def leaderboard_page(*, session: Session, links: Links, tournament_id: int | Non
         else 0
     )
     series_rows: list[tuple[Series, int]] = []
+    series_total = 0
     if tournament_id is not None:
         all_series = series_of_tournament(tournament_id, session=session)
-        played = played_in_series([s.id for s in all_series if s.id is not None], session=session)
-        series_rows = [(s, played.get(s.id or 0, 0)) for s in all_series]
+        series_total = len(all_series)
+        # A round robin of 1,000 bots has ~500,000 series: list the first ones only (every
+        # bot's page lists all of its own series).
+        shown = all_series[:SERIES_ON_PAGE]
+        played = played_in_series([s.id for s in shown if s.id is not None], session=session)
+        series_rows = [(s, played.get(s.id or 0, 0)) for s in shown]
     return render(
         "leaderboard.html",
         links=links,
@@ -160,6 +166,7 @@ def leaderboard_page(*, session: Session, links: Links, tournament_id: int | Non
         tournaments=summaries,
         refresh=refresh,
         series_rows=series_rows,
+        series_total=series_total,
         games=recent_games(session=session, tournament_id=tournament_id, limit=RECENT_GAMES),
         labels=labels,
         result_text=result_text,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -70,6 +70,7 @@ class Links:
         return f"{self.root}api/leaderboard{suffix}"
 
 
+@lru_cache(maxsize=256)
 def card_html(text: str) -> Markup:
     """A card as a small coloured label (``TH`` → 10♥ in red)."""
     try:
@@ -84,6 +85,7 @@ def card_html(text: str) -> Markup:
     )
 
 
+@lru_cache(maxsize=16384)  # a few thousand distinct actions exist; pages repeat them a lot
 def action_html(text: str | None) -> Markup:
     """An action's text with its cards drawn as :func:`card_html` labels."""
     if not text:

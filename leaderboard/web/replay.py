@@ -85,20 +85,24 @@ class Replay:
         }
 
 
+_NAMES = {card: str(card) for card in Card.all()}
+
+
 def _cards(cards: Sequence[Card]) -> tuple[str, ...]:
-    return tuple(str(c) for c in cards)
+    return tuple(_NAMES[c] for c in cards)
 
 
 def _snapshot(
     game: Game, index: int, seat: int | None, move: Mapping[str, Any] | None, auto: bool
 ) -> Step:
+    hands = game.hands
     return Step(
         index=index,
         seat=seat,
         action=None if move is None else str(move.get("action")),
         seconds=None if move is None else _seconds(move.get("seconds")),
         auto=auto,
-        hands=(_cards(game.hands[0]), _cards(game.hands[1])),
+        hands=(_cards(hands[0]), _cards(hands[1])),
         known=(_cards(game.known_cards(0)), _cards(game.known_cards(1))),
         pile=_cards(game.pile),
         stock=len(game.stock),

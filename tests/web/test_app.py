@@ -13,7 +13,7 @@ from sqlalchemy import create_engine
 
 from leaderboard.db import Database, get_game
 from leaderboard.standings import standings
-from leaderboard.web import create_app
+from leaderboard.web import create_app, pages
 from tests.web.world import RUNNING_NAME, World
 
 
@@ -232,3 +232,15 @@ def test_live_pages_of_running_tournaments_reload_themselves(
     assert refresh in client.get(f"/tournaments/{world.running_tournament}").text
     assert refresh not in client.get(f"/tournaments/{world.finished_tournament}").text
     assert refresh not in client.get(f"/games/{world.won_game}").text
+
+
+def test_long_series_lists_are_cut_with_a_note(
+    client: TestClient, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pages, "SERIES_ON_PAGE", 2)
+    page = client.get(f"/tournaments/{world.finished_tournament}").text
+    series = section(page, "Series")
+    assert "Showing the first 2 of 3 series" in series
+    assert len(re.findall(r'href="/series/\d+"', series)) == 2
+    full = client.get(f"/tournaments/{world.running_tournament}").text
+    assert 'id="series-cut"' not in full
