@@ -40,6 +40,7 @@ from referee.tournament.runner import (
     SeriesOutcome,
     TournamentError,
     create,
+    label_prefix,
     mark_tournament,
     tasks_for,
 )
@@ -108,7 +109,7 @@ def run_tournament(tournament_id: int, db: Database, *, quiet: bool = False) -> 
         )
     backend = choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
     console.print(f"sandbox: [bold]{backend.describe()}[/bold]")
-    swept = sweep_leftovers(f"kryt-t{tournament_id}-")
+    swept = sweep_leftovers(label_prefix(db.url, tournament_id))
     if swept:
         console.print(f"removed {swept} sandbox(es) left over by an earlier run")
     tasks = tasks_for(tournament_id, db=db)

@@ -88,6 +88,13 @@ class SeriesOutcome:
 # ---------------------------------------------------------------------------- creating
 
 
+def label_prefix(database_url: str, tournament_id: int) -> str:
+    """The sandbox label prefix of a tournament's bots: unique per database and tournament,
+    so sweeping leftovers never touches another run's bots on the same machine."""
+    digest = hashlib.sha256(database_url.encode()).hexdigest()[:8]
+    return f"kryt-{digest}-t{tournament_id}-"
+
+
 def series_seed(tournament_seed: int, first: int, second: int) -> int:
     """The seed of the series between submissions ``first`` and ``second``."""
     digest = hashlib.sha256(f"kryt:{tournament_seed}:{first}:{second}".encode()).digest()
@@ -325,7 +332,8 @@ def play_series_task(
                 submission,
                 name=names[seat],
                 limits=config.sandbox.limits(),
-                label=f"kryt-t{task.tournament_id}-s{task.series_id}-{'ab'[seat]}",
+                label=f"{label_prefix(task.database_url, task.tournament_id)}"
+                f"s{task.series_id}-{'ab'[seat]}",
                 trusted=submission.sha256 in trusted,
             )
         )

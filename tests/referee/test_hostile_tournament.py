@@ -16,7 +16,7 @@ from leaderboard.db import (
 )
 from referee.tournament.config import load_config
 from referee.tournament.executors import LocalExecutor
-from referee.tournament.runner import create, tasks_for
+from referee.tournament.runner import create, label_prefix, tasks_for
 from tests.services import require
 
 BOTS = Path(__file__).parent / "bots"
@@ -91,4 +91,4 @@ def test_a_tournament_with_hostile_bots_finishes_with_verdicts(tmp_path: Path) -
     # when both are hostile, the one that fails first forfeits).
     assert lost["memhog"] + lost["forkbomb"] == 6
     assert lost["memhog"] >= 2 and lost["forkbomb"] >= 2
-    assert containers_labelled(f"kryt-t{tournament_id}-") == []
+    assert containers_labelled(label_prefix(url, tournament_id)) == []

@@ -25,7 +25,8 @@ from referee.replay import StoredMove, verify
 from referee.series import SeriesConfig, SeriesFormat, deal_number, game_deck
 from referee.tournament.config import load_config
 from referee.tournament.executors import LocalExecutor
-from referee.tournament.runner import create, tasks_for
+from referee.tournament.runner import create, label_prefix, tasks_for
+from sandbox import sweep_leftovers
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "sdk" / "examples"
@@ -176,6 +177,8 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path: Path) -> Non
     while processes_in(store) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_in(store) == []
+    # What the killed run left (socket folders) is swept before resuming, as the CLI does.
+    assert sweep_leftovers(label_prefix(url, tournament_id)) >= 1
     outcomes = LocalExecutor(2).run(
         tasks_for(tournament_id, db=db, store=store), stop=threading.Event()
     )
