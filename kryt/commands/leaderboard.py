@@ -145,6 +145,9 @@ def leaderboard(
     if ctx.invoked_subcommand is not None:
         return
     if html is not None:
+        if as_json or tournament is not None:
+            # The export is the whole site (every tournament, and JSON files beside it).
+            raise _fail(UserError("--html exports every tournament: drop --json/--tournament"))
         _export(html, database)
         return
     with _open(database) as db:

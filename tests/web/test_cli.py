@@ -115,6 +115,17 @@ def test_html_export(sqlite_world: tuple[str, World], tmp_path: Path) -> None:
     assert result.exit_code == ExitCode.BAD_INPUT and "not a folder" in result.stderr
 
 
+def test_html_with_json_or_tournament_is_refused(
+    sqlite_world: tuple[str, World], tmp_path: Path
+) -> None:
+    path, _ = sqlite_world
+    for extra in (["--json"], ["--tournament", "1"]):
+        result = runner.invoke(app, ["--html", str(tmp_path / "out"), *extra, "--db", path])
+        assert result.exit_code == ExitCode.BAD_INPUT
+        assert "--html exports every tournament" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_empty_database_says_so(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     open_database(path).close()
@@ -166,3 +177,24 @@ def test_serve_prints_the_url_and_answers(sqlite_world: tuple[str, World]) -> No
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_serve_takes_the_database_given_before_it(
+    sqlite_world: tuple[str, World], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    path, _ = sqlite_world
+    calls: list[tuple[str, int, object]] = []
+
+    def fake_run(app: object, *, host: str, port: int, **_: object) -> None:
+        calls.append((host, port, app))
+
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+    port = _free_port()
+    result = runner.invoke(app, ["--db", path, "serve", "--host", "127.0.0.1", "--port", str(port)])
+    assert result.exit_code == 0, result.output
+    assert f"at http://127.0.0.1:{port}/" in result.stdout and path in result.stdout
+    ((host, used_port, served),) = calls
+    assert (host, used_port) == ("127.0.0.1", port)
+    assert served.__class__.__name__ == "FastAPI"
