@@ -130,13 +130,22 @@ class Action:
         Raises :class:`InvalidActionError` (quoting ``text``) when it is not an action at all.
         Whether the action is *legal* is the game's business, not the parser's.
         """
+        if type(text) is str:
+            cached = _BY_TEXT.get(text)
+            if cached is not None:
+                return cached
+        action = cls._parse(text)
+        if type(text) is str and text == action._text:
+            _BY_TEXT[text] = action  # bounded: there are 2,666 canonical texts
+        return action
+
+    @classmethod
+    def _parse(cls, text: str | Action) -> Action:
+        """The parser behind :meth:`parse` (which caches canonical texts)."""
         if isinstance(text, Action):
             return text
         if not isinstance(text, str):
             raise InvalidActionError(f"not an action: {text!r} (expected text such as 'take')")
-        cached = _BY_TEXT.get(text)
-        if cached is not None:
-            return cached
         words = text.lower().split()
         swap = bool(words) and words[0] == "swap"
         if swap:

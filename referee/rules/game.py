@@ -68,6 +68,7 @@ class Game:
         "_final_cover",
         "_hands",
         "_history",
+        "_history_actions",
         "_known",
         "_outcome",
         "_over",
@@ -88,6 +89,7 @@ class Game:
     _stock: list[int]  # reverse draw order: the next card drawn is the last element
     _to_move: int
     _history: list[int]
+    _history_actions: tuple[Action, ...]  # cache of history as Actions, extended on demand
     _over: bool
     _outcome: int | None
     _reason: EndReason | None
@@ -137,6 +139,7 @@ class Game:
         game._pile = []
         game._to_move = non_dealer
         game._history = []
+        game._history_actions = ()
         game._over = False
         game._outcome = None
         game._reason = None
@@ -229,6 +232,7 @@ class Game:
             else (len(view.history) + (1 - view.dealer)) % 2
         )
         game._history = [a.code for a in view.history]
+        game._history_actions = tuple(view.history)
         game._over = view.over
         game._outcome = view.outcome
         game._reason = view.reason
@@ -248,6 +252,7 @@ class Game:
         game._stock = self._stock.copy()
         game._to_move = self._to_move
         game._history = self._history.copy()
+        game._history_actions = self._history_actions
         game._over = self._over
         game._outcome = self._outcome
         game._reason = self._reason
@@ -301,7 +306,12 @@ class Game:
     @property
     def history(self) -> tuple[Action, ...]:
         """Every action played, in order (the automatic final answer is :attr:`final_cover`)."""
-        return tuple(Action.from_code(c) for c in self._history)
+        cached = self._history_actions
+        if len(cached) != len(self._history):
+            from_code = Action.from_code
+            cached += tuple(from_code(c) for c in self._history[len(cached) :])
+            self._history_actions = cached
+        return cached
 
     @property
     def to_move(self) -> int | None:
