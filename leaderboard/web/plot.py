@@ -27,12 +27,15 @@ class Point:
     """Tooltip text."""
 
 
-def _ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """About ``count`` round tick values covering ``low``..``high``."""
+def _ticks(low: float, high: float, count: int = 5, *, integer: bool = False) -> list[float]:
+    """About ``count`` round tick values covering ``low``..``high`` (whole numbers only
+    when ``integer``: games and snapshots are counted, never fractional)."""
     span = high - low
     raw = span / max(1, count)
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    if integer:
+        step = max(1.0, float(math.ceil(step)))
     first = math.ceil(low / step) * step
     ticks = []
     value = first
@@ -69,9 +72,13 @@ def line_plot(
         y_min, y_max = y_min - 10, y_max + 10
     pad = (y_max - y_min) * 0.05
     y_min, y_max = y_min - pad, y_max + pad
-    x_min, x_max = points[0].x, points[-1].x
-    if x_max - x_min < 1e-9:
-        x_min, x_max = x_min - 1, x_max + 1
+    integer_x = all(float(p.x).is_integer() for p in points)
+    x_first, x_last = points[0].x, points[-1].x
+    if x_last - x_first < 1e-9:
+        x_first, x_last = x_first - 1, x_last + 1
+    # A little room on both sides, so end markers and error bars are not cut by the frame.
+    x_pad = (x_last - x_first) * 0.03
+    x_min, x_max = x_first - x_pad, x_last + x_pad
     plot_w = WIDTH - _MARGIN_LEFT - _MARGIN_RIGHT
     plot_h = HEIGHT - _MARGIN_TOP - _MARGIN_BOTTOM
 
@@ -94,7 +101,7 @@ def line_plot(
             f'<text class="tick" x="{_MARGIN_LEFT - 6}" y="{y + 4:.1f}" '
             f'text-anchor="end">{_fmt(tick)}</text>'
         )
-    for tick in _ticks(x_min, x_max, 6):
+    for tick in _ticks(x_first, x_last, 6, integer=integer_x):
         x = sx(tick)
         parts.append(
             f'<text class="tick" x="{x:.1f}" y="{HEIGHT - _MARGIN_BOTTOM + 16}" '

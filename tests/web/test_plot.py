@@ -43,3 +43,10 @@ def test_error_bars_and_flat_series() -> None:
 def test_no_points_is_an_error() -> None:
     with pytest.raises(ValueError, match="at least one point"):
         line_plot([], title="empty", x_label="x", y_label="y")
+
+
+def test_counted_axes_get_whole_number_ticks() -> None:
+    svg = line_plot([Point(i, 1500 + i) for i in range(14)], title="t", x_label="x", y_label="y")
+    x_ticks = re.findall(r'text-anchor="middle">([^<]+)</text>', svg)[:-1]  # last: the label
+    assert x_ticks and all(t.isdigit() for t in x_ticks)
+    assert len(x_ticks) >= 3
