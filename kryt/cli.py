@@ -8,12 +8,18 @@ adds the traceback. Anything else is a bug and is shown in full.
 from __future__ import annotations
 
 import logging
+import os
 import sys
+
+# gRPC's C core logs an INFO line whenever a sandbox process is forked while its threads run;
+# that is expected here, so keep its log to errors (the user can still override both).
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 from typing import Annotated
 
 import typer
 
-from kryt.commands import ratings
+from kryt.commands import bot, demo, leaderboard, play, ratings, replay, submit, tournament
 from kryt.errors import ExitCode, classify
 
 app = typer.Typer(
@@ -23,7 +29,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
+app.add_typer(bot.app, name="bot", help="Bot authors: create and check bots.")
+app.command("play")(play.play)
+app.command("submit")(submit.submit)
+app.add_typer(tournament.app, name="tournament", help="Organisers: run round-robin tournaments.")
+app.command("replay")(replay.replay)
+app.add_typer(leaderboard.app, name="leaderboard", help="Everyone: the leaderboard.")
 app.add_typer(ratings.app, name="ratings", help="Rate any result set (BayesElo model).")
+app.command("demo")(demo.demo)
 
 _state = {"verbose": False}
 

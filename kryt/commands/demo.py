@@ -50,8 +50,9 @@ def demo(
     code = _report(tournament_id, db, outcomes)
     from leaderboard.export import export_html
 
-    index = export_html(db, html)
-    err.print(f"web page written to [bold]{index.resolve().as_uri()}[/bold]")
+    summary = export_html(db, html)
+    index = (summary.directory / "index.html").resolve()
+    err.print(f"web page written to [bold]{index.as_uri()}[/bold] ({summary.pages} pages)")
     err.print(
         "live web page: [bold]kryt leaderboard serve[/bold] (then open http://127.0.0.1:8000)"
     )

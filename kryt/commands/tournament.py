@@ -32,7 +32,7 @@ from leaderboard.db import (
     series_of_tournament,
 )
 from leaderboard.db import bot_of as submission_bot
-from leaderboard.standings import refit_and_store
+from leaderboard.standings import refit_and_store, standings
 from referee.series import SeriesFormat
 from referee.tournament.config import ConfigError, TournamentConfig, load_config
 from referee.tournament.executors import LocalExecutor
@@ -158,9 +158,12 @@ def _report(tournament_id: int, db: Database, outcomes: list[SeriesOutcome]) -> 
     aborted = [o for o in outcomes if o.status == "aborted"]
     for outcome in aborted:
         console.print(f"[red]series {outcome.series_id} aborted:[/red] {outcome.message}")
-    from kryt.commands.leaderboard import print_leaderboard
+    from kryt.commands.leaderboard import standings_table
 
-    print_leaderboard(db, tournament_id=tournament_id, console=out)
+    with db.read_session() as session:
+        board = standings(session=session, tournament_id=tournament_id)
+        name = get_tournament(tournament_id, session=session).name
+    out.print(standings_table(board, title=f"Leaderboard: {name} (tournament {tournament_id})"))
     if aborted:
         console.print(f"resume with: kryt tournament resume {tournament_id}")
         return ExitCode.FAILED
