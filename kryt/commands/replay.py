@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
@@ -13,7 +14,6 @@ from kryt.options import DatabaseOption, open_db
 from leaderboard.db import (
     get_game,
     get_series,
-    get_submission,
     get_tournament,
     submission_labels,
 )
@@ -21,6 +21,28 @@ from referee.replay import StoredMove, verify
 from referee.rules import DEFAULT_TURN_LIMIT, Card
 
 out = Console()
+
+
+class _Stored(BaseModel):
+    """The stored game, detached from the database session."""
+
+    id: int
+    series_id: int
+    number: int
+    attempt: int
+    dealer: int
+    deck: list[str]
+    actions: list[dict[str, Any]]
+    result: str | None
+    end_reason: str
+    forfeit_seat: int | None
+    forfeit_reason: str | None
+    forfeit_input: str | None
+    voided: bool
+    void_reason: str | None
+    referee_version: str
+    seat0_submission_id: int
+    seat1_submission_id: int
 
 
 def replay(
@@ -34,19 +56,19 @@ def replay(
     """Print a stored game move by move; with --verify, confirm its stored result."""
     db = open_db(database, create=False)
     with db.read_session() as session:
-        game = get_game(game_id, session=session)
-        series = get_series(game.series_id, session=session)
+        row = get_game(game_id, session=session)
+        series = get_series(row.series_id, session=session)
         config = dict(get_tournament(series.tournament_id, session=session).config)
         labels = submission_labels(session=session)
-        seats = (game.seat0_submission_id, game.seat1_submission_id)
-        names = tuple("{} {}".format(*labels.get(s, (str(s), "?"))) for s in seats)
-        for s in seats:
-            get_submission(s, session=session)
+        game = _Stored.model_validate(row, from_attributes=True)
+        tournament_id = series.tournament_id
+    seats = (game.seat0_submission_id, game.seat1_submission_id)
+    names = tuple("{} {}".format(*labels.get(s, (str(s), "?"))) for s in seats)
     turn_limit = int(config.get("turn_limit", DEFAULT_TURN_LIMIT))
     trump = Card.parse(game.deck[6]).suit
     out.print(
         f"[bold]Game {game.id}[/bold]: series {game.series_id} game {game.number}"
-        f" (attempt {game.attempt}), tournament {series.tournament_id}"
+        f" (attempt {game.attempt}), tournament {tournament_id}"
     )
     out.print(f"seat 0: {names[0]}    seat 1: {names[1]}    dealer: seat {game.dealer}")
     out.print(f"trump {trump.symbol} (face up {game.deck[6]})    referee {game.referee_version}")

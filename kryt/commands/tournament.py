@@ -266,11 +266,11 @@ def status(
     for column in ("id", "name", "status", "games", "created"):
         table.add_column(column)
     with db.read_session() as session:
-        tournaments = list_tournaments(session=session)
-    for t in tournaments:
-        assert t.id is not None
-        done, planned = _games(t.id, db)
-        table.add_row(
-            str(t.id), t.name, t.status, f"{done}/{planned}", f"{t.created_at:%Y-%m-%d %H:%M}"
-        )
+        tournaments = [
+            (t.id, t.name, t.status, t.created_at) for t in list_tournaments(session=session)
+        ]
+    for tid, name, state, created in tournaments:
+        assert tid is not None
+        done, planned = _games(tid, db)
+        table.add_row(str(tid), name, state, f"{done}/{planned}", f"{created:%Y-%m-%d %H:%M}")
     out.print(table)

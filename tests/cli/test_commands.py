@@ -1,0 +1,117 @@
+"""The ``kryt`` command line as a user meets it: exit codes, one-line errors, real runs."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from kryt.cli import main
+from kryt.errors import ExitCode
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "sdk" / "examples"
+
+
+def kryt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "kryt.db"
+
+
+def test_help_lists_every_command_group(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = kryt(capsys, "--help")
+    assert code == 0
+    for group in (
+        "bot",
+        "play",
+        "submit",
+        "tournament",
+        "replay",
+        "leaderboard",
+        "ratings",
+        "demo",
+    ):
+        assert group in out
+
+
+def test_a_wrong_flag_is_a_usage_error(capsys: pytest.CaptureFixture[str], db: Path) -> None:
+    code, _, err = kryt(capsys, "tournament", "run", "--gamez", "3")
+    assert code == ExitCode.BAD_INPUT
+    assert "No such option" in err and "Traceback" not in err
+
+
+def test_submit_is_idempotent_and_refuses_bad_bots(
+    capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path
+) -> None:
+    code, out, _ = kryt(capsys, "submit", str(EXAMPLES / "random"), "--by", "me")
+    assert code == 0 and "stored as submission 1" in out
+    code, out, _ = kryt(capsys, "submit", str(EXAMPLES / "random"))
+    assert code == 0 and "already stored" in out
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "bot.toml").write_text('name = "Bad Name!"\nversion = "1"\n')
+    code, _, err = kryt(capsys, "submit", str(bad))
+    assert code == ExitCode.BAD_INPUT
+    assert err.startswith("error: ") and len(err.strip().splitlines()) <= 2
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select count(*) from submissions").fetchone() == (1,)
+
+
+def test_status_without_a_database_says_so(capsys: pytest.CaptureFixture[str], db: Path) -> None:
+    code, _, err = kryt(capsys, "tournament", "status")
+    assert code == ExitCode.UNAVAILABLE
+    assert "error:" in err and "Traceback" not in err
+    assert not db.exists()
+
+
+def test_run_status_replay_and_verify(capsys: pytest.CaptureFixture[str], db: Path) -> None:
+    code, out, err = kryt(
+        capsys, "tournament", "run", str(EXAMPLES / "random"), str(EXAMPLES / "greedy"),
+        "--games", "2", "--backend", "process", "--seed", "4", "--name", "cli-test",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "Leaderboard: cli-test" in out and "greedy" in out
+    code, out, _ = kryt(capsys, "tournament", "status")
+    assert code == 0 and "cli-test" in out and "2/2" in out
+    code, out, _ = kryt(capsys, "replay", "1", "--verify")
+    assert code == 0 and "verified" in out and "deck:" in out
+    # Tamper with the stored result: verification must notice.
+    with sqlite3.connect(db) as conn:
+        result = conn.execute("select result from games where id = 1").fetchone()[0]
+        flipped = "seat1" if result == "seat0" else "seat0"
+        conn.execute("update games set result = ? where id = 1", (flipped,))
+    code, out, _ = kryt(capsys, "replay", "1", "--verify")
+    assert code == ExitCode.FAILED and "mismatch" in out
+    code, _, err = kryt(capsys, "replay", "999")
+    assert code == ExitCode.BAD_INPUT and "999" in err
+    code, out, err = kryt(capsys, "tournament", "resume", "1")
+    assert code == 0 and "already finished" in err
+
+
+def test_play_a_quick_series(capsys: pytest.CaptureFixture[str], db: Path) -> None:
+    code, out, _ = kryt(
+        capsys, "play", str(EXAMPLES / "greedy"), str(EXAMPLES / "random"), "--games", "3",
+        "--backend", "process",
+    )  # fmt: skip
+    assert code == 0
+    assert "greedy 1.0.0" in out and "random 1.0.0" in out
+    assert out.count("out") + out.count("draw") >= 3
+    assert not db.exists()  # a quick series stores nothing
+
+
+def test_a_bad_config_file_is_one_clear_line(
+    capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "t.toml"
+    config.write_text('bots = ["a", "b"]\ngamez = 3\n')
+    code, _, err = kryt(capsys, "tournament", "run", "--config", str(config))
+    assert code == ExitCode.BAD_INPUT
+    assert "unknown setting" in err and "gamez" in err
