@@ -23,6 +23,7 @@ from dataclasses import replace
 from datetime import datetime
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 import distributed
 from sqlmodel import col, select
@@ -35,6 +36,7 @@ from leaderboard.db import (
     SeriesStatus,
     open_database,
 )
+from leaderboard.db.url import backend_of, mask_url
 from referee.outcomes import GameRecord
 from referee.tournament.executors import SeriesCallback
 from referee.tournament.runner import (
@@ -219,6 +221,14 @@ class GameProgress:
 # ---------------------------------------------------------------------------- coordinator
 
 
+def _on_this_machine(scheduler: str | None) -> bool:
+    """True for a LocalCluster or a scheduler on a loopback address (workers share files)."""
+    if scheduler is None:
+        return True
+    host = urlsplit(scheduler).hostname or ""
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
 class DaskExecutor:
     """Series as tasks on a Dask cluster (implements :class:`~.executors.Executor`).
 
@@ -363,7 +373,13 @@ class DaskExecutor:
         ids = [t.series_id for t in tasks]
         if len(set(ids)) != len(ids):
             raise DaskExecutorError(f"a series is given twice: {sorted(ids)}")
-        db = open_database(urls.pop(), create=False)
+        url = urls.pop()
+        if backend_of(url) == "sqlite" and not _on_this_machine(self.scheduler):
+            raise DaskExecutorError(
+                f"workers of the scheduler at {self.scheduler} cannot reach the SQLite file "
+                f"{mask_url(url)}; use a PostgreSQL database for a cluster of machines"
+            )
+        db = open_database(url, create=False)
         try:
             return self._run(tasks, db=db, stop=stop, on_game=on_game, on_series=on_series)
         finally:

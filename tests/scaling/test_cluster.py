@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +52,14 @@ def test_a_tournament_runs_to_completion_on_two_workers(
             on_series=finished.append,
         )
         ran_on = executor.client.run(_series_played_here)
+        # Sweeping runs on every worker (a prefix of this test's own: tournament ids repeat
+        # across test databases, and other runs' live sandboxes must not be touched).
+        swept = executor.sweep_workers(f"kryt-test-{uuid.uuid4().hex}-")
     assert len(sandboxes) == 2 and all("process" in d for d in sandboxes.values()), sandboxes
     assert sorted(o.status for o in outcomes) == ["finished"] * 3, outcomes
     assert finished == outcomes
+    assert swept == 0
+    assert wait_no_processes_in(tmp_path / "store") == []  # every bot was stopped
     assert {o.games_played for o in outcomes} == {GAMES}
     # Progress came from the database: every game reported once, none invented.
     assert sorted(seen) == all_games(db, tournament_id)

@@ -103,6 +103,10 @@ def test_no_tasks_needs_no_cluster_and_mixed_databases_are_refused() -> None:
         executor.run(
             [_task("sqlite:///a.db", 1), _task("sqlite:///b.db", 2)], stop=threading.Event()
         )
+    remote = DaskExecutor("tcp://10.0.0.5:8786")
+    with pytest.raises(DaskExecutorError, match="use a PostgreSQL database"):
+        remote.run([_task("sqlite:///a.db", 1)], stop=threading.Event())
+    assert remote._client is None
     with pytest.raises(DaskExecutorError, match=r"given twice: \[3, 3\]"):
         executor.run(
             [_task("sqlite:///a.db", 3), _task("sqlite:///a.db", 3)], stop=threading.Event()
