@@ -71,6 +71,10 @@ _REASON_TO_PB: Final[dict[GameEndReason, pb.EndReason.ValueType]] = {
 _REASON_FROM_PB: Final = {v: k for k, v in _REASON_TO_PB.items()}
 _RULES_REASON_TO_PB: Final = {r: _REASON_TO_PB[GameEndReason.from_rules(r)] for r in EndReason}
 _RULES_REASON_FROM_PB: Final = {v: k for k, v in _RULES_REASON_TO_PB.items()}
+_RULES_REASON_FROM_PB_OR_NONE: Final[dict[pb.EndReason.ValueType, EndReason | None]] = {
+    pb.END_REASON_UNSPECIFIED: None,
+    **_RULES_REASON_FROM_PB,
+}
 
 _KIND_FROM_PB: Final[dict[pb.ActionKind.ValueType, ActionKind]] = {
     pb.ACTION_KIND_LEAD: ActionKind.LEAD,
@@ -145,37 +149,75 @@ def _seat(value: int, what: str) -> int:
 
 def view_to_pb(view: View) -> pb.View:
     """The protobuf form of an engine :class:`~referee.rules.View`."""
-    msg = pb.View(
-        seat=view.seat,
-        dealer=view.dealer,
-        hand=map(str, view.hand),
-        pile=map(str, view.pile),
-        trump=view.trump.letter,
-        face_up=str(view.face_up) if view.face_up is not None else "",
-        stock_count=view.stock_count,
-        opponent_count=view.opponent_count,
-        opponent_known=map(str, view.opponent_known),
-        own_known=map(str, view.own_known),
-        legal_actions=map(str, view.legal_actions),
-        history=map(str, view.history),
-        over=view.over,
-        reason=(
-            _RULES_REASON_TO_PB[view.reason]
-            if view.reason is not None
-            else pb.END_REASON_UNSPECIFIED
-        ),
-        turn_limit=view.turn_limit,
-        final_cover=str(view.final_cover) if view.final_cover is not None else "",
-    )
+    msg = pb.View()
+    _fill_view(msg, view)
+    return msg
+
+
+def _fill_view(msg: pb.View, view: View) -> None:
+    # Filled in place: building a sub-message and assigning it would copy it (hot path).
+    msg.seat = view.seat
+    msg.dealer = view.dealer
+    msg.hand.extend(map(str, view.hand))
+    msg.pile.extend(map(str, view.pile))
+    msg.trump = view.trump.letter
+    if view.face_up is not None:
+        msg.face_up = str(view.face_up)
+    msg.stock_count = view.stock_count
+    msg.opponent_count = view.opponent_count
+    msg.opponent_known.extend(map(str, view.opponent_known))
+    msg.own_known.extend(map(str, view.own_known))
+    msg.legal_actions.extend(map(str, view.legal_actions))
+    msg.history.extend(map(str, view.history))
+    msg.over = view.over
+    if view.reason is not None:
+        msg.reason = _RULES_REASON_TO_PB[view.reason]
+    msg.turn_limit = view.turn_limit
+    if view.final_cover is not None:
+        msg.final_cover = str(view.final_cover)
     if view.to_move is not None:
         msg.to_move = view.to_move
     if view.outcome is not None:
         msg.winner = view.outcome
-    return msg
+
+
+_SEATS: Final = {0: 0, 1: 1}
+_TRUMPS: Final = {s.letter: s for s in Suit}
+_CARD_OR_NONE: Final[dict[str, Card | None]] = {"": None, **_CARD_BY_TEXT}
 
 
 def view_from_pb(msg: pb.View) -> View:
     """The engine :class:`~referee.rules.View` of a protobuf view (structure checked only)."""
+    try:  # fast path (per-decision hot path): canonical input, C-level dict lookups only
+        card = _CARD_BY_TEXT.__getitem__
+        action = _ACTIONS.__getitem__
+        return View(
+            seat=_SEATS[msg.seat],
+            dealer=_SEATS[msg.dealer],
+            hand=tuple(map(card, msg.hand)),
+            pile=tuple(map(card, msg.pile)),
+            trump=_TRUMPS[msg.trump],
+            face_up=_CARD_OR_NONE[msg.face_up],
+            stock_count=msg.stock_count,
+            opponent_count=msg.opponent_count,
+            opponent_known=tuple(map(card, msg.opponent_known)),
+            own_known=tuple(map(card, msg.own_known)),
+            to_move=_SEATS[msg.to_move] if msg.HasField("to_move") else None,
+            legal_actions=tuple(map(action, msg.legal_actions)),
+            history=tuple(map(action, msg.history)),
+            turn_limit=msg.turn_limit,
+            over=msg.over,
+            outcome=_SEATS[msg.winner] if msg.HasField("winner") else None,
+            reason=_RULES_REASON_FROM_PB_OR_NONE[msg.reason],
+            final_cover=_CARD_OR_NONE[msg.final_cover],
+        )
+    except KeyError:
+        return _view_from_pb_checked(msg)
+
+
+def _view_from_pb_checked(msg: pb.View) -> View:
+    """Slow path of :func:`view_from_pb`: accepts any spelling the engine does, and names
+    the field and value that is wrong."""
     reason: EndReason | None = None
     if msg.reason:
         found = _RULES_REASON_FROM_PB.get(msg.reason)
@@ -269,14 +311,14 @@ def referee_message_to_pb(message: RefereeMessage) -> pb.RefereeMessage:
                 )
             )
         case DecisionRequest():
-            return pb.RefereeMessage(
-                decision_request=pb.DecisionRequest(
-                    request_id=message.request_id,
-                    game_number=message.game_number,
-                    view=view_to_pb(message.view),
-                    clock=pb.Clock(move_ms=message.clock.move_ms, bank_ms=message.clock.bank_ms),
-                )
-            )
+            msg = pb.RefereeMessage()
+            request = msg.decision_request
+            request.request_id = message.request_id
+            request.game_number = message.game_number
+            _fill_view(request.view, message.view)
+            request.clock.move_ms = message.clock.move_ms
+            request.clock.bank_ms = message.clock.bank_ms
+            return msg
         case GameEnd():
             end = pb.GameEnd(
                 game_number=message.game_number,
@@ -288,7 +330,7 @@ def referee_message_to_pb(message: RefereeMessage) -> pb.RefereeMessage:
             if message.winner is not None:
                 end.winner = message.winner
             if message.view is not None:
-                end.view.CopyFrom(view_to_pb(message.view))
+                _fill_view(end.view, message.view)
             return pb.RefereeMessage(game_end=end)
         case Shutdown():
             return pb.RefereeMessage(shutdown=pb.Shutdown(reason=message.reason))
