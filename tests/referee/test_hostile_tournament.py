@@ -26,15 +26,16 @@ pytestmark = pytest.mark.docker
 
 
 def docker_backend_or_skip() -> None:
+    """Skip (fail under CI) without an engine; build the bot base image if it is missing."""
     try:
-        from sandbox import choose_backend
-
-        choose_backend("docker")
         import docker
 
         docker.from_env().ping()
     except Exception as exc:  # any reason the engine is not usable
         require(False, "Docker engine", str(exc))
+    from sandbox import base_image
+
+    base_image.build()  # cached: rebuilds only the project layer when the sources changed
 
 
 def containers_labelled(prefix: str) -> list[str]:
