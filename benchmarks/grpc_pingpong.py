@@ -65,6 +65,18 @@ def serve_echo(address: str) -> None:
     server.wait_for_termination()
 
 
+def _cpu_seconds(pids: list[int]) -> float:
+    """User+system CPU of processes (Linux /proc; 0 elsewhere), to split cost by side."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def _spawn(args: list[str]) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen(
@@ -72,8 +84,12 @@ def _spawn(args: list[str]) -> subprocess.Popen[bytes]:
     )
 
 
-def bare_round_trip(addresses: list[str], rounds: int, payload: bytes) -> float:
-    """Seconds per round trip of ``payload``, asking the echo servers in turn."""
+Cost = tuple[float, float, float]
+"""Per round trip: wall seconds, this process's CPU seconds, the servers' CPU seconds."""
+
+
+def bare_round_trip(addresses: list[str], rounds: int, payload: bytes, pids: list[int]) -> Cost:
+    """Cost of one round trip of ``payload``, asking the echo servers in turn."""
     channels = [grpc.insecure_channel(a, options=CHANNEL_OPTIONS) for a in addresses]
     outboxes: list[queue.SimpleQueue[bytes]] = [queue.SimpleQueue() for _ in addresses]
     # grpc-stubs do not type the response iterator's __next__/cancel: Any it is.
@@ -85,20 +101,23 @@ def bare_round_trip(addresses: list[str], rounds: int, payload: bytes) -> float:
     for i in range(200):  # warm-up
         outboxes[i % n].put(payload)
         next(calls[i % n])
-    start = time.perf_counter()
+    start, cpu, servers = time.perf_counter(), time.process_time(), _cpu_seconds(pids)
     for i in range(rounds):
         outboxes[i % n].put(payload)
         next(calls[i % n])
     elapsed = time.perf_counter() - start
+    cpu, servers = time.process_time() - cpu, _cpu_seconds(pids) - servers
     for outbox, call, channel in zip(outboxes, calls, channels, strict=True):
         outbox.put(_END)
         call.cancel()
         channel.close()
-    return elapsed / rounds
+    return elapsed / rounds, cpu / rounds, servers / rounds
 
 
-def protocol_decision(addresses: list[str], games: int, seed: str) -> tuple[float, int]:
-    """Seconds per decision of real games between two served bots, and the decision count."""
+def protocol_decision(
+    addresses: list[str], games: int, seed: str, pids: list[int]
+) -> tuple[Cost, int]:
+    """Cost per decision of real games between two served bots, and the decision count."""
     clients = [BotClient(a) for a in addresses]
     for c in clients:
         c.wait_healthy(15)
@@ -109,12 +128,13 @@ def protocol_decision(addresses: list[str], games: int, seed: str) -> tuple[floa
         decisions += 1
 
     run_series([RemotePlayer(c) for c in clients], 2, seed="warm-up")
-    start = time.perf_counter()
+    start, cpu, bots = time.perf_counter(), time.process_time(), _cpu_seconds(pids)
     run_series([RemotePlayer(c) for c in clients], games, seed=seed, on_move=count)
     elapsed = time.perf_counter() - start
+    cpu, bots = time.process_time() - cpu, _cpu_seconds(pids) - bots
     for c in clients:
         c.close()  # not shutdown(): that would make the bots exit
-    return elapsed / decisions, decisions
+    return (elapsed / decisions, cpu / decisions, bots / decisions), decisions
 
 
 def main() -> int:
@@ -131,11 +151,12 @@ def main() -> int:
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="kryt-bench-"))
     procs: list[subprocess.Popen[bytes]] = []
-    print(f"bots: {' vs '.join(opts.bots)}; best of {opts.repeat}; times in µs")
+    print(f"bots: {' vs '.join(opts.bots)}; best of {opts.repeat}; times in µs per round trip")
     print(
         f"{'transport':<10}{'bare, 1 server':>15}{'bare, 2 servers':>16}"
         f"{'protocol/decision':>19}{'ratio':>7}  (target <= 1.25)"
     )
+    cpu_lines = []
     try:
         for n, transport in enumerate(opts.transport):
             names = ("echo1", "echo2", "bot1", "bot2")
@@ -150,19 +171,26 @@ def main() -> int:
                 _spawn(["-m", "sdk", "serve", BOTS[bot], a])
                 for bot, a in zip(opts.bots, addrs[2:], strict=True)
             ]
+            echo_pids, bot_pids = [procs[-4].pid, procs[-3].pid], [procs[-2].pid, procs[-1].pid]
             one, two, proto = [], [], []
             decisions = 0
             for r in range(opts.repeat):
-                one.append(bare_round_trip(addrs[:1], opts.rounds, b"x" * 32))
-                two.append(bare_round_trip(addrs[:2], opts.rounds, b"x" * 32))
-                per, decisions = protocol_decision(addrs[2:], opts.games, f"bench-{r}")
-                proto.append(per)
-            ratio = min(proto) / min(two)
+                one.append(bare_round_trip(addrs[:1], opts.rounds, b"x" * 32, echo_pids[:1]))
+                two.append(bare_round_trip(addrs[:2], opts.rounds, b"x" * 32, echo_pids))
+                cost, decisions = protocol_decision(addrs[2:], opts.games, f"bench-{r}", bot_pids)
+                proto.append(cost)
+            best_two, best_proto = min(two), min(proto)
+            ratio = best_proto[0] / best_two[0]
             print(
-                f"{transport:<10}{min(one) * 1e6:>15.0f}{min(two) * 1e6:>16.0f}"
-                f"{min(proto) * 1e6:>19.0f}{ratio:>7.2f}"
+                f"{transport:<10}{min(one)[0] * 1e6:>15.0f}{best_two[0] * 1e6:>16.0f}"
+                f"{best_proto[0] * 1e6:>19.0f}{ratio:>7.2f}"
                 f"  ({decisions} decisions per run, {'OK' if ratio <= 1.25 else 'OVER TARGET'})",
                 flush=True,
+            )
+            cpu_lines.append(
+                f"{transport:<10}bare: referee {best_two[1] * 1e6:.0f}, servers "
+                f"{best_two[2] * 1e6:.0f}; protocol: referee {best_proto[1] * 1e6:.0f}, "
+                f"bots {best_proto[2] * 1e6:.0f}"
             )
             for p in procs:
                 p.terminate()
@@ -172,6 +200,8 @@ def main() -> int:
         for p in procs:
             p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+    print("CPU µs per round trip (all threads; /proc tick resolution):")
+    print("\n".join(cpu_lines))
     return 0
 
 
