@@ -14,6 +14,7 @@ See docs/writing-a-bot.md. Everything here needs only grpcio and protobuf.
 
 from referee.rules import Action, ActionKind, Card, Game, Rank, Suit, View
 from sdk.bot import Bot, GameContext, GameResult, SeriesInfo
+from sdk.check import CheckReport, check_bot
 from sdk.local import SeriesResult, next_dealer, play_local
 from sdk.messages import PROTOCOL_VERSION, Clock, GameEndReason, SeriesScore, TimeControl
 from sdk.server import BotServer, serve
@@ -28,6 +29,7 @@ __all__ = [
     "BotServer",
     "Card",
     "CardTracker",
+    "CheckReport",
     "Clock",
     "Game",
     "GameContext",
@@ -40,6 +42,7 @@ __all__ = [
     "Suit",
     "TimeControl",
     "View",
+    "check_bot",
     "next_dealer",
     "play_local",
     "sample_game",

@@ -17,8 +17,8 @@ PROTOCOL_VERSION: Final = 1
 """The protocol version spoken by this SDK; both ends must use the same number."""
 
 MAX_MESSAGE_BYTES: Final = 64 * 1024
-"""Size limit of one message in either direction (a view at the 1000-action turn limit
-is about 20 KiB)."""
+"""Size limit of one message in either direction (the largest possible view, with a
+1000-action history and a huge hand, is about 30 KiB)."""
 
 
 class GameEndReason(Enum):
