@@ -9,12 +9,13 @@
     if __name__ == "__main__":
         serve(MyBot())
 
-See docs/writing-a-bot.md. Everything here needs only grpcio and protobuf.
+See docs/writing-a-bot.md. Everything here needs only grpcio and protobuf. A bot's runtime
+(the sandbox image) carries only ``sdk``, ``kryt_proto`` and ``referee``: importing ``sdk``
+must not import ``sandbox`` (``sdk.check`` and ``sdk.template``, the author's tools, may).
 """
 
 from referee.rules import Action, ActionKind, Card, Game, Rank, Suit, View
 from sdk.bot import Bot, GameContext, GameResult, SeriesInfo
-from sdk.check import CheckReport, check_bot
 from sdk.local import SeriesResult, next_dealer, play_local
 from sdk.messages import PROTOCOL_VERSION, Clock, GameEndReason, SeriesScore, TimeControl
 from sdk.server import BotServer, serve
@@ -29,7 +30,6 @@ __all__ = [
     "BotServer",
     "Card",
     "CardTracker",
-    "CheckReport",
     "Clock",
     "Game",
     "GameContext",
@@ -42,7 +42,6 @@ __all__ = [
     "Suit",
     "TimeControl",
     "View",
-    "check_bot",
     "next_dealer",
     "play_local",
     "sample_game",
