@@ -13,11 +13,13 @@ from sqlmodel import Session
 
 from leaderboard.db import (
     Database,
+    GameOutcome,
     NewRatingSnapshot,
     RatingLine,
     StoredSnapshot,
     forfeit_counts,
     game_outcomes,
+    get_series,
     get_submission,
     pair_counts,
     save_rating_snapshot,
@@ -25,12 +27,15 @@ from leaderboard.db import (
 from leaderboard.db import bot_of as _bot_of
 from leaderboard.ratings import (
     BayesEloFit,
+    DealPair,
     Game,
     Outcome,
     PairCounts,
     RatingsError,
     elo_ratings,
     fit_bayeselo,
+    paired_intervals,
+    pentanomial_counts,
 )
 
 DEFAULT_OFFSET = 1500.0
@@ -79,12 +84,32 @@ class Standing:
 
 
 @dataclass(frozen=True, slots=True)
+class PairingPentanomial:
+    """Duplicate format: deal pairs of ``bot`` against ``opponent`` by points scored (0..2)."""
+
+    bot: str
+    opponent: str
+    counts: tuple[int, int, int, int, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"bot": self.bot, "opponent": self.opponent, "counts": list(self.counts)}
+
+
+@dataclass(frozen=True, slots=True)
 class Leaderboard:
-    """The standings and the fit they come from (``fit`` is None when nothing is ratable)."""
+    """The standings and the fit they come from (``fit`` is None when nothing is ratable).
+
+    When every counted game belongs to a complete duplicate deal pair, ``intervals`` of the
+    rows are computed per deal pair (sandwich estimate: paired games are correlated) and
+    ``pentanomials`` gives the deal-pair counts of each pairing.
+    """
 
     rows: list[Standing]
     fit: BayesEloFit | None
     note: str = ""
+    pentanomials: list[PairingPentanomial] = field(default_factory=list)
+    paired: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: rows plus the fitted model parameters."""
@@ -99,7 +124,13 @@ class Leaderboard:
                 "offset": self.fit.offset,
                 "confidence": self.fit.confidence,
             }
-        return {"model": model, "note": self.note, "rows": [r.to_dict() for r in self.rows]}
+        return {
+            "model": model,
+            "note": self.note,
+            "intervals": "per deal pair" if self.paired else "per game",
+            "rows": [r.to_dict() for r in self.rows],
+            "pentanomials": [p.to_dict() for p in self.pentanomials],
+        }
 
 
 def standings(
@@ -131,22 +162,16 @@ def standings(
             note = f"no rating fit: {exc}"
     wins, draws, losses = table.player_totals()
     outcomes = game_outcomes(session=session, tournament_id=tournament_id)
-    elo = {
-        r.name: r
-        for r in elo_ratings(
-            Game(
-                str(o.first_submission_id),
-                str(o.second_submission_id),
-                Outcome.FIRST_WINS
-                if o.first_score == 1
-                else Outcome.DRAW
-                if o.first_score == 0.5
-                else Outcome.SECOND_WINS,
-            )
-            for o in outcomes
-        )
-    }
+    elo = {r.name: r for r in elo_ratings(_rated(o) for o in outcomes)}
     forfeits = forfeit_counts(session=session, tournament_id=tournament_id)
+    pairs = _deal_pairs(outcomes, session=session)
+    paired: dict[str, float] = {}
+    if pairs is not None and fit is not None:
+        try:
+            by_name = paired_intervals(pairs, offset=offset).by_name()
+            paired = {name: both[1] for name, both in by_name.items()}
+        except RatingsError as exc:
+            note = f"{note}; no paired intervals: {exc}".strip("; ")
     order = (
         [row.name for row in fit.table()]
         if fit is not None
@@ -165,7 +190,11 @@ def standings(
                 bot=_bot_of(submission, session=session).name,
                 version=submission.version,
                 rating=None if fit is None else fit.rating(key),
-                interval=None if fit is None else float(fit.intervals[fit.index(key)]),
+                interval=(
+                    paired.get(key, float(fit.intervals[fit.index(key)]))
+                    if fit is not None
+                    else None
+                ),
                 elo=elo[key].rating,
                 elo_provisional=elo[key].provisional,
                 games=games,
@@ -177,7 +206,46 @@ def standings(
                 forfeits=dict(forfeits.get(int(key), {})),
             )
         )
-    return Leaderboard(rows, fit, note)
+    labels = {str(r.submission_id): f"{r.bot} {r.version}" for r in rows}
+    pentanomials = [
+        PairingPentanomial(
+            labels.get(p.player, p.player), labels.get(p.opponent, p.opponent), p.counts
+        )
+        for p in pentanomial_counts(pairs or [])
+    ]
+    return Leaderboard(rows, fit, note, pentanomials, paired=bool(paired))
+
+
+def _deal_pairs(outcomes: list[GameOutcome], *, session: Session) -> list[DealPair] | None:
+    """The deal pairs of the counted games when all are complete duplicate pairs, else None."""
+    formats: dict[int, str] = {}
+    by_game: dict[tuple[int, int], GameOutcome] = {}
+    for o in outcomes:
+        if o.series_id not in formats:
+            formats[o.series_id] = get_series(o.series_id, session=session).format
+        by_game[(o.series_id, o.number)] = o
+    if not outcomes or set(formats.values()) != {"duplicate"}:
+        return None
+    pairs = []
+    for (series_id, number), first in sorted(by_game.items()):
+        if number % 2 == 0:
+            continue
+        second = by_game.get((series_id, number + 1))
+        if second is None:
+            return None  # an incomplete pair: intervals per game until it is played
+        pairs.append(DealPair(_rated(first), _rated(second)))
+    return pairs
+
+
+def _rated(o: GameOutcome) -> Game:
+    outcome = (
+        Outcome.FIRST_WINS
+        if o.first_score == 1
+        else Outcome.DRAW
+        if o.first_score == 0.5
+        else Outcome.SECOND_WINS
+    )
+    return Game(str(o.first_submission_id), str(o.second_submission_id), outcome)
 
 
 def refit_and_store(db: Database, *, tournament_id: int | None = None) -> StoredSnapshot | None:

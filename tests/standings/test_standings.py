@@ -12,6 +12,7 @@ from leaderboard.db import (
     GameResult,
     Move,
     NewSubmission,
+    SeriesFormat,
     SeriesSpec,
     TournamentSpec,
     create_tournament,
@@ -25,7 +26,9 @@ from referee.rules import shuffled_deck
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 
 
-def setup(tmp_path: Path, names: list[str]) -> tuple[Database, list[int], list[int]]:
+def setup(
+    tmp_path: Path, names: list[str], fmt: SeriesFormat = SeriesFormat.STANDARD
+) -> tuple[Database, list[int], list[int]]:
     db = open_database(f"sqlite:///{tmp_path / 'k.db'}")
     ids = []
     with db.session() as session:
@@ -42,7 +45,8 @@ def setup(tmp_path: Path, names: list[str]) -> tuple[Database, list[int], list[i
                 name="t",
                 seed=1,
                 series=[
-                    SeriesSpec(a, b, games_planned=40, seed=k) for k, (a, b) in enumerate(pairs)
+                    SeriesSpec(a, b, games_planned=40, seed=k, format=fmt)
+                    for k, (a, b) in enumerate(pairs)
                 ],
             ),
             session=session,
@@ -120,3 +124,31 @@ def test_an_empty_database_has_an_empty_board(tmp_path: Path) -> None:
         board = standings(session=session)
     assert board.rows == [] and board.fit is None and "no games" in board.note
     assert refit_and_store(db) is None
+
+
+def test_duplicate_deal_pairs_give_pentanomials_and_paired_intervals(tmp_path: Path) -> None:
+    db, ids, series = setup(tmp_path, ["alpha", "beta", "gamma"], SeriesFormat.DUPLICATE)
+    # Seat 0 is always the first bot of the pair; each deal is two games in a row.
+    play(db, series[0], (ids[0], ids[1]), ["seat0", "seat0", "seat0", "seat1"] * 3)
+    play(db, series[1], (ids[0], ids[2]), ["seat0", "seat1", "draw", "seat0"] * 3)
+    play(db, series[2], (ids[1], ids[2]), ["seat1", "seat0", "seat0", "seat0"] * 3)
+    with db.read_session() as session:
+        board = standings(session=session)
+    assert board.paired
+    counts = {(p.bot, p.opponent): p.counts for p in board.pentanomials}
+    # alpha v beta: pairs (W, W) = 2 points and (W, L) = 1 point, three of each.
+    assert counts[("alpha 1", "beta 1")] == (0, 0, 3, 0, 3)
+    # alpha v gamma: (W, L) = 1 and (D, W) = 1.5.
+    assert counts[("alpha 1", "gamma 1")] == (0, 0, 3, 3, 0)
+    assert sum(sum(c) for c in counts.values()) == 18
+    assert all(r.interval is not None and r.interval > 0 for r in board.rows)
+    assert board.to_dict()["intervals"] == "per deal pair"
+
+
+def test_an_incomplete_deal_pair_falls_back_to_intervals_per_game(tmp_path: Path) -> None:
+    db, ids, series = setup(tmp_path, ["alpha", "beta"], SeriesFormat.DUPLICATE)
+    play(db, series[0], (ids[0], ids[1]), ["seat0", "seat1", "seat0", "draw", "seat0"])
+    with db.read_session() as session:
+        board = standings(session=session)
+    assert not board.paired and board.pentanomials == []
+    assert board.fit is not None
