@@ -38,7 +38,7 @@ def db(postgres_url: str) -> Any:
 
 
 def test_a_tournament_runs_to_completion_on_two_workers(
-    loopback_cluster: LoopbackCluster, db: Database, tmp_path: Path
+    db: Database, loopback_cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
     tournament_id = make_tournament(db, tmp_path / "store", bots=BOTS, games=GAMES)
     seen: list[tuple[int, int]] = []
@@ -92,7 +92,7 @@ def _series_of(key: str) -> int:
 
 
 def test_a_killed_worker_loses_no_game_and_plays_none_twice(
-    loopback_cluster: LoopbackCluster, db: Database, tmp_path: Path
+    db: Database, loopback_cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
     tournament_id = make_tournament(db, tmp_path / "store", bots=BOTS, games=GAMES)
     tasks = tasks_for(tournament_id, db=db, store=tmp_path / "store")

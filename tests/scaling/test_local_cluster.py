@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.db import open_database
+from leaderboard.db import Database, SeriesStatus, open_database, series_of_tournament
 from referee.outcomes import GameRecord
 from referee.tournament.dask_executor import (
     DaskExecutor,
@@ -20,7 +20,12 @@ from referee.tournament.dask_executor import (
     play_on_worker,
 )
 from referee.tournament.runner import SeriesTask, tasks_for
-from tests.scaling.helpers import all_games, check_complete, make_tournament
+from tests.scaling.helpers import (
+    all_games,
+    check_complete,
+    make_tournament,
+    wait_no_processes_in,
+)
 
 GAMES = 4
 
@@ -53,6 +58,7 @@ def test_a_local_cluster_stops_on_request_and_resumes_without_loss(tmp_path: Pat
             stop=threading.Event(),
             on_game=lambda series, number, record: seen.append((series, number)),
         )
+        _ctrl_c_stops_the_workers_and_resume_finishes(executor, db, store)
     assert {o.status for o in second} == {"finished"}
     assert {o.series_id for o in second} == {t.series_id for t in remaining}
     assert check_complete(db, tournament_id) == 3 * GAMES
@@ -61,6 +67,32 @@ def test_a_local_cluster_stops_on_request_and_resumes_without_loss(tmp_path: Pat
     assert records and all(len(r.deck) == 36 and r.end for r in records)
     # games_played counts what each run added, as found in the database.
     assert sum(o.games_played for o in first + second) == 3 * GAMES
+
+
+def _ctrl_c_stops_the_workers_and_resume_finishes(
+    executor: DaskExecutor, db: Database, store: Path
+) -> None:
+    """Ctrl-C in the coordinator (here: raised from a progress callback) re-raises, sets the
+    stop flag, and the series on the workers stop early and close their bots; resume then
+    completes the tournament."""
+    games = 8  # long enough that no series can end before the first game is reported
+    tournament_id = make_tournament(db, store, bots=("random", "greedy", "mc"), games=games)
+    stop = threading.Event()
+
+    def interrupt(series_id: int, number: int, record: GameRecord) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        executor.run(tasks_for(tournament_id, db=db, store=store), stop=stop, on_game=interrupt)
+    assert stop.is_set()
+    assert wait_no_processes_in(store, seconds=30) == [], "bots outlived the interrupted run"
+    # The series that were running stopped early (left unfinished), not played to the end.
+    with db.read_session() as session:
+        statuses = [s.status for s in series_of_tournament(tournament_id, session=session)]
+    assert SeriesStatus.FINISHED.value not in statuses, statuses
+    outcomes = executor.run(tasks_for(tournament_id, db=db, store=store), stop=threading.Event())
+    assert [o.status for o in outcomes] == ["finished"] * 3
+    assert check_complete(db, tournament_id) == 3 * games
 
 
 def test_bad_arguments_are_refused_with_the_offending_value() -> None:
