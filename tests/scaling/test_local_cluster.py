@@ -19,6 +19,7 @@ from referee.tournament.dask_executor import (
     SchedulerUnavailableError,
     play_on_worker,
 )
+from referee.tournament.executors import Executor
 from referee.tournament.runner import SeriesTask, tasks_for
 from tests.scaling.helpers import (
     all_games,
@@ -51,6 +52,9 @@ def test_a_local_cluster_stops_on_request_and_resumes_without_loss(tmp_path: Pat
             tasks_for(tournament_id, db=db, store=store), stop=stop, on_game=on_game
         )
         assert "interrupted" in {o.status for o in first}, first
+        # Two series were running (one per worker); the third started only after the stop,
+        # so it returned at once without starting its bots.
+        assert [o.message for o in first].count("stopped before it started") == 1, first
         remaining = tasks_for(tournament_id, db=db, store=store)
         assert remaining, "the stop came too late to leave anything to resume"
         second = executor.run(
@@ -96,6 +100,8 @@ def _ctrl_c_stops_the_workers_and_resume_finishes(
 
 
 def test_bad_arguments_are_refused_with_the_offending_value() -> None:
+    executor: Executor = DaskExecutor(None)  # the protocol the CLI codes against
+    assert isinstance(executor, DaskExecutor)
     with pytest.raises(DaskExecutorError, match="'localhost:8786'"):
         DaskExecutor("localhost:8786")
     with pytest.raises(DaskExecutorError, match="workers must be >= 1, got 0"):
