@@ -7,6 +7,7 @@ bot plays both hands of every deal (pairs of games 1-2, 3-4, ...).
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -19,6 +20,8 @@ from referee.outcomes import REFEREE_VERSION, Forfeit, ForfeitReason, GameRecord
 from referee.rules import DEFAULT_TURN_LIMIT, Card, shuffled_deck
 from referee.timecontrol import TimeControl
 from sdk.messages import PROTOCOL_VERSION, Handshake, SeriesScore
+
+log = logging.getLogger(__name__)
 
 
 class SeriesFormat(Enum):
@@ -220,6 +223,7 @@ def _play_with_retries(
             record = _play_once(config, slots, number, deck, dealer, result)
         except InfrastructureError as exc:
             last = str(exc)
+            log.warning("game %s attempt %s failed on our side: %s", number, attempt, last)
             continue
         if stopping():
             raise SeriesInterrupted(f"stopped during game {number}; it will be replayed")
@@ -253,6 +257,12 @@ def _play_once(
             players[seat] = slot.player(series_handshake(config, result.names[1 - seat]))
         except BotStartError as exc:
             failures[seat] = Forfeit(seat, exc.reason, "", str(exc)[:2000])
+    if failures[0] and failures[1]:
+        # A healthy bot always starts; when neither does, the sandbox itself is the likely
+        # culprit (engine overloaded, image missing), so the game is replayed, not scored.
+        raise InfrastructureError(
+            f"neither bot could start: {failures[0].detail}; {failures[1].detail}"
+        )
     if failures[0] or failures[1]:
         return _not_played(config, deck, dealer, failures, result.names)
 
@@ -281,20 +291,19 @@ def _not_played(
     failures: list[Forfeit | None],
     names: tuple[str, str],
 ) -> GameRecord:
-    """A game that could not start because a bot would not: that bot forfeits it."""
-    first = failures[0] or failures[1]
-    assert first is not None
+    """A game that could not start because one bot would not: that bot forfeits it."""
+    forfeit = failures[0] or failures[1]
+    assert forfeit is not None
+    log.warning("%s forfeits: %s", names[forfeit.seat], forfeit.detail)
     now = time.time()
-    both = failures[0] is not None and failures[1] is not None
     return GameRecord(
         deck=tuple(str(c) for c in deck),
         dealer=dealer,
         turn_limit=config.turn_limit,
         moves=(),
-        # When neither bot can start, nobody wins: the game counts as a draw by double forfeit.
-        winner=None if both else 1 - first.seat,
+        winner=1 - forfeit.seat,
         end="forfeit",
-        forfeit=first,
+        forfeit=forfeit,
         players=names,
         started=now,
         finished=now,

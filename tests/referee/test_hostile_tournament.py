@@ -63,6 +63,7 @@ def test_a_tournament_with_hostile_bots_finishes_with_verdicts(tmp_path: Path) -
         memory_mb=128,
         pids=32,
         seed=3,
+        startup_seconds=60.0,
     )
     store = tmp_path / "store"
     tournament_id = create(config, db=db, store=store)

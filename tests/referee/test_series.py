@@ -214,3 +214,9 @@ def test_a_crashed_bot_is_restarted_for_the_next_game() -> None:
     assert crashed[0].forfeit.reason is ForfeitReason.CRASH and crashed[0].winner == 1
     assert len(_CrashOnce.created) - created_before == 2  # restarted once, after the crash
     assert all(g.forfeit is None for n, g in result.games.items() if g is not crashed[0])
+
+
+def test_when_neither_bot_starts_the_game_is_not_scored_and_the_series_aborts() -> None:
+    config = SeriesConfig(games=2, seed=2, time_control=FAST, max_attempts=2)
+    with pytest.raises(SeriesAborted, match="neither bot could start"):
+        run_series(config, (_NeverStarts(), _NeverStarts()))  # type: ignore[arg-type]
