@@ -278,7 +278,6 @@ class DaskExecutor:
         self.worker_store = worker_store
         self._cluster: Any = None
         self._client: Any = None
-        self._futures: list[Any] = []
 
     # -- connection
 
@@ -385,20 +384,23 @@ class DaskExecutor:
         finally:
             db.close()
 
-    def _submit(self, tasks: Sequence[SeriesTask], stop_name: str) -> dict[str, SeriesTask]:
+    def _submit(
+        self, tasks: Sequence[SeriesTask], stop_name: str
+    ) -> tuple[list[Any], dict[str, SeriesTask]]:
         """One future per series; keys are unique per run, so a resumed run never gets a
         result the scheduler still remembers from an earlier one."""
         token = stop_name.rpartition("-")[2]
-        submitted = {}
+        futures: list[Any] = []
+        submitted: dict[str, SeriesTask] = {}
         for task in tasks:
             shipped = replace(task, store=self.worker_store) if self.worker_store else task
             key = f"kryt-series-t{task.tournament_id}-s{task.series_id}-{token}"
             future = self.client.submit(
                 play_on_worker, shipped, stop_name, key=key, pure=False, retries=self.retries
             )
-            self._futures.append(future)
-            submitted[future.key] = task
-        return submitted
+            futures.append(future)
+            submitted[str(future.key)] = task
+        return futures, submitted
 
     def _run(
         self,
@@ -412,12 +414,12 @@ class DaskExecutor:
         progress = GameProgress(db, tasks)
         stop_name = f"kryt-stop-{uuid.uuid4().hex[:12]}"
         remote_stop = dask.Event(stop_name, client=self.client)
-        submitted = self._submit(tasks, stop_name)
-        pending = dask.as_completed(self._futures)
+        futures, submitted = self._submit(tasks, stop_name)
+        pending = dask.as_completed(futures)
         outcomes: list[SeriesOutcome] = []
 
         def collect(future: Any) -> None:
-            outcome = self._outcome(future, submitted[future.key])
+            outcome = self._outcome(future, submitted[str(future.key)])
             played = progress.close(outcome.series_id, on_game)
             if outcome.games_played != played:
                 # A retried task reports only its last attempt; the database has them all.
@@ -435,7 +437,7 @@ class DaskExecutor:
                     grace_until = time.monotonic() + self.stop_grace_seconds
                 if grace_until is not None and time.monotonic() > grace_until:
                     log.warning("cancelling %d series that did not stop in time", pending.count())
-                    self.client.cancel(self._futures)
+                    self.client.cancel(futures)
                     break
                 if pending.has_ready():
                     for future in pending.next_batch(block=False):
@@ -444,13 +446,14 @@ class DaskExecutor:
                 if on_game is not None and time.monotonic() >= next_poll:
                     progress.poll(on_game)
                     next_poll = time.monotonic() + self.poll_seconds
-                # Short ticks keep an outcome's latency low without a thread per future.
-                stop.wait(0.02)
+                # Short ticks keep an outcome's latency low without a thread per future
+                # (not stop.wait: once stop is set that would spin through the grace period).
+                time.sleep(0.02)
         except BaseException:
             stop.set()
             try:
                 remote_stop.set()
-                self.client.cancel(self._futures)
+                self.client.cancel(futures)
             finally:
                 self._forget(remote_stop)
             raise
@@ -458,13 +461,12 @@ class DaskExecutor:
         return outcomes
 
     def _forget(self, remote_stop: Any) -> None:
-        """Drop this run's futures and its Event from the scheduler's memory.
+        """Drop this run's Event from the scheduler's memory.
 
         Setting the Event first releases the stop watchers still long-polling it (their
         series are over), so none is left waiting on the scheduler; clearing it then lets
         the scheduler delete it.
         """
-        self._futures = []
         try:
             remote_stop.set()
             remote_stop.clear()
