@@ -187,7 +187,7 @@ def _one_move(
     if action not in view.legal_actions:
         shown = ", ".join(str(a) for a in view.legal_actions[:10])
         more = ", ..." if len(view.legal_actions) > 10 else ""
-        detail = f"{str(action)!r} is not legal here (legal: {shown}{more})"
+        detail = f"illegal action {str(action)!r}: not legal here (legal: {shown}{more})"
         raise _Forfeited(Forfeit(seat, ForfeitReason.ILLEGAL_ACTION, text[:2000], detail))
     game.play(action)
     return Move(seat, str(action), round(reply.elapsed, 6))

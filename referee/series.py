@@ -77,9 +77,14 @@ def deal_number(config: SeriesConfig, number: int) -> int:
     return (number + 1) // 2 if config.format is SeriesFormat.DUPLICATE else number
 
 
+def game_seed(seed: int | str, deal: int) -> str:
+    """The shuffle seed of deal number ``deal`` (1-based) of the series seeded ``seed``."""
+    return f"kryt:{seed}:deal:{deal}"
+
+
 def game_deck(seed: int | str, deal: int) -> tuple[Card, ...]:
     """The deck of deal number ``deal`` of a series: a pure function of seed and number."""
-    return shuffled_deck(f"kryt:{seed}:deal:{deal}")
+    return shuffled_deck(game_seed(seed, deal))
 
 
 def planned_dealer(config: SeriesConfig, number: int, previous: Mapping[int, int | None]) -> int:

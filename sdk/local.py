@@ -1,32 +1,39 @@
-"""Series between two bots without gRPC (``play_local``), and the small referee loop shared
-with :func:`sdk.check.check_bot`.
+"""Series between two bots without gRPC (``play_local``), and the series runner shared with
+:func:`sdk.check.check_bot`.
 
-Series sequencing lives in :func:`next_dealer`: the first dealer is drawn from the series
-seed, then the loser deals, and after a draw the same dealer deals again (rules.md, Series).
+Both are thin layers over the referee's own loop (:func:`referee.series.run_series`): the same
+time control, forfeits, and sequencing (the first dealer drawn from the series seed, then the
+loser deals, and after a draw the same dealer deals again; rules.md, Series).
 """
 
 from __future__ import annotations
 
-import contextlib
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Final
 
-from referee.rules import DEFAULT_TURN_LIMIT, Action, Game, InvalidActionError, View
+from referee.match import Player, end_reason
+from referee.outcomes import ForfeitReason
+from referee.rules import DEFAULT_TURN_LIMIT, View
+from referee.series import (
+    BotStartError,
+    SeriesConfig,
+    first_dealer,
+    game_seed,
+    next_dealer,
+)
+from referee.series import run_series as referee_series
+from referee.timecontrol import TimeControl as RefereeTimeControl
 from sdk.bot import Bot
 from sdk.client import BotCrashedError, BotFault, Reply
 from sdk.driver import BotDriver
 from sdk.messages import (
-    PROTOCOL_VERSION,
     BotError,
     Clock,
     Decision,
     DecisionRequest,
-    GameEnd,
     GameEndReason,
-    GameStart,
     Handshake,
     HandshakeReply,
     RefereeMessage,
@@ -35,44 +42,22 @@ from sdk.messages import (
 )
 from sdk.server import bot_identity
 
+__all__ = [
+    "DEFAULT_TIME_CONTROL",
+    "GameRecord",
+    "LocalPlayer",
+    "Player",
+    "SeriesResult",
+    "first_dealer",
+    "game_seed",
+    "next_dealer",
+    "play_local",
+    "run_series",
+]
+
 DEFAULT_TIME_CONTROL: Final = TimeControl(move_ms=1000, bank_ms=10_000)
 TRANSPORT_GRACE: Final = 0.05
 """Seconds added to a move's hard deadline for the transport (not charged to the bot)."""
-
-
-def next_dealer(prev_dealer: int, outcome: int | None) -> int:
-    """Dealer of the next game: the loser deals; after a draw the same dealer deals."""
-    if outcome is None:
-        return prev_dealer
-    return 1 - outcome
-
-
-def first_dealer(seed: int | str) -> int:
-    """Dealer of a series' first game, drawn from the series seed."""
-    return random.Random(f"{seed}:first-dealer").randrange(2)
-
-
-def game_seed(seed: int | str, game_number: int) -> str:
-    """Deck seed of game ``game_number`` (1-based) of a series, so that a series replays."""
-    return f"{seed}:{game_number}"
-
-
-class Player(Protocol):
-    """One side of a series as the loop sees it: a local bot or a connection to one."""
-
-    name: str
-
-    def handshake(self, handshake: Handshake) -> HandshakeReply:
-        """Introduce the series; raises BotFault."""
-        ...
-
-    def send(self, message: RefereeMessage) -> None:
-        """A message that gets no reply; raises BotFault."""
-        ...
-
-    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
-        """The bot's action text for ``view``; raises BotFault."""
-        ...
 
 
 class LocalPlayer:
@@ -157,16 +142,43 @@ MoveHook = Callable[[int, int, Reply], None]
 """Called as ``hook(game_number, seat, reply)`` after each reply (for timing reports)."""
 
 
-def _classify(text: str, game: Game) -> tuple[GameEndReason, str] | None:
-    """None when ``text`` is a legal action now, else the forfeit reason and detail."""
-    try:
-        action = Action.parse(text)
-    except InvalidActionError as exc:
-        return GameEndReason.MALFORMED_REPLY, str(exc)
-    if not game.is_legal(action):
-        legal = ", ".join(str(a) for a in game.legal_actions()[:8])
-        return GameEndReason.ILLEGAL_ACTION, f"illegal action {text!r} (legal: {legal}, ...)"
-    return None
+class _Seat:
+    """A player that is already running, as a referee bot slot: handshaken once, never
+    restarted (a local bot object, or a connection the caller manages)."""
+
+    def __init__(self, player: Player, on_move: MoveHook | None, seat: int) -> None:
+        self.name = player.name
+        self._player = player
+        self._on_move = on_move
+        self._seat = seat
+        self._handshaken = False
+
+    def player(self, handshake: Handshake) -> Player:
+        if not self._handshaken:
+            try:
+                self._player.handshake(handshake)
+            except BotFault as exc:
+                raise BotStartError(f"{self.name}: {exc}") from None
+            self._handshaken = True
+        return self
+
+    def send(self, message: RefereeMessage) -> None:
+        self._player.send(message)
+
+    def handshake(self, handshake: Handshake) -> HandshakeReply:
+        return self._player.handshake(handshake)
+
+    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
+        reply = self._player.decide(view, clock, game_number, timeout)
+        if self._on_move is not None:
+            self._on_move(game_number, self._seat, reply)
+        return reply
+
+    def diagnose(self) -> ForfeitReason | None:
+        return None
+
+    def close(self) -> None:
+        """The caller owns the player."""
 
 
 def run_series(
@@ -178,123 +190,39 @@ def run_series(
     turn_limit: int = DEFAULT_TURN_LIMIT,
     on_move: MoveHook | None = None,
 ) -> SeriesResult:
-    """Play ``games`` games between ``players[0]`` (seat 0) and ``players[1]`` (seat 1).
-
-    A minimal referee: the engine decides legality and the end; a bot that fails (timeout,
-    bank exhausted, illegal or malformed reply, crash) loses that game by forfeit.
-    """
+    """Play ``games`` games between ``players[0]`` (seat 0) and ``players[1]`` (seat 1) with the
+    referee's own loop: the engine decides legality and the end; a bot that fails (timeout,
+    bank exhausted, illegal or malformed reply, crash) loses that game by forfeit."""
     if len(players) != 2:
         raise ValueError(f"a series needs exactly two players, got {len(players)}")
     if games < 1:
         raise ValueError(f"a series needs at least one game, got {games!r}")
-    for seat, player in enumerate(players):
-        player.handshake(
-            Handshake(
-                protocol_version=PROTOCOL_VERSION,
-                referee_version="kryt-sdk local referee",
-                games=games,
-                opponent_name=players[1 - seat].name,
-                time_control=time_control,
-            )
-        )
-    # After the handshake: a remote player learns its name from the reply.
-    result = SeriesResult(names=(players[0].name, players[1].name), seed=seed)
-    dealer = first_dealer(seed)
-    for number in range(1, games + 1):
-        record = _play_game(
-            players, number, dealer, seed, result, time_control, turn_limit, on_move
-        )
-        result.games.append(record)
-        dealer = next_dealer(dealer, record.winner)
-    return result
-
-
-def _play_game(
-    players: Sequence[Player],
-    number: int,
-    dealer: int,
-    seed: int | str,
-    result: SeriesResult,
-    time_control: TimeControl,
-    turn_limit: int,
-    on_move: MoveHook | None,
-) -> GameRecord:
-    game = Game.new(seed=game_seed(seed, number), dealer=dealer, turn_limit=turn_limit)
-    banks = [time_control.bank_ms / 1000.0] * 2
-    times: list[float] = []
-    forfeit: tuple[int, GameEndReason, str] | None = None
-    for seat, player in enumerate(players):
-        try:
-            player.send(
-                GameStart(
-                    game_number=number,
-                    seat=seat,
-                    dealer=dealer,
-                    score=result.score(seat),
-                    opponent_name=players[1 - seat].name,
-                    time_control=time_control,
-                    turn_limit=turn_limit,
-                )
-            )
-        except BotFault as exc:
-            forfeit = (seat, exc.reason, str(exc))
-            break
-    move_s = time_control.move_ms / 1000.0
-    while forfeit is None and not game.over:
-        mover = game.to_move
-        assert mover is not None
-        seat = mover
-        clock = Clock(move_ms=time_control.move_ms, bank_ms=int(banks[seat] * 1000))
-        try:
-            reply = players[seat].decide(
-                game.view(seat), clock, number, move_s + banks[seat] + TRANSPORT_GRACE
-            )
-        except BotFault as exc:
-            forfeit = (seat, exc.reason, str(exc))
-            break
-        if on_move is not None:
-            on_move(number, seat, reply)
-        banks[seat] -= max(0.0, reply.elapsed - move_s)
-        if banks[seat] < 0:
-            forfeit = (seat, GameEndReason.TIMEOUT, f"time bank exhausted ({reply.elapsed:.3f}s)")
-            break
-        problem = _classify(reply.action, game)
-        if problem is not None:
-            forfeit = (seat, *problem)
-            break
-        game.play(reply.action)
-        times.append(reply.elapsed)
-    if forfeit is not None:
-        loser, reason, detail = forfeit
-        winner: int | None = 1 - loser
-    else:
-        assert game.reason is not None
-        winner, reason, detail = game.outcome, GameEndReason.from_rules(game.reason), ""
-    record = GameRecord(
-        game_number=number,
-        dealer=dealer,
-        winner=winner,
-        reason=reason,
-        actions=tuple(str(a) for a in game.history),
-        detail=detail,
-        times=tuple(times),
+    config = SeriesConfig(
+        games=games,
+        seed=seed,
+        time_control=RefereeTimeControl(
+            move_seconds=time_control.move_ms / 1000,
+            bank_seconds=time_control.bank_ms / 1000,
+            grace_seconds=TRANSPORT_GRACE,
+        ),
+        turn_limit=turn_limit,
     )
-    after = SeriesResult(names=result.names, seed=seed, games=[*result.games, record])
-    for seat, player in enumerate(players):
-        # A bot that failed to send GameEnd will fail its next request too, which is recorded.
-        with contextlib.suppress(BotFault):
-            player.send(
-                GameEnd(
-                    game_number=number,
-                    winner=winner,
-                    reason=reason,
-                    detail=detail,
-                    view=game.view(seat),
-                    deck=game.deck or (),
-                    score=after.score(seat),
-                )
+    seats = (_Seat(players[0], on_move, 0), _Seat(players[1], on_move, 1))
+    played = referee_series(config, seats)
+    result = SeriesResult(names=(players[0].name, players[1].name), seed=seed)
+    for number, record in sorted(played.games.items()):
+        result.games.append(
+            GameRecord(
+                game_number=number,
+                dealer=record.dealer,
+                winner=record.winner,
+                reason=end_reason(record),
+                actions=tuple(m.action for m in record.moves),
+                detail=record.forfeit.detail if record.forfeit else record.void_reason,
+                times=tuple(m.seconds for m in record.moves),
             )
-    return record
+        )
+    return result
 
 
 def play_local(

@@ -9,6 +9,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from referee.outcomes import REFEREE_VERSION
 from referee.rules import Action, Game, View
 from sdk.bot import Bot, GameContext, GameResult, SeriesInfo
 from sdk.client import (
@@ -23,7 +24,7 @@ from sdk.client import (
 )
 from sdk.examples.greedy.bot import GreedyBot
 from sdk.examples.random.bot import RandomBot
-from sdk.local import LocalPlayer, run_series
+from sdk.local import LocalPlayer, game_seed, run_series
 from sdk.messages import (
     MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
@@ -95,16 +96,16 @@ def test_a_served_bot_plays_real_games(transport: str) -> None:
     assert len(result.games) == 3 and not result.forfeits
     for record in result.games:  # the engine replays every game: all actions were legal
         game = Game.replay(
-            Game.new(seed=f"wire:{record.game_number}").deck or (), record.dealer, record.actions
+            Game.new(seed=game_seed("wire", record.game_number)).deck or (),
+            record.dealer,
+            record.actions,
         )
         assert game.over and game.outcome == record.winner
     series = [e for e in bot.events if isinstance(e, SeriesInfo)]
     starts = [e for e in bot.events if isinstance(e, GameContext)]
     ends = [e for e in bot.events if isinstance(e, GameResult)]
     views = [e for e in bot.events if isinstance(e, View)]
-    assert series == [
-        SeriesInfo("randombot", 3, TimeControl(1000, 10_000), "kryt-sdk local referee", 1)
-    ]
+    assert series == [SeriesInfo("randombot", 3, TimeControl(1000, 10_000), REFEREE_VERSION, 1)]
     assert [s.game_number for s in starts] == [1, 2, 3] == [e.game_number for e in ends]
     assert all(s.seat == 0 and s.opponent_name == "randombot" for s in starts)
     assert [e.winner for e in ends] == [g.winner for g in result.games]
