@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -101,22 +102,73 @@ def series_table(tournament_id: int, db: Database) -> Table:
     return table
 
 
-def run_tournament(tournament_id: int, db: Database, *, quiet: bool = False) -> list[SeriesOutcome]:
+class ExecutorName(StrEnum):
+    """Where series run."""
+
+    local = "local"
+    dask = "dask"
+
+
+ExecutorOption = Annotated[
+    ExecutorName,
+    typer.Option("--executor", help="local (threads here) or dask (a Dask cluster)."),
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler", help="Dask scheduler address (tcp://HOST:8786); none: a local cluster."
+    ),
+]
+WorkerStoreOption = Annotated[
+    str | None,
+    typer.Option("--worker-store", help="Where Dask workers unpack bots (default: --store)."),
+]
+
+REFIT_SECONDS = 30.0
+"""Ratings are refitted from the database as series finish, at most this often."""
+
+
+def run_tournament(
+    tournament_id: int,
+    db: Database,
+    *,
+    executor: ExecutorName = ExecutorName.local,
+    scheduler: str | None = None,
+    worker_store: str | None = None,
+    store: Path = DEFAULT_STORE,
+    quiet: bool = False,
+) -> list[SeriesOutcome]:
     """Play every unfinished series with a progress bar; Ctrl-C stops cleanly (resumable)."""
     with db.read_session() as session:
         config = TournamentConfig.from_json(
             dict(get_tournament(tournament_id, session=session).config)
         )
-    backend = choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
-    console.print(f"sandbox: [bold]{backend.describe()}[/bold]")
-    swept = sweep_leftovers(label_prefix(db.url, tournament_id))
+    tasks = tasks_for(tournament_id, db=db, store=store)
+    prefix = label_prefix(db.url, tournament_id)
+    dask_executor = None
+    if executor is ExecutorName.dask:
+        from referee.tournament.dask_executor import DaskExecutor
+
+        dask_executor = DaskExecutor(
+            scheduler, workers=config.concurrency, worker_store=worker_store
+        )
+        sandboxes = dask_executor.worker_sandboxes(
+            config.sandbox.backend, config.sandbox.allow_unsafe
+        )
+        for worker, description in sorted(sandboxes.items()):
+            console.print(f"worker {worker}: sandbox [bold]{description}[/bold]")
+        swept = dask_executor.sweep_workers(prefix)
+    else:
+        backend = choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
+        console.print(f"sandbox: [bold]{backend.describe()}[/bold]")
+        swept = sweep_leftovers(prefix)
     if swept:
         console.print(f"removed {swept} sandbox(es) left over by an earlier run")
-    tasks = tasks_for(tournament_id, db=db)
     done, planned = _games(tournament_id, db)
     mark_tournament(tournament_id, TournamentStatus.RUNNING, db=db)
     stop = threading.Event()
     started = time.monotonic()
+    last_refit = started
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -128,7 +180,6 @@ def run_tournament(tournament_id: int, db: Database, *, quiet: bool = False) -> 
         TimeRemainingColumn(),
         console=console,
         disable=quiet,
-        transient=False,
     )
     with progress:
         bar = progress.add_task(config.name, total=planned, completed=done, rate=0.0)
@@ -140,7 +191,19 @@ def run_tournament(tournament_id: int, db: Database, *, quiet: bool = False) -> 
             rate = played / max(1e-9, time.monotonic() - started)
             progress.update(bar, advance=1, rate=rate)
 
-        outcomes = LocalExecutor(config.concurrency).run(tasks, stop=stop, on_game=on_game)
+        def on_series(outcome: SeriesOutcome) -> None:
+            nonlocal last_refit
+            if time.monotonic() - last_refit >= REFIT_SECONDS:
+                last_refit = time.monotonic()
+                refit_and_store(db, tournament_id=tournament_id)
+
+        if dask_executor is not None:
+            with dask_executor:
+                outcomes = dask_executor.run(tasks, stop=stop, on_game=on_game, on_series=on_series)
+        else:
+            outcomes = LocalExecutor(config.concurrency).run(
+                tasks, stop=stop, on_game=on_game, on_series=on_series
+            )
     with db.read_session() as session:
         unfinished = [
             s
@@ -199,6 +262,9 @@ def run(
     ] = None,
     memory_mb: Annotated[int | None, typer.Option(help="Memory limit per bot (MiB).")] = None,
     pids: Annotated[int | None, typer.Option(help="Process/thread limit per bot.")] = None,
+    executor: ExecutorOption = ExecutorName.local,
+    scheduler: SchedulerOption = None,
+    worker_store: WorkerStoreOption = None,
     database: DatabaseOption = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
@@ -223,21 +289,33 @@ def run(
     except ConfigError as exc:
         raise UserError(str(exc), hint="see docs/configuration.md") from None
     db = open_db(database)
-    # Check the sandbox before storing anything, so a missing engine fails fast.
-    choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
+    if executor is ExecutorName.local:
+        # Check the sandbox before storing anything, so a missing engine fails fast.
+        choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
     try:
         tournament_id = create(config, db=db, store=store)
     except TournamentError as exc:
         raise UserError(str(exc)) from None
     console.print(f"tournament [bold]{tournament_id}[/bold] created ({config.name})")
-    outcomes = run_tournament(tournament_id, db)
+    outcomes = run_tournament(
+        tournament_id,
+        db,
+        executor=executor,
+        scheduler=scheduler,
+        worker_store=worker_store,
+        store=store,
+    )
     raise typer.Exit(_report(tournament_id, db, outcomes))
 
 
 @app.command()
 def resume(
     tournament_id: Annotated[int, typer.Argument(help="The tournament to finish.")],
+    executor: ExecutorOption = ExecutorName.local,
+    scheduler: SchedulerOption = None,
+    worker_store: WorkerStoreOption = None,
     database: DatabaseOption = None,
+    store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Finish an interrupted tournament: plays exactly the games that are missing."""
     db = open_db(database, create=False)
@@ -246,7 +324,14 @@ def resume(
         status = tournament.status
     if status == TournamentStatus.FINISHED.value:
         console.print(f"tournament {tournament_id} is already finished")
-    outcomes = run_tournament(tournament_id, db)
+    outcomes = run_tournament(
+        tournament_id,
+        db,
+        executor=executor,
+        scheduler=scheduler,
+        worker_store=worker_store,
+        store=store,
+    )
     raise typer.Exit(_report(tournament_id, db, outcomes))
 
 

@@ -115,3 +115,14 @@ def test_a_bad_config_file_is_one_clear_line(
     code, _, err = kryt(capsys, "tournament", "run", "--config", str(config))
     assert code == ExitCode.BAD_INPUT
     assert "unknown setting" in err and "gamez" in err
+
+
+def test_run_on_a_local_dask_cluster(capsys: pytest.CaptureFixture[str], db: Path) -> None:
+    code, out, err = kryt(
+        capsys, "tournament", "run", str(EXAMPLES / "random"), str(EXAMPLES / "greedy"),
+        "--games", "2", "--backend", "process", "--executor", "dask", "--name", "on-dask",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "worker" in err and "sandbox" in err
+    code, out, _ = kryt(capsys, "tournament", "status")
+    assert "on-dask" in out and "2/2" in out and "finished" in out
