@@ -70,6 +70,8 @@ class CheckReport:
     problems: list[Problem] = field(default_factory=list)
     reply_times: list[float] = field(default_factory=list)
     stderr: str = ""
+    sandbox: str = ""
+    """The sandbox backend the bot ran in (empty: a plain subprocess or an address)."""
 
     @property
     def ok(self) -> bool:
@@ -171,12 +173,15 @@ def check_bot(
     opponent: Bot | None = None,
     time_control: TimeControl = DEFAULT_TIME_CONTROL,
     startup_timeout: float = 10.0,
+    sandbox: str | None = None,
 ) -> CheckReport:
     """Play ``games`` games against ``opponent`` (default: the greedy example bot) over gRPC.
 
     ``target`` is a bot folder (with ``bot.toml``) or the address of a running bot. The bot
     sits in seat 0; the dealer alternates by the series rules, so it plays both first and
     second. Returns a :class:`CheckReport`; nothing is raised for the bot's faults.
+    With ``sandbox`` (``"auto"``, ``"docker"``, ``"bwrap"`` or ``"process"``) a bot folder is
+    started in that sandbox backend, as a tournament would (your own bot: trusted).
     """
     from sdk.examples.greedy.bot import GreedyBot
 
@@ -184,7 +189,12 @@ def check_bot(
     path = Path(target)
     client: BotClient | None = None
     try:
-        with _maybe_started(path, report) as (address, proc):
+        starter = (
+            _sandboxed(path, report, sandbox, startup_timeout)
+            if sandbox is not None and path.exists()
+            else _maybe_started(path, report)
+        )
+        with starter as (address, proc):
             client = BotClient(address)
             _wait_ready(client, proc, startup_timeout)
             remote = RemotePlayer(client, handshake_timeout=HANDSHAKE_TIMEOUT)
@@ -235,6 +245,31 @@ def check_bot(
         if client is not None:
             client.close()
     return report
+
+
+@contextmanager
+def _sandboxed(
+    path: Path, report: CheckReport, preference: str, startup_timeout: float
+) -> Iterator[tuple[str, None]]:
+    """Start the bot folder in a sandbox backend; stop it (and keep its output) afterwards."""
+    from sandbox import BotStartupError, SandboxLimits, choose_backend
+
+    submission = load_submission(path)
+    report.name, report.version = submission.manifest.name, submission.manifest.version
+    backend = choose_backend(preference, allow_unsafe=False)
+    report.sandbox = backend.describe()
+    limits = SandboxLimits(startup_timeout=startup_timeout)
+    try:
+        running = backend.start(
+            submission, limits, f"kryt-check-{submission.sha256[:12]}", trusted=True
+        )
+    except BotStartupError as exc:
+        raise BotCrashedError(f"the bot did not start in the sandbox: {exc}") from None
+    try:
+        yield running.address, None
+    finally:
+        running.stop()
+        report.stderr = running.logs()[-STDERR_TAIL:]
 
 
 @contextmanager

@@ -35,11 +35,20 @@ def check(
     target: Annotated[str, typer.Argument(help="Bot folder (with bot.toml) or its address.")],
     games: Annotated[int, typer.Option("--games", "-n", min=1, help="Games to play.")] = 10,
     seed: Annotated[str, typer.Option(help="Series seed (decks and first dealer).")] = "0",
+    sandbox: Annotated[
+        str,
+        typer.Option(help="Sandbox for a bot folder: auto, docker, bwrap, process or none."),
+    ] = "auto",
 ) -> None:
-    """Play GAMES games over gRPC against the greedy bot and report problems."""
+    """Start the bot in the sandbox, play GAMES games over gRPC against the greedy bot and
+    report problems (crashes, timeouts, slow replies, illegal or malformed actions)."""
     from sdk.check import check_bot
 
-    report = check_bot(target, games=games, seed=seed)
+    report = check_bot(
+        target, games=games, seed=seed, sandbox=None if sandbox == "none" else sandbox
+    )
+    if report.sandbox:
+        typer.echo(f"sandbox: {report.sandbox}")
     typer.echo(report.format())
     if not report.ok:
         raise typer.Exit(ExitCode.FAILED)

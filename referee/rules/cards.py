@@ -197,11 +197,25 @@ def mask_of(cards: Iterable[Card | str]) -> int:
     return mask
 
 
+def _suit_tables() -> tuple[tuple[tuple[Card, ...], ...], ...]:
+    """``table[suit][bits]``: the cards of a 9-bit rank pattern within ``suit``."""
+    return tuple(
+        tuple(
+            tuple(_CARDS[suit * 9 + r] for r in range(9) if bits >> r & 1) for bits in range(512)
+        )
+        for suit in range(4)
+    )
+
+
+_SUIT_TABLES: Final = _suit_tables()
+
+
 def cards_of(mask: int) -> tuple[Card, ...]:
     """The cards of a bit mask, in index order."""
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(_CARDS[low.bit_length() - 1])
-        mask ^= low
-    return tuple(out)
+    clubs, diamonds, hearts, spades = _SUIT_TABLES
+    return (
+        clubs[mask & 0x1FF]
+        + diamonds[mask >> 9 & 0x1FF]
+        + hearts[mask >> 18 & 0x1FF]
+        + spades[mask >> 27 & 0x1FF]
+    )

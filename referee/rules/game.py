@@ -296,7 +296,7 @@ class Game:
     @property
     def pile(self) -> tuple[Card, ...]:
         """The pile, bottom→top."""
-        return tuple(_CARDS[i] for i in self._pile)
+        return tuple(map(_CARDS.__getitem__, self._pile))
 
     @property
     def stock(self) -> tuple[Card, ...]:

@@ -96,3 +96,15 @@ def test_a_bad_manifest_is_reported(tmp_path: Path) -> None:
     report = check_bot(folder, games=1)
     (problem,) = report.problems
     assert problem.kind == "manifest" and "version" in problem.detail
+
+
+def test_a_bot_folder_can_be_checked_inside_a_sandbox_backend(tmp_path: Path) -> None:
+    report = check_bot(EXAMPLES / "greedy", games=2, sandbox="process")
+    assert report.ok, report.format()
+    assert report.sandbox.startswith("process")
+    folder = _bot(tmp_path, "crasher", "        raise ZeroDivisionError('oops')")
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    bad = check_bot(folder, games=2, sandbox="process")
+    assert not bad.ok and bad.problems[0].kind == "crash"
+    assert "ZeroDivisionError" in bad.problems[0].detail or "ZeroDivisionError" in bad.stderr

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Tournament throughput: games/s of a real round robin, and its fraction of the ideal.
+
+    python benchmarks/tournament_throughput.py [--bots 4] [--games 10] [--concurrency 2]
+
+Copies of the fast example bot ``random`` (so every pair plays the same cheap bot) play a
+round robin through the whole stack: SQLite database, process sandbox, gRPC over Unix sockets,
+the referee's series loop, every game committed. The ideal is what the machine could do if a
+game cost nothing but its round trips: ``cores / (actions per game × bare round trip)``, with
+the bare round trip measured in the same run (``grpc_pingpong.bare_round_trip``). Target: a
+fraction >= 0.6.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from grpc_pingpong import _spawn, bare_round_trip  # noqa: E402
+
+from leaderboard.db import games_of_series, open_database, series_of_tournament  # noqa: E402
+from referee.tournament.config import load_config  # noqa: E402
+from referee.tournament.executors import LocalExecutor  # noqa: E402
+from referee.tournament.runner import create, tasks_for  # noqa: E402
+
+
+def bot_copies(folder: Path, count: int) -> list[str]:
+    """``count`` copies of the random example bot with distinct names."""
+    paths = []
+    for i in range(count):
+        dest = folder / f"random{i}"
+        shutil.copytree(ROOT / "sdk" / "examples" / "random", dest)
+        manifest = (dest / "bot.toml").read_text().replace('name = "random"', f'name = "r{i}"')
+        (dest / "bot.toml").write_text(manifest)
+        paths.append(str(dest))
+    return paths
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bots", type=int, default=4)
+    parser.add_argument("--games", type=int, default=10, help="games per pair")
+    parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--rounds", type=int, default=2000, help="bare ping-pong round trips")
+    opts = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="kryt-throughput-"))
+    try:
+        echo = f"unix://{work / 'echo.sock'}"
+        server = _spawn([str(ROOT / "benchmarks" / "grpc_pingpong.py"), "--serve-echo", echo])
+        try:
+            bare = bare_round_trip([echo], opts.rounds, b"x" * 32, [server.pid])[0]
+        finally:
+            server.terminate()
+            server.wait(5)
+        db = open_database(f"sqlite:///{work / 'kryt.db'}")
+        config = load_config(
+            None,
+            name="throughput",
+            bots=bot_copies(work, opts.bots),
+            games_per_pair=opts.games,
+            concurrency=opts.concurrency,
+            backend="process",
+            allow_unsafe=True,
+        )
+        tournament_id = create(config, db=db, store=work / "store")
+        tasks = tasks_for(tournament_id, db=db, store=work / "store")
+        start = time.perf_counter()
+        outcomes = LocalExecutor(opts.concurrency).run(tasks, stop=threading.Event())
+        elapsed = time.perf_counter() - start
+        assert {o.status for o in outcomes} == {"finished"}, outcomes
+        games = actions = 0
+        with db.read_session() as session:
+            for series in series_of_tournament(tournament_id, session=session):
+                assert series.id is not None
+                for game in games_of_series(series.id, session=session):
+                    games += 1
+                    actions += len(game.actions)
+        cores = os.cpu_count() or 1
+        per_game = actions / games
+        ideal = cores / (per_game * bare)
+        rate = games / elapsed
+        print(f"bare round trip            {bare * 1e6:8.0f} µs (UDS, measured in this run)")
+        print(f"actions per game           {per_game:8.1f}")
+        print(f"ideal ({cores} cores)           {ideal:8.1f} games/s")
+        print(
+            f"measured                   {rate:8.1f} games/s ({games} games, {len(tasks)} series,"
+            f" concurrency {opts.concurrency}, bot start-up included)"
+        )
+        print(f"fraction of ideal          {rate / ideal:8.2f}  (target >= 0.6)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
