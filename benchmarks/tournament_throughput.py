@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +33,7 @@ from leaderboard.db import games_of_series, open_database, series_of_tournament 
 from referee.tournament.config import load_config  # noqa: E402
 from referee.tournament.executors import LocalExecutor  # noqa: E402
 from referee.tournament.runner import create, tasks_for  # noqa: E402
+from sandbox.local import UnsafeSandboxWarning  # noqa: E402
 
 
 def bot_copies(folder: Path, count: int) -> list[str]:
@@ -47,6 +49,9 @@ def bot_copies(folder: Path, count: int) -> list[str]:
 
 
 def main() -> int:
+    # The copies are renamed, so not recognised as the bundled bots: run them unsandboxed,
+    # knowingly (they are the example code), without a warning per start.
+    warnings.filterwarnings("ignore", category=UnsafeSandboxWarning)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bots", type=int, default=4)
     parser.add_argument("--games", type=int, default=10, help="games per pair")
