@@ -200,9 +200,7 @@ def mask_of(cards: Iterable[Card | str]) -> int:
 def _suit_tables() -> tuple[tuple[tuple[Card, ...], ...], ...]:
     """``table[suit][bits]``: the cards of a 9-bit rank pattern within ``suit``."""
     return tuple(
-        tuple(
-            tuple(_CARDS[suit * 9 + r] for r in range(9) if bits >> r & 1) for bits in range(512)
-        )
+        tuple(tuple(_CARDS[suit * 9 + r] for r in range(9) if bits >> r & 1) for bits in range(512))
         for suit in range(4)
     )
 
