@@ -271,11 +271,17 @@ class DockerBackend(Backend):
 
     def sweep_leftovers(self, label_prefix: str = "") -> int:
         """Remove every sandbox container whose label starts with ``label_prefix``."""
+        from docker.errors import NotFound
+
         removed = 0
-        for container in self.client.containers.list(all=True, filters={"label": MARK_KEY}):
-            if str(container.labels.get(LABEL_KEY, "")).startswith(label_prefix):
-                container.remove(force=True, v=True)
-                removed += 1
+        # sparse: no inspect per container, which races with containers other runs remove.
+        listed = self.client.containers.list(all=True, sparse=True, filters={"label": MARK_KEY})
+        for container in listed:
+            labels = container.attrs.get("Labels") or {}
+            if str(labels.get(LABEL_KEY, "")).startswith(label_prefix):
+                with contextlib.suppress(NotFound):  # gone meanwhile: nothing to remove
+                    container.remove(force=True, v=True)
+                    removed += 1
         return removed + sweep_socket_dirs(label_prefix)
 
 
