@@ -7,6 +7,7 @@ peer could send that does not make sense raises :class:`MalformedMessageError`, 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Final
 
@@ -154,21 +155,25 @@ def view_to_pb(view: View) -> pb.View:
     return msg
 
 
+_TEXT: Final = operator.attrgetter("text")
+"""Canonical text of a Card or an Action without a Python-level ``__str__`` call (hot path)."""
+
+
 def _fill_view(msg: pb.View, view: View) -> None:
     # Filled in place: building a sub-message and assigning it would copy it (hot path).
     msg.seat = view.seat
     msg.dealer = view.dealer
-    msg.hand.extend(map(str, view.hand))
-    msg.pile.extend(map(str, view.pile))
+    msg.hand.extend(map(_TEXT, view.hand))
+    msg.pile.extend(map(_TEXT, view.pile))
     msg.trump = view.trump.letter
     if view.face_up is not None:
         msg.face_up = str(view.face_up)
     msg.stock_count = view.stock_count
     msg.opponent_count = view.opponent_count
-    msg.opponent_known.extend(map(str, view.opponent_known))
-    msg.own_known.extend(map(str, view.own_known))
-    msg.legal_actions.extend(map(str, view.legal_actions))
-    msg.history.extend(map(str, view.history))
+    msg.opponent_known.extend(map(_TEXT, view.opponent_known))
+    msg.own_known.extend(map(_TEXT, view.own_known))
+    msg.legal_actions.extend(map(_TEXT, view.legal_actions))
+    msg.history.extend(map(_TEXT, view.history))
     msg.over = view.over
     if view.reason is not None:
         msg.reason = _RULES_REASON_TO_PB[view.reason]

@@ -43,14 +43,15 @@ class Action:
     ``swap`` whether the trump six is exchanged for the face-up card first.
     """
 
-    __slots__ = ("_text", "code", "cover", "kind", "lead", "swap")
+    __slots__ = ("code", "cover", "kind", "lead", "swap", "text")
 
     code: int
     kind: ActionKind
     cover: Card | None
     lead: Card | None
     swap: bool
-    _text: str
+    text: str
+    """The canonical text (also what ``str()`` gives)."""
 
     def __new__(
         cls,
@@ -120,7 +121,7 @@ class Action:
             words += ["cover", str(first)]
         else:
             words.append("take")
-        action._text = " ".join(words)
+        action.text = " ".join(words)
         return action
 
     @classmethod
@@ -135,7 +136,7 @@ class Action:
             if cached is not None:
                 return cached
         action = cls._parse(text)
-        if type(text) is str and text == action._text:
+        if type(text) is str and text == action.text:
             _BY_TEXT[text] = action  # bounded: there are 2,666 canonical texts
         return action
 
@@ -167,10 +168,10 @@ class Action:
         )
 
     def __str__(self) -> str:
-        return self._text
+        return self.text
 
     def __repr__(self) -> str:
-        return f"Action({self._text!r})"
+        return f"Action({self.text!r})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Action) and other.code == self.code

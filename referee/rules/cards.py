@@ -81,12 +81,13 @@ class Card:
     ``str(card)`` is the canonical text (rank letter then suit letter, e.g. ``TH``).
     """
 
-    __slots__ = ("_text", "index", "rank", "suit")
+    __slots__ = ("index", "rank", "suit", "text")
 
     index: int
     rank: Rank
     suit: Suit
-    _text: str
+    text: str
+    """The canonical text, e.g. ``TH`` (also what ``str()`` gives)."""
 
     def __new__(cls, rank: Rank | int, suit: Suit | int) -> Card:
         """Return the interned card of this rank and suit."""
@@ -100,7 +101,7 @@ class Card:
         card.index = index
         card.rank = Rank(index % 9)
         card.suit = Suit(index // 9)
-        card._text = card.rank.letter + card.suit.letter
+        card.text = card.rank.letter + card.suit.letter
         return card
 
     @classmethod
@@ -145,10 +146,10 @@ class Card:
         return ("10" if self.rank is Rank.TEN else self.rank.letter) + self.suit.symbol
 
     def __str__(self) -> str:
-        return self._text
+        return self.text
 
     def __repr__(self) -> str:
-        return f"Card({self._text!r})"
+        return f"Card({self.text!r})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Card) and other.index == self.index
