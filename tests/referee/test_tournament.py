@@ -27,6 +27,7 @@ from referee.tournament.config import load_config
 from referee.tournament.executors import LocalExecutor
 from referee.tournament.runner import create, label_prefix, tasks_for
 from sandbox import sweep_leftovers
+from tests.scaling.helpers import processes_in, wait_no_processes_in
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "sdk" / "examples"
@@ -116,21 +117,6 @@ RUNNER = textwrap.dedent(
 )
 
 
-def processes_in(folder: Path) -> list[int]:
-    """Pids of live processes whose working directory is inside ``folder`` (the bots)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-        except OSError:
-            continue
-        if cwd.startswith(str(folder)):
-            found.append(int(entry.name))
-    return found
-
-
 def counted_games(db_url: str, tournament_id: int) -> list[str | None]:
     """Results of the counted games of a tournament."""
     db = open_database(db_url, create=False)
@@ -173,10 +159,7 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path: Path) -> Non
         process.wait(30)
     assert 5 <= recorded < 24
     # The killed referee's bots die with it (no orphan keeps playing).
-    deadline = time.monotonic() + 10
-    while processes_in(store) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_in(store) == []
+    assert wait_no_processes_in(store) == []
     # What the killed run left (socket folders) is swept before resuming, as the CLI does.
     assert sweep_leftovers(label_prefix(url, tournament_id)) >= 1
     outcomes = LocalExecutor(2).run(
