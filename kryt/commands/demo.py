@@ -40,8 +40,9 @@ def demo(
         games_per_pair=games,
         seed=seed,
         concurrency=concurrency,
-        move_seconds=0.5,
-        bank_seconds=5.0,
+        # Quick moves keep the demo short: the Monte-Carlo bot thinks for a share of the limit.
+        move_seconds=0.2,
+        bank_seconds=2.0,
     )
     db = open_db(database)
     err.print(f"database: {db.display_url}")
