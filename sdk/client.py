@@ -184,6 +184,12 @@ class BotClient:
             self.closed = True
             detail = item.details() if isinstance(item, grpc.Call) else str(item)
             code = item.code().name if isinstance(item, grpc.Call) else type(item).__name__
+            if code == "RESOURCE_EXHAUSTED":  # the bot sent more than the message size limit
+                raise MalformedReplyError(
+                    f"bot at {self.address} sent a message over the {MAX_MESSAGE_BYTES}-byte "
+                    f"limit: {detail}",
+                    offending=f"<message over {MAX_MESSAGE_BYTES} bytes>",
+                )
             raise BotCrashedError(f"connection to bot at {self.address} lost: {code}: {detail}")
         try:
             message = decode_bot_message(item)

@@ -153,3 +153,11 @@ def test_well_behaved_bots_play_whole_games_over_grpc() -> None:
         g.end in {"out", "draw by final answer", "turn limit"} for g in result.games.values()
     )
     assert slots[0].starts == slots[1].starts == 1  # one process for the whole series
+
+
+def test_a_reply_over_the_size_limit_is_a_malformed_reply() -> None:
+    result, _ = series_against_greedy("huge-reply", games=1)
+    assert_every_game_forfeited(result, ForfeitReason.MALFORMED_REPLY)
+    record = result.games[1]
+    assert record.forfeit is not None and "limit" in record.forfeit.detail
+    assert len(record.forfeit.offending_input) < 200  # the 100 MB are not kept
