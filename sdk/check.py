@@ -14,6 +14,7 @@ socket (no sandbox: this is a development tool); an address (``host:port`` or
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -187,6 +188,16 @@ def check_bot(
 
     report = CheckReport(target=str(target))
     path = Path(target)
+    text = str(target)
+    looks_like_address = text.startswith("unix:") or re.fullmatch(r"[\w.\-\[\]:]+:\d+", text)
+    if not path.exists() and not looks_like_address:
+        report.problems.append(
+            Problem(
+                "not found",
+                f"{text!r} is neither a bot folder nor an address (host:port or unix:///path)",
+            )
+        )
+        return report
     client: BotClient | None = None
     try:
         starter = (

@@ -108,3 +108,8 @@ def test_a_bot_folder_can_be_checked_inside_a_sandbox_backend(tmp_path: Path) ->
     bad = check_bot(folder, games=2, sandbox="process")
     assert not bad.ok and bad.problems[0].kind == "crash"
     assert "ZeroDivisionError" in bad.problems[0].detail or "ZeroDivisionError" in bad.stderr
+
+
+def test_a_target_that_is_neither_folder_nor_address_is_reported_at_once(tmp_path: Path) -> None:
+    report = check_bot(tmp_path / "missing", games=1)
+    assert not report.ok and report.problems[0].kind == "not found"
