@@ -87,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         if known.hint:
             typer.echo(f"hint: {known.hint}", err=True)
         return known.code
-    return result if isinstance(result, int) else ExitCode.OK
+    code = result if isinstance(result, int) else ExitCode.OK
+    if code == ExitCode.INTERRUPTED:  # typer turns Ctrl-C into exit code 130
+        typer.echo("interrupted: work done so far is saved", err=True)
+    return code
 
 
 def run() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from referee.match import Player
@@ -58,6 +59,7 @@ class SandboxSlot:
         self._running: RunningBot | None = None
         self._client: BotClient | None = None
         self._failed = False
+        self._lock = threading.Lock()
         self.starts = 0
 
     def player(self, handshake: Handshake) -> Player:
@@ -67,14 +69,15 @@ class SandboxSlot:
         self._stop()
         self.starts += 1
         try:
-            self._running = self._backend.start(
+            running = self._backend.start(
                 self._submission, self._limits, self._label, trusted=self._trusted
             )
         except BotStartupError as exc:
             raise BotStartError(f"{self.name} could not start: {exc}") from None
         except SandboxInfrastructureError as exc:
             raise InfrastructureError(f"sandbox failed to start {self.name}: {exc}") from None
-        client = BotClient(self._running.address)
+        self._running = running
+        client = BotClient(running.address)
         try:
             client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
         except BotFault as exc:
@@ -86,7 +89,8 @@ class SandboxSlot:
         return _Watched(client, self)
 
     def _alive(self) -> bool:
-        return self._running is not None and self._running.alive()
+        running = self._running
+        return running is not None and running.alive()
 
     def failed(self) -> None:
         """The bot misbehaved at the protocol level: restart it before the next game."""
@@ -94,35 +98,39 @@ class SandboxSlot:
 
     def diagnose(self) -> ForfeitReason | None:
         """The sandbox's verdict on a bot that died: memory or disk limit, if that is why."""
-        if self._running is None:
+        running = self._running  # Ctrl-C may close the slot from another thread meanwhile
+        if running is None:
             return None
         # The connection usually breaks a moment before the engine reports the death.
         deadline = time.monotonic() + DEATH_REPORT_WAIT
-        report = self._running.death()
+        report = running.death()
         while report is None and time.monotonic() < deadline:
             time.sleep(0.05)
-            report = self._running.death()
+            report = running.death()
         if report is None:
             return None
         return _VERDICTS.get(report.cause)
 
     def logs(self) -> str:
         """The tail of the bot's output (for reports)."""
-        return self._running.logs() if self._running is not None else ""
+        running = self._running
+        return running.logs() if running is not None else ""
 
     def _stop(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        if self._running is not None:
-            self._running.stop()
-            self._running = None
+        with self._lock:  # Ctrl-C closes every slot from the main thread
+            client, running = self._client, self._running
+            self._client = self._running = None
+        if client is not None:
+            client.close()
+        if running is not None:
+            running.stop()
 
     def close(self) -> None:
         """Say goodbye (when it still listens), then stop the bot and remove its sandbox."""
-        if self._client is not None and not self._failed:
+        client = self._client
+        if client is not None and not self._failed:
             try:
-                self._client.shutdown("series over", timeout=1.0)
+                client.shutdown("series over", timeout=1.0)
             except BotFault:
                 log.debug("bot %s did not take the shutdown", self.name)
         self._stop()
