@@ -8,13 +8,16 @@ never share state. Without the variable the PostgreSQL cases skip locally and fa
 from __future__ import annotations
 
 import os
+import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import SQLAlchemyError
 
 from leaderboard.db import Database, open_database
 from tests.db.helpers import World, build_world
@@ -40,10 +43,27 @@ def _fresh_postgres_database(admin_url: str) -> Iterator[str]:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
         url = make_url(admin_url).set(database=name)
         yield url.render_as_string(hide_password=False)
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        _drop(admin, name)
     finally:
         admin.dispose()
+
+
+def _drop(admin: Engine, name: str) -> None:
+    """Drop a test database. A plain DROP makes the server stop an autovacuum worker that
+    may have started on it; FORCE (which a non-superuser may not use on such a worker) is the
+    fallback for connections a test left open."""
+    last: Exception | None = None
+    for statement in [f'DROP DATABASE IF EXISTS "{name}"'] * 5 + [
+        f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
+    ] * 5:
+        try:
+            with admin.connect() as conn:
+                conn.execute(text(statement))
+            return
+        except SQLAlchemyError as exc:
+            last = exc
+            time.sleep(0.5)
+    warnings.warn(f"could not drop test database {name}: {last}", stacklevel=2)
 
 
 @pytest.fixture(params=BACKENDS)
