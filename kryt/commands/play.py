@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -40,26 +42,29 @@ def play(
     err.print(f"sandbox: [bold]{sandbox.describe()}[/bold]")
     limits = SandboxSettings().limits()
     slots: list[SandboxSlot] = []
-    for seat, path in enumerate((bot_a, bot_b)):
-        submission = load_submission(path)
-        name = f"{submission.manifest.name} {submission.manifest.version}"
-        if seat == 1 and slots and slots[0].name == name:
-            name += " (2)"
-        slots.append(
-            SandboxSlot(
-                sandbox,
-                submission,
-                name=name,
-                limits=limits,
-                label=f"kryt-play-{seat}",
-                trusted=True,
+    # Archives are unpacked into a temporary folder that lives as long as the series.
+    with tempfile.TemporaryDirectory(prefix="kryt-play-") as tmp:
+        for seat, path in enumerate((bot_a, bot_b)):
+            unpack = None if path.is_dir() else Path(tmp) / f"bot{seat}"
+            submission = load_submission(path, unpack_dir=unpack)
+            name = f"{submission.manifest.name} {submission.manifest.version}"
+            if seat == 1 and slots and slots[0].name == name:
+                name += " (2)"
+            slots.append(
+                SandboxSlot(
+                    sandbox,
+                    submission,
+                    name=name,
+                    limits=limits,
+                    label=f"kryt-play-{os.getpid()}-{seat}",
+                    trusted=True,
+                )
             )
-        )
-    try:
-        result = run_series(config, (slots[0], slots[1]))
-    finally:
-        for slot in slots:
-            slot.close()
+        try:
+            result = run_series(config, (slots[0], slots[1]))
+        finally:
+            for slot in slots:
+                slot.close()
     table = Table(title=f"{slots[0].name} (seat 0) vs {slots[1].name} (seat 1), seed {seed}")
     for column in ("game", "dealer", "winner", "ending", "actions", "details"):
         table.add_column(column)

@@ -80,8 +80,16 @@ def register(
     Submitting identical content again is a no-op; other content under an existing name and
     version is refused (ConflictError): bump the version in ``bot.toml``.
     """
-    submission = load_submission(path)
-    stored = store_submission(submission, store)
+    if Path(path).is_dir():
+        submission = load_submission(path)
+        stored = store_submission(submission, store)
+        archive = pack(submission)
+    else:  # an archive: unpack it into a temporary folder that is removed afterwards
+        with tempfile.TemporaryDirectory(prefix="kryt-submit-") as tmp:
+            unpacked = load_submission(path, unpack_dir=Path(tmp) / "unpacked")
+            stored = store_submission(unpacked, store)
+            archive = pack(unpacked)
+        submission = load_submission(stored)
     manifest = {k: v for k, v in asdict(submission.manifest).items() if v is not None}
     with db.session() as session:
         result = submit(
@@ -92,7 +100,7 @@ def register(
                 submitted_by=submitted_by,
                 manifest=manifest,
                 storage_path=str(stored.resolve()),
-                archive=pack(submission),
+                archive=archive,
             ),
             session=session,
         )
