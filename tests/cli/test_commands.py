@@ -126,3 +126,18 @@ def test_run_on_a_local_dask_cluster(capsys: pytest.CaptureFixture[str], db: Pat
     assert "worker" in err and "sandbox" in err
     code, out, _ = kryt(capsys, "tournament", "status")
     assert "on-dask" in out and "2/2" in out and "finished" in out
+
+
+def test_an_archive_and_its_folder_are_the_same_submission(
+    capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path
+) -> None:
+    import shutil
+    import tempfile
+
+    archive = shutil.make_archive(str(tmp_path / "random"), "zip", EXAMPLES / "random")
+    leftovers = set(Path(tempfile.gettempdir()).glob("kryt-submit-*"))
+    code, out, _ = kryt(capsys, "submit", archive)
+    assert code == 0 and "stored as submission 1" in out
+    code, out, _ = kryt(capsys, "submit", str(EXAMPLES / "random"))
+    assert code == 0 and "already stored" in out and "submission 1" in out
+    assert set(Path(tempfile.gettempdir()).glob("kryt-submit-*")) == leftovers
