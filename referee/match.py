@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from referee.outcomes import Forfeit, ForfeitReason, GameRecord, Move
+from referee.outcomes import DOUBLE_FORFEIT, Forfeit, ForfeitReason, GameRecord, Move
 from referee.rules import Action, Card, Game, InvalidActionError, View
 from referee.timecontrol import GameClock, TimeControl
 from sdk.client import (
@@ -229,6 +229,8 @@ def end_reason(record: GameRecord) -> GameEndReason:
         return GameEndReason.VOID
     if record.forfeit is not None:
         return wire_reason(record.forfeit.reason)
+    if record.end == DOUBLE_FORFEIT:  # neither bot started: both failed as if crashed
+        return GameEndReason.CRASH
     return GameEndReason(record.end)
 
 

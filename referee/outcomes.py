@@ -7,6 +7,9 @@ from enum import Enum
 
 REFEREE_VERSION = "kryt-arena-referee 0.1.0"
 
+DOUBLE_FORFEIT = "double forfeit"
+"""End of a game neither bot could start (scored as a draw: nobody can win it)."""
+
 
 class ForfeitReason(Enum):
     """Why a bot lost a game without it being played out. The offender loses."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from referee.outcomes import DOUBLE_FORFEIT
 from referee.rules import Action, Game, RulesError
 
 
@@ -62,6 +63,12 @@ def verify(
             problems.append(f"move {number}: {exc}")
             break
     if voided:
+        return Verification(not problems, problems, game)
+    if end_reason == DOUBLE_FORFEIT:  # neither bot started: nothing was played
+        if played:
+            problems.append("moves are recorded for a game neither bot started")
+        if result != "draw":
+            problems.append(f"a double forfeit is scored as a draw, the record says {result!r}")
         return Verification(not problems, problems, game)
     if forfeit_seat is not None:
         expected = "seat1" if forfeit_seat == 0 else "seat0"

@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Protocol
 
 from referee.match import Diagnose, Player, play_game, wire_time_control
-from referee.outcomes import REFEREE_VERSION, Forfeit, ForfeitReason, GameRecord
+from referee.outcomes import DOUBLE_FORFEIT, REFEREE_VERSION, Forfeit, ForfeitReason, GameRecord
 from referee.rules import DEFAULT_TURN_LIMIT, Card, shuffled_deck
 from referee.timecontrol import TimeControl
 from sdk.messages import PROTOCOL_VERSION, Handshake, SeriesScore
@@ -143,6 +143,14 @@ class BotSlot(Protocol):
         ...
 
 
+class _NeitherStarted(InfrastructureError):
+    """Both bots failed to start (their own faults, or a sandbox in trouble)."""
+
+    def __init__(self, first: Forfeit, second: Forfeit) -> None:
+        super().__init__(f"neither bot could start: {first.detail}; {second.detail}")
+        self.forfeits = (first, second)
+
+
 class SeriesAborted(Exception):
     """The series cannot go on (infrastructure failed repeatedly); it can be resumed later."""
 
@@ -226,6 +234,13 @@ def _play_with_retries(
     for attempt in range(1, config.max_attempts + 1):
         try:
             record = _play_once(config, slots, number, deck, dealer, result)
+        except _NeitherStarted as exc:
+            last = str(exc)
+            log.warning("game %s attempt %s: %s", number, attempt, last)
+            if attempt < config.max_attempts:
+                continue
+            # Still neither starts: both forfeit. Nobody can win, so it counts as a draw.
+            record = _double_forfeit(config, deck, dealer, exc, result.names)
         except InfrastructureError as exc:
             last = str(exc)
             log.warning("game %s attempt %s failed on our side: %s", number, attempt, last)
@@ -263,11 +278,9 @@ def _play_once(
         except BotStartError as exc:
             failures[seat] = Forfeit(seat, exc.reason, "", str(exc)[:2000])
     if failures[0] and failures[1]:
-        # A healthy bot always starts; when neither does, the sandbox itself is the likely
-        # culprit (engine overloaded, image missing), so the game is replayed, not scored.
-        raise InfrastructureError(
-            f"neither bot could start: {failures[0].detail}; {failures[1].detail}"
-        )
+        # A healthy bot always starts; when neither does, the sandbox itself may be the culprit
+        # (an overloaded engine), so the game is tried again before it is scored.
+        raise _NeitherStarted(failures[0], failures[1])
     if failures[0] or failures[1]:
         return _not_played(config, deck, dealer, failures, result.names)
 
@@ -286,6 +299,28 @@ def _play_once(
         time_control=config.time_control,
         turn_limit=config.turn_limit,
         diagnose=diag,
+    )
+
+
+def _double_forfeit(
+    config: SeriesConfig,
+    deck: tuple[Card, ...],
+    dealer: int,
+    failure: _NeitherStarted,
+    names: tuple[str, str],
+) -> GameRecord:
+    """Neither bot would start, attempt after attempt: a draw by double forfeit."""
+    now = time.time()
+    return GameRecord(
+        deck=tuple(str(c) for c in deck),
+        dealer=dealer,
+        turn_limit=config.turn_limit,
+        moves=(),
+        winner=None,
+        end=DOUBLE_FORFEIT,
+        players=names,
+        started=now,
+        finished=now,
     )
 
 

@@ -73,8 +73,9 @@ def test_the_bank_absorbs_overruns_until_it_is_gone() -> None:
     assert_every_game_forfeited(result, ForfeitReason.TIMEOUT)
     record = result.games[1]
     own = [m.seconds for m in record.moves if m.seat == 0]
-    # 1.0 s of bank absorbs overruns of 0.4 s twice, and (with the grace) a third time.
-    assert len(own) == 3
+    # 1.0 s of bank absorbs overruns of 0.4 s (plus transport time) at least twice; whether
+    # the grace stretches it to a third depends on milliseconds of transport.
+    assert 2 <= len(own) <= 3
     assert all(seconds > QUICK.move_seconds + 0.3 for seconds in own)
 
 

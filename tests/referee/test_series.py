@@ -216,7 +216,16 @@ def test_a_crashed_bot_is_restarted_for_the_next_game() -> None:
     assert all(g.forfeit is None for n, g in result.games.items() if g is not crashed[0])
 
 
-def test_when_neither_bot_starts_the_game_is_not_scored_and_the_series_aborts() -> None:
-    config = SeriesConfig(games=2, seed=2, time_control=FAST, max_attempts=2)
-    with pytest.raises(SeriesAborted, match="neither bot could start"):
-        run_series(config, (_NeverStarts(), _NeverStarts()))  # type: ignore[arg-type]
+def test_when_neither_bot_starts_the_game_is_retried_then_a_double_forfeit() -> None:
+    config = SeriesConfig(games=2, seed=2, time_control=FAST, max_attempts=3)
+    calls: list[tuple[int, int]] = []
+
+    def recorder(number: int, attempt: int, record: GameRecord) -> None:
+        calls.append((number, attempt))
+
+    result = run_series(config, (_NeverStarts(), _NeverStarts()), recorder=recorder)  # type: ignore[arg-type]
+    assert calls == [(1, 3), (2, 3)]  # two retries each, then scored
+    for record in result.games.values():
+        assert record.end == "double forfeit" and record.winner is None
+        assert record.forfeit is None and record.moves == ()
+    assert result.score(0).draws == 2
