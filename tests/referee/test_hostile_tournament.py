@@ -3,6 +3,7 @@ and no container is left behind. Needs a Docker engine (required under CI)."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -93,4 +94,48 @@ def test_a_tournament_with_hostile_bots_finishes_with_verdicts(tmp_path: Path) -
     # when both are hostile, the one that fails first forfeits).
     assert lost["memhog"] + lost["forkbomb"] == 6
     assert lost["memhog"] >= 2 and lost["forkbomb"] >= 2
+    assert containers_labelled(label_prefix(url, tournament_id)) == []
+
+
+def test_a_tournament_with_bots_that_never_start_finishes(tmp_path: Path) -> None:
+    """The docker.sock symlink swapper and a bot crashing at start-up: each forfeits every
+    game against a real bot, their own game ends in a double forfeit, and the run finishes."""
+    docker_backend_or_skip()
+    hostile = Path(__file__).resolve().parents[1] / "sandbox" / "hostile"
+    bots = []
+    for name in ("sockswap", "crasher"):
+        dest = tmp_path / "bots" / name
+        shutil.copytree(hostile / name, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(hostile / "_serve.py", dest / "_serve.py")
+        bots.append(str(dest))
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    db = open_database(url)
+    config = load_config(
+        None,
+        bots=[str(EXAMPLES / "greedy"), *bots],
+        games_per_pair=1,
+        backend="docker",
+        startup_seconds=10.0,
+        seed=4,
+    )
+    store = tmp_path / "store"
+    tournament_id = create(config, db=db, store=store)
+    outcomes = LocalExecutor(2).run(
+        tasks_for(tournament_id, db=db, store=store), stop=threading.Event()
+    )
+    assert {o.status for o in outcomes} == {"finished"}
+    with db.read_session() as session:
+        labels = submission_labels(session=session)
+        results = {}
+        for series in series_of_tournament(tournament_id, session=session):
+            assert series.id is not None
+            (game,) = games_of_series(series.id, session=session)
+            pair = tuple(
+                sorted(labels[s][0] for s in (series.submission_a_id, series.submission_b_id))
+            )
+            results[pair] = (game.result, game.end_reason, game.forfeit_reason)
+    # greedy was entered first, so it sits in seat 0 of its series and wins them.
+    assert results[("greedy", "sockswap")] == ("seat0", "forfeit", "startup_failure")
+    assert results[("crasher", "greedy")] == ("seat0", "forfeit", "startup_failure")
+    assert results[("crasher", "sockswap")] == ("draw", "double forfeit", None)
     assert containers_labelled(label_prefix(url, tournament_id)) == []
