@@ -14,12 +14,15 @@ the forfeit reason and the offending input, and every decision has a hard deadli
 
 from __future__ import annotations
 
-import itertools
-import queue
+import asyncio
+import collections
+import contextlib
+import secrets
 import threading
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -42,6 +45,8 @@ from sdk.messages import (
 )
 from sdk.wire import PLAY_PATH, SERVICE, MalformedMessageError, decode_bot_message
 from sdk.wire import encode_referee_message as _encode
+
+T = TypeVar("T")
 
 CHANNEL_OPTIONS: Final[list[tuple[str, int]]] = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -96,30 +101,87 @@ class Reply:
     request_id: int
 
 
-_END: Final = object()  # ends the request stream
+SEND_TIMEOUT: Final = 10.0
+"""Seconds a message may wait to be taken by the bot's stream (a bot that stops reading)."""
+
+
+class _ThreadLoop(threading.local):
+    loop: asyncio.AbstractEventLoop | None = None
+
+
+_LOOPS = _ThreadLoop()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    """This thread's event loop for bot connections, made on first use.
+
+    Connections use gRPC's asyncio API, driven from the calling thread: the loop runs only
+    while a call waits for its bot, so a decision costs no hand-over between threads (the
+    threaded API needs three per round trip, and each costs more than the referee's work).
+    """
+    loop = _LOOPS.loop
+    if loop is None or loop.is_closed():
+        loop = _LOOPS.loop = asyncio.new_event_loop()
+    return loop
+
+
+def _request_id() -> int:
+    """A fresh request id. Unpredictable, so that a reply can only answer a request the bot
+    has seen: one sent before being asked never matches and is caught at once."""
+    return secrets.randbits(63) | 1
+
+
+_Item = tuple[float, bytes | BaseException | None]
+"""What the stream delivered and when: bytes, the error that ended it, or None at its end."""
 
 
 class BotClient:
-    """A connection to one bot at ``address``; one :meth:`handshake` per stream."""
+    """A connection to one bot at ``address``; one :meth:`handshake` per stream.
+
+    Use it from the thread that made it (a referee plays each series in one thread);
+    :meth:`close` alone may be called from any thread.
+    """
 
     def __init__(self, address: str) -> None:
         self.address = address
-        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
-        self._outbox: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._inbox: queue.SimpleQueue[tuple[float, bytes | Exception | None]] = queue.SimpleQueue()
-        self._call: grpc.CallIterator[bytes] | None = None
-        self._reader: threading.Thread | None = None
-        self._ids = itertools.count(1)
+        self._loop = _thread_loop()
+        self._owner = threading.get_ident()
+        self._channel: grpc.aio.Channel = self._run(self._connect())
+        self._call: grpc.aio.StreamStreamCall[bytes, bytes] | None = None
+        self._reading: asyncio.Task[None] | None = None
+        self._inbox: collections.deque[_Item] = collections.deque()
         self._timed_out: set[int] = set()
         self._answered: set[int] = set()
         self.discarded: list[Decision] = []
         """Late replies to requests that had already timed out (ignored, kept for the record)."""
         self.closed = False
 
+    # ------------------------------------------------------------------ event loop
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if threading.get_ident() != self._owner:
+            coro.close()
+            raise RuntimeError(
+                f"the BotClient for {self.address} must be used from the thread that made it"
+            )
+        if asyncio._get_running_loop() is not None:
+            coro.close()
+            raise RuntimeError(
+                "BotClient is synchronous: call it from a thread with no running event loop "
+                "(from async code, use asyncio.to_thread)"
+            )
+        return self._loop.run_until_complete(coro)
+
+    async def _connect(self) -> grpc.aio.Channel:
+        return grpc.aio.insecure_channel(self.address, options=CHANNEL_OPTIONS)
+
     # ------------------------------------------------------------------ connection
 
     def wait_healthy(self, timeout: float) -> None:
         """Wait until the bot's health service says SERVING; raises BotUnreachableError."""
+        self._run(self._wait_healthy(timeout))
+
+    async def _wait_healthy(self, timeout: float) -> None:
         stub = health_pb2_grpc.HealthStub(self._channel)
         deadline = time.monotonic() + timeout
         last = "no answer"
@@ -130,67 +192,107 @@ class BotClient:
                     f"bot at {self.address} not healthy after {timeout:.1f}s: {last}"
                 )
             try:
-                answer = stub.Check(
+                answer = await stub.Check(
                     health_pb2.HealthCheckRequest(service=SERVICE),
                     timeout=min(left, 1.0),
                     wait_for_ready=True,
                 )
             except grpc.RpcError as exc:
                 last = f"{exc.code().name}: {exc.details()}"
-                time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+                await asyncio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
                 continue
             if answer.status == health_pb2.HealthCheckResponse.SERVING:
                 return
             last = f"status {health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)}"
-            time.sleep(0.05)
+            await asyncio.sleep(0.05)
 
-    def _open(self) -> None:
-        play = self._channel.stream_stream(PLAY_PATH, None, None)
-        self._call = play(iter(self._outbox.get, _END), wait_for_ready=True)
-        self._reader = threading.Thread(target=self._read, name="kryt-bot-reader", daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self._call is not None
-        try:
-            for data in self._call:
-                self._inbox.put((time.monotonic(), data))
-        except grpc.RpcError as exc:
-            self._inbox.put((time.monotonic(), exc))
-        else:
-            self._inbox.put((time.monotonic(), None))
-
-    def _send(self, message: RefereeMessage) -> None:
+    def _open(self) -> grpc.aio.StreamStreamCall[bytes, bytes]:
         if self.closed:
             raise BotCrashedError(f"connection to {self.address} is closed")
         if self._call is None:
-            self._open()
-        self._outbox.put(_encode(message))
+            play = self._channel.stream_stream(PLAY_PATH, None, None)
+            self._call = play(None, wait_for_ready=True)
+        return self._call
 
-    def _receive(self, deadline: float) -> tuple[float, BotMessage]:
-        """Next message from the bot; raises BotTimeoutError (as TimeoutError) or a fault."""
-        left = deadline - time.monotonic()
+    async def _read_one(self, call: grpc.aio.StreamStreamCall[bytes, bytes]) -> None:
+        """Take the next message off the stream into the inbox.
+
+        One read at a time, asked for only when a message is awaited: an eager reader would
+        ask for the next message on the referee's critical path, before the move is played.
+        """
         try:
-            at, item = self._inbox.get(timeout=max(0.0, left))
-        except queue.Empty:
-            raise TimeoutError from None
-        return at, self._decode(item)
+            data = await call.read()
+        except grpc.RpcError as exc:
+            self._deliver(exc)
+        except asyncio.CancelledError:
+            self._deliver(ConnectionAbortedError("the stream was closed"))
+            raise
+        else:
+            self._deliver(data if isinstance(data, bytes) else None)  # else grpc.aio.EOF
 
-    def _decode(self, item: bytes | Exception | None) -> BotMessage:
+    def _deliver(self, item: bytes | BaseException | None) -> None:
+        self._inbox.append((time.monotonic(), item))
+        self._reading = None
+
+    async def _next(self) -> _Item:
+        """The next message; a read in progress survives a timeout (asyncio.wait does not
+        cancel it), so a late reply is found by the next request, not lost."""
+        while not self._inbox:
+            if self._reading is None:
+                if self._call is None or self._call.done():
+                    self._deliver(None)
+                    break
+                self._reading = self._loop.create_task(self._read_one(self._call))
+            await asyncio.wait((self._reading,))
+        return self._inbox.popleft()
+
+    async def _write(self, call: grpc.aio.StreamStreamCall[bytes, bytes], data: bytes) -> None:
+        try:
+            await call.write(data)
+        except grpc.RpcError as exc:
+            self.closed = True
+            raise self._fault(exc) from None
+        except asyncio.InvalidStateError:
+            self.closed = True
+            raise BotCrashedError(f"connection to bot at {self.address} lost") from None
+
+    async def _send_async(self, data: bytes, timeout: float) -> None:
+        call = self._open()
+        try:
+            async with asyncio.timeout(timeout):
+                await self._write(call, data)
+        except TimeoutError:
+            self._abort()
+            raise BotCrashedError(
+                f"bot at {self.address} did not take a message within {timeout:.1f}s "
+                "(it stopped reading its stream)"
+            ) from None
+
+    async def _exchange(self, data: bytes, deadline: float) -> _Item:
+        """Send ``data`` and wait for the next message until ``deadline`` (TimeoutError)."""
+        call = self._open()
+        async with asyncio.timeout_at(deadline):
+            await self._write(call, data)
+            return await self._next()
+
+    def _fault(self, item: BaseException) -> BotFault:
+        code = item.code().name if isinstance(item, grpc.RpcError) else type(item).__name__
+        detail = item.details() if isinstance(item, grpc.RpcError) else str(item)
+        if code == "RESOURCE_EXHAUSTED":  # the bot sent more than the message size limit
+            return MalformedReplyError(
+                f"bot at {self.address} sent a message over the {MAX_MESSAGE_BYTES}-byte "
+                f"limit: {detail}",
+                offending=f"<message over {MAX_MESSAGE_BYTES} bytes>",
+            )
+        return BotCrashedError(f"connection to bot at {self.address} lost: {code}: {detail}")
+
+    def _decode(self, item: bytes | BaseException | None) -> BotMessage:
         if item is None:
             self.closed = True
             raise BotCrashedError(f"bot at {self.address} closed the stream")
-        if isinstance(item, Exception):
+        if isinstance(item, BaseException):
             self.closed = True
-            detail = item.details() if isinstance(item, grpc.Call) else str(item)
-            code = item.code().name if isinstance(item, grpc.Call) else type(item).__name__
-            if code == "RESOURCE_EXHAUSTED":  # the bot sent more than the message size limit
-                raise MalformedReplyError(
-                    f"bot at {self.address} sent a message over the {MAX_MESSAGE_BYTES}-byte "
-                    f"limit: {detail}",
-                    offending=f"<message over {MAX_MESSAGE_BYTES} bytes>",
-                )
-            raise BotCrashedError(f"connection to bot at {self.address} lost: {code}: {detail}")
+            raise self._fault(item)
         try:
             message = decode_bot_message(item)
         except MalformedMessageError as exc:
@@ -203,11 +305,11 @@ class BotClient:
 
     def handshake(self, handshake: Handshake, timeout: float) -> HandshakeReply:
         """Open the stream and introduce the series; raises IncompatibleProtocolError."""
-        self._send(handshake)
         try:
-            _, message = self._receive(time.monotonic() + timeout)
+            _, item = self._run(self._exchange(_encode(handshake), time.monotonic() + timeout))
         except TimeoutError:
             raise BotTimeoutError(f"no handshake reply within {timeout:.1f}s") from None
+        message = self._decode(item)
         if not isinstance(message, HandshakeReply):
             raise UnexpectedReplyError(
                 f"expected a handshake reply, got {type(message).__name__}", repr(message)
@@ -221,26 +323,27 @@ class BotClient:
             )
         return message
 
-    def send(self, message: RefereeMessage) -> None:
+    def send(self, message: RefereeMessage, timeout: float = SEND_TIMEOUT) -> None:
         """Send a message that gets no reply (GameStart, GameEnd)."""
-        self._send(message)
+        self._run(self._send_async(_encode(message), timeout))
 
     def unsolicited(self) -> list[BotMessage]:
         """Messages that arrived without a request pending (late replies to timed-out
         requests are not counted: they go to :attr:`discarded`). Raises BotFault when the
         bot reported an error or the connection broke."""
+        return self._take_unsolicited()
+
+    def _take_unsolicited(self) -> list[BotMessage]:
         found: list[BotMessage] = []
-        while True:
-            try:
-                _, item = self._inbox.get_nowait()
-            except queue.Empty:
-                return found
+        while self._inbox:
+            _, item = self._inbox.popleft()
             message = self._decode(item)
             if isinstance(message, Decision) and message.request_id in self._timed_out:
                 self._timed_out.discard(message.request_id)
                 self.discarded.append(message)
             else:
                 found.append(message)
+        return found
 
     def decide(self, view: View, clock: Clock, *, game_number: int, timeout: float) -> Reply:
         """Ask for a decision and wait at most ``timeout`` seconds for the reply.
@@ -249,25 +352,34 @@ class BotClient:
         arrived unasked before this request, or a reply to another request) or
         BotCrashedError. The action text is returned unchecked: legality is the caller's.
         """
-        stray = self.unsolicited()
+        request_id = _request_id()
+        data = _encode(
+            DecisionRequest(request_id=request_id, game_number=game_number, view=view, clock=clock)
+        )
+        return self._run(self._decide(data, request_id, timeout))
+
+    async def _decide(self, data: bytes, request_id: int, timeout: float) -> Reply:
+        stray = self._take_unsolicited()
         if stray:
             raise UnexpectedReplyError(
                 f"bot sent {len(stray)} message(s) nobody asked for", repr(stray[0])
             )
-        request_id = next(self._ids)
         sent = time.monotonic()
-        self._send(
-            DecisionRequest(request_id=request_id, game_number=game_number, view=view, clock=clock)
-        )
         deadline = sent + timeout
         while True:
             try:
-                at, message = self._receive(deadline)
+                if data:
+                    at, item = await self._exchange(data, deadline)
+                    data = b""
+                else:
+                    async with asyncio.timeout_at(deadline):
+                        at, item = await self._next()
             except TimeoutError:
                 self._timed_out.add(request_id)
                 raise BotTimeoutError(
                     f"no decision within {timeout:.3f}s (request {request_id})"
                 ) from None
+            message = self._decode(item)
             if isinstance(message, Decision) and message.request_id == request_id:
                 self._answered.add(request_id)
                 return Reply(action=message.action, elapsed=at - sent, request_id=request_id)
@@ -284,22 +396,50 @@ class BotClient:
 
     def shutdown(self, reason: str, timeout: float = 2.0) -> None:
         """Tell the bot the series is over and close the stream and channel."""
-        if not self.closed and self._call is not None:
-            self._outbox.put(_encode(Shutdown(reason=reason)))
-            self._outbox.put(_END)
-            if self._reader is not None:
-                self._reader.join(timeout)
+        if threading.get_ident() == self._owner and not self.closed and self._call is not None:
+            with contextlib.suppress(BotFault, TimeoutError):
+                self._run(self._shutdown(_encode(Shutdown(reason=reason)), timeout))
         self.close()
 
-    def close(self) -> None:
-        """Drop the connection at once (the bot sees its stream cancelled)."""
-        if self._call is not None:
-            self._outbox.put(_END)
-            cancel = getattr(self._call, "cancel", None)
-            if cancel is not None:
-                cancel()
+    async def _shutdown(self, data: bytes, timeout: float) -> None:
+        call = self._open()
+        async with asyncio.timeout(timeout):
+            await self._write(call, data)
+            with contextlib.suppress(grpc.RpcError, asyncio.InvalidStateError):
+                await call.done_writing()
+            while True:  # until the bot ends the stream (late messages are dropped)
+                _, item = await self._next()
+                if not isinstance(item, bytes):
+                    return
+
+    def _abort(self) -> None:
+        """Cancel the stream (the bot sees it cancelled); runs in the loop's thread."""
         self.closed = True
-        self._channel.close()
+        if self._call is not None:
+            self._call.cancel()
+
+    def close(self) -> None:
+        """Drop the connection at once (the bot sees its stream cancelled). Any thread may
+        call it: from another thread the work is handed to the client's own loop."""
+        if threading.get_ident() != self._owner:
+            self.closed = True
+            with contextlib.suppress(RuntimeError):  # that loop is closed: nothing to do
+                self._loop.call_soon_threadsafe(self._abort)
+            return
+        already = self.closed and self._call is None and self._channel is None
+        if already:
+            return
+        self._abort()
+        self._run(self._close())
+
+    async def _close(self) -> None:
+        reading, self._reading = self._reading, None
+        if reading is not None:
+            reading.cancel()
+            await asyncio.wait((reading,))
+        channel, self._channel = self._channel, None  # type: ignore[assignment]
+        if channel is not None:
+            await channel.close(None)
 
     def __enter__(self) -> BotClient:
         return self

@@ -3,6 +3,9 @@ health checking, version mismatch, message size limits, and a misbehaving bot's 
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import threading
 import time
 
 import grpc
@@ -191,7 +194,7 @@ def test_a_second_reply_is_detected() -> None:
         client.handshake(_handshake(), timeout=5)
         assert _decide(client) == str(_view().legal_actions[0])
         time.sleep(0.2)  # let the duplicate arrive
-        with pytest.raises(UnexpectedReplyError, match="nobody asked for"):
+        with pytest.raises(UnexpectedReplyError, match="a second reply to request"):
             _decide(client)
 
 
@@ -203,7 +206,7 @@ def test_a_reply_to_another_request_is_detected() -> None:
 
     with raw_server(wrong_id) as address, BotClient(address) as client:
         client.handshake(_handshake(), timeout=5)
-        with pytest.raises(UnexpectedReplyError, match="instead of the reply to request 1"):
+        with pytest.raises(UnexpectedReplyError, match="instead of the reply to request"):
             _decide(client)
 
 
@@ -223,9 +226,13 @@ def test_a_reply_before_any_request_is_detected() -> None:
 
 
 def test_timeout_then_the_late_reply_is_discarded_not_blamed() -> None:
+    seen: list[int] = []
+
     def slow_first(message: RefereeMessage) -> list[BotMessage | bytes]:
-        if isinstance(message, DecisionRequest) and message.request_id == 1:
-            time.sleep(0.4)
+        if isinstance(message, DecisionRequest):
+            seen.append(message.request_id)
+            if len(seen) == 1:
+                time.sleep(0.4)
         return _fine(message)
 
     with raw_server(slow_first) as address, BotClient(address) as client:
@@ -237,8 +244,26 @@ def test_timeout_then_the_late_reply_is_discarded_not_blamed() -> None:
         assert err.value.reason is GameEndReason.TIMEOUT
         time.sleep(0.5)
         reply = client.decide(_view(), CLOCK, game_number=1, timeout=5)
-        assert reply.request_id == 2
-        assert [d.request_id for d in client.discarded] == [1]
+        assert len(seen) == 2 and seen[0] != seen[1]
+        assert reply.request_id == seen[1]
+        assert [d.request_id for d in client.discarded] == [seen[0]]
+
+
+def test_request_ids_are_unpredictable() -> None:
+    seen: list[int] = []
+
+    def record(message: RefereeMessage) -> list[BotMessage | bytes]:
+        if isinstance(message, DecisionRequest):
+            seen.append(message.request_id)
+        return _fine(message)
+
+    with raw_server(record) as address, BotClient(address) as client:
+        client.handshake(_handshake(), timeout=5)
+        for _ in range(20):
+            _decide(client)
+    assert len(set(seen)) == 20
+    assert all(0 < i < 2**63 for i in seen)
+    assert len({b - a for a, b in itertools.pairwise(seen)}) > 1  # not a counter
 
 
 @pytest.mark.parametrize(
@@ -292,3 +317,46 @@ def test_exceptions_in_bot_code_become_bot_errors_and_the_bot_keeps_serving() ->
         assert _decide(client) == "take"  # illegal here, but judging it is the referee's job
         with pytest.raises(BotCrashedError, match="act\\(\\) returned 42"):
             _decide(client)
+
+
+def test_close_from_another_thread_stops_the_client() -> None:
+    """Ctrl-C closes every bot from the main thread while series threads own the clients."""
+    handshaken, closed = threading.Event(), threading.Event()
+    outcome: list[object] = []
+
+    def series_thread(address: str) -> None:
+        client = BotClient(address)
+        client.handshake(_handshake(), timeout=5)
+        outcome.append(client)
+        handshaken.set()
+        closed.wait(5)
+        try:
+            _decide(client)
+        except BotCrashedError as exc:
+            outcome.append(exc)
+        client.close()  # the owner's close finishes the clean-up
+        outcome.append("done")
+
+    with served(GreedyBot(), "uds") as (address, _):
+        worker = threading.Thread(target=series_thread, args=(address,))
+        worker.start()
+        assert handshaken.wait(10)
+        client = outcome[0]
+        assert isinstance(client, BotClient)
+        client.close()
+        assert client.closed
+        closed.set()
+        worker.join(10)
+    assert isinstance(outcome[1], BotCrashedError) and "closed" in str(outcome[1])
+    assert outcome[2] == "done"
+
+
+def test_a_client_in_async_code_is_a_clear_error() -> None:
+    async def misuse(address: str) -> None:
+        BotClient(address)
+
+    with (
+        served(GreedyBot(), "uds") as (address, _),
+        pytest.raises(RuntimeError, match=r"asyncio\.to_thread"),
+    ):
+        asyncio.run(misuse(address))
