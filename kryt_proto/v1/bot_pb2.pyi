@@ -490,7 +490,7 @@ class DecisionRequest(_message.Message):
     VIEW_FIELD_NUMBER: _builtins.int
     CLOCK_FIELD_NUMBER: _builtins.int
     request_id: _builtins.int
-    """unique within the stream; the reply must echo it"""
+    """unique within the stream, drawn at random; the reply must echo it"""
     game_number: _builtins.int
     @_builtins.property
     def view(self) -> Global___View: ...

@@ -74,3 +74,28 @@ def test_python_m_sdk_serve_rejects_a_bad_class_spec() -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert b"is not a subclass of sdk.Bot" in err
+
+
+def test_a_raw_protobuf_bot_plays_a_series_through_the_referee() -> None:
+    """``benchmarks/minimal_bot.py`` knows only the generated protocol, like a bot in another
+    language: the referee's series loop plays it to the end with no fault."""
+    from sdk.client import RemotePlayer
+    from sdk.examples.greedy.bot import GreedyBot
+    from sdk.local import LocalPlayer, run_series
+
+    with socket_dir() as tmp:
+        address = f"unix://{tmp / 'minimal.sock'}"
+        proc = _start([str(ROOT / "benchmarks" / "minimal_bot.py"), address], None, tmp)
+        client = BotClient(address)
+        try:
+            client.wait_healthy(20)
+            remote = RemotePlayer(client)
+            series = run_series([remote, LocalPlayer(GreedyBot())], 4, seed="raw")
+        finally:
+            client.close()
+            proc.terminate()
+            proc.wait(5)
+    assert remote.name == "minimal"
+    assert len(series.games) == 4
+    assert series.forfeits == [], series.forfeits
+    assert all(len(g.actions) > 4 for g in series.games)

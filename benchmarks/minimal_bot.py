@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The cheapest bot that speaks the protocol: raw protobuf, no SDK, the first legal action.
+
+    python benchmarks/minimal_bot.py ADDRESS
+
+It is what a bot in another language looks like from the wire (``proto/kryt/v1/bot.proto``
+and nothing else) and costs about what the bare echo server costs per message, so a series
+against it measures the referee's cost per decision rather than a bot's.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kryt_proto.v1 import bot_pb2 as pb
+
+SERVICE = "kryt.v1.Bot"
+
+
+def play(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+    """Answer every decision request with its first legal action."""
+    for data in requests:
+        message = pb.RefereeMessage.FromString(data)
+        body = message.WhichOneof("body")
+        if body == "decision_request":
+            request = message.decision_request
+            decision = pb.Decision(
+                request_id=request.request_id, text=request.view.legal_actions[0]
+            )
+            yield pb.BotMessage(decision=decision).SerializeToString()
+        elif body == "handshake":
+            reply = pb.HandshakeReply(
+                protocol_version=message.handshake.protocol_version,
+                name="minimal",
+                version="1.0.0",
+                sdk="raw protobuf",
+            )
+            yield pb.BotMessage(handshake_reply=reply).SerializeToString()
+        elif body == "shutdown":
+            return
+
+
+def main() -> None:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    handler = grpc.stream_stream_rpc_method_handler(play)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE, {"Play": handler}),)
+    )
+    healthy = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(healthy, server)
+    for service in ("", SERVICE):
+        healthy.set(service, health_pb2.HealthCheckResponse.SERVING)
+    server.add_insecure_port(sys.argv[1])
+    server.start()
+    server.wait_for_termination()
+
+
+if __name__ == "__main__":
+    main()
