@@ -7,14 +7,19 @@ Copies of the fast example bot ``random`` (so every pair plays the same cheap bo
 round robin through the whole stack: SQLite database, process sandbox, gRPC over Unix sockets,
 the referee's series loop, every game committed. The ideal is what the machine could do if a
 game cost nothing but its round trips: ``cores / (actions per game × bare round trip)``, with
-the bare round trip measured in the same run (``grpc_pingpong.bare_round_trip``). Target: a
-fraction >= 0.6.
+the bare round trip measured in the same run (the faster of ``grpc_pingpong``'s threaded and
+asyncio floors). Target: a fraction >= 0.6.
+
+It also prints the CPU spent per decision by the referee process and by the bots (start-ups
+included) and the ceiling they imply when the machine is CPU-bound: ``cores / (actions per
+game × CPU per decision)``. The fraction cannot exceed that ceiling over the ideal.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -27,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from grpc_pingpong import _spawn, bare_round_trip  # noqa: E402
+from grpc_pingpong import _spawn, bare_round_trip, bare_round_trip_aio  # noqa: E402
 
 from leaderboard.db import games_of_series, open_database, series_of_tournament  # noqa: E402
 from referee.tournament.config import load_config  # noqa: E402
@@ -48,6 +53,13 @@ def bot_copies(folder: Path, count: int) -> list[str]:
     return paths
 
 
+def _cpu() -> tuple[float, float]:
+    """CPU seconds of this process and of its finished children (the bots)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
 def main() -> int:
     # The copies are renamed, so not recognised as the bundled bots: run them unsandboxed,
     # knowingly (they are the example code), without a warning per start.
@@ -63,7 +75,10 @@ def main() -> int:
         echo = f"unix://{work / 'echo.sock'}"
         server = _spawn([str(ROOT / "benchmarks" / "grpc_pingpong.py"), "--serve-echo", echo])
         try:
-            bare = bare_round_trip([echo], opts.rounds, b"x" * 32, [server.pid])[0]
+            bare = min(
+                bare_round_trip([echo], opts.rounds, b"x" * 32, [server.pid])[0],
+                bare_round_trip_aio([echo], opts.rounds, b"x" * 32, [server.pid])[0],
+            )
         finally:
             server.terminate()
             server.wait(5)
@@ -79,9 +94,10 @@ def main() -> int:
         )
         tournament_id = create(config, db=db, store=work / "store")
         tasks = tasks_for(tournament_id, db=db, store=work / "store")
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu()
         outcomes = LocalExecutor(opts.concurrency).run(tasks, stop=threading.Event())
         elapsed = time.perf_counter() - start
+        referee_cpu, bots_cpu = (after - before for after, before in zip(_cpu(), cpu, strict=True))
         assert {o.status for o in outcomes} == {"finished"}, outcomes
         games = actions = 0
         with db.read_session() as session:
@@ -94,7 +110,7 @@ def main() -> int:
         per_game = actions / games
         ideal = cores / (per_game * bare)
         rate = games / elapsed
-        print(f"bare round trip            {bare * 1e6:8.0f} µs (UDS, measured in this run)")
+        print(f"bare round trip            {bare * 1e6:8.0f} µs (UDS floor, measured in this run)")
         print(f"actions per game           {per_game:8.1f}")
         print(f"ideal ({cores} cores)           {ideal:8.1f} games/s")
         print(
@@ -102,6 +118,17 @@ def main() -> int:
             f" concurrency {opts.concurrency}, bot start-up included)"
         )
         print(f"fraction of ideal          {rate / ideal:8.2f}  (target >= 0.6)")
+        per_decision = (referee_cpu + bots_cpu) / actions
+        ceiling = cores / (per_game * per_decision)
+        print(
+            f"CPU per decision           {per_decision * 1e6:8.0f} µs (referee "
+            f"{referee_cpu / actions * 1e6:.0f}, bots {bots_cpu / actions * 1e6:.0f}, "
+            "start-ups included)"
+        )
+        print(
+            f"CPU-bound ceiling          {ceiling:8.1f} games/s = {ceiling / ideal:.2f} of ideal"
+            f" (measured is {rate / ceiling:.2f} of it)"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

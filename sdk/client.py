@@ -48,9 +48,18 @@ from sdk.wire import encode_referee_message as _encode
 
 T = TypeVar("T")
 
+RECONNECT_OPTIONS: Final[list[tuple[str, int]]] = [
+    ("grpc.initial_reconnect_backoff_ms", 50),
+    ("grpc.min_reconnect_backoff_ms", 50),
+    ("grpc.max_reconnect_backoff_ms", 500),
+]
+"""Retry a bot's socket every 50-500 ms: gRPC's default first back-off (1 s) made every bot
+start, which dials before the bot listens, take over a second instead of ~0.3 s."""
+
 CHANNEL_OPTIONS: Final[list[tuple[str, int]]] = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    *RECONNECT_OPTIONS,
 ]
 
 
