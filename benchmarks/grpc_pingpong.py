@@ -16,7 +16,10 @@ Every server runs as its own process, as bots do:
 The target (issue "Referee": the referee's cost per decision within 1.25x of the floor) is
 read against the *minimal* bot (``benchmarks/minimal_bot.py``: raw protobuf, no SDK, the
 first legal action), which costs what the echo server costs, so the figure is the referee's.
-With SDK bots (``--bots greedy``) the figure adds the Python SDK's own cost per decision
+The *lean bound* plays the same games against the same bot with only the work every
+decision needs, on streams awaited directly (:func:`lean_referee_decision`): the floor for a
+referee written in Python with this engine and serde. With SDK bots (``--bots greedy``) the
+figure adds the Python SDK's own cost per decision
 (decoding the view into engine types, the bot's ``act``), printed for information.
 Each measurement is repeated and the best kept: the machine is shared, and noise only adds.
 """
@@ -24,6 +27,7 @@ Each measurement is repeated and the best kept: the machine is shared, and noise
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import queue
 import shutil
@@ -41,9 +45,18 @@ import grpc
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sdk.client import CHANNEL_OPTIONS, BotClient, RemotePlayer, _thread_loop  # noqa: E402
+from referee.rules import Action, Game  # noqa: E402
+from sdk.client import (  # noqa: E402
+    CHANNEL_OPTIONS,
+    BotClient,
+    RemotePlayer,
+    _thread_loop,
+    default_handshake,
+)
 from sdk.local import run_series  # noqa: E402
+from sdk.messages import Clock, Decision, DecisionRequest  # noqa: E402
 from sdk.server import GRPC_OPTIONS  # noqa: E402
+from sdk.wire import PLAY_PATH, decode_bot_message, encode_referee_message  # noqa: E402
 
 ECHO_PATH = "/bench.Echo/Play"
 _END = b""
@@ -150,6 +163,60 @@ def bare_round_trip_aio(addresses: list[str], rounds: int, payload: bytes, pids:
     return _thread_loop().run_until_complete(run())
 
 
+def lean_referee_decision(addresses: list[str], games: int, seed: str, pids: list[int]) -> Cost:
+    """A lower bound for any referee in Python: only the work every decision needs (the
+    engine's view, encoding it, decoding the reply, the legality check, the move), on one
+    asyncio stream per bot awaited directly, so the event loop turns exactly as often as in
+    the bare asyncio echo (4 times per round trip). No deadlines kept across a timeout, no
+    records, no series rules: not a usable referee, a floor for one."""
+
+    async def run() -> Cost:
+        channels = [grpc.aio.insecure_channel(a, options=CHANNEL_OPTIONS) for a in addresses]
+        calls = []
+        for channel in channels:
+            await channel.channel_ready()
+            call = channel.stream_stream(PLAY_PATH, None, None)(None)
+            await call.write(encode_referee_message(default_handshake("lean", games, 1000, 10000)))
+            await call.read()
+            calls.append(call)
+        clock = Clock(move_ms=1000, bank_ms=10000)
+
+        async def play(count: int, prefix: str) -> int:
+            decisions = 0
+            for number in range(count):
+                game = Game.new(f"{prefix}-{number}", dealer=number % 2)
+                while not game.over:
+                    seat = game.to_move
+                    assert seat is not None
+                    view = game.view(seat)
+                    request = DecisionRequest(decisions + 1, number + 1, view, clock)
+                    call = calls[seat]
+                    async with asyncio.timeout(11.0):
+                        await call.write(encode_referee_message(request))
+                        data = await call.read()
+                    assert isinstance(data, bytes)
+                    reply = decode_bot_message(data)
+                    assert isinstance(reply, Decision)
+                    action = Action.parse(reply.action)
+                    assert action in view.legal_actions
+                    game.play(action)
+                    decisions += 1
+            return decisions
+
+        await play(2, "warm-up")
+        start, cpu, bots = time.perf_counter(), time.process_time(), _cpu_seconds(pids)
+        decisions = await play(games, seed)
+        elapsed = time.perf_counter() - start
+        cpu, bots = time.process_time() - cpu, _cpu_seconds(pids) - bots
+        for call in calls:
+            call.cancel()
+        for channel in channels:
+            await channel.close(None)
+        return elapsed / decisions, cpu / decisions, bots / decisions
+
+    return _thread_loop().run_until_complete(run())
+
+
 def protocol_decision(
     addresses: list[str], games: int, seed: str, pids: list[int]
 ) -> tuple[Cost, int]:
@@ -202,6 +269,7 @@ def main() -> int:
     procs: list[subprocess.Popen[bytes]] = []
     print(f"best of {opts.repeat}; µs per round trip (bare) or per decision (referee)")
     header = f"{'transport':<10}{'bare threaded':>14}{'bare asyncio':>13}{'floor':>7}"
+    header += f"{'lean bound':>12}{'ratio':>7}"
     header += "".join(f"{'referee+' + bot:>17}{'ratio':>7}" for bot in opts.bots)
     print(header)
     cpu_lines = []
@@ -220,11 +288,14 @@ def main() -> int:
             echo_pids = [p.pid for p in echoes]
             threaded: list[Cost] = []
             aio: list[Cost] = []
+            lean: list[Cost] = []
             referee: dict[str, list[Cost]] = {bot: [] for bot in opts.bots}
             decisions: dict[str, int] = {}
             for r in range(opts.repeat):
                 threaded.append(bare_round_trip(addrs[:2], opts.rounds, b"x" * 32, echo_pids))
                 aio.append(bare_round_trip_aio(addrs[:2], opts.rounds, b"x" * 32, echo_pids))
+                pids = [p.pid for p in bots[:2]]
+                lean.append(lean_referee_decision(addrs[2:4], opts.games, f"bench-{r}", pids))
                 for k, bot in enumerate(opts.bots):
                     pair = bots[2 * k : 2 * k + 2]
                     cost, decisions[bot] = protocol_decision(
@@ -236,15 +307,16 @@ def main() -> int:
                     referee[bot].append(cost)
             floor = min(min(threaded)[0], min(aio)[0])
             line = f"{transport:<10}{min(threaded)[0] * 1e6:>14.0f}{min(aio)[0] * 1e6:>13.0f}"
-            line += f"{floor * 1e6:>7.0f}"
+            line += f"{floor * 1e6:>7.0f}{min(lean)[0] * 1e6:>12.0f}{min(lean)[0] / floor:>7.2f}"
             for bot in opts.bots:
                 best = min(referee[bot])
                 line += f"{best[0] * 1e6:>17.0f}{best[0] / floor:>7.2f}"
-            first = min(referee[opts.bots[0]])[0] / floor
-            verdict = "OK" if first <= TARGET else "OVER TARGET"
+            ratio = min(referee[opts.bots[0]])[0] / floor
+            verdict = "OK" if ratio <= TARGET else "OVER TARGET"
             print(f"{line}  (target <= {TARGET} with {opts.bots[0]}: {verdict})", flush=True)
             cpu = f"{transport:<10}bare threaded: client {min(threaded)[1] * 1e6:.0f}, servers "
             cpu += f"{min(threaded)[2] * 1e6:.0f}; asyncio: client {min(aio)[1] * 1e6:.0f}"
+            cpu += f"; lean bound: referee {min(lean)[1] * 1e6:.0f}"
             for bot in opts.bots:
                 best = min(referee[bot])
                 cpu += f"; {bot}: referee {best[1] * 1e6:.0f}, bots {best[2] * 1e6:.0f}"
@@ -258,6 +330,10 @@ def main() -> int:
         for p in procs:
             p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+    print(
+        f"lean bound: the least any Python referee does per decision, against {opts.bots[0]}"
+        " (see lean_referee_decision)"
+    )
     print("CPU µs per round trip or decision (all threads; /proc tick resolution):")
     print("\n".join(cpu_lines))
     return 0
