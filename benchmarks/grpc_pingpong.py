@@ -107,6 +107,31 @@ Cost = tuple[float, float, float]
 """Per round trip: wall seconds, this process's CPU seconds, the servers' CPU seconds."""
 
 
+Mark = tuple[float, float, float]
+
+
+def _mark(pids: list[int]) -> Mark:
+    """Wall clock, this process's CPU and the servers' CPU, now."""
+    return time.perf_counter(), time.process_time(), _cpu_seconds(pids)
+
+
+def _cost_since(mark: Mark, count: int, pids: list[int]) -> Cost:
+    """Wall and CPU seconds per item of ``count`` since ``mark``."""
+    wall, cpu, others = mark
+    return (
+        (time.perf_counter() - wall) / count,
+        (time.process_time() - cpu) / count,
+        (_cpu_seconds(pids) - others) / count,
+    )
+
+
+async def _close_streams(calls: list[Any], channels: list[grpc.aio.Channel]) -> None:
+    for call in calls:
+        call.cancel()
+    for channel in channels:
+        await channel.close(None)
+
+
 def bare_round_trip(addresses: list[str], rounds: int, payload: bytes, pids: list[int]) -> Cost:
     """Cost of one round trip of ``payload``, asking the echo servers in turn."""
     channels = [grpc.insecure_channel(a, options=CHANNEL_OPTIONS) for a in addresses]
@@ -120,17 +145,16 @@ def bare_round_trip(addresses: list[str], rounds: int, payload: bytes, pids: lis
     for i in range(200):  # warm-up
         outboxes[i % n].put(payload)
         next(calls[i % n])
-    start, cpu, servers = time.perf_counter(), time.process_time(), _cpu_seconds(pids)
+    mark = _mark(pids)
     for i in range(rounds):
         outboxes[i % n].put(payload)
         next(calls[i % n])
-    elapsed = time.perf_counter() - start
-    cpu, servers = time.process_time() - cpu, _cpu_seconds(pids) - servers
+    cost = _cost_since(mark, rounds, pids)
     for outbox, call, channel in zip(outboxes, calls, channels, strict=True):
         outbox.put(_END)
         call.cancel()
         channel.close()
-    return elapsed / rounds, cpu / rounds, servers / rounds
+    return cost
 
 
 def bare_round_trip_aio(addresses: list[str], rounds: int, payload: bytes, pids: list[int]) -> Cost:
@@ -146,18 +170,14 @@ def bare_round_trip_aio(addresses: list[str], rounds: int, payload: bytes, pids:
         for i in range(200):  # warm-up
             await calls[i % n].write(payload)
             await calls[i % n].read()
-        start, cpu, servers = time.perf_counter(), time.process_time(), _cpu_seconds(pids)
+        mark = _mark(pids)
         for i in range(rounds):
             call = calls[i % n]
             await call.write(payload)
             await call.read()
-        elapsed = time.perf_counter() - start
-        cpu, servers = time.process_time() - cpu, _cpu_seconds(pids) - servers
-        for call in calls:
-            call.cancel()
-        for channel in channels:
-            await channel.close(None)
-        return elapsed / rounds, cpu / rounds, servers / rounds
+        cost = _cost_since(mark, rounds, pids)
+        await _close_streams(calls, channels)
+        return cost
 
     # The referee's own per-thread loop: a closed loop would stay bound to gRPC's poller.
     return _thread_loop().run_until_complete(run())
@@ -204,15 +224,11 @@ def lean_referee_decision(addresses: list[str], games: int, seed: str, pids: lis
             return decisions
 
         await play(2, "warm-up")
-        start, cpu, bots = time.perf_counter(), time.process_time(), _cpu_seconds(pids)
+        mark = _mark(pids)
         decisions = await play(games, seed)
-        elapsed = time.perf_counter() - start
-        cpu, bots = time.process_time() - cpu, _cpu_seconds(pids) - bots
-        for call in calls:
-            call.cancel()
-        for channel in channels:
-            await channel.close(None)
-        return elapsed / decisions, cpu / decisions, bots / decisions
+        cost = _cost_since(mark, decisions, pids)
+        await _close_streams(calls, channels)
+        return cost
 
     return _thread_loop().run_until_complete(run())
 
@@ -231,13 +247,12 @@ def protocol_decision(
         decisions += 1
 
     run_series([RemotePlayer(c) for c in clients], 2, seed="warm-up")
-    start, cpu, bots = time.perf_counter(), time.process_time(), _cpu_seconds(pids)
+    mark = _mark(pids)
     run_series([RemotePlayer(c) for c in clients], games, seed=seed, on_move=count)
-    elapsed = time.perf_counter() - start
-    cpu, bots = time.process_time() - cpu, _cpu_seconds(pids) - bots
+    cost = _cost_since(mark, decisions, pids)
     for c in clients:
         c.close()  # not shutdown(): that would make the bots exit
-    return (elapsed / decisions, cpu / decisions, bots / decisions), decisions
+    return cost, decisions
 
 
 def _serve_bot(bot: str, address: str) -> subprocess.Popen[bytes]:
