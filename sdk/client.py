@@ -158,6 +158,7 @@ class BotClient:
         self._channel: grpc.aio.Channel = self._run(self._connect())
         self._call: grpc.aio.StreamStreamCall[bytes, bytes] | None = None
         self._reading: asyncio.Task[None] | None = None
+        self._waiter: asyncio.Future[None] | None = None
         self._inbox: collections.deque[_Item] = collections.deque()
         self._timed_out: set[int] = set()
         self._answered: set[int] = set()
@@ -242,17 +243,29 @@ class BotClient:
     def _deliver(self, item: bytes | BaseException | None) -> None:
         self._inbox.append((time.monotonic(), item))
         self._reading = None
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)  # wakes the waiting call at once (no done-callback hop)
+
+    def _start_reading(self) -> None:
+        call = self._call
+        if self._reading is None and call is not None and not call.done():
+            self._reading = self._loop.create_task(self._read_one(call))
 
     async def _next(self) -> _Item:
-        """The next message; a read in progress survives a timeout (asyncio.wait does not
-        cancel it), so a late reply is found by the next request, not lost."""
+        """The next message. The read runs in its own task and only a waiter is awaited here,
+        so a timeout cancels the wait, not the read: a late reply is found by the next
+        request instead of being lost with the stream."""
         while not self._inbox:
-            if self._reading is None:
-                if self._call is None or self._call.done():
-                    self._deliver(None)
-                    break
-                self._reading = self._loop.create_task(self._read_one(self._call))
-            await asyncio.wait((self._reading,))
+            self._start_reading()
+            if self._reading is None:  # the stream is over: nothing more will come
+                self._deliver(None)
+                break
+            waiter = self._waiter = self._loop.create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
         return self._inbox.popleft()
 
     async def _write(self, call: grpc.aio.StreamStreamCall[bytes, bytes], data: bytes) -> None:
@@ -281,6 +294,8 @@ class BotClient:
         """Send ``data`` and wait for the next message until ``deadline`` (TimeoutError)."""
         call = self._open()
         async with asyncio.timeout_at(deadline):
+            if not self._inbox:
+                self._start_reading()  # the read goes out with the write: one loop turn less
             await self._write(call, data)
             return await self._next()
 
