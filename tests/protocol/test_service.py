@@ -7,6 +7,8 @@ import asyncio
 import itertools
 import threading
 import time
+from collections.abc import Iterator
+from concurrent import futures
 
 import grpc
 import pytest
@@ -40,10 +42,18 @@ from sdk.messages import (
     Handshake,
     HandshakeReply,
     RefereeMessage,
+    Shutdown,
     TimeControl,
 )
-from sdk.wire import PLAY_PATH, SERVICE
-from tests.protocol.helpers import raw_server, served
+from sdk.server import GRPC_OPTIONS
+from sdk.wire import (
+    PLAY_METHOD,
+    PLAY_PATH,
+    SERVICE,
+    decode_referee_message,
+    encode_bot_message,
+)
+from tests.protocol.helpers import raw_server, served, socket_dir
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -360,3 +370,38 @@ def test_a_client_in_async_code_is_a_clear_error() -> None:
         pytest.raises(RuntimeError, match=r"asyncio\.to_thread"),
     ):
         asyncio.run(misuse(address))
+
+
+def test_a_bot_that_stops_reading_its_stream_is_a_crash_not_a_hang() -> None:
+    release = threading.Event()
+
+    def play(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+        for data in requests:
+            message = decode_referee_message(data)
+            if isinstance(message, Handshake):
+                reply = _fine(message)[0]
+                assert not isinstance(reply, bytes)
+                yield encode_bot_message(reply)
+                release.wait(30)  # never reads again
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), options=GRPC_OPTIONS)
+    handler = grpc.stream_stream_rpc_method_handler(play)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE, {PLAY_METHOD: handler}),)
+    )
+    with socket_dir() as tmp:
+        address = f"unix://{tmp / 'deaf.sock'}"
+        server.add_insecure_port(address)
+        server.start()
+        try:
+            with BotClient(address) as client:
+                client.handshake(_handshake(), timeout=5)
+                start = time.monotonic()
+                with pytest.raises(BotCrashedError, match="stopped reading its stream"):
+                    for _ in range(1000):  # flow control fills up after a few MB
+                        client.send(Shutdown(reason="x" * 60_000), timeout=1.0)
+                assert time.monotonic() - start < 20
+                assert client.closed
+        finally:
+            release.set()
+            server.stop(0)
