@@ -225,10 +225,12 @@ class BotClient:
         return self._call
 
     async def _read_one(self, call: grpc.aio.StreamStreamCall[bytes, bytes]) -> None:
-        """Take the next message off the stream into the inbox.
+        """Take the next message off the stream into the inbox (at the end of the stream:
+        None, or the error status it ended with).
 
-        One read at a time, asked for only when a message is awaited: an eager reader would
-        ask for the next message on the referee's critical path, before the move is played.
+        One read at a time, asked for with a request or when a message is awaited: a reader
+        that always asks for the next message would do so on the referee's critical path,
+        between a reply and the move it carries.
         """
         try:
             data = await call.read()
@@ -249,7 +251,7 @@ class BotClient:
 
     def _start_reading(self) -> None:
         call = self._call
-        if self._reading is None and call is not None and not call.done():
+        if self._reading is None and call is not None:
             self._reading = self._loop.create_task(self._read_one(call))
 
     async def _next(self) -> _Item:
@@ -258,7 +260,7 @@ class BotClient:
         request instead of being lost with the stream."""
         while not self._inbox:
             self._start_reading()
-            if self._reading is None:  # the stream is over: nothing more will come
+            if self._reading is None:  # no stream was ever opened: nothing will come
                 self._deliver(None)
                 break
             waiter = self._waiter = self._loop.create_future()
@@ -274,9 +276,12 @@ class BotClient:
         except grpc.RpcError as exc:
             self.closed = True
             raise self._fault(exc) from None
-        except asyncio.InvalidStateError:
+        except asyncio.InvalidStateError:  # the stream had already ended: say how
             self.closed = True
-            raise BotCrashedError(f"connection to bot at {self.address} lost") from None
+            code, details = await call.code(), await call.details()
+            raise BotCrashedError(
+                f"connection to bot at {self.address} lost: {code.name}: {details}"
+            ) from None
 
     async def _send_async(self, data: bytes, timeout: float) -> None:
         call = self._open()
