@@ -134,6 +134,22 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
+_BACKGROUND_LOCK = threading.Lock()
+_BACKGROUND: list[asyncio.AbstractEventLoop] = []
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """A private event loop in a daemon thread, for clients made where an event loop already
+    runs (a notebook, async code): their calls are handed to it and waited for."""
+    with _BACKGROUND_LOCK:
+        if not _BACKGROUND:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="kryt-bot-io", daemon=True)
+            thread.start()
+            _BACKGROUND.append(loop)
+        return _BACKGROUND[0]
+
+
 def _request_id() -> int:
     """A fresh request id. Unpredictable, so that a reply can only answer a request the bot
     has seen: one sent before being asked never matches and is caught at once."""
@@ -148,12 +164,15 @@ class BotClient:
     """A connection to one bot at ``address``; one :meth:`handshake` per stream.
 
     Use it from the thread that made it (a referee plays each series in one thread);
-    :meth:`close` alone may be called from any thread.
+    :meth:`close` alone may be called from any thread. Made where an event loop is running
+    (a notebook, async code), it does its I/O in a private thread instead, and any thread
+    may use it (each call still blocks until it is done).
     """
 
     def __init__(self, address: str) -> None:
         self.address = address
-        self._loop = _thread_loop()
+        self._background = asyncio._get_running_loop() is not None
+        self._loop = _background_loop() if self._background else _thread_loop()
         self._owner = threading.get_ident()
         self._channel: grpc.aio.Channel = self._run(self._connect())
         self._call: grpc.aio.StreamStreamCall[bytes, bytes] | None = None
@@ -169,6 +188,8 @@ class BotClient:
     # ------------------------------------------------------------------ event loop
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._background:
+            return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
         if threading.get_ident() != self._owner:
             coro.close()
             raise RuntimeError(
@@ -177,8 +198,8 @@ class BotClient:
         if asyncio._get_running_loop() is not None:
             coro.close()
             raise RuntimeError(
-                "BotClient is synchronous: call it from a thread with no running event loop "
-                "(from async code, use asyncio.to_thread)"
+                f"the BotClient for {self.address} was made outside async code and is used "
+                "inside it: make it where it is used"
             )
         return self._loop.run_until_complete(coro)
 
@@ -425,7 +446,8 @@ class BotClient:
 
     def shutdown(self, reason: str, timeout: float = 2.0) -> None:
         """Tell the bot the series is over and close the stream and channel."""
-        if threading.get_ident() == self._owner and not self.closed and self._call is not None:
+        mine = self._background or threading.get_ident() == self._owner
+        if mine and not self.closed and self._call is not None:
             with contextlib.suppress(BotFault, TimeoutError):
                 self._run(self._shutdown(_encode(Shutdown(reason=reason)), timeout))
         self.close()
@@ -450,18 +472,17 @@ class BotClient:
     def close(self) -> None:
         """Drop the connection at once (the bot sees its stream cancelled). Any thread may
         call it: from another thread the work is handed to the client's own loop."""
-        if threading.get_ident() != self._owner:
+        if not self._background and threading.get_ident() != self._owner:
             self.closed = True
             with contextlib.suppress(RuntimeError):  # that loop is closed: nothing to do
                 self._loop.call_soon_threadsafe(self._abort)
             return
-        already = self.closed and self._call is None and self._channel is None
-        if already:
+        if self.closed and self._call is None and self._channel is None:
             return
-        self._abort()
         self._run(self._close())
 
     async def _close(self) -> None:
+        self._abort()
         reading, self._reading = self._reading, None
         if reading is not None:
             reading.cancel()

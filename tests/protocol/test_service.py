@@ -361,15 +361,32 @@ def test_close_from_another_thread_stops_the_client() -> None:
     assert outcome[2] == "done"
 
 
-def test_a_client_in_async_code_is_a_clear_error() -> None:
-    async def misuse(address: str) -> None:
-        BotClient(address)
+def test_a_client_made_in_async_code_works_there() -> None:
+    """A notebook runs an event loop in its main thread: the client does its I/O elsewhere."""
+
+    async def in_a_notebook(address: str) -> tuple[str, str, bool]:
+        with BotClient(address) as client:
+            client.handshake(_handshake(), timeout=5)
+            first = _decide(client)
+            second = await asyncio.to_thread(_decide, client)  # any thread may use it
+        return first, second, client.closed
+
+    with served(GreedyBot(), "uds") as (address, _):
+        first, second, closed = asyncio.run(in_a_notebook(address))
+    assert first == second == str(GreedyBot().act(_view()))
+    assert closed
+
+
+def test_a_client_made_outside_async_code_says_so_when_used_inside() -> None:
+    async def misuse(client: BotClient) -> None:
+        client.handshake(_handshake(), timeout=5)
 
     with (
         served(GreedyBot(), "uds") as (address, _),
-        pytest.raises(RuntimeError, match=r"asyncio\.to_thread"),
+        BotClient(address) as client,
+        pytest.raises(RuntimeError, match="made outside async code"),
     ):
-        asyncio.run(misuse(address))
+        asyncio.run(misuse(client))
 
 
 def test_a_bot_that_stops_reading_its_stream_is_a_crash_not_a_hang() -> None:
