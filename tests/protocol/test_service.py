@@ -7,8 +7,6 @@ import asyncio
 import itertools
 import threading
 import time
-from collections.abc import Iterator
-from concurrent import futures
 
 import grpc
 import pytest
@@ -45,15 +43,8 @@ from sdk.messages import (
     Shutdown,
     TimeControl,
 )
-from sdk.server import GRPC_OPTIONS
-from sdk.wire import (
-    PLAY_METHOD,
-    PLAY_PATH,
-    SERVICE,
-    decode_referee_message,
-    encode_bot_message,
-)
-from tests.protocol.helpers import raw_server, served, socket_dir
+from sdk.wire import PLAY_PATH, SERVICE
+from tests.protocol.helpers import raw_server, served
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -392,24 +383,12 @@ def test_a_client_made_outside_async_code_says_so_when_used_inside() -> None:
 def test_a_bot_that_stops_reading_its_stream_is_a_crash_not_a_hang() -> None:
     release = threading.Event()
 
-    def play(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
-        for data in requests:
-            message = decode_referee_message(data)
-            if isinstance(message, Handshake):
-                reply = _fine(message)[0]
-                assert not isinstance(reply, bytes)
-                yield encode_bot_message(reply)
-                release.wait(30)  # never reads again
+    def deaf(message: RefereeMessage) -> list[BotMessage | bytes]:
+        if not isinstance(message, Handshake):
+            release.wait(30)  # never reads again
+        return _fine(message)
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), options=GRPC_OPTIONS)
-    handler = grpc.stream_stream_rpc_method_handler(play)
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(SERVICE, {PLAY_METHOD: handler}),)
-    )
-    with socket_dir() as tmp:
-        address = f"unix://{tmp / 'deaf.sock'}"
-        server.add_insecure_port(address)
-        server.start()
+    with raw_server(deaf) as address:
         try:
             with BotClient(address) as client:
                 client.handshake(_handshake(), timeout=5)
@@ -421,4 +400,3 @@ def test_a_bot_that_stops_reading_its_stream_is_a_crash_not_a_hang() -> None:
                 assert client.closed
         finally:
             release.set()
-            server.stop(0)
