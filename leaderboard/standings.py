@@ -238,13 +238,7 @@ def _deal_pairs(outcomes: list[GameOutcome], *, session: Session) -> list[DealPa
 
 
 def _rated(o: GameOutcome) -> Game:
-    outcome = (
-        Outcome.FIRST_WINS
-        if o.first_score == 1
-        else Outcome.DRAW
-        if o.first_score == 0.5
-        else Outcome.SECOND_WINS
-    )
+    outcome = Outcome.from_score(o.first_score)
     return Game(str(o.first_submission_id), str(o.second_submission_id), outcome)
 
 

@@ -32,6 +32,13 @@ class Outcome(enum.Enum):
         return {"1-0": 1.0, "1/2-1/2": 0.5, "0-1": 0.0}[self.value]
 
     @classmethod
+    def from_score(cls, first_score: float) -> Outcome:
+        """The outcome in which the first mover scored ``first_score`` (1, 1/2, else 0)."""
+        if first_score == 1:
+            return cls.FIRST_WINS
+        return cls.DRAW if first_score == 0.5 else cls.SECOND_WINS
+
+    @classmethod
     def parse(cls, token: str) -> Outcome:
         """Parse ``1-0``, ``0-1`` or ``1/2-1/2`` (surrounding blanks allowed)."""
         text = token.strip()

@@ -180,13 +180,7 @@ def elo_histories(*, session: Session) -> dict[int, list[Point]]:
     histories: dict[int, list[Point]] = {}
     for o in game_outcomes(session=session):
         first, second = o.first_submission_id, o.second_submission_id
-        outcome = (
-            Outcome.FIRST_WINS
-            if o.first_score == 1
-            else Outcome.DRAW
-            if o.first_score == 0.5
-            else Outcome.SECOND_WINS
-        )
+        outcome = Outcome.from_score(o.first_score)
         ratings = tracker.update(RatedGame(str(first), str(second), outcome))
         for sid, rating in zip((first, second), ratings, strict=True):
             points = histories.setdefault(sid, [Point(0, INITIAL_RATING, label="start")])

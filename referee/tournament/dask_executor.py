@@ -31,7 +31,6 @@ from sqlmodel import col, select
 from leaderboard.db import (
     Database,
     Game,
-    GameResult,
     Series,
     SeriesStatus,
     open_database,
@@ -44,6 +43,7 @@ from referee.tournament.runner import (
     SeriesOutcome,
     SeriesTask,
     play_series_task,
+    stored_record,
 )
 from sandbox import choose_backend, sweep_leftovers
 
@@ -124,14 +124,8 @@ def _epoch(moment: datetime) -> float:
 
 def _record_of(game: Game) -> GameRecord:
     """The referee's form of a stored game, for progress callbacks (moves are not loaded)."""
-    winner = {GameResult.SEAT0.value: 0, GameResult.SEAT1.value: 1}.get(game.result or "")
-    return GameRecord(
-        deck=tuple(game.deck),
-        dealer=game.dealer,
-        turn_limit=0,
-        moves=(),
-        winner=winner,
-        end=game.end_reason,
+    return replace(
+        stored_record(game),
         referee_version=game.referee_version,
         players=(str(game.seat0_submission_id), str(game.seat1_submission_id)),
         started=_epoch(game.started_at),

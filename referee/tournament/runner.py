@@ -16,6 +16,7 @@ from pathlib import Path
 
 from leaderboard.db import (
     Database,
+    Game,
     GameResult,
     NotFoundError,
     SeriesSpec,
@@ -269,25 +270,27 @@ def to_db_record(
     )
 
 
+_WINNERS = {GameResult.SEAT0.value: 0, GameResult.SEAT1.value: 1}
+
+
+def stored_record(game: Game) -> GameRecord:
+    """A stored game in the referee's form, without its moves (for resumption and progress)."""
+    return GameRecord(
+        deck=tuple(game.deck),
+        dealer=game.dealer,
+        turn_limit=0,
+        moves=(),
+        winner=_WINNERS.get(game.result or ""),
+        end=game.end_reason,
+    )
+
+
 def _done_games(series_id: int, db: Database) -> dict[int, GameRecord]:
     """Counted games already in the database, in the referee's form (for resumption)."""
-    done = {}
     with db.read_session() as session:
-        for game in games_of_series(series_id, session=session):
-            winner = None
-            if game.result == GameResult.SEAT0.value:
-                winner = 0
-            elif game.result == GameResult.SEAT1.value:
-                winner = 1
-            done[game.number] = GameRecord(
-                deck=tuple(game.deck),
-                dealer=game.dealer,
-                turn_limit=0,
-                moves=(),
-                winner=winner,
-                end=game.end_reason,
-            )
-    return done
+        return {
+            game.number: stored_record(game) for game in games_of_series(series_id, session=session)
+        }
 
 
 def play_series_task(
