@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from referee.rules import Action, Card, View
-from sdk.messages import Clock, GameEndReason, SeriesScore, TimeControl
+from sdk.messages import Clock, GameEndReason, GameStart, SeriesScore, TimeControl
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,17 +22,10 @@ class SeriesInfo:
     protocol_version: int
 
 
-@dataclass(frozen=True, slots=True)
-class GameContext:
-    """The game about to be played (see ``Bot.on_game_start``); ``game_number`` is 1-based."""
-
-    game_number: int
-    seat: int
-    dealer: int
-    score: SeriesScore
-    opponent_name: str
-    time_control: TimeControl
-    turn_limit: int
+GameContext = GameStart
+"""The game about to be played (see ``Bot.on_game_start``): the referee's ``GameStart``, with
+``game_number`` (1-based), ``seat``, ``dealer``, ``score``, ``opponent_name``,
+``time_control`` and ``turn_limit``."""
 
 
 @dataclass(frozen=True, slots=True)

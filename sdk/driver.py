@@ -8,7 +8,7 @@ import time
 import traceback
 
 from referee.rules import Action
-from sdk.bot import Bot, GameContext, GameResult, SeriesInfo
+from sdk.bot import Bot, GameResult, SeriesInfo
 from sdk.messages import (
     PROTOCOL_VERSION,
     BotError,
@@ -85,15 +85,7 @@ class BotDriver:
                 )
             case GameStart():
                 self._seat = message.seat
-                bot.context = GameContext(
-                    game_number=message.game_number,
-                    seat=message.seat,
-                    dealer=message.dealer,
-                    score=message.score,
-                    opponent_name=message.opponent_name,
-                    time_control=message.time_control,
-                    turn_limit=message.turn_limit,
-                )
+                bot.context = message
                 bot.clock = None
                 bot.on_game_start(bot.context)
                 return None
