@@ -318,12 +318,15 @@ class BotClient:
 
     async def _exchange(self, data: bytes, deadline: float) -> _Item:
         """Send ``data`` and wait for the next message until ``deadline`` (TimeoutError)."""
-        call = self._open()
         async with asyncio.timeout_at(deadline):
-            if not self._inbox:
-                self._start_reading()  # the read goes out with the write: one loop turn less
-            await self._write(call, data)
-            return await self._next()
+            return await self._send_then_next(data)
+
+    async def _send_then_next(self, data: bytes) -> _Item:
+        call = self._open()
+        if not self._inbox:
+            self._start_reading()  # the read goes out with the write: one loop turn less
+        await self._write(call, data)
+        return await self._next()
 
     def _fault(self, item: BaseException) -> BotFault:
         code = item.code().name if isinstance(item, grpc.RpcError) else type(item).__name__
@@ -381,9 +384,6 @@ class BotClient:
         """Messages that arrived without a request pending (late replies to timed-out
         requests are not counted: they go to :attr:`discarded`). Raises BotFault when the
         bot reported an error or the connection broke."""
-        return self._take_unsolicited()
-
-    def _take_unsolicited(self) -> list[BotMessage]:
         found: list[BotMessage] = []
         while self._inbox:
             _, item = self._inbox.popleft()
@@ -409,40 +409,38 @@ class BotClient:
         return self._run(self._decide(data, request_id, timeout))
 
     async def _decide(self, data: bytes, request_id: int, timeout: float) -> Reply:
-        stray = self._take_unsolicited()
+        stray = self.unsolicited()
         if stray:
             raise UnexpectedReplyError(
                 f"bot sent {len(stray)} message(s) nobody asked for", repr(stray[0])
             )
         sent = time.monotonic()
-        deadline = sent + timeout
-        while True:
-            try:
-                if data:
-                    at, item = await self._exchange(data, deadline)
-                    data = b""
-                else:
-                    async with asyncio.timeout_at(deadline):
-                        at, item = await self._next()
-            except TimeoutError:
-                self._timed_out.add(request_id)
-                raise BotTimeoutError(
-                    f"no decision within {timeout:.3f}s (request {request_id})"
-                ) from None
-            message = self._decode(item)
-            if isinstance(message, Decision) and message.request_id == request_id:
-                self._answered.add(request_id)
-                return Reply(action=message.action, elapsed=at - sent, request_id=request_id)
-            if isinstance(message, Decision) and message.request_id in self._timed_out:
-                self._timed_out.discard(message.request_id)
-                self.discarded.append(message)
-                continue
-            what = (
-                f"a second reply to request {message.request_id}"
-                if isinstance(message, Decision) and message.request_id in self._answered
-                else f"{type(message).__name__} instead of the reply to request {request_id}"
-            )
-            raise UnexpectedReplyError(f"bot sent {what}", repr(message))
+        try:
+            async with asyncio.timeout_at(sent + timeout):
+                at, item = await self._send_then_next(data)
+                while True:
+                    message = self._decode(item)
+                    if isinstance(message, Decision):
+                        if message.request_id == request_id:
+                            self._answered.add(request_id)
+                            return Reply(message.action, at - sent, request_id)
+                        if message.request_id in self._timed_out:  # late: not blamed here
+                            self._timed_out.discard(message.request_id)
+                            self.discarded.append(message)
+                            at, item = await self._next()
+                            continue
+                    break
+        except TimeoutError:
+            self._timed_out.add(request_id)
+            raise BotTimeoutError(
+                f"no decision within {timeout:.3f}s (request {request_id})"
+            ) from None
+        what = (
+            f"a second reply to request {message.request_id}"
+            if isinstance(message, Decision) and message.request_id in self._answered
+            else f"{type(message).__name__} instead of the reply to request {request_id}"
+        )
+        raise UnexpectedReplyError(f"bot sent {what}", repr(message))
 
     def shutdown(self, reason: str, timeout: float = 2.0) -> None:
         """Tell the bot the series is over and close the stream and channel."""
