@@ -34,7 +34,7 @@ from sqlalchemy.dialects.postgresql import REGCLASS
 from sqlalchemy.engine import make_url
 from sqlmodel import select
 
-from leaderboard.db import (
+from arena.db import (
     Database,
     Game,
     SeriesFormat,
@@ -45,10 +45,10 @@ from leaderboard.db import (
     open_database,
     set_series_status,
 )
-from referee.tournament.config import load_config
-from referee.tournament.dask_executor import DaskExecutor
-from referee.tournament.executors import Executor, LocalExecutor
-from referee.tournament.runner import resolve_bots, series_seed, tasks_for
+from arena.tournament.config import load_config
+from arena.tournament.dask_executor import DaskExecutor
+from arena.tournament.executors import Executor, LocalExecutor
+from arena.tournament.runner import resolve_bots, series_seed, tasks_for
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "sdk" / "examples"

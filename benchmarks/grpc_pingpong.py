@@ -8,7 +8,7 @@ Every server runs as its own process, as bots do:
 - *bare*: raw-bytes echo servers on long-lived bidi streams (the floor of any protocol),
   asked in turn as the referee asks its two bots, from both of gRPC's Python client APIs:
   the threaded one and asyncio (which the referee uses). The floor is the faster of the two.
-- *referee*: the referee's series loop (``referee.series`` through ``sdk.local.run_series``)
+- *referee*: the referee's series loop (``referee.series`` through ``sdk.tools.local.run_series``)
   plays real games over ``BotClient`` against two served bots: the engine's view, serde,
   the deadline, the reply checked against the legal list, the move played and recorded.
   Cost per decision is the games' wall time divided by the number of decisions.
@@ -45,18 +45,18 @@ import grpc
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee.rules import Action, Game  # noqa: E402
-from sdk.client import (  # noqa: E402
+from referee.client import (  # noqa: E402
     CHANNEL_OPTIONS,
     BotClient,
     RemotePlayer,
     _thread_loop,
     default_handshake,
 )
-from sdk.local import run_series  # noqa: E402
-from sdk.messages import Clock, Decision, DecisionRequest  # noqa: E402
+from referee.protocol.messages import Clock, Decision, DecisionRequest  # noqa: E402
+from referee.protocol.wire import PLAY_PATH, decode_bot_message, encode_referee_message  # noqa: E402
+from referee.rules import Action, Game  # noqa: E402
 from sdk.server import GRPC_OPTIONS  # noqa: E402
-from sdk.wire import PLAY_PATH, decode_bot_message, encode_referee_message  # noqa: E402
+from sdk.tools.local import run_series  # noqa: E402
 
 ECHO_PATH = "/bench.Echo/Play"
 _END = b""

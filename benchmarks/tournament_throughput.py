@@ -34,10 +34,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from grpc_pingpong import _spawn, bare_round_trip, bare_round_trip_aio  # noqa: E402
 
-from leaderboard.db import games_of_series, open_database, series_of_tournament  # noqa: E402
-from referee.tournament.config import load_config  # noqa: E402
-from referee.tournament.executors import LocalExecutor  # noqa: E402
-from referee.tournament.runner import create, tasks_for  # noqa: E402
+from arena.db import games_of_series, open_database, series_of_tournament  # noqa: E402
+from arena.tournament.config import load_config  # noqa: E402
+from arena.tournament.executors import LocalExecutor  # noqa: E402
+from arena.tournament.runner import create, tasks_for  # noqa: E402
 from sandbox.local import UnsafeSandboxWarning  # noqa: E402
 
 

@@ -30,7 +30,7 @@ class UserError(Exception):
 
 def classify(exc: BaseException) -> UserError | None:
     """The user-facing form of a known error type, or ``None`` for a bug (shown in full)."""
-    from leaderboard.db.errors import DatabaseError, DatabaseUnavailableError
+    from arena.db.errors import DatabaseError, DatabaseUnavailableError
     from referee.rules.errors import RulesError
 
     if isinstance(exc, UserError):
@@ -45,9 +45,9 @@ def classify(exc: BaseException) -> UserError | None:
         return UserError(str(exc), code=ExitCode.BAD_INPUT)
     if isinstance(exc, RulesError):
         return UserError(str(exc))
+    from arena.tournament.config import ConfigError
+    from arena.tournament.runner import TournamentError
     from leaderboard.ratings import RatingsError
-    from referee.tournament.config import ConfigError
-    from referee.tournament.runner import TournamentError
     from sandbox.errors import SandboxError, SandboxInfrastructureError
     from sandbox.submission import SubmissionError
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from leaderboard.db import Database, open_database
+from arena.db import Database, open_database
 
 DatabaseOption = Annotated[
     str | None,

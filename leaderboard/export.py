@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from leaderboard.db import Database, games_of_series, list_submissions, list_tournaments
-from leaderboard.db import series_of_tournament as _series_of_tournament
+from arena.db import Database, games_of_series, list_submissions, list_tournaments
+from arena.db import series_of_tournament as _series_of_tournament
 from leaderboard.web.app import static_dir
 from leaderboard.web.pages import (
     SiteCache,

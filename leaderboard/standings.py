@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from leaderboard.db import (
+from arena.db import (
     Database,
     GameOutcome,
     NewRatingSnapshot,
@@ -24,7 +24,7 @@ from leaderboard.db import (
     pair_counts,
     save_rating_snapshot,
 )
-from leaderboard.db import bot_of as _bot_of
+from arena.db import bot_of as _bot_of
 from leaderboard.ratings import (
     BayesEloFit,
     DealPair,

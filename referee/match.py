@@ -1,8 +1,8 @@
 """One game between two players under the referee's authority.
 
 The referee holds the true game. For each decision it sends only the mover's view, waits under a
-hard deadline, checks the reply against its own legal list, and plays it. Every misbehaviour is
-a forfeit with a reason; a failure on our side voids the game (it is replayed with the same deal).
+hard deadline, and hands the reply to the engine's one legality gate. Every misbehaviour is a
+forfeit with a reason; a failure on our side voids the game (it is replayed with the same deal).
 """
 
 from __future__ import annotations
@@ -11,20 +11,10 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Protocol
 
-from referee.outcomes import DOUBLE_FORFEIT, Forfeit, ForfeitReason, GameRecord, Move
-from referee.rules import Action, Card, Game, InvalidActionError, View
-from referee.timecontrol import GameClock, TimeControl
-from sdk.client import (
-    BotFault,
-    BotTimeoutError,
-    IncompatibleProtocolError,
-    MalformedReplyError,
-    Reply,
-)
-from sdk.messages import (
+from referee.client import BotFault, Reply
+from referee.protocol.messages import (
     Clock,
     GameEnd,
     GameEndReason,
@@ -33,14 +23,21 @@ from sdk.messages import (
     HandshakeReply,
     RefereeMessage,
     SeriesScore,
+    TimeControl,
 )
-from sdk.messages import TimeControl as WireTimeControl
+from referee.record import Forfeit, GameRecord, Move, clip
+from referee.rules import Card, Game, IllegalActionError, InvalidActionError, View
+from referee.timecontrol import GameClock
 
 log = logging.getLogger(__name__)
 
 
 class Player(Protocol):
-    """One side of a game as the referee sees it: a connection to a bot, or a local bot."""
+    """One side of a game as the referee sees it: a connection to a bot, or a local bot.
+
+    The referee defines this interface; bots come in through it (a gRPC connection from
+    :mod:`referee.client`, or an in-process bot of the author tools), never the other way.
+    """
 
     name: str
 
@@ -53,44 +50,12 @@ class Player(Protocol):
         ...
 
     def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
-        """The bot's action text for ``view`` within ``timeout`` seconds; raises BotFault."""
+        """The bot's action for ``view`` within ``timeout`` seconds; raises BotFault."""
         ...
 
 
-Diagnose = Callable[[int], ForfeitReason | None]
+Diagnose = Callable[[int], GameEndReason | None]
 """Given a seat whose connection failed, the sandbox's verdict (e.g. MEMORY_LIMIT), if any."""
-
-
-def wire_time_control(control: TimeControl) -> WireTimeControl:
-    """The protocol's form of a time control (milliseconds)."""
-    return WireTimeControl(
-        move_ms=round(control.move_seconds * 1000), bank_ms=round(control.bank_seconds * 1000)
-    )
-
-
-def forfeit_reason(fault: BotFault) -> ForfeitReason:
-    """The forfeit a protocol-level fault stands for (before any sandbox diagnosis)."""
-    if isinstance(fault, BotTimeoutError):
-        return ForfeitReason.TIMEOUT
-    if isinstance(fault, MalformedReplyError):
-        return ForfeitReason.MALFORMED_REPLY
-    if isinstance(fault, IncompatibleProtocolError):
-        return ForfeitReason.STARTUP_FAILURE
-    return ForfeitReason.CRASH
-
-
-def wire_reason(reason: ForfeitReason) -> GameEndReason:
-    """The protocol's (coarser) name for a forfeit reason."""
-    return {
-        ForfeitReason.TIMEOUT: GameEndReason.TIMEOUT,
-        ForfeitReason.ILLEGAL_ACTION: GameEndReason.ILLEGAL_ACTION,
-        ForfeitReason.MALFORMED_REPLY: GameEndReason.MALFORMED_REPLY,
-        ForfeitReason.CRASH: GameEndReason.CRASH,
-        ForfeitReason.STARTUP_FAILURE: GameEndReason.CRASH,
-        ForfeitReason.MEMORY_LIMIT: GameEndReason.SANDBOX_LIMIT,
-        ForfeitReason.PROCESS_LIMIT: GameEndReason.SANDBOX_LIMIT,
-        ForfeitReason.DISK_LIMIT: GameEndReason.SANDBOX_LIMIT,
-    }[reason]
 
 
 class _Forfeited(Exception):
@@ -99,11 +64,15 @@ class _Forfeited(Exception):
         self.forfeit = forfeit
 
 
+def _forfeit(seat: int, reason: GameEndReason, offending: str, detail: str) -> _Forfeited:
+    return _Forfeited(Forfeit(seat, reason, clip(offending), clip(detail)))
+
+
 def _fault(seat: int, fault: BotFault, diagnose: Diagnose | None) -> _Forfeited:
-    reason = forfeit_reason(fault)
-    if reason is ForfeitReason.CRASH and diagnose is not None:
+    reason = fault.reason
+    if reason is GameEndReason.CRASH and diagnose is not None:
         reason = diagnose(seat) or reason
-    return _Forfeited(Forfeit(seat, reason, fault.offending[:2000], str(fault)[:2000]))
+    return _forfeit(seat, reason, fault.offending, str(fault))
 
 
 def play_game(
@@ -139,7 +108,7 @@ def play_game(
                         dealer=dealer,
                         score=scores[seat],
                         opponent_name=names[1 - seat],
-                        time_control=wire_time_control(time_control),
+                        time_control=time_control,
                         turn_limit=turn_limit,
                     )
                 )
@@ -153,11 +122,9 @@ def play_game(
         forfeit = exc.forfeit
     except Exception as exc:  # our side failed: not the bot's fault
         log.exception("game %s voided by an internal error", number)
-        void_reason = f"{type(exc).__name__}: {exc}"[:2000]
+        void_reason = clip(f"{type(exc).__name__}: {exc}")
 
-    record = replace(
-        _record(game, moves, forfeit, void_reason, names), started=started, finished=time.time()
-    )
+    record = _record(game, moves, forfeit, void_reason, names, started)
     _announce_end(players, game, record, number, scores)
     return record
 
@@ -166,30 +133,25 @@ def _one_move(
     game: Game, player: Player, seat: int, number: int, clock: GameClock, diagnose: Diagnose | None
 ) -> Move:
     view = game.view(seat)
-    wire_clock = Clock(
-        move_ms=round(clock.control.move_seconds * 1000), bank_ms=round(clock.banks[seat] * 1000)
-    )
+    wire_clock = Clock(move_ms=clock.control.move_ms, bank_ms=round(clock.banks[seat] * 1000))
     timeout = clock.deadline(seat)
     try:
         reply = player.decide(view, wire_clock, number, timeout)
     except BotFault as exc:
         raise _fault(seat, exc, diagnose) from None
-    text = reply.action
+    sent = str(reply.action)
     if not clock.charge(seat, reply.elapsed):
         detail = f"replied after {reply.elapsed:.3f}s; the limit was {timeout:.3f}s"
-        raise _Forfeited(Forfeit(seat, ForfeitReason.TIMEOUT, text[:2000], detail))
-    try:
-        action = Action.parse(text)
+        raise _forfeit(seat, GameEndReason.TIMEOUT, sent, detail)
+    try:  # the engine's one legality gate: parse, check, play
+        action = game.play(reply.action)
     except InvalidActionError as exc:
-        raise _Forfeited(
-            Forfeit(seat, ForfeitReason.MALFORMED_REPLY, text[:2000], str(exc)[:2000])
-        ) from None
-    if action not in view.legal_actions:
+        raise _forfeit(seat, GameEndReason.MALFORMED_REPLY, sent, str(exc)) from None
+    except IllegalActionError as exc:
         shown = ", ".join(str(a) for a in view.legal_actions[:10])
         more = ", ..." if len(view.legal_actions) > 10 else ""
-        detail = f"illegal action {str(action)!r}: not legal here (legal: {shown}{more})"
-        raise _Forfeited(Forfeit(seat, ForfeitReason.ILLEGAL_ACTION, text[:2000], detail))
-    game.play(action)
+        detail = f"{exc} (legal: {shown}{more})"
+        raise _forfeit(seat, GameEndReason.ILLEGAL_ACTION, sent, detail) from None
     return Move(seat, str(action), round(reply.elapsed, 6))
 
 
@@ -199,39 +161,37 @@ def _record(
     forfeit: Forfeit | None,
     void_reason: str,
     names: tuple[str, str],
+    started: float,
 ) -> GameRecord:
-    voided = GameRecord(
-        deck=tuple(str(c) for c in game.deck or ()),
-        dealer=game.dealer,
-        turn_limit=game.turn_limit,
-        moves=tuple(moves),
-        players=names,
-        winner=None,
-        end="void",
-        void_reason=void_reason or "unknown",
-    )
-    if void_reason:
-        return voided
-    if forfeit is not None:
-        return replace(
-            voided, winner=1 - forfeit.seat, end="forfeit", forfeit=forfeit, void_reason=""
+    def make(
+        ending: GameEndReason,
+        winner: int | None,
+        *,
+        forfeit: Forfeit | None = None,
+        final_cover: str | None = None,
+    ) -> GameRecord:
+        return GameRecord(
+            deck=tuple(str(c) for c in game.deck or ()),
+            dealer=game.dealer,
+            turn_limit=game.turn_limit,
+            moves=tuple(moves),
+            ending=ending,
+            winner=winner,
+            forfeit=forfeit,
+            final_cover=final_cover,
+            void_reason=void_reason,
+            players=names,
+            started=started,
+            finished=time.time(),
         )
+
+    if void_reason:
+        return make(GameEndReason.VOID, None)
+    if forfeit is not None:
+        return make(forfeit.reason, 1 - forfeit.seat, forfeit=forfeit)
     assert game.reason is not None
     final = str(game.final_cover) if game.final_cover else None
-    return replace(
-        voided, winner=game.outcome, end=game.reason.value, final_cover=final, void_reason=""
-    )
-
-
-def end_reason(record: GameRecord) -> GameEndReason:
-    """The protocol's end reason of a record."""
-    if record.voided:
-        return GameEndReason.VOID
-    if record.forfeit is not None:
-        return wire_reason(record.forfeit.reason)
-    if record.end == DOUBLE_FORFEIT:  # neither bot started: both failed as if crashed
-        return GameEndReason.CRASH
-    return GameEndReason(record.end)
+    return make(GameEndReason.from_rules(game.reason), game.outcome, final_cover=final)
 
 
 def _announce_end(
@@ -241,7 +201,6 @@ def _announce_end(
     number: int,
     scores: tuple[SeriesScore, SeriesScore],
 ) -> None:
-    reason = end_reason(record)
     detail = record.forfeit.detail if record.forfeit else record.void_reason
     for seat, player in enumerate(players):
         before = scores[seat]
@@ -256,7 +215,7 @@ def _announce_end(
                 GameEnd(
                     game_number=number,
                     winner=record.winner,
-                    reason=reason,
+                    reason=record.ending,
                     detail=detail,
                     view=game.view(seat),
                     deck=game.deck or (),

@@ -15,11 +15,16 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from referee.match import Diagnose, Player, play_game, wire_time_control
-from referee.outcomes import DOUBLE_FORFEIT, REFEREE_VERSION, Forfeit, ForfeitReason, GameRecord
+from referee.match import Diagnose, Player, play_game
+from referee.protocol.messages import (
+    PROTOCOL_VERSION,
+    GameEndReason,
+    Handshake,
+    SeriesScore,
+    TimeControl,
+)
+from referee.record import REFEREE_VERSION, Forfeit, GameRecord, clip
 from referee.rules import DEFAULT_TURN_LIMIT, Card, shuffled_deck
-from referee.timecontrol import TimeControl
-from sdk.messages import PROTOCOL_VERSION, Handshake, SeriesScore
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +111,14 @@ def series_handshake(config: SeriesConfig, opponent_name: str) -> Handshake:
         referee_version=REFEREE_VERSION,
         games=config.games,
         opponent_name=opponent_name,
-        time_control=wire_time_control(config.time_control),
+        time_control=config.time_control,
     )
 
 
 class BotStartError(Exception):
     """A bot could not be started or refused the handshake: its own fault."""
 
-    def __init__(self, message: str, reason: ForfeitReason = ForfeitReason.STARTUP_FAILURE):
+    def __init__(self, message: str, reason: GameEndReason = GameEndReason.STARTUP_FAILURE):
         super().__init__(message)
         self.reason = reason
 
@@ -134,7 +139,7 @@ class BotSlot(Protocol):
         Raises BotStartError (the bot's fault) or InfrastructureError (ours)."""
         ...
 
-    def diagnose(self) -> ForfeitReason | None:
+    def diagnose(self) -> GameEndReason | None:
         """After a failure: the sandbox's verdict (memory, processes, disk), if any."""
         ...
 
@@ -177,6 +182,23 @@ class SeriesResult:
         wins = sum(1 for g in self.games.values() if g.winner == seat)
         losses = sum(1 for g in self.games.values() if g.winner == 1 - seat)
         return SeriesScore(wins=wins, draws=len(self.games) - wins - losses, losses=losses)
+
+    @property
+    def forfeits(self) -> list[GameRecord]:
+        """Counted games lost by a forfeit (timeout, illegal or malformed reply, crash, ...)."""
+        return [g for g in self.games.values() if g.ending.is_forfeit]
+
+    def points(self, seat: int = 0) -> float:
+        """Win = 1, draw = 1/2."""
+        s = self.score(seat)
+        return s.wins + s.draws / 2
+
+    def __str__(self) -> str:
+        s = self.score(0)
+        return (
+            f"{self.names[0]} vs {self.names[1]}: +{s.wins} ={s.draws} -{s.losses}"
+            f" over {len(self.games)} games (seed {self.config.seed!r})"
+        )
 
     def pentanomial(self, seat: int = 0) -> list[int]:
         """Duplicate format: counts of deal pairs scoring 0, ½, 1, 1½, 2 points for ``seat``."""
@@ -240,7 +262,7 @@ def _play_with_retries(
             if attempt < config.max_attempts:
                 continue
             # Still neither starts: both forfeit. Nobody can win, so it counts as a draw.
-            record = _double_forfeit(config, deck, dealer, exc, result.names)
+            record = _unplayed(config, deck, dealer, result.names, None)
         except InfrastructureError as exc:
             last = str(exc)
             log.warning("game %s attempt %s failed on our side: %s", number, attempt, last)
@@ -276,15 +298,18 @@ def _play_once(
         try:
             players[seat] = slot.player(series_handshake(config, result.names[1 - seat]))
         except BotStartError as exc:
-            failures[seat] = Forfeit(seat, exc.reason, "", str(exc)[:2000])
+            failures[seat] = Forfeit(seat, exc.reason, "", clip(str(exc)))
     if failures[0] and failures[1]:
         # A healthy bot always starts; when neither does, the sandbox itself may be the culprit
         # (an overloaded engine), so the game is tried again before it is scored.
         raise _NeitherStarted(failures[0], failures[1])
     if failures[0] or failures[1]:
-        return _not_played(config, deck, dealer, failures, result.names)
+        forfeit = failures[0] or failures[1]
+        assert forfeit is not None
+        log.warning("%s forfeits: %s", result.names[forfeit.seat], forfeit.detail)
+        return _unplayed(config, deck, dealer, result.names, forfeit)
 
-    def diagnose(seat: int) -> ForfeitReason | None:
+    def diagnose(seat: int) -> GameEndReason | None:
         return slots[seat].diagnose()
 
     ready = (players[0], players[1])
@@ -302,47 +327,23 @@ def _play_once(
     )
 
 
-def _double_forfeit(
+def _unplayed(
     config: SeriesConfig,
     deck: tuple[Card, ...],
     dealer: int,
-    failure: _NeitherStarted,
     names: tuple[str, str],
+    forfeit: Forfeit | None,
 ) -> GameRecord:
-    """Neither bot would start, attempt after attempt: a draw by double forfeit."""
+    """A game that could not start: the bot that would not start forfeits it, or (``forfeit``
+    None) neither would, attempt after attempt: a draw by double forfeit nobody can win."""
     now = time.time()
     return GameRecord(
         deck=tuple(str(c) for c in deck),
         dealer=dealer,
         turn_limit=config.turn_limit,
         moves=(),
-        winner=None,
-        end=DOUBLE_FORFEIT,
-        players=names,
-        started=now,
-        finished=now,
-    )
-
-
-def _not_played(
-    config: SeriesConfig,
-    deck: tuple[Card, ...],
-    dealer: int,
-    failures: list[Forfeit | None],
-    names: tuple[str, str],
-) -> GameRecord:
-    """A game that could not start because one bot would not: that bot forfeits it."""
-    forfeit = failures[0] or failures[1]
-    assert forfeit is not None
-    log.warning("%s forfeits: %s", names[forfeit.seat], forfeit.detail)
-    now = time.time()
-    return GameRecord(
-        deck=tuple(str(c) for c in deck),
-        dealer=dealer,
-        turn_limit=config.turn_limit,
-        moves=(),
-        winner=1 - forfeit.seat,
-        end="forfeit",
+        ending=GameEndReason.DOUBLE_FORFEIT if forfeit is None else forfeit.reason,
+        winner=None if forfeit is None else 1 - forfeit.seat,
         forfeit=forfeit,
         players=names,
         started=now,

@@ -1,54 +1,39 @@
-"""Time control: a per-move limit plus a per-game bank that absorbs overruns (Kaggle's model)."""
+"""The clock of one game: a per-move limit, a per-game bank, and a per-game transport grace.
+
+Over a game a seat can never use more than its move allowances plus its bank plus one grace:
+the grace absorbs transport jitter once the bank is empty, it is not granted again per move.
+"""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from referee.protocol.messages import TimeControl, TimeControlError
 
-
-class TimeControlError(ValueError):
-    """A time control setting is out of range."""
-
-
-@dataclass(frozen=True, slots=True)
-class TimeControl:
-    """Limits for one game, the same for both seats.
-
-    A move may take ``move_seconds``; time beyond that is taken from the seat's bank, which starts
-    each game at ``bank_seconds``. A reply later than move + bank + ``grace_seconds`` (transport
-    tolerance) is a timeout. The hard gRPC deadline is the same sum.
-    """
-
-    move_seconds: float = 1.0
-    bank_seconds: float = 10.0
-    grace_seconds: float = 0.25
-
-    def __post_init__(self) -> None:
-        for name in ("move_seconds", "bank_seconds", "grace_seconds"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise TimeControlError(f"{name} must be a finite number >= 0, got {value!r}")
-        if self.move_seconds <= 0:
-            raise TimeControlError(f"move_seconds must be > 0, got {self.move_seconds!r}")
+__all__ = ["GameClock", "TimeControl", "TimeControlError"]
 
 
 class GameClock:
-    """Both seats' banks during one game."""
+    """Every seat's bank and remaining grace during one game (seconds)."""
 
-    def __init__(self, control: TimeControl) -> None:
+    def __init__(self, control: TimeControl, seats: int = 2) -> None:
         self.control = control
-        self.banks = [control.bank_seconds, control.bank_seconds]
+        self.banks = [control.bank_seconds] * seats
+        self.graces = [control.grace_seconds] * seats
 
     def deadline(self, seat: int) -> float:
         """Seconds the referee waits for ``seat``'s reply before calling it a timeout."""
-        return self.control.move_seconds + self.banks[seat] + self.control.grace_seconds
+        return self.control.move_seconds + self.banks[seat] + self.graces[seat]
 
     def charge(self, seat: int, elapsed: float) -> bool:
-        """Charge ``elapsed`` seconds to ``seat``; False when the move was too late."""
+        """Charge ``elapsed`` seconds to ``seat``; False when the move was too late.
+
+        Time over the move limit comes out of the bank first, then out of the grace.
+        """
         over = elapsed - self.control.move_seconds
         if over <= 0:
             return True
-        if over > self.banks[seat] + self.control.grace_seconds:
+        if over > self.banks[seat] + self.graces[seat]:
             return False
-        self.banks[seat] = max(0.0, self.banks[seat] - over)
+        from_bank = min(over, self.banks[seat])
+        self.banks[seat] -= from_bank
+        self.graces[seat] = max(0.0, self.graces[seat] - (over - from_bank))
         return True

@@ -38,6 +38,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.bot_runtime import runtime_files
+
 __all__ = [
     "BaseImageError",
     "BaseImageSpec",
@@ -57,7 +59,6 @@ SITE_PACKAGES = "/usr/local/lib/python3.11/dist-packages"
 #: Packages the bot runtime needs; pinned to the versions installed next to this module.
 RUNTIME_WHEELS = ("grpcio", "grpcio-health-checking", "protobuf")
 #: Top-level packages copied from the project into the bot base image.
-PROJECT_PACKAGES = ("sdk", "kryt_proto", "referee")
 LOCK_PATH = Path(tempfile.gettempdir()) / "kryt-base-image.lock"
 
 
@@ -106,14 +107,7 @@ class BaseImageSpec:
 
 def _project_files(root: Path) -> Iterator[Path]:
     yield root / "pyproject.toml"
-    for package in PROJECT_PACKAGES:
-        base = root / package
-        if not base.is_dir():
-            continue
-        for path in base.rglob("*"):
-            if "__pycache__" in path.parts or not path.is_file():
-                continue
-            yield path
+    yield from runtime_files(root)
 
 
 def root_tag(spec: BaseImageSpec) -> str:

@@ -86,7 +86,7 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
         ("grpc.use_local_subchannel_pool", 1),
         ("grpc.enable_retries", 0),
         # Retry the socket every 50-500 ms while the bot starts (gRPC's default first
-        # back-off of 1 s added a second to every bot start). sdk.client.RECONNECT_OPTIONS
+        # back-off of 1 s added a second to every bot start). referee.client.RECONNECT_OPTIONS
         # says the same: a bot's runtime has no ``sandbox`` to share it from.
         ("grpc.initial_reconnect_backoff_ms", 50),
         ("grpc.min_reconnect_backoff_ms", 50),

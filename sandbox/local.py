@@ -47,6 +47,7 @@ from sandbox.backend import (
     runtime_dir,
     sweep_socket_dirs,
 )
+from sandbox.bot_runtime import runtime_files
 from sandbox.death import DeathReport, classify_exit
 from sandbox.dial import MAX_SUN_PATH, SOCKET_NAME
 from sandbox.errors import (
@@ -117,6 +118,14 @@ def project_package_dirs() -> dict[str, Path]:
     return found
 
 
+def project_root() -> Path:
+    """The folder that holds the project's packages (where ``sdk`` is imported from)."""
+    sdk = project_package_dirs().get("sdk")
+    if sdk is None:
+        raise RuntimeError("the sdk package cannot be found: is Kryt Arena installed?")
+    return sdk.parent
+
+
 def _site_packages() -> list[Path]:
     paths = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     return [Path(p).resolve() for p in sorted(paths) if Path(p).is_dir()]
@@ -151,8 +160,11 @@ def stage_runtime() -> Path:
                         shutil.copytree(src, tmp / rel, ignore=_IGNORE)
                     elif src.is_file():
                         shutil.copyfile(src, tmp / rel)
-            for name, path in project_package_dirs().items():
-                shutil.copytree(path, tmp / name, ignore=_IGNORE)
+            root = project_root()
+            for path in runtime_files(root):
+                dest = tmp / path.relative_to(root)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, dest)
             for path in [tmp, *tmp.rglob("*")]:
                 if not path.is_symlink():
                     path.chmod(0o755 if path.is_dir() else 0o644)

@@ -1,8 +1,7 @@
-"""``python -m sdk``: serve, check or create a bot with nothing but the base install.
+"""``python -m sdk serve module:Class [address]``: serve a Bot class over gRPC.
 
-python -m sdk serve mybot.bot:MyBot [address]   # serve a Bot class (module:Class)
-python -m sdk check path/to/bot [--games N]      # play N games over gRPC, report problems
-python -m sdk new NAME [--dir PARENT]            # a new bot folder from the template
+This is the bot runtime's only command (it is what runs inside a sandbox). The author's
+tools are ``python -m sdk.tools check|new`` (or ``kryt bot check|new``).
 """
 
 from __future__ import annotations
@@ -35,36 +34,21 @@ def load_bot(spec: str) -> Bot:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sdk", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m sdk",
+        description=__doc__.splitlines()[0],
+        epilog="To check or create a bot: python -m sdk.tools check|new (or kryt bot ...).",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p_serve = sub.add_parser("serve", help="serve a Bot class over gRPC")
     p_serve.add_argument("bot", help="module:Class")
     p_serve.add_argument("address", nargs="?", help="host:port or unix:///path (default: env)")
-    p_check = sub.add_parser("check", help="play games over gRPC and report problems")
-    p_check.add_argument("target", help="bot folder (with bot.toml) or address")
-    p_check.add_argument("--games", type=int, default=10)
-    p_check.add_argument("--seed", default="0")
-    p_new = sub.add_parser("new", help="create a bot folder from the template")
-    p_new.add_argument("name")
-    p_new.add_argument("--dir", default=".", help="parent folder")
     opts = parser.parse_args(argv)
     try:
-        if opts.command == "serve":
-            from sdk.server import resolve_address, serve
+        from sdk.server import resolve_address, serve
 
-            # argv here is ours, not the bot's: only the explicit argument or the env count.
-            serve(load_bot(opts.bot), resolve_address(opts.address, argv=[]))
-            return 0
-        if opts.command == "check":
-            from sdk.check import check_bot
-
-            report = check_bot(opts.target, games=opts.games, seed=opts.seed)
-            print(report.format())
-            return 0 if report.ok else 1
-        from sdk.template import new_bot
-
-        folder = new_bot(opts.name, opts.dir)
-        print(f"created {folder}: edit bot.py, then `python test_bot.py`")
+        # argv here is ours, not the bot's: only the explicit argument or the env count.
+        serve(load_bot(opts.bot), resolve_address(opts.address, argv=[]))
         return 0
     except ValueError as exc:  # every typed error of the SDK is a ValueError
         print(f"error: {exc}", file=sys.stderr)

@@ -7,8 +7,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from referee.protocol.messages import Clock, GameEndReason, GameStart, SeriesScore, TimeControl
 from referee.rules import Action, Card, View
-from sdk.messages import Clock, GameEndReason, GameStart, SeriesScore, TimeControl
 
 
 @dataclass(frozen=True, slots=True)

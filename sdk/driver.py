@@ -7,9 +7,7 @@ import sys
 import time
 import traceback
 
-from referee.rules import Action
-from sdk.bot import Bot, GameResult, SeriesInfo
-from sdk.messages import (
+from referee.protocol.messages import (
     PROTOCOL_VERSION,
     BotError,
     BotMessage,
@@ -22,6 +20,8 @@ from sdk.messages import (
     RefereeMessage,
     Shutdown,
 )
+from referee.rules import Action
+from sdk.bot import Bot, GameResult, SeriesInfo
 
 SDK_VERSION = "kryt-sdk-python 0.1.0"
 

@@ -30,16 +30,16 @@ from typing import Final
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from sdk.bot import Bot
-from sdk.driver import BotDriver
-from sdk.messages import MAX_MESSAGE_BYTES, BotError, Shutdown
-from sdk.wire import (
+from referee.protocol.messages import MAX_MESSAGE_BYTES, BotError, Shutdown
+from referee.protocol.wire import (
     PLAY_METHOD,
     SERVICE,
     MalformedMessageError,
     decode_referee_message,
     encode_bot_message,
 )
+from sdk.bot import Bot
+from sdk.driver import BotDriver
 
 ADDRESS_ENV: Final = "KRYT_BOT_ADDRESS"
 DEFAULT_ADDRESS: Final = "127.0.0.1:50051"

@@ -20,7 +20,7 @@ def new(
     ] = Path("."),
 ) -> None:
     """Create NAME/ with bot.toml, bot.py, test_bot.py and README.md."""
-    from sdk.template import BotTemplateError, new_bot
+    from sdk.tools.template import BotTemplateError, new_bot
 
     try:
         folder = new_bot(name, directory)
@@ -42,7 +42,7 @@ def check(
 ) -> None:
     """Start the bot in the sandbox, play GAMES games over gRPC against the greedy bot and
     report problems (crashes, timeouts, slow replies, illegal or malformed actions)."""
-    from sdk.check import check_bot
+    from sdk.tools.check import check_bot
 
     report = check_bot(
         target, games=games, seed=seed, sandbox=None if sandbox == "none" else sandbox

@@ -13,11 +13,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from arena.tournament.config import load_config
+from arena.tournament.runner import create
+from arena.tournament.store import EXAMPLES
 from kryt.commands.tournament import _report, run_tournament
 from kryt.options import DatabaseOption, open_db
-from referee.tournament.config import load_config
-from referee.tournament.runner import create
-from referee.tournament.store import EXAMPLES
 
 err = Console(stderr=True)
 

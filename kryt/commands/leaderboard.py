@@ -19,14 +19,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kryt.errors import ExitCode, UserError, classify
-from leaderboard.db import (
+from arena.db import (
     Database,
     DatabaseError,
     DatabaseMissingError,
     get_tournament,
     open_database,
 )
+from kryt.errors import ExitCode, UserError, classify
 from leaderboard.standings import Leaderboard, standings
 from leaderboard.web.pages import leaderboard_json
 from leaderboard.web.queries import Progress, progress

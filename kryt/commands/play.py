@@ -10,11 +10,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from arena.tournament.config import SandboxSettings
+from arena.tournament.seats import SandboxSlot
+from kryt.commands.replay import visible
+from referee.protocol.messages import TimeControl
 from referee.series import SeriesConfig, SeriesFormat, run_series
-from referee.timecontrol import TimeControl
-from referee.tournament.config import SandboxSettings
-from referee.tournament.slots import SandboxSlot
 from sandbox import choose_backend, load_submission
 
 out = Console()
@@ -36,7 +38,7 @@ def play(
         games=games,
         seed=seed,
         format=format,
-        time_control=TimeControl(move_seconds=move_seconds, bank_seconds=bank_seconds),
+        time_control=TimeControl.from_seconds(move_seconds, bank_seconds),
     )
     sandbox = choose_backend(backend, allow_unsafe=False)
     err.print(f"sandbox: [bold]{sandbox.describe()}[/bold]")
@@ -72,11 +74,14 @@ def play(
         winner = "draw" if record.winner is None else slots[record.winner].name
         detail = ""
         if record.forfeit is not None:
-            detail = (
-                f"seat {record.forfeit.seat}: {record.forfeit.reason.value} {record.forfeit.detail}"
-            )
+            detail = f"seat {record.forfeit.seat}: {record.forfeit.detail}"
         table.add_row(
-            str(number), str(record.dealer), winner, record.end, str(len(record.moves)), detail[:80]
+            str(number),
+            str(record.dealer),
+            Text(winner),
+            record.ending.value,
+            str(len(record.moves)),
+            Text(visible(detail[:80])),
         )
     out.print(table)
     score = result.score(0)

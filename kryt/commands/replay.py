@@ -2,47 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from arena.db import get_game, get_series, stored_record, submission_labels
 from kryt.errors import ExitCode
 from kryt.options import DatabaseOption, open_db
-from leaderboard.db import (
-    get_game,
-    get_series,
-    get_tournament,
-    submission_labels,
-)
-from referee.replay import StoredMove, verify
-from referee.rules import DEFAULT_TURN_LIMIT, Card
+from referee.replay import verify
+from referee.rules import Card
 
 out = Console()
-
-
-class _Stored(BaseModel):
-    """The stored game, detached from the database session."""
-
-    id: int
-    series_id: int
-    number: int
-    attempt: int
-    dealer: int
-    deck: list[str]
-    actions: list[dict[str, Any]]
-    result: str | None
-    end_reason: str
-    forfeit_seat: int | None
-    forfeit_reason: str | None
-    forfeit_input: str | None
-    voided: bool
-    void_reason: str | None
-    referee_version: str
-    seat0_submission_id: int
-    seat1_submission_id: int
 
 
 def replay(
@@ -58,63 +31,83 @@ def replay(
     with db.read_session() as session:
         row = get_game(game_id, session=session)
         series = get_series(row.series_id, session=session)
-        config = dict(get_tournament(series.tournament_id, session=session).config)
         labels = submission_labels(session=session)
-        game = _Stored.model_validate(row, from_attributes=True)
-        tournament_id = series.tournament_id
-    seats = (game.seat0_submission_id, game.seat1_submission_id)
-    names = tuple("{} {}".format(*labels.get(s, (str(s), "?"))) for s in seats)
-    turn_limit = int(config.get("turn_limit", DEFAULT_TURN_LIMIT))
-    trump = Card.parse(game.deck[6]).suit
+        seats = (row.seat0_submission_id, row.seat1_submission_id)
+        names = tuple("{} {}".format(*labels.get(s, (str(s), "?"))) for s in seats)
+        record = stored_record(row, (names[0], names[1]))
+        where = (
+            f"series {row.series_id} game {row.number} (attempt {row.attempt}),"
+            f" tournament {series.tournament_id}"
+        )
+        result_code, game_ref = row.result, row.id
+    trump = Card.parse(record.deck[6]).suit
+    # Everything a bot controls (names, what it sent, details) is printed as plain text,
+    # never as Rich markup, and with control characters made visible.
+    out.print(Text(f"Game {game_ref}: {where}", style="bold"))
     out.print(
-        f"[bold]Game {game.id}[/bold]: series {game.series_id} game {game.number}"
-        f" (attempt {game.attempt}), tournament {tournament_id}"
+        Text(f"seat 0: {visible(names[0])}    seat 1: {visible(names[1])}    dealer: seat ")
+        + Text(str(record.dealer))
     )
-    out.print(f"seat 0: {names[0]}    seat 1: {names[1]}    dealer: seat {game.dealer}")
-    out.print(f"trump {trump.symbol} (face up {game.deck[6]})    referee {game.referee_version}")
-    out.print("deck: " + " ".join(game.deck))
+    out.print(
+        Text(
+            f"trump {trump.symbol} (face up {record.deck[6]})    referee"
+            f" {visible(record.referee_version)}"
+        )
+    )
+    out.print(Text("deck: " + " ".join(record.deck)))
     table = Table(show_edge=False)
     for column in ("#", "seat", "bot", "action", "seconds"):
         table.add_column(column, justify="right" if column in {"#", "seconds"} else "left")
-    for number, move in enumerate(game.actions, start=1):
-        auto = " (automatic final answer)" if move.get("auto") else ""
+    for number, move in enumerate(record.moves, start=1):
         table.add_row(
             str(number),
-            str(move["seat"]),
-            names[int(move["seat"])],
-            f"{move['action']}{auto}",
-            f"{float(move['seconds']):.3f}",
+            str(move.seat),
+            Text(visible(names[move.seat])),
+            Text(move.action),
+            f"{move.seconds:.3f}",
+        )
+    if record.final_cover:
+        last = record.moves[-1].seat if record.moves else 0
+        table.add_row(
+            "",
+            str(1 - last),
+            Text(visible(names[1 - last])),
+            Text(f"cover {record.final_cover} (automatic final answer)"),
+            "",
         )
     out.print(table)
     result = {"seat0": f"{names[0]} wins", "seat1": f"{names[1]} wins", "draw": "draw"}
     out.print(
-        f"result: [bold]{result.get(game.result or '', 'none (voided)')}[/bold]"
-        f" by {game.end_reason}"
+        Text("result: ")
+        + Text(visible(result.get(result_code or "", "none (voided)")), style="bold")
+        + Text(f" by {record.ending.value}")
     )
-    if game.forfeit_seat is not None:
+    if record.forfeit is not None:
+        seat = record.forfeit.seat
         out.print(
-            f"forfeit by seat {game.forfeit_seat} ({names[game.forfeit_seat]}):"
-            f" {game.forfeit_reason}; sent: {game.forfeit_input!r}"
+            Text(
+                f"forfeit by seat {seat} ({visible(names[seat])}): {record.ending.value}:"
+                f" {visible(record.forfeit.detail)};"
+                f" sent: {visible(record.forfeit.offending_input)!r}"
+            )
         )
-    if game.voided:
-        out.print(f"[yellow]voided[/yellow]: {game.void_reason}")
+    if record.voided:
+        out.print(Text("voided", style="yellow") + Text(f": {visible(record.void_reason)}"))
     if not verify_:
         return
-    check = verify(
-        deck=game.deck,
-        dealer=game.dealer,
-        moves=[
-            StoredMove(int(m["seat"]), str(m["action"]), bool(m.get("auto"))) for m in game.actions
-        ],
-        result=game.result,
-        end_reason=game.end_reason,
-        turn_limit=turn_limit,
-        forfeit_seat=game.forfeit_seat,
-        voided=game.voided,
-    )
+    check = verify(record)
     if check.ok:
         out.print("[green]verified[/green]: the rules engine reproduces the stored result")
         return
     for problem in check.problems:
-        out.print(f"[red]mismatch[/red]: {problem}")
+        out.print(Text("mismatch", style="red") + Text(f": {visible(problem)}"))
     raise typer.Exit(ExitCode.FAILED)
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]}
+_CONTROL.update({ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"})
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters (terminal escapes, newlines) shown as escapes."""
+    return text.translate(_CONTROL)

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from arena.tournament.store import DEFAULT_STORE, register
 from kryt.options import DatabaseOption, StoreOption, open_db
-from referee.tournament.store import DEFAULT_STORE, register
 
 out = Console()
 

@@ -20,9 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from kryt.errors import ExitCode, UserError
-from kryt.options import DatabaseOption, StoreOption, open_db
-from leaderboard.db import (
+from arena.db import (
     Database,
     SeriesStatus,
     TournamentStatus,
@@ -32,12 +30,10 @@ from leaderboard.db import (
     list_tournaments,
     series_of_tournament,
 )
-from leaderboard.db import bot_of as submission_bot
-from leaderboard.standings import refit_and_store, standings
-from referee.series import SeriesFormat
-from referee.tournament.config import ConfigError, TournamentConfig, load_config
-from referee.tournament.executors import LocalExecutor
-from referee.tournament.runner import (
+from arena.db import bot_of as submission_bot
+from arena.tournament.config import ConfigError, TournamentConfig, load_config
+from arena.tournament.executors import LocalExecutor
+from arena.tournament.runner import (
     SeriesOutcome,
     TournamentError,
     create,
@@ -45,7 +41,11 @@ from referee.tournament.runner import (
     mark_tournament,
     tasks_for,
 )
-from referee.tournament.store import DEFAULT_STORE
+from arena.tournament.store import DEFAULT_STORE
+from kryt.errors import ExitCode, UserError
+from kryt.options import DatabaseOption, StoreOption, open_db
+from leaderboard.standings import refit_and_store, standings
+from referee.series import SeriesFormat
 from sandbox import choose_backend, sweep_leftovers
 
 app = typer.Typer(help="Organisers: run round-robin tournaments.", no_args_is_help=True)
@@ -75,7 +75,7 @@ def series_table(tournament_id: int, db: Database) -> Table:
     table = Table(title=f"Series of tournament {tournament_id}")
     for column in ("bot A", "bot B", "games", "A wins", "draws", "B wins", "forfeits", "status"):
         table.add_column(column, justify="left" if column.startswith("bot") else "right")
-    from leaderboard.db import games_of_series
+    from arena.db import games_of_series
 
     with db.read_session() as session:
         rows = series_of_tournament(tournament_id, session=session)
@@ -147,7 +147,7 @@ def run_tournament(
     prefix = label_prefix(db.url, tournament_id)
     dask_executor = None
     if executor is ExecutorName.dask:
-        from referee.tournament.dask_executor import DaskExecutor
+        from arena.tournament.dask_executor import DaskExecutor
 
         dask_executor = DaskExecutor(
             scheduler, workers=config.concurrency, worker_store=worker_store

@@ -55,8 +55,18 @@ class _EndReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EndReason.V
     END_REASON_MALFORMED_REPLY: _EndReason.ValueType  # 12
     END_REASON_CRASH: _EndReason.ValueType  # 13
     """crashed, hung up, reported an error or could not be reached"""
-    END_REASON_SANDBOX_LIMIT: _EndReason.ValueType  # 14
+    END_REASON_STARTUP_FAILURE: _EndReason.ValueType  # 15
+    """could not be started or restarted, or refused the handshake"""
+    END_REASON_MEMORY_LIMIT: _EndReason.ValueType  # 16
+    """killed by the sandbox for using too much memory"""
+    END_REASON_PROCESS_LIMIT: _EndReason.ValueType  # 17
+    """stopped by the sandbox's process limit"""
+    END_REASON_DISK_LIMIT: _EndReason.ValueType  # 18
+    """exceeded the sandbox's file-size or disk limit"""
+    END_REASON_DOUBLE_FORFEIT: _EndReason.ValueType  # 19
+    """neither bot could be started: a draw nobody played"""
     END_REASON_VOID: _EndReason.ValueType  # 20
+    """a failure on the referee's side: replayed with this deal"""
 
 class EndReason(_EndReason, metaclass=_EndReasonEnumTypeWrapper):
     """How a game ended. Values 1-9 are endings under the rules; 10-19 are forfeits (the
@@ -77,8 +87,18 @@ END_REASON_ILLEGAL_ACTION: EndReason.ValueType  # 11
 END_REASON_MALFORMED_REPLY: EndReason.ValueType  # 12
 END_REASON_CRASH: EndReason.ValueType  # 13
 """crashed, hung up, reported an error or could not be reached"""
-END_REASON_SANDBOX_LIMIT: EndReason.ValueType  # 14
+END_REASON_STARTUP_FAILURE: EndReason.ValueType  # 15
+"""could not be started or restarted, or refused the handshake"""
+END_REASON_MEMORY_LIMIT: EndReason.ValueType  # 16
+"""killed by the sandbox for using too much memory"""
+END_REASON_PROCESS_LIMIT: EndReason.ValueType  # 17
+"""stopped by the sandbox's process limit"""
+END_REASON_DISK_LIMIT: EndReason.ValueType  # 18
+"""exceeded the sandbox's file-size or disk limit"""
+END_REASON_DOUBLE_FORFEIT: EndReason.ValueType  # 19
+"""neither bot could be started: a draw nobody played"""
 END_REASON_VOID: EndReason.ValueType  # 20
+"""a failure on the referee's side: replayed with this deal"""
 Global___EndReason: _TypeAlias = EndReason  # noqa: Y015
 
 class _ActionKind:

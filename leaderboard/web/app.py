@@ -19,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from leaderboard.db import Database, DatabaseUnavailableError, NotFoundError
+from arena.db import Database, DatabaseUnavailableError, NotFoundError
 from leaderboard.web.pages import (
     PageNotFoundError,
     game_json,

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from leaderboard.db import (
+from arena.db import (
     Game,
     GameResult,
     Series,
@@ -46,7 +46,6 @@ from leaderboard.web.queries import (
 )
 from leaderboard.web.render import Links, render
 from leaderboard.web.replay import Replay, replay_game
-from referee.rules import DEFAULT_TURN_LIMIT
 
 RECENT_GAMES = 20
 SERIES_ON_PAGE = 500
@@ -295,14 +294,15 @@ def series_page(series_id: int, *, session: Session, links: Links) -> str:
     )
 
 
-def _turn_limit(tournament: Tournament) -> int:
-    value = tournament.config.get("turn_limit") if isinstance(tournament.config, dict) else None
-    return value if isinstance(value, int) and value > 0 else DEFAULT_TURN_LIMIT
-
-
 def game_replay(game: Game, tournament: Tournament) -> Replay:
     """The per-step states of a stored game (see :mod:`leaderboard.web.replay`)."""
-    return replay_game(game.deck, game.dealer, game.actions, turn_limit=_turn_limit(tournament))
+    return replay_game(
+        game.deck,
+        game.dealer,
+        game.actions,
+        turn_limit=game.turn_limit,
+        final_cover=game.final_cover,
+    )
 
 
 def game_json(game_id: int, *, session: Session) -> dict[str, Any]:
@@ -338,8 +338,9 @@ def _game_data(
         if game.forfeit_seat is None
         else {
             "seat": game.forfeit_seat,
-            "reason": game.forfeit_reason,
+            "reason": game.end_reason,
             "offending_input": game.forfeit_input,
+            "detail": game.forfeit_detail,
         },
         "voided": game.voided,
         "void_reason": game.void_reason,
@@ -347,6 +348,7 @@ def _game_data(
         "started_at": game.started_at.isoformat(),
         "finished_at": game.finished_at.isoformat(),
         "actions": list(game.actions),
+        "final_cover": game.final_cover,
         "replay": game_replay(game, tournament).to_dict(),
     }
 

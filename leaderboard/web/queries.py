@@ -1,4 +1,4 @@
-"""Read-only queries the pages need beyond ``leaderboard.db``'s CRUD: progress, game lists,
+"""Read-only queries the pages need beyond ``arena.db``'s CRUD: progress, game lists,
 results of one submission against each opponent. SQLAlchemy expressions only, no SQL text."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col
 from sqlmodel import select as sm_select
 
-from leaderboard.db import Game, RatingEntry, RatingSnapshot, Series
+from arena.db import Game, RatingEntry, RatingSnapshot, Series
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,6 @@ class GameRow:
     result: str | None
     end_reason: str
     forfeit_seat: int | None
-    forfeit_reason: str | None
     voided: bool
     moves: int
     finished_at: datetime
@@ -94,9 +93,8 @@ def _game_row(game: Game, tournament_id: int) -> GameRow:
         result=game.result,
         end_reason=game.end_reason,
         forfeit_seat=game.forfeit_seat,
-        forfeit_reason=game.forfeit_reason,
         voided=game.voided,
-        moves=sum(1 for a in game.actions if not a.get("auto")),
+        moves=len(game.actions),
         finished_at=game.finished_at,
     )
 

@@ -146,8 +146,10 @@ def replay_game(
     actions: Sequence[Mapping[str, Any]],
     *,
     turn_limit: int = DEFAULT_TURN_LIMIT,
+    final_cover: str | None = None,
 ) -> Replay:
-    """Replay stored ``actions`` (``{seat, action, seconds, auto}``) from the deal.
+    """Replay stored ``actions`` (``{seat, action, seconds}``) from the deal; ``final_cover``
+    is the stored automatic final cover of a drawn game, shown as the referee's last step.
 
     Never raises for bad stored data: a deck the engine refuses gives a replay with no steps
     and ``error`` set; an action it refuses ends the steps there with ``error`` set.
@@ -165,15 +167,6 @@ def replay_game(
     for i, move in enumerate(actions, start=1):
         seat = move.get("seat")
         seat = seat if seat in (0, 1) else None
-        if move.get("auto"):
-            cover = game.final_cover
-            if cover is None or len(steps) < 2 or not game.over:
-                error = f"action {i} ({move.get('action')!r}) is marked automatic, but the "
-                error += "rules played no automatic final cover here"
-                break
-            steps[-1] = _before_final_cover(steps[-1], str(cover), steps[-2])
-            steps.append(_snapshot(game, i, seat, move, True))
-            continue
         expected = game.to_move
         try:
             game.play(str(move.get("action")))
@@ -184,6 +177,16 @@ def replay_game(
             error = f"action {i} is stored for seat {seat} but seat {expected} was to move"
             break
         steps.append(_snapshot(game, i, expected, move, False))
+    rules_cover = str(game.final_cover) if game.over and game.final_cover else None
+    if error is None and rules_cover != final_cover:
+        error = (
+            f"the stored automatic final cover is {final_cover!r}, the rules give {rules_cover!r}"
+        )
+    elif error is None and rules_cover is not None and len(steps) >= 2:
+        answerer = 1 - (steps[-1].seat if steps[-1].seat is not None else 0)
+        steps[-1] = _before_final_cover(steps[-1], rules_cover, steps[-2])
+        auto = {"action": f"cover {rules_cover}", "seconds": None}
+        steps.append(_snapshot(game, len(steps), answerer, auto, True))
     return Replay(
         trump=trump,
         dealer=dealer,

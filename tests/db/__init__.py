@@ -1,1 +1,1 @@
-"""Tests of leaderboard.db, run against SQLite and PostgreSQL."""
+"""Tests of arena.db, run against SQLite and PostgreSQL."""

@@ -19,7 +19,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from leaderboard.db import Database, open_database
+from arena.db import Database, open_database
 from tests.db.helpers import World, build_world
 from tests.services import require
 

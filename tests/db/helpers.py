@@ -1,19 +1,16 @@
-"""Builders for test records."""
+"""Builders for test records: the referee's one game record and where it belongs."""
 
 from __future__ import annotations
 
 import hashlib
 import random
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
-from leaderboard.db import (
+from arena.db import (
     Database,
-    Forfeit,
-    GameRecord,
-    GameResult,
-    Move,
+    GamePlace,
     NewSubmission,
     SeriesSpec,
     TournamentSpec,
@@ -21,10 +18,13 @@ from leaderboard.db import (
     series_of_tournament,
     submit,
 )
+from referee.protocol.messages import GameEndReason
+from referee.record import Forfeit, GameRecord, Move
 
 RANKS = "6789TJQKA"
 SUITS = "CDHS"
 T0 = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+TURN_LIMIT = 500
 
 
 def deck(seed: int) -> list[str]:
@@ -82,49 +82,73 @@ def build_world(db: Database, games: int = 10) -> World:
         return World(a.id, b.id, t.id, series.id)
 
 
+def place(world: World, number: int, *, attempt: int = 1, swap: bool = False) -> GamePlace:
+    """Game ``number`` (attempt ``attempt``) of the world's series; ``swap`` seats b first."""
+    seats = (world.sub_b, world.sub_a) if swap else (world.sub_a, world.sub_b)
+    return GamePlace(world.series_id, number, attempt, seats)
+
+
 def game(
     world: World,
     number: int,
     *,
     attempt: int = 1,
     dealer: int = 0,
-    result: GameResult | None = GameResult.SEAT0,
+    winner: int | None = 0,
     swap: bool = False,
-    **kw: object,
-) -> GameRecord:
-    """A complete, valid game record of the world's series."""
-    seats = (world.sub_b, world.sub_a) if swap else (world.sub_a, world.sub_b)
+    **kw: Any,
+) -> tuple[GameRecord, GamePlace]:
+    """A complete, valid game record of the world's series, and its place.
+
+    A game with a winner ends ``out``; without one, by the turn limit. ``kw`` overrides
+    any field of the record (``ending``, ``forfeit``, ``moves``, ``void_reason``...).
+    """
+    start = T0.timestamp() + 60 * number
     fields: dict[str, Any] = {
-        "series_id": world.series_id,
-        "number": number,
-        "attempt": attempt,
+        "deck": tuple(deck(number * 1000 + attempt)),
         "dealer": dealer,
-        "deck": deck(number * 1000 + attempt),
-        "moves": kw.pop("moves") if "moves" in kw else _moves(1 - dealer),
-        "result": result,
-        "end_reason": "out",
-        "seat_submission_ids": seats,
+        "turn_limit": TURN_LIMIT,
+        "moves": moves(1 - dealer),
+        "ending": GameEndReason.OUT if winner is not None else GameEndReason.TURN_LIMIT,
+        "winner": winner,
         "referee_version": "0.1.0",
-        "started_at": T0 + timedelta(minutes=number),
-        "finished_at": T0 + timedelta(minutes=number, seconds=3),
+        "started": start,
+        "finished": start + 3.0,
     }
-    return GameRecord(**(fields | kw))
+    record = GameRecord(**(fields | kw))
+    return record, place(world, number, attempt=attempt, swap=swap)
 
 
-def _moves(first: int) -> list[Move]:
-    return [
+def moves(first: int) -> tuple[Move, ...]:
+    """Three plausible moves, the first by seat ``first``."""
+    return (
         Move(seat=first, action="lead 6C", seconds=0.012),
         Move(seat=1 - first, action="take", seconds=0.5),
-        Move(seat=first, action="cover 7C lead 8D", seconds=1.25, auto=False),
-    ]
+        Move(seat=first, action="cover 7C lead 8D", seconds=1.25),
+    )
 
 
-def forfeit_game(world: World, number: int, seat: int, reason: str = "timeout") -> GameRecord:
-    """A game lost by ``seat`` through a forfeit."""
+def forfeit_game(
+    world: World,
+    number: int,
+    seat: int,
+    reason: GameEndReason = GameEndReason.TIMEOUT,
+    *,
+    offending_input: str = "b'\\x00garbage'",
+    detail: str = "",
+) -> tuple[GameRecord, GamePlace]:
+    """A game lost by ``seat`` through a forfeit for ``reason``."""
     return game(
         world,
         number,
-        result=GameResult.win_for(1 - seat),
-        end_reason="forfeit",
-        forfeit=Forfeit(seat=seat, reason=reason, offending_input="b'\\x00garbage'"),
+        winner=1 - seat,
+        ending=reason,
+        forfeit=Forfeit(seat, reason, offending_input, detail),
     )
+
+
+def void(
+    world: World, number: int, reason: str = "infra", **kw: Any
+) -> tuple[GameRecord, GamePlace]:
+    """A voided game (a failure on our side): no winner, the ``VOID`` ending, its reason."""
+    return game(world, number, winner=None, ending=GameEndReason.VOID, void_reason=reason, **kw)

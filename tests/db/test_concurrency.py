@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from leaderboard.db import (
+from arena.db import (
     Database,
     SeriesSpec,
     add_series,

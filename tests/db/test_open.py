@@ -13,7 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
-from leaderboard.db import (
+from arena.db import (
     Database,
     DatabaseMissingError,
     DatabaseUnavailableError,
@@ -23,8 +23,8 @@ from leaderboard.db import (
     list_bots,
     open_database,
 )
-from leaderboard.db.migrate import current_revision, head_revision
-from leaderboard.db.models import metadata
+from arena.db.migrate import current_revision, head_revision
+from arena.db.models import metadata
 from tests.db.helpers import new_submission
 
 OUR_TABLES = set(metadata.tables)
@@ -45,7 +45,7 @@ def test_migrations_match_the_models(db: Database) -> None:
 
 
 def test_reopening_keeps_data(database_url: str) -> None:
-    from leaderboard.db import submit
+    from arena.db import submit
 
     with open_database(database_url) as db, db.session() as s:
         submit(new_submission("keeper"), session=s)
@@ -151,7 +151,7 @@ def test_missing_postgres_database(postgres_url: str) -> None:
 def test_migrate_module_reports_revision(database_url: str) -> None:
     open_database(database_url).close()
     out = subprocess.run(
-        [sys.executable, "-m", "leaderboard.db.migrate", "current", database_url],
+        [sys.executable, "-m", "arena.db.migrate", "current", database_url],
         capture_output=True,
         text=True,
         check=True,
@@ -161,7 +161,7 @@ def test_migrate_module_reports_revision(database_url: str) -> None:
 
 @pytest.mark.postgres
 def test_connection_lost_mid_transaction(postgres_url: str) -> None:
-    from leaderboard.db import submit
+    from arena.db import submit
 
     with open_database(postgres_url) as db:
         killer = create_engine(postgres_url)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from leaderboard.db import (
+from arena.db import (
     Database,
     InvalidRecordError,
     NewRatingSnapshot,

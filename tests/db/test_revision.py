@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect
 
-import leaderboard.db.migrate as migrate
-from leaderboard.db import open_database
+import arena.db.migrate as migrate
+from arena.db import open_database
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.db import DatabaseURLError, mask_url, normalize_url, resolve_database_url
+from arena.db import DatabaseURLError, mask_url, normalize_url, resolve_database_url
 
 
 def test_explicit_beats_environment_beats_default(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from leaderboard.db import Database, open_database, record_game
+from arena.db import Database, open_database, record_game
 from tests.db.helpers import World, game
 
 
@@ -24,5 +24,5 @@ def record_with(db: Database, worlds: list[World], numbers: list[int]) -> int:
     for number in numbers:
         for world in worlds:
             with db.session() as session:
-                created += record_game(game(world, number), session=session).created
+                created += record_game(*game(world, number), session=session).created
     return created

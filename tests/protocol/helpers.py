@@ -11,10 +11,10 @@ from pathlib import Path
 
 import grpc
 
+from referee.protocol.messages import BotMessage, RefereeMessage
+from referee.protocol.wire import PLAY_METHOD, SERVICE, decode_referee_message, encode_bot_message
 from sdk.bot import Bot
-from sdk.messages import BotMessage, RefereeMessage
 from sdk.server import GRPC_OPTIONS, BotServer
-from sdk.wire import PLAY_METHOD, SERVICE, decode_referee_message, encode_bot_message
 
 
 @contextmanager

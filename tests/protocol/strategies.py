@@ -7,8 +7,8 @@ import random
 
 from hypothesis import strategies as st
 
-from referee.rules import Action, ActionKind, Card, EndReason, Game, Suit, View
-from sdk.messages import (
+from referee.protocol.messages import (
+    MAX_TIME_MS,
     BotError,
     Clock,
     Decision,
@@ -22,6 +22,7 @@ from sdk.messages import (
     Shutdown,
     TimeControl,
 )
+from referee.rules import Action, ActionKind, Card, EndReason, Game, Suit, View
 
 U32 = st.integers(0, 2**32 - 1)
 U64 = st.integers(0, 2**64 - 1)
@@ -80,7 +81,11 @@ synthetic_views = st.builds(
 )
 
 views = st.one_of(played_views(), synthetic_views)
-time_controls = st.builds(TimeControl, move_ms=U32, bank_ms=U32)
+time_controls = st.builds(
+    TimeControl,
+    move_ms=st.integers(1, MAX_TIME_MS),
+    bank_ms=st.integers(0, MAX_TIME_MS),
+)
 scores = st.builds(SeriesScore, wins=U32, draws=U32, losses=U32)
 
 handshakes = st.builds(

@@ -7,7 +7,7 @@ import contextlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdk.wire import MalformedMessageError, decode_bot_message, decode_referee_message
+from referee.protocol.wire import MalformedMessageError, decode_bot_message, decode_referee_message
 
 
 @settings(max_examples=300, deadline=None)

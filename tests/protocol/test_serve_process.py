@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sdk.client import BotClient
-from sdk.messages import PROTOCOL_VERSION, Handshake, TimeControl
+from referee.client import BotClient
+from referee.protocol.messages import PROTOCOL_VERSION, Handshake, TimeControl
 from tests.protocol.helpers import socket_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,9 +79,9 @@ def test_python_m_sdk_serve_rejects_a_bad_class_spec() -> None:
 def test_a_raw_protobuf_bot_plays_a_series_through_the_referee() -> None:
     """``benchmarks/minimal_bot.py`` knows only the generated protocol, like a bot in another
     language: the referee's series loop plays it to the end with no fault."""
-    from sdk.client import RemotePlayer
+    from referee.client import RemotePlayer
     from sdk.examples.greedy.bot import GreedyBot
-    from sdk.local import LocalPlayer, run_series
+    from sdk.tools.local import LocalPlayer, run_series
 
     with socket_dir() as tmp:
         address = f"unix://{tmp / 'minimal.sock'}"
@@ -98,4 +98,4 @@ def test_a_raw_protobuf_bot_plays_a_series_through_the_referee() -> None:
     assert remote.name == "minimal"
     assert len(series.games) == 4
     assert series.forfeits == [], series.forfeits
-    assert all(len(g.actions) > 4 for g in series.games)
+    assert all(len(g.moves) > 4 for g in series.games.values())

@@ -12,10 +12,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from referee.outcomes import REFEREE_VERSION
-from referee.rules import Action, Game, View
-from sdk.bot import Bot, GameContext, GameResult, SeriesInfo
-from sdk.client import (
+from referee.client import (
     BotClient,
     BotCrashedError,
     BotTimeoutError,
@@ -25,10 +22,7 @@ from sdk.client import (
     RemotePlayer,
     UnexpectedReplyError,
 )
-from sdk.examples.greedy.bot import GreedyBot
-from sdk.examples.random.bot import RandomBot
-from sdk.local import LocalPlayer, game_seed, run_series
-from sdk.messages import (
+from referee.protocol.messages import (
     MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
     BotError,
@@ -43,7 +37,14 @@ from sdk.messages import (
     Shutdown,
     TimeControl,
 )
-from sdk.wire import PLAY_PATH, SERVICE
+from referee.protocol.wire import PLAY_PATH, SERVICE
+from referee.record import REFEREE_VERSION
+from referee.rules import Action, Game, View
+from referee.series import game_seed
+from sdk.bot import Bot, GameContext, GameResult, SeriesInfo
+from sdk.examples.greedy.bot import GreedyBot
+from sdk.examples.random.bot import RandomBot
+from sdk.tools.local import LocalPlayer, run_series
 from tests.protocol.helpers import raw_server, served
 
 pytestmark = pytest.mark.timeout(60)
@@ -98,11 +99,11 @@ def test_a_served_bot_plays_real_games(transport: str) -> None:
         assert server.wait(5), "the server saw the Shutdown message"
     assert remote.name == "recordingbot"
     assert len(result.games) == 3 and not result.forfeits
-    for record in result.games:  # the engine replays every game: all actions were legal
+    for number, record in result.games.items():  # the engine replays every game: all legal
         game = Game.replay(
-            Game.new(seed=game_seed("wire", record.game_number)).deck or (),
+            Game.new(seed=game_seed("wire", number)).deck or (),
             record.dealer,
-            record.actions,
+            [m.action for m in record.moves],
         )
         assert game.over and game.outcome == record.winner
     series = [e for e in bot.events if isinstance(e, SeriesInfo)]
@@ -112,7 +113,7 @@ def test_a_served_bot_plays_real_games(transport: str) -> None:
     assert series == [SeriesInfo("randombot", 3, TimeControl(1000, 10_000), REFEREE_VERSION, 1)]
     assert [s.game_number for s in starts] == [1, 2, 3] == [e.game_number for e in ends]
     assert all(s.seat == 0 and s.opponent_name == "randombot" for s in starts)
-    assert [e.winner for e in ends] == [g.winner for g in result.games]
+    assert [e.winner for e in ends] == [result.games[n].winner for n in (1, 2, 3)]
     assert ends[-1].score == result.score(0)
     assert all(len(e.deck) == 36 and e.view is not None and e.view.over for e in ends)
     assert views and all(v.legal_actions and v.to_move == 0 for v in views)
@@ -150,7 +151,7 @@ def test_referee_rejects_a_bot_speaking_another_version() -> None:
         client.handshake(_handshake(), timeout=5)
     text = str(err.value)
     assert "speaks protocol version 99" in text and f"referee speaks {PROTOCOL_VERSION}" in text
-    assert err.value.reason is GameEndReason.CRASH and "old" in err.value.offending
+    assert err.value.reason is GameEndReason.STARTUP_FAILURE and "old" in err.value.offending
 
 
 def test_sdk_bot_answers_with_its_version_so_a_newer_referee_rejects_it() -> None:
@@ -176,7 +177,7 @@ def _view() -> View:
 
 
 def _decide(client: BotClient, timeout: float = 5.0) -> str:
-    return client.decide(_view(), CLOCK, game_number=1, timeout=timeout).action
+    return str(client.decide(_view(), CLOCK, game_number=1, timeout=timeout).action)
 
 
 def _fine(message: RefereeMessage) -> list[BotMessage | bytes]:

@@ -1,4 +1,5 @@
-"""sdk.wire: every message survives the trip to bytes and back; bad input is rejected clearly."""
+"""referee.protocol.wire: every message survives the trip to bytes and back; bad input is
+rejected clearly."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kryt_proto.v1 import bot_pb2 as pb
-from referee.rules import EndReason, Game
-from sdk import wire
-from sdk.messages import (
+from referee.protocol import wire
+from referee.protocol.messages import (
     MAX_MESSAGE_BYTES,
     BotMessage,
     Clock,
@@ -20,6 +20,7 @@ from sdk.messages import (
     GameEndReason,
     RefereeMessage,
 )
+from referee.rules import EndReason, Game
 from tests.protocol import strategies as S
 
 REFEREE_MESSAGES: dict[str, st.SearchStrategy[RefereeMessage]] = {
@@ -68,7 +69,7 @@ def test_real_views_round_trip_and_stay_within_the_size_limit(view: object) -> N
 
 @settings(max_examples=80, deadline=None)
 @given(action=S.ACTIONS, request_id=S.U64)
-def test_structured_actions_decode_to_canonical_text(action: object, request_id: int) -> None:
+def test_structured_actions_decode_to_the_same_action(action: object, request_id: int) -> None:
     from referee.rules import Action
 
     assert isinstance(action, Action)
@@ -86,7 +87,9 @@ def test_structured_actions_decode_to_canonical_text(action: object, request_id:
     data = pb.BotMessage(
         decision=pb.Decision(request_id=request_id, structured=structured)
     ).SerializeToString()
-    assert wire.decode_bot_message(data) == Decision(request_id=request_id, action=str(action))
+    decoded = wire.decode_bot_message(data)
+    assert decoded == Decision(request_id=request_id, action=action)
+    assert isinstance(decoded, Decision) and str(decoded.action) == str(action)
 
 
 def test_every_rules_ending_has_a_wire_name() -> None:
@@ -97,8 +100,12 @@ def test_every_rules_ending_has_a_wire_name() -> None:
         GameEndReason.ILLEGAL_ACTION,
         GameEndReason.MALFORMED_REPLY,
         GameEndReason.CRASH,
-        GameEndReason.SANDBOX_LIMIT,
+        GameEndReason.STARTUP_FAILURE,
+        GameEndReason.MEMORY_LIMIT,
+        GameEndReason.PROCESS_LIMIT,
+        GameEndReason.DISK_LIMIT,
     }
+    assert not GameEndReason.DOUBLE_FORFEIT.is_forfeit and not GameEndReason.VOID.counts
 
 
 @pytest.mark.parametrize(

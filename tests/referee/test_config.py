@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from arena.tournament.config import ConfigError, TournamentConfig, load_config
 from referee.series import SeriesFormat
-from referee.tournament.config import ConfigError, TournamentConfig, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.db import (
+from arena.db import (
     games_of_series,
     open_database,
     series_of_tournament,
     submission_labels,
 )
-from referee.tournament.config import load_config
-from referee.tournament.executors import LocalExecutor
-from referee.tournament.runner import create, label_prefix, tasks_for
+from arena.tournament.config import load_config
+from arena.tournament.executors import LocalExecutor
+from arena.tournament.runner import create, label_prefix, tasks_for
 from tests.services import require
 
 BOTS = Path(__file__).parent / "bots"
@@ -85,11 +85,11 @@ def test_a_tournament_with_hostile_bots_finishes_with_verdicts(tmp_path: Path) -
                     continue
                 seats = (game.seat0_submission_id, game.seat1_submission_id)
                 offender = labels[seats[game.forfeit_seat]][0]
-                verdicts.setdefault(offender, set()).add(str(game.forfeit_reason))
+                verdicts.setdefault(offender, set()).add(game.end_reason)
                 lost[offender] = lost.get(offender, 0) + 1
     assert "greedy" not in verdicts
-    assert verdicts["memhog"] <= {"memory_limit"}, verdicts
-    assert verdicts["forkbomb"] <= {"crash", "timeout", "process_limit"}, verdicts
+    assert verdicts["memhog"] <= {"memory limit"}, verdicts
+    assert verdicts["forkbomb"] <= {"crash", "timeout", "process limit"}, verdicts
     # Every game of a hostile bot is its forfeit (2 games against each of 2 opponents;
     # when both are hostile, the one that fails first forfeits).
     assert lost["memhog"] + lost["forkbomb"] == 6
@@ -133,9 +133,9 @@ def test_a_tournament_with_bots_that_never_start_finishes(tmp_path: Path) -> Non
             pair = tuple(
                 sorted(labels[s][0] for s in (series.submission_a_id, series.submission_b_id))
             )
-            results[pair] = (game.result, game.end_reason, game.forfeit_reason)
+            results[pair] = (game.result, game.end_reason, game.forfeit_seat)
     # greedy was entered first, so it sits in seat 0 of its series and wins them.
-    assert results[("greedy", "sockswap")] == ("seat0", "forfeit", "startup_failure")
-    assert results[("crasher", "greedy")] == ("seat0", "forfeit", "startup_failure")
+    assert results[("greedy", "sockswap")] == ("seat0", "startup failure", 1)
+    assert results[("crasher", "greedy")] == ("seat0", "startup failure", 1)
     assert results[("crasher", "sockswap")] == ("draw", "double forfeit", None)
     assert containers_labelled(label_prefix(url, tournament_id)) == []

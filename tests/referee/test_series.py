@@ -8,7 +8,8 @@ from typing import ClassVar
 
 import pytest
 
-from referee.outcomes import ForfeitReason, GameRecord
+from referee.protocol.messages import GameEndReason, Handshake, TimeControl
+from referee.record import GameRecord
 from referee.rules import Game, View
 from referee.series import (
     BotStartError,
@@ -22,12 +23,10 @@ from referee.series import (
     next_dealer,
     run_series,
 )
-from referee.slots import LocalSlot
-from referee.timecontrol import TimeControl
 from sdk.bot import Bot, GameContext
-from sdk.messages import Handshake
+from sdk.tools.local import LocalPlayer, PlayerSlot
 
-FAST = TimeControl(move_seconds=5.0, bank_seconds=5.0)
+FAST = TimeControl(move_ms=5000, bank_ms=5000)
 
 
 class FirstLegal(Bot):
@@ -52,13 +51,18 @@ class FirstLegal(Bot):
 def essence(games: dict[int, GameRecord]) -> dict[int, tuple[object, ...]]:
     """A record without the move times (which differ from run to run)."""
     return {
-        n: (g.deck, g.dealer, tuple(m.action for m in g.moves), g.winner, g.end, g.forfeit)
+        n: (g.deck, g.dealer, tuple(m.action for m in g.moves), g.winner, g.ending, g.forfeit)
         for n, g in games.items()
     }
 
 
-def slot(lose_in: set[int] | None = None, name: str = "first") -> LocalSlot:
-    return LocalSlot(lambda: FirstLegal(lose_in), name=name)
+def local(factory: Callable[[], Bot], name: str) -> PlayerSlot:
+    """A bot object played in-process, re-created after it failed (as a sandbox restarts)."""
+    return PlayerSlot(lambda: LocalPlayer(factory()), name)
+
+
+def slot(lose_in: set[int] | None = None, name: str = "first") -> PlayerSlot:
+    return local(lambda: FirstLegal(lose_in), name)
 
 
 def test_next_dealer_loser_deals_and_draw_keeps_dealer() -> None:
@@ -80,7 +84,7 @@ def test_the_loser_deals_the_next_game_and_forfeits_count_as_losses() -> None:
     result = run_series(config, (slot({1, 2}, "a"), slot({3}, "b")))
     games = result.games
     assert games[1].winner == 1 and games[1].forfeit is not None
-    assert games[1].forfeit.reason is ForfeitReason.ILLEGAL_ACTION
+    assert games[1].forfeit.reason is GameEndReason.ILLEGAL_ACTION
     assert games[1].dealer == first_dealer(11)
     assert games[2].dealer == 0  # seat 0 lost game 1: he deals
     assert games[3].dealer == 0  # and lost game 2 too
@@ -94,7 +98,8 @@ def test_the_loser_deals_the_next_game_and_forfeits_count_as_losses() -> None:
 def test_after_a_draw_the_same_dealer_deals() -> None:
     config = SeriesConfig(games=4, seed=3, time_control=FAST, turn_limit=1)
     result = run_series(config, (slot(), slot()))
-    assert all(g.end == "turn limit" and g.winner is None for g in result.games.values())
+    games = result.games.values()
+    assert all(g.ending is GameEndReason.TURN_LIMIT and g.winner is None for g in games)
     assert {g.dealer for g in result.games.values()} == {first_dealer(3)}
     assert result.score(0).draws == 4
 
@@ -106,7 +111,8 @@ def test_each_game_is_dealt_from_the_seed_and_replays() -> None:
         assert record.deck == tuple(str(c) for c in game_deck("replay", number))
         replayed = Game.replay(record.deck, record.dealer, [m.action for m in record.moves])
         assert replayed.over and replayed.outcome == record.winner
-        assert replayed.reason is not None and replayed.reason.value == record.end
+        assert replayed.reason is not None
+        assert GameEndReason.from_rules(replayed.reason) is record.ending
 
 
 def test_duplicate_format_plays_each_deal_twice_with_the_dealer_swapped() -> None:
@@ -172,7 +178,7 @@ class _NeverStarts:
     def player(self, handshake: Handshake) -> object:
         raise BotStartError("entry point exited with status 1")
 
-    def diagnose(self) -> ForfeitReason | None:
+    def diagnose(self) -> GameEndReason | None:
         return None
 
     def close(self) -> None:
@@ -185,7 +191,7 @@ def test_a_bot_that_cannot_start_forfeits_every_game_and_the_series_goes_on() ->
     assert len(result.games) == 3
     for record in result.games.values():
         assert record.winner == 0 and record.forfeit is not None
-        assert record.forfeit.reason is ForfeitReason.STARTUP_FAILURE
+        assert record.forfeit.reason is GameEndReason.STARTUP_FAILURE
         assert "status 1" in record.forfeit.detail
 
 
@@ -205,13 +211,13 @@ class _CrashOnce(FirstLegal):
 def test_a_crashed_bot_is_restarted_for_the_next_game() -> None:
     _CrashOnce.created.clear()
     factory: Callable[[], Bot] = _CrashOnce
-    crashing = LocalSlot(factory, name="crashy")
+    crashing = local(factory, "crashy")
     created_before = len(_CrashOnce.created)
     config = SeriesConfig(games=3, seed=4, time_control=FAST)
     result = run_series(config, (crashing, slot()))
     crashed = [g for g in result.games.values() if g.forfeit is not None]
     assert len(crashed) == 1 and crashed[0].forfeit is not None
-    assert crashed[0].forfeit.reason is ForfeitReason.CRASH and crashed[0].winner == 1
+    assert crashed[0].forfeit.reason is GameEndReason.CRASH and crashed[0].winner == 1
     assert len(_CrashOnce.created) - created_before == 2  # restarted once, after the crash
     assert all(g.forfeit is None for n, g in result.games.items() if g is not crashed[0])
 
@@ -226,6 +232,6 @@ def test_when_neither_bot_starts_the_game_is_retried_then_a_double_forfeit() -> 
     result = run_series(config, (_NeverStarts(), _NeverStarts()), recorder=recorder)  # type: ignore[arg-type]
     assert calls == [(1, 3), (2, 3)]  # two retries each, then scored
     for record in result.games.values():
-        assert record.end == "double forfeit" and record.winner is None
+        assert record.ending is GameEndReason.DOUBLE_FORFEIT and record.winner is None
         assert record.forfeit is None and record.moves == ()
     assert result.score(0).draws == 2

@@ -12,20 +12,20 @@ import threading
 import time
 from pathlib import Path
 
-from leaderboard.db import (
+from arena.db import (
     GameResult,
-    game_moves,
     games_of_series,
     get_tournament,
     open_database,
     series_of_tournament,
+    stored_record,
 )
+from arena.tournament.config import load_config
+from arena.tournament.executors import LocalExecutor
+from arena.tournament.runner import create, label_prefix, tasks_for
 from leaderboard.standings import standings
-from referee.replay import StoredMove, verify
+from referee.replay import verify
 from referee.series import SeriesConfig, SeriesFormat, deal_number, game_deck
-from referee.tournament.config import load_config
-from referee.tournament.executors import LocalExecutor
-from referee.tournament.runner import create, label_prefix, tasks_for
 from sandbox import sweep_leftovers
 from tests.scaling.helpers import processes_in, wait_no_processes_in
 
@@ -62,15 +62,8 @@ def verify_all(db_url: str, tournament_id: int) -> None:
         for series in series_of_tournament(tournament_id, session=session):
             assert series.id is not None
             for game in games_of_series(series.id, session=session):
-                check = verify(
-                    deck=game.deck,
-                    dealer=game.dealer,
-                    moves=[StoredMove(m.seat, m.action, m.auto) for m in game_moves(game)],
-                    result=game.result,
-                    end_reason=game.end_reason,
-                    turn_limit=turn_limit,
-                    forfeit_seat=game.forfeit_seat,
-                )
+                assert game.turn_limit == turn_limit
+                check = verify(stored_record(game))
                 assert check.ok, (game.id, check.problems)
 
 
@@ -106,9 +99,9 @@ def test_a_round_robin_runs_to_completion_and_every_game_verifies(tmp_path: Path
 RUNNER = textwrap.dedent(
     """
     import sys, threading
-    from leaderboard.db import open_database
-    from referee.tournament.executors import LocalExecutor
-    from referee.tournament.runner import tasks_for
+    from arena.db import open_database
+    from arena.tournament.executors import LocalExecutor
+    from arena.tournament.runner import tasks_for
     url, tid, store = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     db = open_database(url)
     from pathlib import Path

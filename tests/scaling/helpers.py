@@ -6,10 +6,10 @@ import os
 import time
 from pathlib import Path
 
-from leaderboard.db import Database, SeriesStatus, games_of_series, series_of_tournament
+from arena.db import Database, SeriesStatus, games_of_series, series_of_tournament
+from arena.tournament.config import load_config
+from arena.tournament.runner import create
 from referee.series import SeriesConfig, SeriesFormat, deal_number, game_deck
-from referee.tournament.config import load_config
-from referee.tournament.runner import create
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "sdk" / "examples"

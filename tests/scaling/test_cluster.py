@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from leaderboard.db import Database, open_database
-from referee.tournament.dask_executor import DaskExecutor
-from referee.tournament.runner import SeriesOutcome, tasks_for
+from arena.db import Database, open_database
+from arena.tournament.dask_executor import DaskExecutor
+from arena.tournament.runner import SeriesOutcome, tasks_for
 from tests.scaling.conftest import LoopbackCluster
 from tests.scaling.helpers import (
     all_games,

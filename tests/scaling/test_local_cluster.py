@@ -11,16 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.db import Database, SeriesStatus, open_database, series_of_tournament
-from referee.outcomes import GameRecord
-from referee.tournament.dask_executor import (
+from arena.db import (
+    Database,
+    SeriesStatus,
+    games_of_series,
+    open_database,
+    series_of_tournament,
+)
+from arena.tournament.dask_executor import (
     DaskExecutor,
     DaskExecutorError,
     SchedulerUnavailableError,
     play_on_worker,
 )
-from referee.tournament.executors import Executor
-from referee.tournament.runner import SeriesTask, tasks_for
+from arena.tournament.executors import Executor
+from arena.tournament.runner import SeriesTask, tasks_for
+from referee.record import GameRecord
 from tests.scaling.helpers import (
     all_games,
     check_complete,
@@ -68,7 +74,14 @@ def test_a_local_cluster_stops_on_request_and_resumes_without_loss(tmp_path: Pat
     assert check_complete(db, tournament_id) == 3 * GAMES
     # Every game was reported exactly once over the two runs, with its stored deck.
     assert sorted(seen) == all_games(db, tournament_id)
-    assert records and all(len(r.deck) == 36 and r.end for r in records)
+    assert records and all(len(r.deck) == 36 and r.ending.counts for r in records)
+    # Each record carries the tournament's turn limit, and so does each stored game.
+    assert {r.turn_limit for r in records} == {400}
+    with db.read_session() as session:
+        for series in series_of_tournament(tournament_id, session=session):
+            assert series.id is not None
+            stored = games_of_series(series.id, session=session)
+            assert stored and {g.turn_limit for g in stored} == {400}
     # games_played counts what each run added, as found in the database.
     assert sum(o.games_played for o in first + second) == 3 * GAMES
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sdk.check import check_bot
+from referee.protocol.messages import TimeControl
 from sdk.examples.random.bot import RandomBot
-from sdk.messages import TimeControl
+from sdk.tools.check import check_bot
 from tests.protocol.helpers import served
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "sdk" / "examples"

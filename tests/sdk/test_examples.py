@@ -9,11 +9,11 @@ import pytest
 
 from referee.rules import Action, Suit
 from sandbox.submission import load_submission
-from sdk import play_local
 from sdk.examples.greedy.bot import GreedyBot
 from sdk.examples.mc.bot import MonteCarloBot
 from sdk.examples.random.bot import RandomBot
 from sdk.strategy import greedy_action
+from sdk.tools import play_local
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "sdk" / "examples"
 

@@ -27,8 +27,8 @@ SCRIPT = textwrap.dedent(
     assert not heavy, f"base install pulled in {heavy}"
 
     import kryt_proto.v1.bot_pb2, referee.rules, sdk
-    from sdk.check import check_bot
-    from sdk.template import new_bot
+    from sdk.tools.check import check_bot
+    from sdk.tools.template import new_bot
 
     assert Path(sdk.__file__).resolve().is_relative_to(Path(sys.prefix).resolve()), sdk.__file__
     folder = new_bot("light", Path(sys.argv[1]))

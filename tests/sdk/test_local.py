@@ -8,10 +8,11 @@ import itertools
 import pytest
 
 from referee.rules import Game, View
-from sdk import Bot, GameContext, GameEndReason, GameResult, SeriesScore, next_dealer, play_local
+from referee.series import first_dealer, game_seed, next_dealer
+from sdk import Bot, GameContext, GameEndReason, GameResult, SeriesScore
 from sdk.examples.greedy.bot import GreedyBot
 from sdk.examples.random.bot import RandomBot
-from sdk.local import first_dealer, game_seed
+from sdk.tools import play_local
 
 
 @pytest.mark.parametrize(
@@ -26,19 +27,22 @@ def test_next_dealer_loser_deals_and_draw_keeps_dealer(
 
 def test_series_follows_the_dealing_rules_and_replays() -> None:
     result = play_local(GreedyBot(), RandomBot(seed=5), games=12, seed="seq")
-    games = result.games
-    assert [g.game_number for g in games] == list(range(1, 13))
+    assert sorted(result.games) == list(range(1, 13))
+    games = [result.games[n] for n in range(1, 13)]
     assert games[0].dealer == first_dealer("seq")
     for before, after in itertools.pairwise(games):
         assert after.dealer == next_dealer(before.dealer, before.winner)
-    for record in games:
-        deck = Game.new(seed=game_seed("seq", record.game_number)).deck
-        assert deck is not None
-        replayed = Game.replay(deck, record.dealer, record.actions)
+    for number, record in enumerate(games, start=1):
+        deck = Game.new(seed=game_seed("seq", number)).deck
+        assert deck is not None and record.deck == tuple(str(c) for c in deck)
+        replayed = Game.replay(deck, record.dealer, [m.action for m in record.moves])
         assert replayed.over and replayed.outcome == record.winner
-        assert GameEndReason.from_rules(replayed.reason) is record.reason  # type: ignore[arg-type]
+        assert replayed.reason is not None
+        assert GameEndReason.from_rules(replayed.reason) is record.ending
     again = play_local(GreedyBot(), RandomBot(seed=5), games=12, seed="seq")
-    assert [(g.dealer, g.actions) for g in again.games] == [(g.dealer, g.actions) for g in games]
+    assert [(g.dealer, g.moves) for g in again.games.values()] != [] and [
+        (g.dealer, [m.action for m in g.moves]) for _, g in sorted(again.games.items())
+    ] == [(g.dealer, [m.action for m in g.moves]) for g in games]
     score = result.score(0)
     assert score.wins + score.draws + score.losses == 12
     assert result.score(1) == SeriesScore(score.losses, score.draws, score.wins)
@@ -60,14 +64,15 @@ def test_hooks_see_context_results_and_the_revealed_deal() -> None:
     watcher = Watcher()
     result = play_local(GreedyBot(), watcher, games=4, seed=2)
     assert [c.seat for c in watcher.starts] == [1] * 4
-    assert [c.dealer for c in watcher.starts] == [g.dealer for g in result.games]
+    games = [result.games[n] for n in sorted(result.games)]
+    assert [c.dealer for c in watcher.starts] == [g.dealer for g in games]
     assert watcher.starts[0].score == SeriesScore() and watcher.starts[0].opponent_name
     assert [e.result for e in watcher.ends] == [
-        "draw" if g.winner is None else ("win" if g.winner == 1 else "loss") for g in result.games
+        "draw" if g.winner is None else ("win" if g.winner == 1 else "loss") for g in games
     ]
     assert watcher.ends[-1].score == result.score(1)
-    for end, record in zip(watcher.ends, result.games, strict=True):
-        assert end.deck == Game.new(seed=game_seed(2, record.game_number)).deck
+    for number, end in enumerate(watcher.ends, start=1):
+        assert end.deck == Game.new(seed=game_seed(2, number)).deck
 
 
 class Illegal(Bot):
@@ -98,9 +103,11 @@ def test_misbehaving_bots_forfeit_and_the_series_goes_on(
 ) -> None:
     result = play_local(bot, GreedyBot(), games=3, seed=1)
     assert len(result.games) == 3
-    assert all(g.reason is reason and g.winner == 1 for g in result.games)
-    assert all(detail in g.detail for g in result.games)
-    assert result.forfeits == result.games
+    games = list(result.games.values())
+    assert all(g.ending is reason and g.winner == 1 for g in games)
+    assert all(g.forfeit is not None and g.forfeit.seat == 0 for g in games)
+    assert all(g.forfeit is not None and detail in g.forfeit.detail for g in games)
+    assert result.forfeits == games
 
 
 def test_play_local_refuses_one_object_in_both_seats() -> None:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from kryt.commands.bot import app
 from sandbox.submission import load_submission
-from sdk.template import BotTemplateError, class_name, new_bot
+from sdk.tools.template import BotTemplateError, class_name, new_bot
 
 ROOT = Path(__file__).resolve().parents[2]
 

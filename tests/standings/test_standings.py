@@ -5,12 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from leaderboard.db import (
+from arena.db import (
     Database,
-    Forfeit,
-    GameRecord,
-    GameResult,
-    Move,
+    GamePlace,
     NewSubmission,
     SeriesFormat,
     SeriesSpec,
@@ -21,6 +18,8 @@ from leaderboard.db import (
     submit,
 )
 from leaderboard.standings import refit_and_store, standings
+from referee.protocol.messages import GameEndReason
+from referee.record import Forfeit, GameRecord, Move
 from referee.rules import shuffled_deck
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
@@ -56,31 +55,34 @@ def setup(
 
 
 def play(db: Database, series_id: int, seats: tuple[int, int], results: list[str]) -> None:
-    deck = [str(c) for c in shuffled_deck(1)]
+    deck = tuple(str(c) for c in shuffled_deck(1))
     with db.session() as session:
         for number, result in enumerate(results, start=1):
             forfeit = None
+            ending = GameEndReason.OUT
             if result.startswith("forfeit"):
                 loser = int(result[-1])
-                forfeit = Forfeit(seat=loser, reason="timeout", offending_input=None)
-                outcome = GameResult.win_for(1 - loser)
+                ending = GameEndReason.TIMEOUT
+                forfeit = Forfeit(seat=loser, reason=ending)
+                winner: int | None = 1 - loser
+            elif result == "draw":
+                winner, ending = None, GameEndReason.TURN_LIMIT
             else:
-                outcome = GameResult(result)
+                winner = {"seat0": 0, "seat1": 1}[result]
             record_game(
                 GameRecord(
-                    series_id=series_id,
-                    number=number,
-                    dealer=number % 2,
                     deck=deck,
-                    moves=[Move(1 - number % 2, "lead 6C", 0.01)],
-                    result=outcome,
-                    end_reason="forfeit" if forfeit else "out",
-                    seat_submission_ids=seats,
-                    referee_version="test",
-                    started_at=NOW,
-                    finished_at=NOW,
+                    dealer=number % 2,
+                    turn_limit=1000,
+                    moves=(Move(1 - number % 2, "lead 6C", 0.01),),
+                    ending=ending,
+                    winner=winner,
                     forfeit=forfeit,
+                    referee_version="test",
+                    started=NOW.timestamp(),
+                    finished=NOW.timestamp(),
                 ),
+                GamePlace(series_id, number, 1, seats),
                 session=session,
             )
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from leaderboard.db import Database, open_database
+from arena.db import Database, open_database
 from leaderboard.web import create_app
 from tests.db.conftest import _fresh_postgres_database, postgres_admin_url
 from tests.services import require

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine
 
-from leaderboard.db import Database, get_game
+from arena.db import Database, get_game
 from leaderboard.standings import standings
 from leaderboard.web import create_app, pages
 from tests.web.world import RUNNING_NAME, World

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from leaderboard.db import open_database
+from arena.db import open_database
 from leaderboard.export import export_html
 from leaderboard.web import create_app
 from tests.services import require

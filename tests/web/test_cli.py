@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from arena.db import open_database
 from kryt.commands.leaderboard import app
 from kryt.errors import ExitCode
-from leaderboard.db import open_database
 from leaderboard.standings import standings
 from tests.web.world import RUNNING_NAME, World
 

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from leaderboard.db import open_database
+from arena.db import open_database
 from leaderboard.export import ExportError, export_html
 from tests.web.world import World
 

@@ -1,8 +1,8 @@
-"""A small results database for the leaderboard tests, filled through ``leaderboard.db``.
+"""A small results database for the leaderboard tests, filled through ``arena.db``.
 
 Games are real: they are played with the rules engine (seeded random moves), so the replay
 viewer can step through them. The world has a won game, a draw by final answer (with the
-referee's automatic cover stored as an ``auto`` action), a forfeit, a voided attempt, a
+referee's automatic cover stored in its own ``final_cover`` column), a forfeit, a voided attempt, a
 finished tournament with a stored rating snapshot and a second tournament half played.
 """
 
@@ -13,12 +13,9 @@ import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from leaderboard.db import (
+from arena.db import (
     Database,
-    Forfeit,
-    GameRecord,
-    GameResult,
-    Move,
+    GamePlace,
     NewSubmission,
     SeriesSpec,
     TournamentSpec,
@@ -30,8 +27,10 @@ from leaderboard.db import (
     set_tournament_status,
     submit,
 )
-from leaderboard.db.enums import SeriesStatus
+from arena.db.enums import SeriesStatus
 from leaderboard.standings import refit_and_store
+from referee.protocol.messages import GameEndReason
+from referee.record import Forfeit, GameRecord, Move
 from referee.rules import EndReason, Game
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -42,13 +41,16 @@ RUNNING_NAME = "summer <cup> & co"
 
 @dataclass(frozen=True)
 class PlayedGame:
-    """A game played with the engine, in the database's form, plus what the tests check."""
+    """A game played with the engine, in the record's form, plus what the tests check.
+
+    ``ending`` is ``None`` for a game cut short (``stop_after``): it has no rules ending yet.
+    """
 
     deck: list[str]
     dealer: int
     moves: list[Move]
-    result: GameResult | None
-    end_reason: str
+    winner: int | None
+    ending: GameEndReason | None
     final_cover: str | None = None
 
 
@@ -62,19 +64,17 @@ def play(seed: int, dealer: int, *, stop_after: int | None = None) -> PlayedGame
         assert seat is not None
         action = game.play_random(rng)
         moves.append(Move(seat, str(action), 0.001 * (len(moves) % 7)))
-    final = game.final_cover
-    if final is not None:
-        moves.append(Move(1 - moves[-1].seat, f"cover {final}", 0.0, auto=True))
     if not game.over:
-        return PlayedGame([str(c) for c in game.deck or ()], dealer, moves, None, "running")
-    result = GameResult.DRAW if game.outcome is None else GameResult.win_for(game.outcome)
+        return PlayedGame([str(c) for c in game.deck or ()], dealer, moves, None, None)
     assert game.reason is not None
+    # The referee's automatic final cover of a drawn game is not a move: it has a field.
+    final = game.final_cover
     return PlayedGame(
         [str(c) for c in game.deck or ()],
         dealer,
         moves,
-        result,
-        game.reason.value,
+        game.outcome,
+        GameEndReason.from_rules(game.reason),
         None if final is None else str(final),
     )
 
@@ -121,31 +121,30 @@ def _record(
     voided: bool = False,
     attempt: int = 1,
 ) -> int:
-    result = played.result
-    end = played.end_reason
+    winner, ending = played.winner, played.ending
     if forfeit is not None:
-        result, end = GameResult.win_for(1 - forfeit.seat), "forfeit"
+        winner, ending = 1 - forfeit.seat, forfeit.reason
     if voided:
-        result, end = None, "void"
+        winner, ending = None, GameEndReason.VOID
+    assert ending is not None, "a game cut short needs a forfeit or a void"
+    started = at.timestamp()
     record = GameRecord(
-        series_id=series_id,
-        number=number,
-        attempt=attempt,
+        deck=tuple(played.deck),
         dealer=played.dealer,
-        deck=played.deck,
-        moves=played.moves,
-        result=result,
-        end_reason=end,
-        seat_submission_ids=seats,
-        referee_version="test-referee 1",
-        started_at=at,
-        finished_at=at + timedelta(seconds=2),
+        turn_limit=1000,
+        moves=tuple(played.moves),
+        ending=ending,
+        winner=winner,
         forfeit=forfeit,
-        voided=voided,
-        void_reason="the sandbox host went away" if voided else None,
+        final_cover=played.final_cover,
+        void_reason="the sandbox host went away" if voided else "",
+        referee_version="test-referee 1",
+        started=started,
+        finished=started + 2.0,
     )
+    where = GamePlace(series_id, number, attempt, seats)
     with db.session() as session:
-        game = record_game(record, session=session).game
+        game = record_game(record, where, session=session).game
         assert game.id is not None
         return game.id
 
@@ -212,7 +211,7 @@ def build_world(db: Database) -> World:
         (b, c) if offender == 1 else (c, b),
         partial,
         at=at,
-        forfeit=Forfeit(offender, "timeout", None),
+        forfeit=Forfeit(offender, GameEndReason.TIMEOUT, detail="no reply within 2.0 s"),
     )
     # A voided attempt, replayed and counted as attempt 2.
     at += timedelta(minutes=1)

@@ -2,10 +2,10 @@
 
 import time
 
+from referee.protocol.messages import Decision
+from referee.protocol.wire import encode_bot_message
 from sdk import Bot
-from sdk.messages import Decision
 from sdk.server import BotServer, resolve_address
-from sdk.wire import encode_bot_message
 
 MODE = "early"
 

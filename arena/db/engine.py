@@ -1,0 +1,219 @@
+"""Opening the results database: engine settings per backend, migrations, sessions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.pool import ConnectionPoolEntry
+from sqlmodel import Session
+
+from arena.db.errors import (
+    ConflictError,
+    DatabaseError,
+    DatabaseMissingError,
+    DatabaseUnavailableError,
+)
+from arena.db.migrate import upgrade_engine
+from arena.db.url import backend_of, mask_url, resolve_database_url
+
+# How long a SQLite writer waits for another one before giving up (seconds).
+SQLITE_BUSY_TIMEOUT_S = 60.0
+POSTGRES_CONNECT_TIMEOUT_S = 10
+_READ_ONLY = "kryt_read_only"
+
+
+class Database:
+    """An open results database: its engine and transactional sessions.
+
+    Use :meth:`session` for anything that writes (commits on success, rolls back on any
+    exception, so a block is all-or-nothing) and :meth:`read_session` for queries.
+    Do not share one across ``fork()``: open the database again in the child process.
+    """
+
+    def __init__(self, url: str, engine: Engine) -> None:
+        self.url = url
+        self.engine = engine
+        self.backend = backend_of(url)
+        self._read_engine = engine.execution_options(**{_READ_ONLY: True})
+
+    @property
+    def display_url(self) -> str:
+        """The URL with the password hidden."""
+        return mask_url(self.url)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A write transaction: committed when the block ends, rolled back if it raises.
+
+        Driver-level failures surface as :class:`DatabaseUnavailableError` and constraint
+        violations as :class:`ConflictError`, so callers need only catch ``DatabaseError``.
+        """
+        with (
+            _translated(self.display_url),
+            Session(self.engine, expire_on_commit=False) as s,
+            s.begin(),
+        ):
+            yield s
+
+    @contextmanager
+    def read_session(self) -> Iterator[Session]:
+        """A read-only unit of work (never blocks SQLite writers); nothing is committed."""
+        with (
+            _translated(self.display_url),
+            Session(self._read_engine, expire_on_commit=False) as s,
+            s.begin(),
+        ):
+            try:
+                yield s
+            finally:
+                s.rollback()
+
+    def close(self) -> None:
+        """Release every pooled connection."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Database({self.display_url!r})"
+
+
+@contextmanager
+def _translated(where: str) -> Iterator[None]:
+    """Map SQLAlchemy driver errors to the typed errors of this package."""
+    try:
+        yield
+    except DatabaseError:
+        raise
+    except IntegrityError as exc:
+        raise ConflictError(f"write to {where} rejected by a constraint: {exc.orig}") from exc
+    except (OperationalError, InterfaceError) as exc:
+        if "locked" in str(exc.orig):
+            hint = (
+                f"another writer held the lock longer than {SQLITE_BUSY_TIMEOUT_S:.0f} s; "
+                "retry, or use PostgreSQL for many concurrent writers"
+            )
+        else:
+            hint = "check that it is reachable and has free space"
+        raise DatabaseUnavailableError(f"database {where} failed: {exc.orig}; {hint}") from exc
+
+
+def open_database(
+    url: str | os.PathLike[str] | None = None,
+    *,
+    create: bool = True,
+    upgrade: bool = True,
+    check_schema: bool = True,
+) -> Database:
+    """Open (and by default create and migrate) the results database.
+
+    ``url`` takes precedence over ``KRYT_DATABASE_URL``, then ``./kryt.db`` (see
+    :func:`resolve_database_url`); a plain path means a SQLite file. With ``create=False``
+    a missing SQLite file raises :class:`DatabaseMissingError` instead of being created.
+    With ``upgrade=False`` a database behind the code raises ``SchemaOutdatedError``.
+    A schema newer than the code raises ``SchemaTooNewError``; nothing is ever dropped.
+    """
+    resolved = resolve_database_url(url)
+    where = mask_url(resolved)
+    if backend_of(resolved) == "sqlite":
+        engine = _sqlite_engine(resolved, create=create)
+    else:
+        engine = create_engine(
+            resolved,
+            pool_pre_ping=True,
+            connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
+        )
+    try:
+        _check_connection(engine, where)
+        if check_schema:
+            with _translated(where):
+                upgrade_engine(engine, where=where, allow=upgrade)
+    except BaseException:
+        engine.dispose()
+        raise
+    return Database(resolved, engine)
+
+
+def _sqlite_engine(url: str, *, create: bool) -> Engine:
+    database = make_url(url).database
+    assert database is not None  # normalize_url guarantees a file name
+    path = Path(database)
+    if not path.parent.is_dir():
+        raise DatabaseUnavailableError(
+            f"cannot create SQLite database {path}: directory {path.parent} does not exist; "
+            "create it or choose another path"
+        )
+    if not create and not path.exists():
+        raise DatabaseMissingError(
+            f"no database at {path}; run a tournament first, or point KRYT_DATABASE_URL "
+            "(or the --db option) at an existing database"
+        )
+    engine = create_engine(
+        url,
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
+    )
+    event.listen(engine, "connect", _sqlite_on_connect)
+    event.listen(engine, "begin", _sqlite_on_begin)
+    return engine
+
+
+def _sqlite_on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+    # Take transaction control from pysqlite (which would BEGIN lazily, only before a
+    # write) so that _sqlite_on_begin decides how each transaction starts.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        # WAL: readers never block the writer and vice versa; one writer at a time.
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+    finally:
+        cursor.close()
+
+
+def _sqlite_on_begin(connection: Any) -> None:
+    # Writers take the write lock up front (BEGIN IMMEDIATE): a deferred transaction that
+    # reads and then writes can fail with "database is locked" at once, without waiting
+    # for the busy timeout, when another writer committed in between.
+    if connection.get_execution_options().get(_READ_ONLY):
+        connection.exec_driver_sql("BEGIN")
+    else:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _check_connection(engine: Engine, where: str) -> None:
+    try:
+        with engine.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+    except DBAPIError as exc:
+        message = str(exc.orig)
+        if "does not exist" in message and "database" in message:
+            raise DatabaseMissingError(
+                f"database {where} does not exist on the server: {message.strip()}; create "
+                "it first (e.g. `createdb -O <user> <name>`)"
+            ) from exc
+        if "file is not a database" in message:
+            raise DatabaseUnavailableError(
+                f"{where} is not a SQLite database ({message.strip()}); choose another file"
+            ) from exc
+        raise DatabaseUnavailableError(
+            f"cannot connect to database {where}: {message.strip()}; check that the server "
+            "is running and the URL (KRYT_DATABASE_URL or --db) is right"
+        ) from exc

@@ -1,0 +1,364 @@
+"""Recording games (atomically, idempotently) and reading them back for replay."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from arena.db._util import get_or_raise
+from arena.db.enums import GameResult, SeriesStatus
+from arena.db.errors import ConflictError, InvalidRecordError
+from arena.db.models import Game, Series
+from arena.db.records import CARD_RE, DECK_SIZE
+from arena.db.types import utcnow
+from referee.protocol.messages import GameEndReason
+from referee.record import Forfeit, GameRecord, Move, clip
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """The stored game and whether this call wrote it (False: identical game already there)."""
+
+    game: Game
+    created: bool
+
+
+@dataclass(frozen=True)
+class GamePlace:
+    """Where a game belongs: its series, number and attempt, and who sat where.
+
+    ``number`` is the game's index in its series; ``attempt`` starts at 1 and grows each
+    time a voided game is replayed; ``seats[s]`` is the submission that played seat ``s``.
+    """
+
+    series_id: int
+    number: int
+    attempt: int
+    seats: tuple[int, int]
+
+
+def record_game(record: GameRecord, place: GamePlace, *, session: Session) -> RecordResult:
+    """Store one game whole, or raise and store nothing of it.
+
+    Recording the same game again (same series, number and attempt, same content) returns
+    the stored row with ``created=False``, so a resumed tournament cannot duplicate games.
+    Different content under the same key raises :class:`ConflictError`, as does a second
+    counted (not voided) attempt of a game number: void the first with :func:`void_game`.
+    The series is marked running if it was pending, in the same transaction.
+    """
+    values = _game_values(record, place)
+    series = get_or_raise(session, Series, place.series_id, "series")
+    pair = {series.submission_a_id, series.submission_b_id}
+    if set(place.seats) != pair:
+        raise InvalidRecordError(
+            f"seat submissions {place.seats} do not match series "
+            f"{series.id}, which is between submissions {sorted(pair)}"
+        )
+    # One query for every attempt of this game number, so the checks below see one
+    # consistent state even while other writers commit (PostgreSQL: READ COMMITTED).
+    attempts = _attempts(place.series_id, place.number, session=session)
+    same = [g for g in attempts if g.attempt == place.attempt]
+    if same:
+        return RecordResult(_same_or_conflict(same[0], values), created=False)
+    counted = [g for g in attempts if not g.voided]
+    if counted and not record.voided:
+        raise ConflictError(
+            f"game {place.number} of series {place.series_id} is already recorded as "
+            f"attempt {counted[0].attempt} (game id {counted[0].id}); void that one before "
+            f"recording attempt {place.attempt}"
+        )
+    game = Game(**values)
+    try:
+        # A savepoint: losing a race to an identical write leaves the transaction usable.
+        with session.begin_nested():
+            session.add(game)
+            session.flush()
+    except IntegrityError:
+        # Another writer got there first: the same game (fine) or a different one (conflict).
+        existing = _find(place, session=session)
+        if existing is None:
+            raise ConflictError(
+                f"game {place.number} of series {place.series_id} (attempt "
+                f"{place.attempt}) collides with a game recorded concurrently; another "
+                "attempt of this number already counts"
+            ) from None
+        return RecordResult(_same_or_conflict(existing, values), created=False)
+    _mark_series_running(series, session=session)
+    return RecordResult(game, created=True)
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise InvalidRecordError(message)
+
+
+def _stamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def _validate(record: GameRecord, place: GamePlace) -> None:
+    """Everything the database needs to hold of a record, checked before any write."""
+    for name in ("series_id", "number", "attempt"):
+        value = getattr(place, name)
+        _check(
+            type(value) is int and value >= (1 if name == "attempt" else 0),
+            f"{name} must be a non-negative integer (attempt >= 1), got {value!r}",
+        )
+    ids = place.seats
+    _check(
+        isinstance(ids, tuple) and len(ids) == 2 and ids[0] != ids[1],
+        f"seats must be two different submission ids, got {ids!r}",
+    )
+    _check(record.dealer in (0, 1), f"dealer must be 0 or 1, got {record.dealer!r}")
+    deck = list(record.deck)
+    _check(len(deck) == DECK_SIZE, f"deck must have {DECK_SIZE} cards, got {len(deck)}")
+    bad = [c for c in deck if not isinstance(c, str) or CARD_RE.fullmatch(c) is None]
+    _check(not bad, f"deck cards must be canonical like 'TH' or '6C', got {bad[:5]!r}")
+    _check(len(set(deck)) == DECK_SIZE, "deck has duplicate cards")
+    _check(
+        type(record.turn_limit) is int and record.turn_limit >= 1,
+        f"turn_limit must be a positive integer, got {record.turn_limit!r}",
+    )
+    for move in record.moves:
+        _check(move.seat in (0, 1), f"move seat must be 0 or 1, got {move.seat!r}")
+        _check(
+            isinstance(move.action, str) and 0 < len(move.action) <= 200,
+            f"move action must be text of 1 to 200 characters, got {move.action!r}",
+        )
+        _check(
+            isinstance(move.seconds, int | float)
+            and math.isfinite(move.seconds)
+            and move.seconds >= 0,
+            f"move seconds must be a finite number >= 0, got {move.seconds!r}",
+        )
+    _check(
+        record.final_cover is None or CARD_RE.fullmatch(record.final_cover) is not None,
+        f"final_cover must be a card like '6C' or None, got {record.final_cover!r}",
+    )
+    _check(
+        record.winner in (None, 0, 1) and not isinstance(record.winner, bool),
+        f"winner must be 0, 1 or None, got {record.winner!r}",
+    )
+    _check(
+        0 < len(record.referee_version) <= 64,
+        f"referee_version must be 1 to 64 characters, got {record.referee_version!r}",
+    )
+    _check(
+        math.isfinite(record.started) and math.isfinite(record.finished),
+        f"started/finished must be finite timestamps, got {record.started!r}",
+    )
+
+
+def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
+    _validate(record, place)
+    forfeit = record.forfeit
+    started = record.started or record.finished
+    if record.voided:
+        result = None
+    elif record.winner is None:
+        result = GameResult.DRAW.value
+    else:
+        result = GameResult.win_for(record.winner).value
+    return {
+        "series_id": place.series_id,
+        "number": place.number,
+        "attempt": place.attempt,
+        "dealer": record.dealer,
+        "first_mover": 1 - record.dealer,
+        "turn_limit": record.turn_limit,
+        "deck": list(record.deck),
+        "actions": [
+            {"seat": m.seat, "action": m.action, "seconds": float(m.seconds)} for m in record.moves
+        ],
+        "result": result,
+        "end_reason": record.ending.value,
+        "forfeit_seat": None if forfeit is None else forfeit.seat,
+        "forfeit_input": (clip(forfeit.offending_input) or None) if forfeit else None,
+        "forfeit_detail": (clip(forfeit.detail) or None) if forfeit else None,
+        "final_cover": record.final_cover,
+        "voided": record.voided,
+        "void_reason": clip(record.void_reason) if record.voided else None,
+        "referee_version": record.referee_version,
+        "seat0_submission_id": place.seats[0],
+        "seat1_submission_id": place.seats[1],
+        "started_at": _stamp(started),
+        "finished_at": _stamp(max(record.finished, started)),
+    }
+
+
+def stored_record(game: Game, players: tuple[str, str] = ("", "")) -> GameRecord:
+    """A stored game as the referee's one record (for replay, verification and resumption).
+
+    A game voided after it was recorded (:func:`void_game`) comes back with the ``VOID``
+    ending and its void reason; its moves and deal are kept.
+    """
+    ending = GameEndReason(game.end_reason)
+    forfeit = None
+    if game.voided:
+        ending = GameEndReason.VOID
+    elif game.forfeit_seat is not None and ending.is_forfeit:
+        forfeit = Forfeit(
+            game.forfeit_seat, ending, game.forfeit_input or "", game.forfeit_detail or ""
+        )
+    winners = {GameResult.SEAT0.value: 0, GameResult.SEAT1.value: 1}
+    return GameRecord(
+        deck=tuple(game.deck),
+        dealer=game.dealer,
+        turn_limit=game.turn_limit,
+        moves=tuple(
+            Move(int(m["seat"]), str(m["action"]), float(m["seconds"])) for m in game.actions
+        ),
+        ending=ending,
+        winner=None if game.voided else winners.get(game.result or ""),
+        forfeit=forfeit,
+        final_cover=game.final_cover,
+        void_reason=(game.void_reason or "voided") if game.voided else "",
+        referee_version=game.referee_version,
+        players=players,
+        started=game.started_at.timestamp(),
+        finished=game.finished_at.timestamp(),
+    )
+
+
+def _same_or_conflict(existing: Game, values: dict[str, Any]) -> Game:
+    differing = sorted(k for k, v in values.items() if getattr(existing, k) != v)
+    if differing:
+        raise ConflictError(
+            f"game {existing.number} of series {existing.series_id} (attempt "
+            f"{existing.attempt}, game id {existing.id}) is already recorded with different "
+            f"{', '.join(differing)}; recorded games are never overwritten"
+        )
+    return existing
+
+
+def _find(place: GamePlace, *, session: Session) -> Game | None:
+    return session.exec(
+        select(Game).where(
+            Game.series_id == place.series_id,
+            Game.number == place.number,
+            Game.attempt == place.attempt,
+        )
+    ).first()
+
+
+def _attempts(series_id: int, number: int, *, session: Session) -> list[Game]:
+    query = select(Game).where(Game.series_id == series_id, Game.number == number)
+    return list(session.exec(query.order_by(col(Game.attempt))))
+
+
+def _mark_series_running(series: Series, *, session: Session) -> None:
+    if series.status == SeriesStatus.PENDING.value:
+        series.status = SeriesStatus.RUNNING.value
+        series.started_at = series.started_at or utcnow()
+        session.add(series)
+        session.flush()
+
+
+def void_game(game_id: int, reason: str, *, session: Session) -> Game:
+    """Mark a recorded game void (it stays stored; it no longer counts).
+
+    Its replay is recorded as a new attempt (:func:`next_attempt`). Voiding a game twice
+    raises :class:`ConflictError` rather than replacing the first reason.
+    """
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidRecordError(f"a void reason is required, got {reason!r}")
+    game = get_game(game_id, session=session)
+    if game.voided:
+        raise ConflictError(f"game {game_id} is already void ({game.void_reason!r})")
+    game.voided = True
+    game.void_reason = reason
+    session.add(game)
+    session.flush()
+    return game
+
+
+def get_game(game_id: int, *, session: Session) -> Game:
+    """The game with this id (for replay), or :class:`NotFoundError`."""
+    return get_or_raise(session, Game, game_id, "game")
+
+
+def games_of_series(
+    series_id: int, *, session: Session, include_voided: bool = False
+) -> list[Game]:
+    """The series' games ordered by number then attempt (voided ones only if asked)."""
+    get_or_raise(session, Series, series_id, "series")
+    query = select(Game).where(Game.series_id == series_id)
+    if not include_voided:
+        query = query.where(col(Game.voided).is_(False))
+    return list(session.exec(query.order_by(col(Game.number), col(Game.attempt))))
+
+
+def completed_game_numbers(series_id: int, *, session: Session) -> set[int]:
+    """Numbers of the series' games that are recorded and count (not voided)."""
+    get_or_raise(session, Series, series_id, "series")
+    rows = session.exec(
+        select(Game.number).where(Game.series_id == series_id, col(Game.voided).is_(False))
+    )
+    return set(rows)
+
+
+def next_attempt(series_id: int, number: int, *, session: Session) -> int:
+    """The attempt number to use for (re)playing game ``number`` of the series."""
+    attempts = session.exec(
+        select(Game.attempt).where(Game.series_id == series_id, Game.number == number)
+    )
+    return max(attempts, default=0) + 1
+
+
+IN_CHUNK = 500
+"""Ids per ``IN (...)`` list: far below every backend's limit on bound parameters."""
+
+
+def counted_numbers(series_ids: Iterable[int], *, session: Session) -> dict[int, set[int]]:
+    """For each of ``series_ids`` that has any: the numbers of its counted games."""
+    found: dict[int, set[int]] = defaultdict(set)
+    ordered = sorted(series_ids)
+    for start in range(0, len(ordered), IN_CHUNK):
+        chunk = ordered[start : start + IN_CHUNK]
+        query = select(Game.series_id, Game.number).where(
+            col(Game.series_id).in_(chunk), col(Game.voided).is_(False)
+        )
+        for series_id, number in session.exec(query):
+            found[series_id].add(number)
+    return found
+
+
+def running_counted_numbers(
+    tournament_ids: Sequence[int], *, session: Session
+) -> dict[int, set[int]]:
+    """Numbers of counted games of the running series of these tournaments, per series."""
+    found: dict[int, set[int]] = defaultdict(set)
+    query = (
+        select(Game.series_id, Game.number)
+        .join(Series, col(Series.id) == col(Game.series_id))
+        .where(
+            col(Series.tournament_id).in_(list(tournament_ids)),
+            col(Series.status) == SeriesStatus.RUNNING.value,
+            col(Game.voided).is_(False),
+        )
+    )
+    for series_id, number in session.exec(query):
+        found[series_id].add(number)
+    return found
+
+
+def counted_games(series_id: int, numbers: Sequence[int], *, session: Session) -> list[Game]:
+    """The counted games of a series with these numbers, in number order."""
+    return list(
+        session.exec(
+            select(Game)
+            .where(
+                Game.series_id == series_id,
+                col(Game.number).in_(list(numbers)),
+                col(Game.voided).is_(False),
+            )
+            .order_by(col(Game.number))
+        )
+    )

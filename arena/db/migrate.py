@@ -1,0 +1,176 @@
+"""Apply the packaged Alembic migrations, programmatically and under a lock.
+
+Run as a module for maintenance::
+
+    python -m arena.db.migrate current [URL]     # revision of a database vs. the code
+    python -m arena.db.migrate upgrade [URL]     # migrate a database to the code's head
+    python -m arena.db.migrate revision -m "add x"   # new revision from the models
+
+``URL`` defaults as everywhere (``KRYT_DATABASE_URL``, else ``./kryt.db``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from sqlalchemy import inspect
+from sqlalchemy.engine import Connection, Engine
+
+from arena.db.errors import ForeignDatabaseError, SchemaOutdatedError, SchemaTooNewError
+from arena.db.models import metadata
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+VERSIONS_DIR = MIGRATIONS_DIR / "versions"
+# Any fixed 64-bit key: PostgreSQL advisory lock serialising concurrent migrators.
+_PG_LOCK_KEY = 0x4B5259545F4442  # "KRYT_DB"
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic configuration pointing at the packaged migrations (no ``alembic.ini``)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("path_separator", "os")
+    config.set_main_option("version_locations", str(VERSIONS_DIR))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision this code knows."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:  # pragma: no cover - the package always ships revisions
+        raise RuntimeError(f"no migrations found in {VERSIONS_DIR}")
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The revision the database is at, or ``None`` for a database never migrated."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def upgrade_connection(connection: Connection, *, where: str, allow: bool = True) -> str:
+    """Bring the database on ``connection`` (inside its transaction) to the head revision.
+
+    ``where`` names the database in error messages. With ``allow=False`` nothing is changed
+    and a database that is behind raises :class:`SchemaOutdatedError`. Returns the revision.
+    """
+    if connection.dialect.name == "postgresql":
+        # Two runners opening a fresh database at once must not both create the tables.
+        connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_LOCK_KEY})")
+    script = ScriptDirectory.from_config(alembic_config())
+    head = head_revision()
+    current = current_revision(connection)
+    if current is not None:
+        try:
+            script.get_revision(current)
+        except CommandError:
+            raise SchemaTooNewError(
+                f"database {where} is at schema revision {current!r}, which this Kryt Arena "
+                f"does not know (it knows up to {head!r}): it was written by a newer version; "
+                "upgrade kryt-arena to use it"
+            ) from None
+    elif ours := sorted(set(inspect(connection).get_table_names()) & set(metadata.tables)):
+        raise ForeignDatabaseError(
+            f"database {where} already has tables named {', '.join(ours)} but no Kryt Arena "
+            "schema revision; it will not be touched. Point KRYT_DATABASE_URL at an empty "
+            "database (or a new SQLite file) instead"
+        )
+    if current == head:
+        return head
+    if not allow:
+        raise SchemaOutdatedError(
+            f"database {where} is at schema revision {current!r}, older than {head!r}; run "
+            "`python -m arena.db.migrate upgrade` (migrations only add, never delete)"
+        )
+    command.upgrade(alembic_config(connection), "head")
+    return head
+
+
+def upgrade_engine(engine: Engine, *, where: str, allow: bool = True) -> str:
+    """:func:`upgrade_connection` in a transaction of its own."""
+    with engine.begin() as connection:
+        return upgrade_connection(connection, where=where, allow=allow)
+
+
+def _next_rev_id() -> str:
+    numbers = [
+        int(m.group(1)) for p in VERSIONS_DIR.glob("*.py") if (m := re.match(r"^(\d{4})_", p.name))
+    ]
+    return f"{max(numbers, default=0) + 1:04d}"
+
+
+def make_revision(message: str) -> Path:
+    """Autogenerate a revision from the difference between the models and the head schema.
+
+    The comparison runs against a scratch SQLite database migrated to head; review the
+    generated file (PostgreSQL-only details are not detected) before committing it.
+    """
+    from arena.db.engine import open_database
+
+    slug = re.sub(r"[^a-z0-9]+", "_", message.lower()).strip("_")[:40] or "revision"
+    rev_id = _next_rev_id()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = open_database(Path(tmp) / "scratch.db")
+        try:
+            with db.engine.begin() as connection:
+                config = alembic_config(connection)
+                config.set_main_option("file_template", f"{rev_id}_{slug}")
+                script = command.revision(config, message=message, autogenerate=True, rev_id=rev_id)
+        finally:
+            db.close()
+    if script is None or isinstance(script, list):  # pragma: no cover - single head only
+        raise RuntimeError("alembic produced no single revision")
+    path = Path(script.path)
+    # Generated code follows the house style like the rest of the repository.
+    subprocess.call([sys.executable, "-m", "ruff", "format", "--quiet", str(path)])
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point (see the module docstring)."""
+    from arena.db.engine import open_database
+    from arena.db.errors import DatabaseError
+
+    parser = argparse.ArgumentParser(prog="python -m arena.db.migrate")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("current", "upgrade"):
+        p = sub.add_parser(name)
+        p.add_argument("url", nargs="?", default=None)
+    rev = sub.add_parser("revision")
+    rev.add_argument("-m", "--message", required=True)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "revision":
+            print(f"created {make_revision(args.message)}; review it before committing")
+            return 0
+        if args.command == "upgrade":
+            db = open_database(args.url, upgrade=True)
+            print(f"{db.display_url} is at revision {head_revision()}")
+            db.close()
+            return 0
+        db = open_database(args.url, create=False, upgrade=False, check_schema=False)
+        try:
+            with db.engine.connect() as connection:
+                current = current_revision(connection)
+        finally:
+            db.close()
+        print(f"database: {current or '(empty)'}; code head: {head_revision()}")
+        return 0
+    except DatabaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

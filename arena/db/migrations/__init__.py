@@ -1,0 +1,1 @@
+"""Alembic migrations of the results database (run by :func:`arena.db.open_database`)."""

@@ -1,0 +1,206 @@
+"""Tables of the results database (sqlmodel). Migrations in ``migrations/`` create them.
+
+Statuses, formats and results are stored as the string values of the enums in
+:mod:`arena.db.enums`; seats are 0 and 1. Every change to a table here needs a new
+migration (see ``docs/database.md``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    Index,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlmodel import Field, SQLModel
+
+from arena.db.types import UTCDateTime, utcnow
+
+metadata = SQLModel.metadata
+# Deterministic names for constraints the models do not name, so later migrations (and
+# SQLite's copy-and-move batch mode) can refer to them on both backends.
+metadata.naming_convention = {
+    "ix": "ix_%(table_name)s_%(column_0_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Bot(SQLModel, table=True):
+    """A bot by name; its code lives in its submissions (versions)."""
+
+    __tablename__ = "bots"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(sa_type=String(40), unique=True, index=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class Submission(SQLModel, table=True):
+    """One immutable version of a bot, identified by the sha256 of its content."""
+
+    __tablename__ = "submissions"
+    __table_args__ = (UniqueConstraint("bot_id", "version", name="uq_submissions_bot_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    bot_id: int = Field(foreign_key="bots.id", index=True)
+    version: str = Field(sa_type=String(64))
+    sha256: str = Field(sa_type=String(64), unique=True, index=True)
+    submitted_by: str = Field(sa_type=String(200))
+    submitted_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    status: str = Field(sa_type=String(16))
+    storage_path: str | None = Field(default=None, sa_type=Text)
+    manifest: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+
+
+class SubmissionArchive(SQLModel, table=True):
+    """The archived content of a submission, kept apart so listing versions stays cheap."""
+
+    __tablename__ = "submission_archives"
+
+    submission_id: int = Field(foreign_key="submissions.id", primary_key=True)
+    data: bytes = Field(sa_type=LargeBinary)
+
+
+class Tournament(SQLModel, table=True):
+    """A round robin (or any set of series) with its configuration and master seed."""
+
+    __tablename__ = "tournaments"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(sa_type=String(200), index=True)
+    config: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    seed: int = Field(sa_type=BigInteger)
+    status: str = Field(sa_type=String(16))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    started_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class Series(SQLModel, table=True):
+    """Games between two submissions within a tournament; ``position`` orders them."""
+
+    __tablename__ = "series"
+    __table_args__ = (
+        UniqueConstraint("tournament_id", "position", name="uq_series_tournament_position"),
+        CheckConstraint("format IN ('standard', 'duplicate')", name="ck_series_format"),
+        CheckConstraint("games_planned >= 0", name="ck_series_games_planned"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    tournament_id: int = Field(foreign_key="tournaments.id", index=True)
+    position: int
+    submission_a_id: int = Field(foreign_key="submissions.id", index=True)
+    submission_b_id: int = Field(foreign_key="submissions.id", index=True)
+    format: str = Field(sa_type=String(16))
+    games_planned: int
+    seed: int = Field(sa_type=BigInteger)
+    status: str = Field(sa_type=String(16))
+    started_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class Game(SQLModel, table=True):
+    """One played (or voided) game, with everything needed to replay and verify it.
+
+    The stored form of the referee's one record (:class:`referee.record.GameRecord`):
+    ``end_reason`` is a :class:`~referee.protocol.messages.GameEndReason` value, the forfeit's
+    offending input and detail are separate columns, ``final_cover`` is the automatic final
+    cover of a drawn game (not a move), and ``actions`` lists only what the bots played, as
+    ``{"seat": int, "action": str, "seconds": float}``.
+    ``(series_id, number, attempt)`` is unique, and at most one attempt per
+    ``(series_id, number)`` is not voided, so a resumed tournament cannot count a game twice.
+    """
+
+    __tablename__ = "games"
+    __table_args__ = (
+        UniqueConstraint("series_id", "number", "attempt", name="uq_games_series_number_attempt"),
+        Index(
+            "uq_games_counted",
+            "series_id",
+            "number",
+            unique=True,
+            sqlite_where=text("NOT voided"),
+            postgresql_where=text("NOT voided"),
+        ),
+        CheckConstraint("dealer IN (0, 1)", name="ck_games_dealer"),
+        CheckConstraint("first_mover IN (0, 1)", name="ck_games_first_mover"),
+        CheckConstraint(
+            "result IS NULL OR result IN ('seat0', 'seat1', 'draw')", name="ck_games_result"
+        ),
+        CheckConstraint("voided OR result IS NOT NULL", name="ck_games_result_unless_voided"),
+        CheckConstraint(
+            "forfeit_seat IS NULL OR forfeit_seat IN (0, 1)", name="ck_games_forfeit_seat"
+        ),
+        CheckConstraint("attempt >= 1", name="ck_games_attempt"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    series_id: int = Field(foreign_key="series.id", index=True)
+    number: int
+    attempt: int = 1
+    dealer: int
+    first_mover: int
+    turn_limit: int
+    deck: list[str] = Field(sa_type=JSON)
+    actions: list[dict[str, Any]] = Field(sa_type=JSON)
+    result: str | None = Field(default=None, sa_type=String(8))
+    end_reason: str = Field(sa_type=String(64))
+    forfeit_seat: int | None = None
+    forfeit_input: str | None = Field(default=None, sa_type=Text)
+    forfeit_detail: str | None = Field(default=None, sa_type=Text)
+    final_cover: str | None = Field(default=None, sa_type=String(2))
+    voided: bool = False
+    void_reason: str | None = Field(default=None, sa_type=Text)
+    referee_version: str = Field(sa_type=String(64))
+    seat0_submission_id: int = Field(foreign_key="submissions.id", index=True)
+    seat1_submission_id: int = Field(foreign_key="submissions.id", index=True)
+    started_at: datetime = Field(sa_type=UTCDateTime)
+    finished_at: datetime = Field(sa_type=UTCDateTime)
+    recorded_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class RatingSnapshot(SQLModel, table=True):
+    """One ratings fit: global (no tournament) or of one tournament."""
+
+    __tablename__ = "rating_snapshots"
+
+    id: int | None = Field(default=None, primary_key=True)
+    tournament_id: int | None = Field(default=None, foreign_key="tournaments.id", index=True)
+    model: str = Field(sa_type=String(64), index=True)
+    parameters: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
+
+
+class RatingEntry(SQLModel, table=True):
+    """One submission's line in a rating snapshot."""
+
+    __tablename__ = "rating_entries"
+    __table_args__ = (
+        UniqueConstraint("snapshot_id", "submission_id", name="uq_rating_entries_snapshot_sub"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    snapshot_id: int = Field(foreign_key="rating_snapshots.id", index=True)
+    submission_id: int = Field(foreign_key="submissions.id", index=True)
+    rank: int
+    rating: float
+    error: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    score: float
+    extra: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)

@@ -1,0 +1,109 @@
+"""Aggregated results for the ratings and the leaderboard (counted games only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import case, func, select
+from sqlalchemy.sql.elements import ColumnElement
+from sqlmodel import Session, col
+
+from arena.db.models import Game, Series
+from arena.db.records import GameOutcome, PairCounts
+
+# The first mover's submission and score, computed in SQL so 10^6 games aggregate in the
+# database instead of in Python. Multi-column queries use SQLAlchemy Core on the session's
+# connection (same transaction); sqlmodel's select() stops at four columns.
+_FIRST_SUB = case(
+    (col(Game.first_mover) == 0, col(Game.seat0_submission_id)), else_=col(Game.seat1_submission_id)
+)
+_SECOND_SUB = case(
+    (col(Game.first_mover) == 0, col(Game.seat1_submission_id)), else_=col(Game.seat0_submission_id)
+)
+_FIRST_WON = ((col(Game.result) == "seat0") & (col(Game.first_mover) == 0)) | (
+    (col(Game.result) == "seat1") & (col(Game.first_mover) == 1)
+)
+_FIRST_LOST = ((col(Game.result) == "seat1") & (col(Game.first_mover) == 0)) | (
+    (col(Game.result) == "seat0") & (col(Game.first_mover) == 1)
+)
+
+
+def _counted(tournament_id: int | None) -> list[ColumnElement[bool]]:
+    conditions: list[ColumnElement[bool]] = [col(Game.voided).is_(False)]
+    if tournament_id is not None:
+        conditions.append(col(Series.tournament_id) == tournament_id)
+    return conditions
+
+
+def _count_if(condition: ColumnElement[bool]) -> Any:
+    return func.sum(case((condition, 1), else_=0))
+
+
+def pair_counts(*, session: Session, tournament_id: int | None = None) -> list[PairCounts]:
+    """W/D/L of every ordered pair (first mover, second), from the first mover's side.
+
+    Over all counted games, or one tournament's. Sorted by (first, second) id. This is
+    what a Bradley–Terry fit with a first-mover advantage consumes.
+    """
+    first = _FIRST_SUB.label("first")
+    second = _SECOND_SUB.label("second")
+    query = (
+        select(
+            first,
+            second,
+            _count_if(_FIRST_WON),
+            _count_if(col(Game.result) == "draw"),
+            _count_if(_FIRST_LOST),
+        )
+        .join(Series, col(Series.id) == col(Game.series_id))
+        .where(*_counted(tournament_id))
+        .group_by(first, second)
+        .order_by(first, second)
+    )
+    return [
+        PairCounts(int(f), int(s), int(w), int(d), int(loss))
+        for f, s, w, d, loss in session.connection().execute(query)
+    ]
+
+
+def game_outcomes(*, session: Session, tournament_id: int | None = None) -> list[GameOutcome]:
+    """Counted games in the order they finished (for Elo and per-deal pairing)."""
+    score = case((_FIRST_WON, 1.0), (col(Game.result) == "draw", 0.5), else_=0.0)
+    query = (
+        select(
+            col(Game.id),
+            col(Game.series_id),
+            col(Game.number),
+            _FIRST_SUB,
+            _SECOND_SUB,
+            score,
+            col(Game.finished_at),
+        )
+        .join(Series, col(Series.id) == col(Game.series_id))
+        .where(*_counted(tournament_id))
+        .order_by(col(Game.finished_at), col(Game.id))
+    )
+    return [
+        GameOutcome(int(g), int(s), int(n), int(a), int(b), float(sc), at)
+        for g, s, n, a, b, sc, at in session.connection().execute(query)
+    ]
+
+
+def forfeit_counts(
+    *, session: Session, tournament_id: int | None = None
+) -> dict[int, dict[str, int]]:
+    """For each submission that forfeited counted games: ``{reason: count}``."""
+    offender = case(
+        (col(Game.forfeit_seat) == 0, col(Game.seat0_submission_id)),
+        else_=col(Game.seat1_submission_id),
+    ).label("offender")
+    query = (
+        select(offender, col(Game.end_reason), func.count())
+        .join(Series, col(Series.id) == col(Game.series_id))
+        .where(col(Game.forfeit_seat).is_not(None), *_counted(tournament_id))
+        .group_by(offender, col(Game.end_reason))
+    )
+    counts: dict[int, dict[str, int]] = {}
+    for submission_id, reason, n in session.connection().execute(query):
+        counts.setdefault(int(submission_id), {})[str(reason)] = int(n)
+    return counts

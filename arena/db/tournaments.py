@@ -1,0 +1,136 @@
+"""Tournaments and their series."""
+
+from __future__ import annotations
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from arena.db._util import get_or_raise
+from arena.db.enums import SeriesStatus, TournamentStatus
+from arena.db.models import Series, Submission, Tournament
+from arena.db.records import SeriesSpec, TournamentSpec
+from arena.db.types import utcnow
+
+_TOURNAMENT_DONE = {TournamentStatus.FINISHED, TournamentStatus.CANCELLED, TournamentStatus.FAILED}
+_SERIES_DONE = {SeriesStatus.FINISHED, SeriesStatus.ABORTED}
+
+
+def create_tournament(
+    spec: TournamentSpec,
+    *,
+    session: Session,
+    status: TournamentStatus = TournamentStatus.PENDING,
+) -> Tournament:
+    """Create a tournament and all its series (positions 0, 1, ... in ``spec.series`` order)."""
+    for series_spec in spec.series:
+        _require_submissions(series_spec, session=session)
+    tournament = Tournament(
+        name=spec.name, config=dict(spec.config), seed=spec.seed, status=status.value
+    )
+    session.add(tournament)
+    session.flush()
+    assert tournament.id is not None
+    for position, series_spec in enumerate(spec.series):
+        session.add(_series_row(tournament.id, position, series_spec))
+    session.flush()
+    return tournament
+
+
+def add_series(tournament_id: int, spec: SeriesSpec, *, session: Session) -> Series:
+    """Append one series to an existing tournament (next free position)."""
+    get_tournament(tournament_id, session=session)
+    _require_submissions(spec, session=session)
+    last = session.exec(
+        select(func.max(Series.position)).where(Series.tournament_id == tournament_id)
+    ).one()
+    row = _series_row(tournament_id, 0 if last is None else last + 1, spec)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def _series_row(tournament_id: int, position: int, spec: SeriesSpec) -> Series:
+    return Series(
+        tournament_id=tournament_id,
+        position=position,
+        submission_a_id=spec.submission_a_id,
+        submission_b_id=spec.submission_b_id,
+        format=spec.format.value,
+        games_planned=spec.games_planned,
+        seed=spec.seed,
+        status=SeriesStatus.PENDING.value,
+    )
+
+
+def _require_submissions(spec: SeriesSpec, *, session: Session) -> None:
+    for submission_id in (spec.submission_a_id, spec.submission_b_id):
+        get_or_raise(session, Submission, submission_id, "submission")
+
+
+def get_tournament(tournament_id: int, *, session: Session) -> Tournament:
+    """The tournament with this id, or :class:`NotFoundError`."""
+    return get_or_raise(session, Tournament, tournament_id, "tournament")
+
+
+def list_tournaments(*, session: Session, name: str | None = None) -> list[Tournament]:
+    """Tournaments, newest first, optionally only those called ``name``."""
+    query = select(Tournament)
+    if name is not None:
+        query = query.where(Tournament.name == name)
+    return list(
+        session.exec(query.order_by(col(Tournament.created_at).desc(), col(Tournament.id).desc()))
+    )
+
+
+def set_tournament_status(
+    tournament_id: int, status: TournamentStatus, *, session: Session
+) -> Tournament:
+    """Change a tournament's status, stamping when it started and when it ended."""
+    tournament = get_tournament(tournament_id, session=session)
+    status = TournamentStatus(status)
+    tournament.status = status.value
+    if status is TournamentStatus.RUNNING and tournament.started_at is None:
+        tournament.started_at = utcnow()
+    tournament.finished_at = utcnow() if status in _TOURNAMENT_DONE else None
+    session.add(tournament)
+    session.flush()
+    return tournament
+
+
+def get_series(series_id: int, *, session: Session) -> Series:
+    """The series with this id, or :class:`NotFoundError`."""
+    return get_or_raise(session, Series, series_id, "series")
+
+
+def series_of_tournament(
+    tournament_id: int, *, session: Session, status: SeriesStatus | None = None
+) -> list[Series]:
+    """The tournament's series in position order, optionally only those in ``status``."""
+    get_tournament(tournament_id, session=session)
+    query = select(Series).where(Series.tournament_id == tournament_id)
+    if status is not None:
+        query = query.where(Series.status == SeriesStatus(status).value)
+    return list(session.exec(query.order_by(col(Series.position))))
+
+
+def unfinished_series(tournament_id: int, *, session: Session) -> list[Series]:
+    """Series still to play (pending or running), in position order: what ``resume`` runs."""
+    done = [s.value for s in _SERIES_DONE]
+    get_tournament(tournament_id, session=session)
+    query = select(Series).where(
+        Series.tournament_id == tournament_id, col(Series.status).not_in(done)
+    )
+    return list(session.exec(query.order_by(col(Series.position))))
+
+
+def set_series_status(series_id: int, status: SeriesStatus, *, session: Session) -> Series:
+    """Change a series' status, stamping when it started and when it ended."""
+    series = get_series(series_id, session=session)
+    status = SeriesStatus(status)
+    series.status = status.value
+    if status is not SeriesStatus.PENDING and series.started_at is None:
+        series.started_at = utcnow()
+    series.finished_at = utcnow() if status in _SERIES_DONE else None
+    session.add(series)
+    session.flush()
+    return series

@@ -1,0 +1,429 @@
+"""Series on a Dask cluster: one task per series, results in the shared database.
+
+Each series is one ``dask.distributed`` task running :func:`play_series_task` on a worker, so
+a worker only needs the package installed and access to the database: it fetches both
+submissions from there, starts them in its own sandboxes and commits every game itself. The
+coordinator (this process) only submits tasks, collects their outcomes as they complete, and
+reads progress from the database.
+
+Worker loss: the scheduler re-runs a task whose worker died on another worker, and
+:func:`play_series_task` resumes from the database, so a game committed before the loss is
+not played again (the database's unique keys are the truth) and one in progress is replayed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+import distributed
+
+from arena.db import (
+    Database,
+    counted_games,
+    counted_numbers,
+    open_database,
+    running_counted_numbers,
+    stored_record,
+)
+from arena.db.url import backend_of, mask_url
+from arena.tournament.executors import SeriesCallback
+from arena.tournament.runner import (
+    GameCallback,
+    SeriesOutcome,
+    SeriesTask,
+    play_series_task,
+)
+from sandbox import choose_backend, sweep_leftovers
+
+log = logging.getLogger(__name__)
+
+# distributed's API is only partly annotated (Client, Event, as_completed are not), so it is
+# used through this one untyped handle; everything crossing into our code is typed here.
+dask: Any = distributed
+
+WATCH_SECONDS = 2.0
+"""How long a worker's stop watcher long-polls the scheduler before checking its series ended
+(a set stop reaches it at once; this only bounds how long the watcher outlives the series)."""
+
+
+class DaskExecutorError(ValueError):
+    """The Dask executor was set up or called wrongly (the message says how)."""
+
+
+class SchedulerUnavailableError(ConnectionError):
+    """No Dask scheduler answered at the given address."""
+
+
+# ---------------------------------------------------------------------------- worker side
+
+
+def play_on_worker(task: SeriesTask, stop_name: str) -> SeriesOutcome:
+    """The Dask task: play one series on this worker, stopping when the run's Event is set.
+
+    A module-level function over plain data, so that it pickles by reference; the worker
+    imports it from the installed package.
+    """
+    remote = dask.Event(stop_name, client=dask.get_client())
+    if remote.is_set():
+        return SeriesOutcome(task.series_id, "interrupted", 0, "stopped before it started")
+    local = threading.Event()
+    ended = threading.Event()
+
+    def watch() -> None:
+        # The series polls ``local`` between and after games; the scheduler's Event is
+        # long-polled here so that a stop reaches a running series within one game.
+        while not ended.is_set():
+            try:
+                if remote.wait(timeout=WATCH_SECONDS):
+                    local.set()
+                    return
+            except Exception:  # scheduler unreachable: the worker is being torn down anyway
+                ended.wait(WATCH_SECONDS)
+
+    threading.Thread(target=watch, name=f"kryt-stop-{task.series_id}", daemon=True).start()
+    try:
+        return play_series_task(task, stop=local)
+    finally:
+        ended.set()
+
+
+def describe_sandbox(preference: str, allow_unsafe: bool) -> str:
+    """Which sandbox backend this machine would use, or ``error: ...`` (run on each worker)."""
+    try:
+        return choose_backend(preference, allow_unsafe).describe()
+    except Exception as exc:  # reported per worker, not raised: one bad machine is news
+        return f"error: {type(exc).__name__}: {exc}"
+
+
+# ---------------------------------------------------------------------------- progress
+
+
+class GameProgress:
+    """Counted games of a run's series as seen in the database (workers commit them there).
+
+    ``poll`` reports games of series that are running; ``close`` reports the rest of a
+    series whose outcome arrived and forgets it. Each game is reported once; games that were
+    already counted when the run began are not reported (as with the local executor).
+    """
+
+    def __init__(self, db: Database, tasks: Sequence[SeriesTask]) -> None:
+        self.db = db
+        self.tournaments = sorted({t.tournament_id for t in tasks})
+        self.open = {t.series_id for t in tasks}
+        self.initial = self._numbers(self.open)
+        self.seen: dict[int, set[int]] = {sid: set(n) for sid, n in self.initial.items()}
+
+    def _numbers(self, series_ids: Iterable[int]) -> dict[int, set[int]]:
+        with self.db.read_session() as session:
+            return counted_numbers(series_ids, session=session)
+
+    def _running_numbers(self) -> dict[int, set[int]]:
+        with self.db.read_session() as session:
+            found = running_counted_numbers(self.tournaments, session=session)
+        return {sid: n for sid, n in found.items() if sid in self.open}
+
+    def _report(self, numbers: dict[int, set[int]], on_game: GameCallback | None) -> None:
+        fresh = {sid: sorted(n - self.seen.get(sid, set())) for sid, n in numbers.items()}
+        fresh = {sid: n for sid, n in fresh.items() if n}
+        if not fresh:
+            return
+        with self.db.read_session() as session:
+            for series_id, wanted in sorted(fresh.items()):
+                for game in counted_games(series_id, wanted, session=session):
+                    self.seen.setdefault(series_id, set()).add(game.number)
+                    if on_game is not None:
+                        players = (str(game.seat0_submission_id), str(game.seat1_submission_id))
+                        on_game(series_id, game.number, stored_record(game, players))
+
+    def poll(self, on_game: GameCallback | None) -> None:
+        """Report the games committed since the last poll in series that are running."""
+        self._report(self._running_numbers(), on_game)
+
+    def close(self, series_id: int, on_game: GameCallback | None) -> int:
+        """Report the series' games not reported yet, forget it; return games played now."""
+        if series_id not in self.open:
+            return 0
+        numbers = self._numbers([series_id])
+        self._report(numbers, on_game)
+        self.open.discard(series_id)
+        self.seen.pop(series_id, None)
+        return len(numbers.get(series_id, set()) - self.initial.pop(series_id, set()))
+
+
+# ---------------------------------------------------------------------------- coordinator
+
+
+def _on_this_machine(scheduler: str | None) -> bool:
+    """True for a LocalCluster or a scheduler on a loopback address (workers share files)."""
+    if scheduler is None:
+        return True
+    host = urlsplit(scheduler).hostname or ""
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+class DaskExecutor:
+    """Series as tasks on a Dask cluster (implements :class:`~.executors.Executor`).
+
+    ``scheduler`` is the address of a running scheduler (``tcp://HOST:8786``); with None, a
+    LocalCluster of ``workers`` processes (``threads_per_worker`` series each) is started on
+    first use. The connection is kept for later runs until :meth:`close` (or use ``with``).
+    ``worker_store``, if given, replaces the tasks' submission store path on the workers (by
+    default they unpack submissions to the coordinator's store path, which must then be
+    writable on every worker machine).
+    """
+
+    def __init__(
+        self,
+        scheduler: str | None = None,
+        *,
+        workers: int = 2,
+        threads_per_worker: int = 1,
+        retries: int = 2,
+        poll_seconds: float = 0.5,
+        stop_grace_seconds: float = 60.0,
+        connect_timeout: float = 30.0,
+        worker_store: str | None = None,
+    ) -> None:
+        if scheduler is not None and "://" not in scheduler:
+            raise DaskExecutorError(
+                f"scheduler address must look like tcp://HOST:8786, got {scheduler!r}"
+            )
+        for name, value in (("workers", workers), ("threads_per_worker", threads_per_worker)):
+            if value < 1:
+                raise DaskExecutorError(f"{name} must be >= 1, got {value}")
+        if retries < 0:
+            raise DaskExecutorError(f"retries must be >= 0, got {retries}")
+        for name, seconds in (
+            ("poll_seconds", poll_seconds),
+            ("stop_grace_seconds", stop_grace_seconds),
+            ("connect_timeout", connect_timeout),
+        ):
+            if not seconds > 0:
+                raise DaskExecutorError(f"{name} must be > 0, got {seconds}")
+        self.scheduler = scheduler
+        self.workers = workers
+        self.threads_per_worker = threads_per_worker
+        self.retries = retries
+        self.poll_seconds = poll_seconds
+        self.stop_grace_seconds = stop_grace_seconds
+        self.connect_timeout = connect_timeout
+        self.worker_store = worker_store
+        self._cluster: Any = None
+        self._client: Any = None
+
+    # -- connection
+
+    @property
+    def client(self) -> Any:
+        """The connected client (connecting, or starting the LocalCluster, on first use)."""
+        if self._client is None:
+            if self.scheduler is None:
+                self._cluster = dask.LocalCluster(
+                    n_workers=self.workers,
+                    threads_per_worker=self.threads_per_worker,
+                    processes=True,
+                    dashboard_address=None,
+                )
+                self._client = dask.Client(self._cluster)
+            else:
+                try:
+                    self._client = dask.Client(self.scheduler, timeout=self.connect_timeout)
+                except (OSError, TimeoutError) as exc:
+                    raise SchedulerUnavailableError(
+                        f"no Dask scheduler answered at {self.scheduler} within "
+                        f"{self.connect_timeout:g} s: {exc}"
+                    ) from exc
+        return self._client
+
+    def close(self) -> None:
+        """Disconnect (and stop the LocalCluster if this executor started one)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def __enter__(self) -> DaskExecutor:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- worker preparation
+
+    def worker_sandboxes(self, preference: str, allow_unsafe: bool) -> dict[str, str]:
+        """Each worker's sandbox backend (``worker address -> description``).
+
+        Raises DaskExecutorError naming every worker that cannot run the configured sandbox,
+        or when no worker is connected, so a run fails before anything is submitted.
+        """
+        found: dict[str, str] = self.client.run(describe_sandbox, preference, allow_unsafe)
+        if not found:
+            raise DaskExecutorError(f"no Dask worker is connected to {self._where()}")
+        bad = {w: d for w, d in found.items() if d.startswith("error:")}
+        if bad:
+            lines = "; ".join(f"{w}: {d}" for w, d in sorted(bad.items()))
+            raise DaskExecutorError(f"sandbox {preference!r} unavailable on workers: {lines}")
+        return found
+
+    def sweep_workers(self, label_prefix: str) -> int:
+        """Remove sandboxes left on every worker by an earlier crashed run; return the count."""
+        removed: dict[str, int] = self.client.run(sweep_leftovers, label_prefix)
+        return sum(removed.values())
+
+    def _where(self) -> str:
+        return self.scheduler or "the local cluster"
+
+    # -- running
+
+    def run(
+        self,
+        tasks: Sequence[SeriesTask],
+        *,
+        stop: threading.Event,
+        on_game: GameCallback | None = None,
+        on_series: SeriesCallback | None = None,
+    ) -> list[SeriesOutcome]:
+        """Play the tasks on the cluster; ``on_series`` as each ends, ``on_game`` from polls.
+
+        When ``stop`` is set, running series stop after their current game (which is not
+        recorded) and report ``interrupted``; what has not reported within the grace period
+        is cancelled. Ctrl-C does the same without waiting and re-raises.
+        """
+        if not tasks:
+            return []
+        urls = {t.database_url for t in tasks}
+        if len(urls) != 1:
+            raise DaskExecutorError(f"tasks name {len(urls)} databases; run them separately")
+        ids = [t.series_id for t in tasks]
+        if len(set(ids)) != len(ids):
+            raise DaskExecutorError(f"a series is given twice: {sorted(ids)}")
+        url = urls.pop()
+        if backend_of(url) == "sqlite" and not _on_this_machine(self.scheduler):
+            raise DaskExecutorError(
+                f"workers of the scheduler at {self.scheduler} cannot reach the SQLite file "
+                f"{mask_url(url)}; use a PostgreSQL database for a cluster of machines"
+            )
+        db = open_database(url, create=False)
+        try:
+            return self._run(tasks, db=db, stop=stop, on_game=on_game, on_series=on_series)
+        finally:
+            db.close()
+
+    def _submit(
+        self, tasks: Sequence[SeriesTask], stop_name: str
+    ) -> tuple[list[Any], dict[str, SeriesTask]]:
+        """One future per series; keys are unique per run, so a resumed run never gets a
+        result the scheduler still remembers from an earlier one."""
+        token = stop_name.rpartition("-")[2]
+        futures: list[Any] = []
+        submitted: dict[str, SeriesTask] = {}
+        for task in tasks:
+            shipped = replace(task, store=self.worker_store) if self.worker_store else task
+            key = f"kryt-series-t{task.tournament_id}-s{task.series_id}-{token}"
+            future = self.client.submit(
+                play_on_worker, shipped, stop_name, key=key, pure=False, retries=self.retries
+            )
+            futures.append(future)
+            submitted[str(future.key)] = task
+        return futures, submitted
+
+    def _run(
+        self,
+        tasks: Sequence[SeriesTask],
+        *,
+        db: Database,
+        stop: threading.Event,
+        on_game: GameCallback | None,
+        on_series: SeriesCallback | None,
+    ) -> list[SeriesOutcome]:
+        progress = GameProgress(db, tasks)
+        stop_name = f"kryt-stop-{uuid.uuid4().hex[:12]}"
+        remote_stop = dask.Event(stop_name, client=self.client)
+        futures, submitted = self._submit(tasks, stop_name)
+        pending = dask.as_completed(futures)
+        outcomes: list[SeriesOutcome] = []
+
+        def collect(future: Any) -> None:
+            outcome = self._outcome(future, submitted[str(future.key)])
+            played = progress.close(outcome.series_id, on_game)
+            if outcome.games_played != played:
+                # A retried task reports only its last attempt; the database has them all.
+                outcome = replace(outcome, games_played=played)
+            outcomes.append(outcome)
+            if on_series is not None:
+                on_series(outcome)
+
+        try:
+            next_poll = time.monotonic()
+            grace_until: float | None = None
+            while not pending.is_empty():
+                if stop.is_set() and grace_until is None:
+                    remote_stop.set()
+                    grace_until = time.monotonic() + self.stop_grace_seconds
+                if grace_until is not None and time.monotonic() > grace_until:
+                    log.warning("cancelling %d series that did not stop in time", pending.count())
+                    self.client.cancel(futures)
+                    break
+                if pending.has_ready():
+                    for future in pending.next_batch(block=False):
+                        collect(future)
+                    continue
+                if on_game is not None and time.monotonic() >= next_poll:
+                    progress.poll(on_game)
+                    next_poll = time.monotonic() + self.poll_seconds
+                # Short ticks keep an outcome's latency low without a thread per future
+                # (not stop.wait: once stop is set that would spin through the grace period).
+                time.sleep(0.02)
+        except BaseException:
+            stop.set()
+            try:
+                remote_stop.set()
+                self.client.cancel(futures)
+            finally:
+                self._forget(remote_stop)
+            raise
+        self._forget(remote_stop)
+        return outcomes
+
+    def _forget(self, remote_stop: Any) -> None:
+        """Drop this run's Event from the scheduler's memory.
+
+        Setting the Event first releases the stop watchers still long-polling it (their
+        series are over), so none is left waiting on the scheduler; clearing it then lets
+        the scheduler delete it.
+        """
+        try:
+            remote_stop.set()
+            remote_stop.clear()
+        except Exception:  # the scheduler may be gone; nothing is left to free then
+            log.debug("could not release %s", remote_stop.name, exc_info=True)
+
+    @staticmethod
+    def _outcome(future: Any, task: SeriesTask) -> SeriesOutcome:
+        """The task's outcome; a task that failed even after its retries is ``aborted``."""
+        if future.status == "finished":
+            outcome = future.result()
+            assert isinstance(outcome, SeriesOutcome)
+            return outcome
+        if future.status == "cancelled":
+            return SeriesOutcome(task.series_id, "interrupted", 0, "cancelled on the cluster")
+        error = future.exception()
+        log.error("series %s failed on the cluster: %r", task.series_id, error)
+        return SeriesOutcome(
+            task.series_id, "aborted", 0, f"failed on the cluster: {type(error).__name__}: {error}"
+        )

@@ -1,0 +1,338 @@
+"""Round-robin tournaments: create from a config, run every series through an executor, resume.
+
+Games are committed one by one as they finish, so a run stopped at any point (Ctrl-C, a crash,
+``kill -9``) loses at most the games in progress; ``resume`` plays exactly what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.db import (
+    Database,
+    GamePlace,
+    NotFoundError,
+    SeriesSpec,
+    SeriesStatus,
+    TournamentSpec,
+    TournamentStatus,
+    create_tournament,
+    games_of_series,
+    get_series,
+    get_submission,
+    get_tournament,
+    latest_submission,
+    list_submissions,
+    next_attempt,
+    open_database,
+    record_game,
+    set_series_status,
+    set_tournament_status,
+    stored_record,
+    unfinished_series,
+)
+from arena.db import SeriesFormat as DbSeriesFormat
+from arena.tournament.config import TournamentConfig
+from arena.tournament.seats import SandboxSlot
+from arena.tournament.store import DEFAULT_STORE, bundled_hashes, materialize, register
+from referee.record import GameRecord
+from referee.series import (
+    SeriesAborted,
+    SeriesConfig,
+    SeriesFormat,
+    SeriesInterrupted,
+    run_series,
+)
+from sandbox import choose_backend
+from sandbox.backend import Backend
+
+log = logging.getLogger(__name__)
+
+GameCallback = Callable[[int, int, GameRecord], None]
+"""``on_game(series_id, number, record)``, called after each game is committed."""
+
+
+class TournamentError(ValueError):
+    """The tournament cannot be created or run as asked (the message says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesTask:
+    """Everything a worker needs to play one series; plain data, so it can travel."""
+
+    database_url: str
+    tournament_id: int
+    series_id: int
+    config: dict[str, object]
+    store: str
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesOutcome:
+    """How a task ended: ``finished``, ``interrupted`` (resumable) or ``aborted``."""
+
+    series_id: int
+    status: str
+    games_played: int
+    message: str = ""
+
+
+# ---------------------------------------------------------------------------- creating
+
+
+def label_prefix(database_url: str, tournament_id: int) -> str:
+    """The sandbox label prefix of a tournament's bots: unique per database and tournament,
+    so sweeping leftovers never touches another run's bots on the same machine."""
+    digest = hashlib.sha256(database_url.encode()).hexdigest()[:8]
+    return f"kryt-{digest}-t{tournament_id}-"
+
+
+def series_seed(tournament_seed: int, first: int, second: int) -> int:
+    """The seed of the series between submissions ``first`` and ``second``."""
+    digest = hashlib.sha256(f"kryt:{tournament_seed}:{first}:{second}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 2
+
+
+def resolve_bots(refs: Iterable[str], *, db: Database, store: Path, submitted_by: str) -> list[int]:
+    """Submission ids for bot references: a folder or archive path is validated and stored
+    (idempotently); ``name`` or ``name@version`` names a stored submission."""
+    ids = []
+    for ref in refs:
+        path = Path(ref)
+        if path.exists():
+            ids.append(register(path, db=db, submitted_by=submitted_by, store=store).submission_id)
+            continue
+        name, _, version = ref.partition("@")
+        with db.read_session() as session:
+            if version:
+                found = [
+                    s
+                    for s in list_submissions(session=session, bot_name=name)
+                    if s.version == version
+                ]
+                if not found:
+                    raise TournamentError(f"no stored submission {name}@{version}")
+                row = found[-1]
+            else:
+                try:
+                    row = latest_submission(name, session=session)
+                except NotFoundError:
+                    raise TournamentError(
+                        f"{ref!r} is neither a bot folder/archive nor a stored bot name"
+                    ) from None
+            assert row.id is not None
+            ids.append(row.id)
+    if len(set(ids)) != len(ids):
+        raise TournamentError("the same bot version is entered twice")
+    return ids
+
+
+def create(
+    config: TournamentConfig,
+    *,
+    db: Database,
+    store: Path = DEFAULT_STORE,
+    submitted_by: str = "organiser",
+) -> int:
+    """Store the bots and a tournament with one series per pair; returns its id."""
+    ids = resolve_bots(config.bots, db=db, store=store, submitted_by=submitted_by)
+    specs = [
+        SeriesSpec(
+            submission_a_id=a,
+            submission_b_id=b,
+            games_planned=config.games_per_pair,
+            seed=series_seed(config.seed, a, b),
+            format=DbSeriesFormat(config.format.value),
+        )
+        for i, a in enumerate(ids)
+        for b in ids[i + 1 :]
+    ]
+    with db.session() as session:
+        tournament = create_tournament(
+            TournamentSpec(
+                name=config.name, seed=config.seed, config=config.to_json(), series=specs
+            ),
+            session=session,
+        )
+        assert tournament.id is not None
+        return tournament.id
+
+
+# ---------------------------------------------------------------------------- one series
+
+_databases: dict[str, Database] = {}
+_backends: dict[tuple[str, bool], Backend] = {}
+_cache_lock = threading.Lock()
+
+
+def _database(url: str) -> Database:
+    with _cache_lock:
+        if url not in _databases:
+            _databases[url] = open_database(url)
+        return _databases[url]
+
+
+def _backend(preference: str, allow_unsafe: bool) -> Backend:
+    with _cache_lock:
+        key = (preference, allow_unsafe)
+        if key not in _backends:
+            _backends[key] = choose_backend(preference, allow_unsafe)
+        return _backends[key]
+
+
+class ActiveSlots:
+    """The sandboxes running right now, so that Ctrl-C can kill every bot at once."""
+
+    def __init__(self) -> None:
+        self._slots: set[SandboxSlot] = set()
+        self._lock = threading.Lock()
+
+    def add(self, slot: SandboxSlot) -> None:
+        with self._lock:
+            self._slots.add(slot)
+
+    def discard(self, slot: SandboxSlot) -> None:
+        with self._lock:
+            self._slots.discard(slot)
+
+    def close_all(self) -> None:
+        """Stop every running bot (used after the stop flag is set)."""
+        with self._lock:
+            slots = list(self._slots)
+        for slot in slots:
+            try:
+                slot.close()
+            except Exception:  # keep killing the others
+                log.exception("could not stop %s", slot.name)
+
+
+ACTIVE = ActiveSlots()
+
+
+def _done_games(series_id: int, db: Database) -> dict[int, GameRecord]:
+    """Counted games already in the database, in the referee's form (for resumption)."""
+    with db.read_session() as session:
+        return {
+            game.number: stored_record(game) for game in games_of_series(series_id, session=session)
+        }
+
+
+def play_series_task(
+    task: SeriesTask,
+    *,
+    stop: threading.Event | None = None,
+    on_game: GameCallback | None = None,
+) -> SeriesOutcome:
+    """Play what is missing of one series and commit each game as it ends.
+
+    Runs anywhere with access to the database: it fetches both submissions, starts them in
+    the best sandbox available (as configured), and never raises for a bot's misbehaviour.
+    """
+    config = TournamentConfig.from_json(dict(task.config))
+    db = _database(task.database_url)
+    store = Path(task.store)
+    with db.read_session() as session:
+        series = get_series(task.series_id, session=session)
+        already_finished = series.status == SeriesStatus.FINISHED.value
+        a_id, b_id = series.submission_a_id, series.submission_b_id
+        names = []
+        for sid in (a_id, b_id):
+            row = get_submission(sid, session=session)
+            names.append(f"{row.manifest.get('name', sid)}@{row.version}")
+        series_config = SeriesConfig(
+            games=series.games_planned,
+            seed=series.seed,
+            format=SeriesFormat(series.format),
+            time_control=config.time_control,
+            turn_limit=config.turn_limit,
+        )
+    if already_finished:
+        return SeriesOutcome(task.series_id, "finished", 0, "already finished")
+    backend = _backend(config.sandbox.backend, config.sandbox.allow_unsafe)
+    trusted = bundled_hashes()
+    slots = []
+    for seat, sid in enumerate((a_id, b_id)):
+        submission = materialize(sid, db=db, store=store)
+        slots.append(
+            SandboxSlot(
+                backend,
+                submission,
+                name=names[seat],
+                limits=config.sandbox.limits(),
+                label=f"{label_prefix(task.database_url, task.tournament_id)}"
+                f"s{task.series_id}-{'ab'[seat]}",
+                trusted=submission.sha256 in trusted,
+            )
+        )
+    played = 0
+
+    def recorder(number: int, _attempt: int, record: GameRecord) -> None:
+        nonlocal played
+        with db.session() as session:
+            attempt = next_attempt(task.series_id, number, session=session)
+            record_game(
+                record,
+                GamePlace(task.series_id, number, attempt, (a_id, b_id)),
+                session=session,
+            )
+        if not record.voided:
+            played += 1
+            if on_game is not None:
+                on_game(task.series_id, number, record)
+
+    for slot in slots:
+        ACTIVE.add(slot)
+    try:
+        with db.session() as session:
+            set_series_status(task.series_id, SeriesStatus.RUNNING, session=session)
+        run_series(
+            series_config,
+            (slots[0], slots[1]),
+            recorder=recorder,
+            done=_done_games(task.series_id, db),
+            should_stop=(stop.is_set if stop is not None else None),
+        )
+    except SeriesInterrupted as exc:
+        return SeriesOutcome(task.series_id, "interrupted", played, str(exc))
+    except SeriesAborted as exc:
+        log.error("series %s aborted: %s", task.series_id, exc)
+        return SeriesOutcome(task.series_id, "aborted", played, str(exc))
+    finally:
+        for slot in slots:
+            ACTIVE.discard(slot)
+            slot.close()
+    with db.session() as session:
+        set_series_status(task.series_id, SeriesStatus.FINISHED, session=session)
+    return SeriesOutcome(task.series_id, "finished", played)
+
+
+# ---------------------------------------------------------------------------- a tournament
+
+
+def tasks_for(tournament_id: int, *, db: Database, store: Path = DEFAULT_STORE) -> list[SeriesTask]:
+    """One task per series still to play (pending or running), in position order."""
+    with db.read_session() as session:
+        tournament = get_tournament(tournament_id, session=session)
+        config = dict(tournament.config)
+        return [
+            SeriesTask(
+                database_url=db.url,
+                tournament_id=tournament_id,
+                series_id=s.id,
+                config=config,
+                store=str(store.resolve()),
+            )
+            for s in unfinished_series(tournament_id, session=session)
+            if s.id is not None
+        ]
+
+
+def mark_tournament(tournament_id: int, status: TournamentStatus, *, db: Database) -> None:
+    """Set the tournament's status (running, finished, ...)."""
+    with db.session() as session:
+        set_tournament_status(tournament_id, status, session=session)

@@ -1,0 +1,171 @@
+"""A seat's bot in a sandbox, across a series: started on demand, restarted after a crash."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from referee.client import BotClient, BotFault, Reply
+from referee.match import Player
+from referee.protocol.messages import (
+    Clock,
+    GameEndReason,
+    Handshake,
+    HandshakeReply,
+    RefereeMessage,
+)
+from referee.rules import View
+from referee.series import BotStartError, InfrastructureError
+from sandbox import (
+    BotStartupError,
+    DeathCause,
+    SandboxInfrastructureError,
+    SandboxLimits,
+    Submission,
+)
+from sandbox.backend import Backend, RunningBot
+
+log = logging.getLogger(__name__)
+
+HANDSHAKE_SECONDS = 10.0
+DEATH_REPORT_WAIT = 1.5
+"""Seconds to wait for the sandbox's death report after a bot's connection failed."""
+
+_VERDICTS = {
+    DeathCause.OOM: GameEndReason.MEMORY_LIMIT,
+    DeathCause.FILE_SIZE: GameEndReason.DISK_LIMIT,
+}
+
+
+class SandboxSlot:
+    """Runs ``submission`` in ``backend`` for one seat of a series.
+
+    The bot keeps one process / container for the whole series; after any failure it is
+    stopped and a fresh one is started for the next game.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        submission: Submission,
+        *,
+        name: str,
+        limits: SandboxLimits,
+        label: str,
+        trusted: bool = False,
+    ) -> None:
+        self.name = name
+        self._backend = backend
+        self._submission = submission
+        self._limits = limits
+        self._label = label
+        self._trusted = trusted
+        self._running: RunningBot | None = None
+        self._client: BotClient | None = None
+        self._failed = False
+        self._lock = threading.Lock()
+        self.starts = 0
+
+    def player(self, handshake: Handshake) -> Player:
+        """The running, handshaken bot; (re)started when it is not running or has failed."""
+        if self._client is not None and not self._failed and self._alive():
+            return _Watched(self._client, self)
+        self._stop()
+        self.starts += 1
+        try:
+            running = self._backend.start(
+                self._submission, self._limits, self._label, trusted=self._trusted
+            )
+        except BotStartupError as exc:
+            raise BotStartError(f"{self.name} could not start: {exc}") from None
+        except SandboxInfrastructureError as exc:
+            raise InfrastructureError(f"sandbox failed to start {self.name}: {exc}") from None
+        self._running = running
+        client = BotClient(running.address)
+        try:
+            client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
+        except BotFault as exc:
+            client.close()
+            self._stop()
+            raise BotStartError(f"{self.name} failed the handshake: {exc}") from None
+        self._client = client
+        self._failed = False
+        return _Watched(client, self)
+
+    def _alive(self) -> bool:
+        running = self._running
+        return running is not None and running.alive()
+
+    def failed(self) -> None:
+        """The bot misbehaved at the protocol level: restart it before the next game."""
+        self._failed = True
+
+    def diagnose(self) -> GameEndReason | None:
+        """The sandbox's verdict on a bot that died: memory or disk limit, if that is why."""
+        running = self._running  # Ctrl-C may close the slot from another thread meanwhile
+        if running is None:
+            return None
+        # The connection usually breaks a moment before the engine reports the death.
+        deadline = time.monotonic() + DEATH_REPORT_WAIT
+        report = running.death()
+        while report is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            report = running.death()
+        if report is None:
+            return None
+        return _VERDICTS.get(report.cause)
+
+    def logs(self) -> str:
+        """The tail of the bot's output (for reports)."""
+        running = self._running
+        return running.logs() if running is not None else ""
+
+    def _stop(self) -> None:
+        with self._lock:  # Ctrl-C closes every slot from the main thread
+            client, running = self._client, self._running
+            self._client = self._running = None
+        if client is not None:
+            client.close()
+        if running is not None:
+            running.stop()
+
+    def close(self) -> None:
+        """Say goodbye (when it still listens), then stop the bot and remove its sandbox."""
+        client = self._client
+        if client is not None and not self._failed:
+            try:
+                client.shutdown("series over", timeout=1.0)
+            except BotFault:
+                log.debug("bot %s did not take the shutdown", self.name)
+        self._stop()
+
+
+class _Watched:
+    """The slot's client as a referee Player; any fault marks the slot for a restart."""
+
+    def __init__(self, client: BotClient, slot: SandboxSlot) -> None:
+        self._client = client
+        self._slot = slot
+        self.name = slot.name
+
+    def handshake(self, handshake: Handshake) -> HandshakeReply:
+        try:
+            return self._client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
+        except BotFault:
+            self._slot.failed()
+            raise
+
+    def send(self, message: RefereeMessage) -> None:
+        try:
+            self._client.send(message)
+        except BotFault:
+            self._slot.failed()
+            raise
+
+    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
+        try:
+            return self._client.decide(view, clock, game_number=game_number, timeout=timeout)
+        except BotFault:
+            self._slot.failed()
+            raise

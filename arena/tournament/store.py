@@ -1,0 +1,150 @@
+"""Bot submissions: validate, content-address, store in the database, and unpack for running.
+
+A submission's files are kept twice: as a deterministic ``.tar.gz`` in the database (so any
+machine with database access can run it) and unpacked under a local store directory keyed by
+its sha256 (so the sandbox can mount it read-only).
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import tempfile
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+
+from arena.db import (
+    Database,
+    NewSubmission,
+    get_submission,
+    load_archive,
+    submit,
+)
+from sandbox import Submission, SubmissionError, load_submission, store_submission
+
+DEFAULT_STORE = Path(".kryt") / "submissions"
+"""Where unpacked submissions live, relative to the working directory (next to kryt.db)."""
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "sdk" / "examples"
+"""The bundled example bots (trusted: they may run without isolation)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """A stored submission: its id, identity, and whether this call created it."""
+
+    submission_id: int
+    name: str
+    version: str
+    sha256: str
+    created: bool
+    trusted: bool
+
+
+def pack(submission: Submission) -> bytes:
+    """A deterministic gzip'd tar of the submission's files (same content → same bytes)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for rel in sorted(submission.files):
+            info = tar.gettarinfo(str(submission.root / rel), arcname=rel)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = 0
+            info.mode = 0o755 if info.isdir() else 0o644
+            if info.isfile():
+                with (submission.root / rel).open("rb") as handle:
+                    tar.addfile(info, handle)
+            else:
+                tar.addfile(info)
+    return buffer.getvalue()
+
+
+@cache
+def bundled_hashes() -> frozenset[str]:
+    """Content hashes of the bundled example bots: submissions with these are trusted."""
+    if not EXAMPLES.is_dir():
+        return frozenset()
+    hashes = set()
+    for folder in sorted(EXAMPLES.iterdir()):
+        if (folder / "bot.toml").is_file():
+            hashes.add(load_submission(folder).sha256)
+    return frozenset(hashes)
+
+
+def register(
+    path: str | Path, *, db: Database, submitted_by: str, store: Path = DEFAULT_STORE
+) -> Registered:
+    """Validate the bot folder or archive at ``path`` and store it as an immutable version.
+
+    Submitting identical content again is a no-op; other content under an existing name and
+    version is refused (ConflictError): bump the version in ``bot.toml``.
+    """
+    if Path(path).is_dir():
+        submission = load_submission(path)
+        stored = store_submission(submission, store)
+        archive = pack(submission)
+    else:  # an archive: unpack it into a temporary folder that is removed afterwards
+        with tempfile.TemporaryDirectory(prefix="kryt-submit-") as tmp:
+            unpacked = load_submission(path, unpack_dir=Path(tmp) / "unpacked")
+            stored = store_submission(unpacked, store)
+            archive = pack(unpacked)
+        submission = load_submission(stored)
+    manifest = {k: v for k, v in asdict(submission.manifest).items() if v is not None}
+    with db.session() as session:
+        result = submit(
+            NewSubmission(
+                bot_name=submission.manifest.name,
+                version=submission.manifest.version,
+                sha256=submission.sha256,
+                submitted_by=submitted_by,
+                manifest=manifest,
+                storage_path=str(stored.resolve()),
+                archive=archive,
+            ),
+            session=session,
+        )
+        row = result.submission
+        assert row.id is not None
+        return Registered(
+            submission_id=row.id,
+            name=submission.manifest.name,
+            version=row.version,
+            sha256=row.sha256,
+            created=result.created,
+            trusted=row.sha256 in bundled_hashes(),
+        )
+
+
+def materialize(submission_id: int, *, db: Database, store: Path = DEFAULT_STORE) -> Submission:
+    """The submission's files as a validated folder under ``store``, unpacked from the database
+    when this machine does not have them yet. The content hash is checked either way."""
+    with db.read_session() as session:
+        row = get_submission(submission_id, session=session)
+        sha256 = row.sha256
+    local = store / sha256
+    if local.is_dir():
+        submission = load_submission(local)
+        if submission.sha256 == sha256:
+            return submission
+        raise SubmissionError(
+            f"stored files of submission {submission_id} at {local} do not match its hash "
+            f"{sha256} (got {submission.sha256}); remove that folder to re-fetch it",
+            str(local),
+        )
+    with db.read_session() as session:
+        archive = load_archive(submission_id, session=session)
+    if archive is None:
+        raise SubmissionError(
+            f"submission {submission_id} has no stored archive and is not in {store}", str(local)
+        )
+    with tempfile.TemporaryDirectory(prefix="kryt-fetch-") as tmp:
+        tar_path = Path(tmp) / "submission.tar.gz"
+        tar_path.write_bytes(archive)
+        unpacked = load_submission(tar_path, unpack_dir=Path(tmp) / "unpacked")
+        if unpacked.sha256 != sha256:
+            raise SubmissionError(
+                f"archive of submission {submission_id} does not match its hash", str(tar_path)
+            )
+        final = store_submission(unpacked, store)
+    return load_submission(final)

@@ -1,0 +1,489 @@
+"""The one place that converts between protobuf (``kryt_proto``) and Python values.
+
+Messages travel as bytes: gRPC is set up with identity (de)serializers and this module turns
+bytes into :mod:`referee.protocol.messages` values and back. Decoding never trusts its
+input: anything a peer could send that does not make sense raises
+:class:`MalformedMessageError`, quoting it.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Final
+
+from google.protobuf.message import DecodeError
+
+from kryt_proto.v1 import bot_pb2 as pb
+from referee.protocol.messages import (
+    BotError,
+    BotMessage,
+    Clock,
+    Decision,
+    DecisionRequest,
+    GameEnd,
+    GameEndReason,
+    GameStart,
+    Handshake,
+    HandshakeReply,
+    RefereeMessage,
+    SeriesScore,
+    Shutdown,
+    TimeControl,
+)
+from referee.rules import (
+    Action,
+    ActionKind,
+    Card,
+    EndReason,
+    InvalidActionError,
+    InvalidCardError,
+    Suit,
+    View,
+)
+
+SERVICE: Final = "kryt.v1.Bot"
+"""Fully qualified gRPC service name."""
+PLAY_METHOD: Final = "Play"
+PLAY_PATH: Final = f"/{SERVICE}/{PLAY_METHOD}"
+"""The bidirectional streaming method carrying a whole series."""
+
+
+class WireError(ValueError):
+    """A message could not be converted (to or from the wire)."""
+
+
+class MalformedMessageError(WireError):
+    """Bytes from a peer are not a valid protocol message; the text quotes what was wrong."""
+
+
+# ---------------------------------------------------------------------------- enums
+
+_REASON_TO_PB: Final[dict[GameEndReason, pb.EndReason.ValueType]] = {
+    GameEndReason.OUT: pb.END_REASON_OUT,
+    GameEndReason.DRAW_BY_FINAL_ANSWER: pb.END_REASON_DRAW_BY_FINAL_ANSWER,
+    GameEndReason.TURN_LIMIT: pb.END_REASON_TURN_LIMIT,
+    GameEndReason.TIMEOUT: pb.END_REASON_TIMEOUT,
+    GameEndReason.ILLEGAL_ACTION: pb.END_REASON_ILLEGAL_ACTION,
+    GameEndReason.MALFORMED_REPLY: pb.END_REASON_MALFORMED_REPLY,
+    GameEndReason.CRASH: pb.END_REASON_CRASH,
+    GameEndReason.STARTUP_FAILURE: pb.END_REASON_STARTUP_FAILURE,
+    GameEndReason.MEMORY_LIMIT: pb.END_REASON_MEMORY_LIMIT,
+    GameEndReason.PROCESS_LIMIT: pb.END_REASON_PROCESS_LIMIT,
+    GameEndReason.DISK_LIMIT: pb.END_REASON_DISK_LIMIT,
+    GameEndReason.DOUBLE_FORFEIT: pb.END_REASON_DOUBLE_FORFEIT,
+    GameEndReason.VOID: pb.END_REASON_VOID,
+}
+_REASON_FROM_PB: Final = {v: k for k, v in _REASON_TO_PB.items()}
+_RULES_REASON_TO_PB: Final = {r: _REASON_TO_PB[GameEndReason.from_rules(r)] for r in EndReason}
+_RULES_REASON_FROM_PB: Final = {v: k for k, v in _RULES_REASON_TO_PB.items()}
+_RULES_REASON_FROM_PB_OR_NONE: Final[dict[pb.EndReason.ValueType, EndReason | None]] = {
+    pb.END_REASON_UNSPECIFIED: None,
+    **_RULES_REASON_FROM_PB,
+}
+
+_KIND_FROM_PB: Final[dict[pb.ActionKind.ValueType, ActionKind]] = {
+    pb.ACTION_KIND_LEAD: ActionKind.LEAD,
+    pb.ACTION_KIND_COVER_AND_LEAD: ActionKind.COVER_AND_LEAD,
+    pb.ACTION_KIND_COVER_AND_GO_OUT: ActionKind.COVER_AND_GO_OUT,
+    pb.ACTION_KIND_TAKE: ActionKind.TAKE,
+}
+
+# ---------------------------------------------------------------------------- cards, actions
+
+# Canonical action texts seen so far (at most ~2,700 exist), so that decoding a long history
+# is one dict lookup per action instead of a parse: this is on the per-decision hot path.
+_ACTIONS: dict[str, Action] = {}
+_CARD_BY_TEXT: Final[dict[str, Card]] = {str(c): c for c in Card.all()}
+
+
+def _card(text: str, what: str) -> Card:
+    try:
+        return Card.parse(text)
+    except InvalidCardError as exc:
+        raise MalformedMessageError(f"{what}: {exc}") from None
+
+
+def _cards(texts: Sequence[str], what: str) -> tuple[Card, ...]:
+    try:  # fast path: canonical text, one dict lookup per card
+        return tuple(map(_CARD_BY_TEXT.__getitem__, texts))
+    except KeyError:
+        return tuple(_card(t, what) for t in texts)
+
+
+def _optional_card(text: str, what: str) -> Card | None:
+    return _card(text, what) if text else None
+
+
+def _action(text: str, what: str) -> Action:
+    action = _ACTIONS.get(text)
+    if action is not None:
+        return action
+    try:
+        action = Action.parse(text)
+    except InvalidActionError as exc:
+        raise MalformedMessageError(f"{what}: {exc}") from None
+    if str(action) == text:
+        _ACTIONS[text] = action
+    return action
+
+
+def _actions(texts: Sequence[str], what: str) -> tuple[Action, ...]:
+    try:  # fast path: every text seen before
+        return tuple(map(_ACTIONS.__getitem__, texts))
+    except KeyError:
+        return tuple(_action(t, what) for t in texts)
+
+
+def _suit(text: str) -> Suit:
+    if len(text) != 1:
+        raise MalformedMessageError(f"view.trump: expected one of C D H S, got {text!r}")
+    try:
+        return Suit.parse(text)
+    except InvalidCardError as exc:
+        raise MalformedMessageError(f"view.trump: {exc}") from None
+
+
+def _seat(value: int, what: str) -> int:
+    if value not in (0, 1):
+        raise MalformedMessageError(f"{what}: a seat is 0 or 1, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------- view
+
+
+def view_to_pb(view: View) -> pb.View:
+    """The protobuf form of an engine :class:`~referee.rules.View`."""
+    msg = pb.View()
+    _fill_view(msg, view)
+    return msg
+
+
+_TEXT: Final = operator.attrgetter("text")
+"""Canonical text of a Card or an Action without a Python-level ``__str__`` call (hot path)."""
+
+
+def _fill_view(msg: pb.View, view: View) -> None:
+    # Filled in place: building a sub-message and assigning it would copy it (hot path).
+    msg.seat = view.seat
+    msg.dealer = view.dealer
+    msg.hand.extend(map(_TEXT, view.hand))
+    msg.pile.extend(map(_TEXT, view.pile))
+    msg.trump = view.trump.letter
+    if view.face_up is not None:
+        msg.face_up = str(view.face_up)
+    msg.stock_count = view.stock_count
+    msg.opponent_count = view.opponent_count
+    msg.opponent_known.extend(map(_TEXT, view.opponent_known))
+    msg.own_known.extend(map(_TEXT, view.own_known))
+    msg.legal_actions.extend(map(_TEXT, view.legal_actions))
+    msg.history.extend(map(_TEXT, view.history))
+    msg.over = view.over
+    if view.reason is not None:
+        msg.reason = _RULES_REASON_TO_PB[view.reason]
+    msg.turn_limit = view.turn_limit
+    if view.final_cover is not None:
+        msg.final_cover = str(view.final_cover)
+    if view.to_move is not None:
+        msg.to_move = view.to_move
+    if view.outcome is not None:
+        msg.winner = view.outcome
+
+
+_SEATS: Final = {0: 0, 1: 1}
+_TRUMPS: Final = {s.letter: s for s in Suit}
+_CARD_OR_NONE: Final[dict[str, Card | None]] = {"": None, **_CARD_BY_TEXT}
+
+
+def view_from_pb(msg: pb.View) -> View:
+    """The engine :class:`~referee.rules.View` of a protobuf view (structure checked only)."""
+    try:  # fast path (per-decision hot path): canonical input, C-level dict lookups only
+        card = _CARD_BY_TEXT.__getitem__
+        action = _ACTIONS.__getitem__
+        return View(
+            seat=_SEATS[msg.seat],
+            dealer=_SEATS[msg.dealer],
+            hand=tuple(map(card, msg.hand)),
+            pile=tuple(map(card, msg.pile)),
+            trump=_TRUMPS[msg.trump],
+            face_up=_CARD_OR_NONE[msg.face_up],
+            stock_count=msg.stock_count,
+            opponent_count=msg.opponent_count,
+            opponent_known=tuple(map(card, msg.opponent_known)),
+            own_known=tuple(map(card, msg.own_known)),
+            to_move=_SEATS[msg.to_move] if msg.HasField("to_move") else None,
+            legal_actions=tuple(map(action, msg.legal_actions)),
+            history=tuple(map(action, msg.history)),
+            turn_limit=msg.turn_limit,
+            over=msg.over,
+            outcome=_SEATS[msg.winner] if msg.HasField("winner") else None,
+            reason=_RULES_REASON_FROM_PB_OR_NONE[msg.reason],
+            final_cover=_CARD_OR_NONE[msg.final_cover],
+        )
+    except KeyError:
+        return _view_from_pb_checked(msg)
+
+
+def _view_from_pb_checked(msg: pb.View) -> View:
+    """Slow path of :func:`view_from_pb`: accepts any spelling the engine does, and names
+    the field and value that is wrong."""
+    reason: EndReason | None = None
+    if msg.reason:
+        found = _RULES_REASON_FROM_PB.get(msg.reason)
+        if found is None:
+            raise MalformedMessageError(f"view.reason: not an ending under the rules: {msg.reason}")
+        reason = found
+    return View(
+        seat=_seat(msg.seat, "view.seat"),
+        dealer=_seat(msg.dealer, "view.dealer"),
+        hand=_cards(msg.hand, "view.hand"),
+        pile=_cards(msg.pile, "view.pile"),
+        trump=_suit(msg.trump),
+        face_up=_optional_card(msg.face_up, "view.face_up"),
+        stock_count=msg.stock_count,
+        opponent_count=msg.opponent_count,
+        opponent_known=_cards(msg.opponent_known, "view.opponent_known"),
+        own_known=_cards(msg.own_known, "view.own_known"),
+        to_move=_seat(msg.to_move, "view.to_move") if msg.HasField("to_move") else None,
+        legal_actions=_actions(msg.legal_actions, "view.legal_actions"),
+        history=_actions(msg.history, "view.history"),
+        turn_limit=msg.turn_limit,
+        over=msg.over,
+        outcome=_seat(msg.winner, "view.winner") if msg.HasField("winner") else None,
+        reason=reason,
+        final_cover=_optional_card(msg.final_cover, "view.final_cover"),
+    )
+
+
+# ---------------------------------------------------------------------------- small parts
+
+
+def _time_control_to_pb(tc: TimeControl) -> pb.TimeControl:
+    return pb.TimeControl(move_ms=tc.move_ms, bank_ms=tc.bank_ms)
+
+
+def _time_control_from_pb(msg: pb.TimeControl) -> TimeControl:
+    try:
+        return TimeControl(move_ms=msg.move_ms, bank_ms=msg.bank_ms)
+    except ValueError as exc:
+        raise MalformedMessageError(f"time_control: {exc}") from None
+
+
+def _score_to_pb(score: SeriesScore) -> pb.SeriesScore:
+    return pb.SeriesScore(wins=score.wins, draws=score.draws, losses=score.losses)
+
+
+def _score_from_pb(msg: pb.SeriesScore) -> SeriesScore:
+    return SeriesScore(wins=msg.wins, draws=msg.draws, losses=msg.losses)
+
+
+def structured_action(msg: pb.Action) -> Action:
+    """The action a structured message names; raises :class:`MalformedMessageError`."""
+    kind = _KIND_FROM_PB.get(msg.kind)
+    if kind is None:
+        raise MalformedMessageError(f"decision.structured.kind: unknown action kind {msg.kind}")
+    try:
+        action = Action(
+            kind,
+            cover=msg.cover or None,
+            lead=msg.lead or None,
+            swap=msg.swap,
+        )
+    except (InvalidActionError, InvalidCardError) as exc:
+        raise MalformedMessageError(f"decision.structured: {exc}") from None
+    return action
+
+
+# ---------------------------------------------------------------------------- referee → bot
+
+
+def referee_message_to_pb(message: RefereeMessage) -> pb.RefereeMessage:
+    """Protobuf form of anything the referee sends."""
+    match message:
+        case Handshake():
+            return pb.RefereeMessage(
+                handshake=pb.Handshake(
+                    protocol_version=message.protocol_version,
+                    referee_version=message.referee_version,
+                    games=message.games,
+                    opponent_name=message.opponent_name,
+                    time_control=_time_control_to_pb(message.time_control),
+                )
+            )
+        case GameStart():
+            return pb.RefereeMessage(
+                game_start=pb.GameStart(
+                    game_number=message.game_number,
+                    seat=message.seat,
+                    dealer=message.dealer,
+                    score=_score_to_pb(message.score),
+                    opponent_name=message.opponent_name,
+                    time_control=_time_control_to_pb(message.time_control),
+                    turn_limit=message.turn_limit,
+                )
+            )
+        case DecisionRequest():
+            msg = pb.RefereeMessage()
+            request = msg.decision_request
+            request.request_id = message.request_id
+            request.game_number = message.game_number
+            _fill_view(request.view, message.view)
+            request.clock.move_ms = message.clock.move_ms
+            request.clock.bank_ms = message.clock.bank_ms
+            return msg
+        case GameEnd():
+            end = pb.GameEnd(
+                game_number=message.game_number,
+                reason=_REASON_TO_PB[message.reason],
+                detail=message.detail,
+                deck=[str(c) for c in message.deck],
+                score=_score_to_pb(message.score),
+            )
+            if message.winner is not None:
+                end.winner = message.winner
+            if message.view is not None:
+                _fill_view(end.view, message.view)
+            return pb.RefereeMessage(game_end=end)
+        case Shutdown():
+            return pb.RefereeMessage(shutdown=pb.Shutdown(reason=message.reason))
+    raise WireError(f"not a referee message: {message!r}")
+
+
+def referee_message_from_pb(msg: pb.RefereeMessage) -> RefereeMessage:
+    """Python value of a protobuf referee message."""
+    which = msg.WhichOneof("body")
+    if which == "handshake":
+        h = msg.handshake
+        return Handshake(
+            protocol_version=h.protocol_version,
+            referee_version=h.referee_version,
+            games=h.games,
+            opponent_name=h.opponent_name,
+            time_control=_time_control_from_pb(h.time_control),
+        )
+    if which == "game_start":
+        g = msg.game_start
+        return GameStart(
+            game_number=g.game_number,
+            seat=_seat(g.seat, "game_start.seat"),
+            dealer=_seat(g.dealer, "game_start.dealer"),
+            score=_score_from_pb(g.score),
+            opponent_name=g.opponent_name,
+            time_control=_time_control_from_pb(g.time_control),
+            turn_limit=g.turn_limit,
+        )
+    if which == "decision_request":
+        d = msg.decision_request
+        if not d.HasField("view"):
+            raise MalformedMessageError("decision_request carries no view")
+        return DecisionRequest(
+            request_id=d.request_id,
+            game_number=d.game_number,
+            view=view_from_pb(d.view),
+            clock=Clock(move_ms=d.clock.move_ms, bank_ms=d.clock.bank_ms),
+        )
+    if which == "game_end":
+        e = msg.game_end
+        reason = _REASON_FROM_PB.get(e.reason)
+        if reason is None:
+            raise MalformedMessageError(f"game_end.reason: unknown end reason {e.reason}")
+        return GameEnd(
+            game_number=e.game_number,
+            winner=_seat(e.winner, "game_end.winner") if e.HasField("winner") else None,
+            reason=reason,
+            detail=e.detail,
+            view=view_from_pb(e.view) if e.HasField("view") else None,
+            deck=_cards(e.deck, "game_end.deck"),
+            score=_score_from_pb(e.score),
+        )
+    if which == "shutdown":
+        return Shutdown(reason=msg.shutdown.reason)
+    raise MalformedMessageError("referee message carries no body")
+
+
+# ---------------------------------------------------------------------------- bot → referee
+
+
+def bot_message_to_pb(message: BotMessage) -> pb.BotMessage:
+    """Protobuf form of anything the bot sends (decisions go as canonical text)."""
+    match message:
+        case HandshakeReply():
+            return pb.BotMessage(
+                handshake_reply=pb.HandshakeReply(
+                    protocol_version=message.protocol_version,
+                    name=message.name,
+                    version=message.version,
+                    sdk=message.sdk,
+                )
+            )
+        case Decision():
+            return pb.BotMessage(
+                decision=pb.Decision(request_id=message.request_id, text=str(message.action))
+            )
+        case BotError():
+            return pb.BotMessage(error=pb.BotError(message=message.message))
+    raise WireError(f"not a bot message: {message!r}")
+
+
+def bot_message_from_pb(msg: pb.BotMessage) -> BotMessage:
+    """Python value of a protobuf bot message; a structured action becomes canonical text."""
+    which = msg.WhichOneof("body")
+    if which == "handshake_reply":
+        h = msg.handshake_reply
+        return HandshakeReply(
+            protocol_version=h.protocol_version, name=h.name, version=h.version, sdk=h.sdk
+        )
+    if which == "decision":
+        d = msg.decision
+        choice = d.WhichOneof("action")
+        if choice == "text":
+            return Decision(request_id=d.request_id, action=d.text)
+        if choice == "structured":
+            return Decision(request_id=d.request_id, action=structured_action(d.structured))
+        raise MalformedMessageError(f"decision {d.request_id} carries no action")
+    if which == "error":
+        return BotError(message=msg.error.message)
+    raise MalformedMessageError("bot message carries no body")
+
+
+# ---------------------------------------------------------------------------- bytes
+
+
+def _parse(cls: type[pb.RefereeMessage] | type[pb.BotMessage], data: bytes) -> object:
+    try:
+        return cls.FromString(data)
+    except DecodeError as exc:
+        raise MalformedMessageError(
+            f"not a {cls.DESCRIPTOR.full_name} ({len(data)} bytes: {data[:40]!r}...): {exc}"
+        ) from None
+
+
+def encode_referee_message(message: RefereeMessage) -> bytes:
+    """Serialized referee message."""
+    try:
+        return referee_message_to_pb(message).SerializeToString()
+    except (TypeError, ValueError) as exc:
+        raise WireError(f"cannot encode {type(message).__name__}: {exc}") from exc
+
+
+def decode_referee_message(data: bytes) -> RefereeMessage:
+    """Parse bytes from the referee; raises :class:`MalformedMessageError`."""
+    msg = _parse(pb.RefereeMessage, data)
+    assert isinstance(msg, pb.RefereeMessage)
+    return referee_message_from_pb(msg)
+
+
+def encode_bot_message(message: BotMessage) -> bytes:
+    """Serialized bot message."""
+    try:
+        return bot_message_to_pb(message).SerializeToString()
+    except (TypeError, ValueError) as exc:
+        raise WireError(f"cannot encode {type(message).__name__}: {exc}") from exc
+
+
+def decode_bot_message(data: bytes) -> BotMessage:
+    """Parse bytes from a bot; raises :class:`MalformedMessageError` quoting the problem."""
+    msg = _parse(pb.BotMessage, data)
+    assert isinstance(msg, pb.BotMessage)
+    return bot_message_from_pb(msg)

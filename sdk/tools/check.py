@@ -1,0 +1,288 @@
+"""``check_bot``: run a bot through the real gRPC path against a reference opponent and
+report what a referee would hold against it (crashes, timeouts, slow replies, illegal or
+malformed actions, a bad manifest, not stopping when told).
+
+    from sdk.tools.check import check_bot
+    report = check_bot("path/to/my-bot", games=10)
+    print(report.format())
+
+A bot folder is started as ``python <entry>`` in a subprocess serving on a temporary Unix
+socket (no sandbox: this is a development tool); an address (``host:port`` or
+``unix:///...``) checks a bot that is already running.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Final, Literal
+
+from referee.client import (
+    BotClient,
+    BotCrashedError,
+    BotFault,
+    BotUnreachableError,
+    RemotePlayer,
+    Reply,
+)
+from referee.protocol.messages import TimeControl
+from sandbox.submission import SubmissionError, load_submission
+from sdk.bot import Bot
+from sdk.server import ADDRESS_ENV
+from sdk.tools.local import DEFAULT_TIME_CONTROL, LocalPlayer, SeriesResult, run_series
+
+HANDSHAKE_TIMEOUT: Final = 5.0
+STDERR_TAIL: Final = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something wrong with the bot; ``error`` fails the check, ``warning`` does not."""
+
+    kind: str
+    detail: str
+    severity: Literal["error", "warning"] = "error"
+    games: tuple[int, ...] = ()
+
+
+@dataclass(slots=True)
+class CheckReport:
+    """What :func:`check_bot` found."""
+
+    target: str
+    name: str = "?"
+    version: str = "?"
+    series: SeriesResult | None = None
+    problems: list[Problem] = field(default_factory=list)
+    reply_times: list[float] = field(default_factory=list)
+    stderr: str = ""
+    sandbox: str = ""
+    """The sandbox backend the bot ran in (empty: a plain subprocess or an address)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem is an error."""
+        return not any(p.severity == "error" for p in self.problems)
+
+    def format(self) -> str:
+        """A human-readable summary."""
+        lines = [f"bot {self.name} {self.version} ({self.target})"]
+        if self.series is not None:
+            lines.append(f"  series: {self.series}")
+        if self.reply_times:
+            times = sorted(self.reply_times)
+            p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
+            lines.append(
+                f"  replies: {len(times)}, mean {1000 * sum(times) / len(times):.1f} ms, "
+                f"p95 {1000 * p95:.1f} ms, max {1000 * times[-1]:.1f} ms"
+            )
+        for p in self.problems:
+            where = f" (games {', '.join(map(str, p.games))})" if p.games else ""
+            lines.append(f"  {p.severity.upper()} {p.kind}{where}: {p.detail}")
+        lines.append("  OK" if self.ok else "  FAILED")
+        if not self.ok and self.stderr.strip():
+            lines.append("  bot stderr (tail):")
+            lines.extend("    " + line for line in self.stderr.strip().splitlines()[-20:])
+        return "\n".join(lines)
+
+
+@contextmanager
+def _started(folder: Path, report: CheckReport) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Start the bot folder's entry on a temporary Unix socket; kill it afterwards."""
+    submission = load_submission(folder)
+    report.name, report.version = submission.manifest.name, submission.manifest.version
+    tmp = Path(tempfile.mkdtemp(prefix="kryt-check-"))
+    address = f"unix://{tmp / 'bot.sock'}"
+    env = dict(os.environ)
+    env[ADDRESS_ENV] = address
+    # Let the bot import this very SDK even when it is not installed (a source checkout).
+    here = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    err: IO[bytes] = (tmp / "stderr.log").open("w+b")
+    proc = subprocess.Popen(
+        [sys.executable, submission.manifest.entry],
+        cwd=submission.root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=err,
+        stderr=err,
+    )
+    try:
+        yield address, proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        err.seek(0)
+        report.stderr = err.read()[-STDERR_TAIL:].decode("utf-8", "replace")
+        err.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _wait_ready(client: BotClient, proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc is not None and proc.poll() is not None:
+            raise BotCrashedError(f"the bot exited with code {proc.returncode} before serving")
+        try:
+            client.wait_healthy(min(0.5, max(0.01, deadline - time.monotonic())))
+            return
+        except BotUnreachableError as exc:
+            if time.monotonic() >= deadline:
+                raise BotUnreachableError(
+                    f"bot at {client.address} not healthy after {timeout:.1f}s ({exc})"
+                ) from None
+
+
+def _problems_from(series: SeriesResult, seat: int) -> list[Problem]:
+    """One problem per forfeit reason, listing the games and quoting the first occurrence."""
+    grouped: dict[str, list[tuple[int, str]]] = {}
+    for number, game in sorted(series.games.items()):
+        if game.forfeit is not None and game.forfeit.seat == seat:
+            grouped.setdefault(game.ending.value, []).append((number, game.forfeit.detail))
+    return [
+        Problem(kind=kind, detail=games[0][1], games=tuple(n for n, _ in games))
+        for kind, games in grouped.items()
+    ]
+
+
+def check_bot(
+    target: str | os.PathLike[str],
+    games: int = 10,
+    *,
+    seed: int | str = 0,
+    opponent: Bot | None = None,
+    time_control: TimeControl = DEFAULT_TIME_CONTROL,
+    startup_timeout: float = 10.0,
+    sandbox: str | None = None,
+) -> CheckReport:
+    """Play ``games`` games against ``opponent`` (default: the greedy example bot) over gRPC.
+
+    ``target`` is a bot folder (with ``bot.toml``) or the address of a running bot. The bot
+    sits in seat 0; the dealer alternates by the series rules, so it plays both first and
+    second. Returns a :class:`CheckReport`; nothing is raised for the bot's faults.
+    With ``sandbox`` (``"auto"``, ``"docker"``, ``"bwrap"`` or ``"process"``) a bot folder is
+    started in that sandbox backend, as a tournament would (your own bot: trusted).
+    """
+    from sdk.examples.greedy.bot import GreedyBot
+
+    report = CheckReport(target=str(target))
+    path = Path(target)
+    text = str(target)
+    looks_like_address = text.startswith("unix:") or re.fullmatch(r"[\w.\-\[\]:]+:\d+", text)
+    if not path.exists() and not looks_like_address:
+        report.problems.append(
+            Problem(
+                "not found",
+                f"{text!r} is neither a bot folder nor an address (host:port or unix:///path)",
+            )
+        )
+        return report
+    client: BotClient | None = None
+    try:
+        starter = (
+            _sandboxed(path, report, sandbox, startup_timeout)
+            if sandbox is not None and path.exists()
+            else _maybe_started(path, report)
+        )
+        with starter as (address, proc):
+            client = BotClient(address)
+            _wait_ready(client, proc, startup_timeout)
+            remote = RemotePlayer(client, handshake_timeout=HANDSHAKE_TIMEOUT)
+            reference = LocalPlayer(opponent if opponent is not None else GreedyBot())
+
+            def record(game: int, seat: int, reply: Reply) -> None:
+                if seat == 0:
+                    report.reply_times.append(reply.elapsed)
+
+            series = run_series(
+                [remote, reference], games, seed, time_control=time_control, on_move=record
+            )
+            report.series = series
+            if remote.reply is not None:
+                report.name, report.version = remote.reply.name, remote.reply.version
+            report.problems.extend(_problems_from(series, 0))
+            move_s = time_control.move_ms / 1000
+            slow = [t for t in report.reply_times if t > move_s]
+            if slow:
+                report.problems.append(
+                    Problem(
+                        "slow replies",
+                        f"{len(slow)} replies took longer than the {move_s:.3f}s move limit "
+                        f"(max {max(slow):.3f}s) and ate the time bank",
+                        severity="warning",
+                    )
+                )
+            if not client.closed:
+                client.shutdown("check finished")
+                if proc is not None:
+                    try:
+                        proc.wait(3)
+                    except subprocess.TimeoutExpired:
+                        report.problems.append(
+                            Problem(
+                                "shutdown",
+                                "the bot did not exit within 3s after Shutdown",
+                                severity="warning",
+                            )
+                        )
+    except SubmissionError as exc:
+        report.problems.append(Problem("manifest", str(exc)))
+    except BotUnreachableError as exc:
+        report.problems.append(Problem("unreachable", str(exc)))
+    except BotFault as exc:
+        report.problems.append(Problem(exc.reason.value, str(exc)))
+    finally:
+        if client is not None:
+            client.close()
+    return report
+
+
+@contextmanager
+def _sandboxed(
+    path: Path, report: CheckReport, preference: str, startup_timeout: float
+) -> Iterator[tuple[str, None]]:
+    """Start the bot folder in a sandbox backend; stop it (and keep its output) afterwards."""
+    from sandbox import BotStartupError, SandboxLimits, choose_backend
+
+    submission = load_submission(path)
+    report.name, report.version = submission.manifest.name, submission.manifest.version
+    backend = choose_backend(preference, allow_unsafe=False)
+    report.sandbox = backend.describe()
+    limits = SandboxLimits(startup_timeout=startup_timeout)
+    try:
+        running = backend.start(
+            submission, limits, f"kryt-check-{submission.sha256[:12]}", trusted=True
+        )
+    except BotStartupError as exc:
+        raise BotCrashedError(f"the bot did not start in the sandbox: {exc}") from None
+    try:
+        yield running.address, None
+    finally:
+        running.stop()
+        report.stderr = running.logs()[-STDERR_TAIL:]
+
+
+@contextmanager
+def _maybe_started(
+    path: Path, report: CheckReport
+) -> Iterator[tuple[str, subprocess.Popen[bytes] | None]]:
+    if path.exists():
+        with _started(path, report) as (address, proc):
+            yield address, proc
+    else:
+        yield str(path), None

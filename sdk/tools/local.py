@@ -1,0 +1,217 @@
+"""Series between bots on the author's own machine: ``play_local`` (in-process, no gRPC) and
+the series runner shared with :func:`sdk.tools.check.check_bot`.
+
+Both are thin layers over the referee's own loop (:func:`referee.series.run_series`): the same
+time control, forfeits, records and sequencing (the first dealer drawn from the series seed,
+then the loser deals, and after a draw the same dealer deals again; rules.md, Series).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from referee.client import BotCrashedError, BotFault, Reply
+from referee.match import Player
+from referee.protocol.messages import (
+    BotError,
+    Clock,
+    Decision,
+    DecisionRequest,
+    GameEndReason,
+    Handshake,
+    HandshakeReply,
+    RefereeMessage,
+    TimeControl,
+)
+from referee.rules import DEFAULT_TURN_LIMIT, View
+from referee.series import BotStartError, SeriesConfig, SeriesResult
+from referee.series import run_series as referee_series
+from sdk.bot import Bot
+from sdk.driver import BotDriver
+from sdk.server import bot_identity
+
+__all__ = [
+    "DEFAULT_TIME_CONTROL",
+    "LocalPlayer",
+    "PlayerSlot",
+    "SeriesResult",
+    "play_local",
+    "run_series",
+]
+
+DEFAULT_TIME_CONTROL: Final = TimeControl()
+"""1 s a move, a 10 s bank per game: the arena's defaults."""
+
+
+class LocalPlayer:
+    """A bot object played in-process (no gRPC, no time limit enforced)."""
+
+    def __init__(self, bot: Bot) -> None:
+        self.bot = bot
+        self.name, version = bot_identity(bot)
+        self._driver = BotDriver(bot, name=self.name, version=version)
+        self._ids = 0
+
+    def handshake(self, handshake: Handshake) -> HandshakeReply:
+        reply = self._driver.handle(handshake)
+        if not isinstance(reply, HandshakeReply):
+            raise BotCrashedError(f"{self.name}: handshake failed: {reply!r}")
+        return reply
+
+    def send(self, message: RefereeMessage) -> None:
+        reply = self._driver.handle(message)
+        if isinstance(reply, BotError):
+            raise BotCrashedError(f"{self.name}: {reply.message}", reply.message)
+
+    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
+        self._ids += 1
+        start = time.monotonic()
+        request = DecisionRequest(self._ids, game_number, view, clock)
+        reply = self._driver.handle(request, start)
+        elapsed = time.monotonic() - start
+        if isinstance(reply, Decision):
+            return Reply(action=reply.action, elapsed=elapsed, request_id=self._ids)
+        message = reply.message if isinstance(reply, BotError) else repr(reply)
+        raise BotCrashedError(f"{self.name}: {message}", message)
+
+
+MoveHook = Callable[[int, int, Reply], None]
+"""Called as ``hook(game_number, seat, reply)`` after each reply (for timing reports)."""
+
+
+class PlayerSlot:
+    """A seat of a series for a player the caller provides: a bot object played in-process
+    (trusted code only) or a connection to an already-running bot.
+
+    ``start()`` makes the player; the slot handshakes it at the first game and, when
+    ``restart`` is true, makes a fresh one after the player failed (as a sandbox restarts a
+    crashed bot). ``on_move`` sees every reply (for timing reports).
+    """
+
+    def __init__(
+        self,
+        start: Callable[[], Player],
+        name: str,
+        *,
+        seat: int = 0,
+        restart: bool = True,
+        on_move: MoveHook | None = None,
+    ) -> None:
+        self.name = name
+        self._start = start
+        self._seat = seat
+        self._restart = restart
+        self._on_move = on_move
+        self._player: Player | None = None
+        self._failed = False
+
+    def player(self, handshake: Handshake) -> Player:
+        """The player, started (or restarted after a failure) and handshaken."""
+        if self._player is None or (self._failed and self._restart):
+            try:
+                self._player = self._start()
+                self._player.handshake(handshake)
+            except BotFault as exc:
+                raise BotStartError(f"{self.name}: {exc}") from None
+            except Exception as exc:
+                raise BotStartError(f"{self.name} failed to start: {exc!r}") from None
+            self._failed = False
+        return _Watched(self._player, self)
+
+    def failed(self) -> None:
+        """Mark the player as failed so that the next game starts a fresh one."""
+        self._failed = True
+
+    def diagnose(self) -> GameEndReason | None:
+        """Players outside a sandbox have no sandbox verdicts."""
+        return None
+
+    def close(self) -> None:
+        """Forget the player (the caller owns any connection)."""
+        self._player = None
+
+
+class _Watched:
+    """Forwards to a player, tells the slot when it failed, and reports each reply."""
+
+    def __init__(self, inner: Player, slot: PlayerSlot) -> None:
+        self._inner = inner
+        self._slot = slot
+        self.name = slot.name
+
+    def handshake(self, handshake: Handshake) -> HandshakeReply:
+        try:
+            return self._inner.handshake(handshake)
+        except BotFault:
+            self._slot.failed()
+            raise
+
+    def send(self, message: RefereeMessage) -> None:
+        try:
+            self._inner.send(message)
+        except BotFault:
+            self._slot.failed()
+            raise
+
+    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
+        try:
+            reply = self._inner.decide(view, clock, game_number, timeout)
+        except BotFault:
+            self._slot.failed()
+            raise
+        if self._slot._on_move is not None:
+            self._slot._on_move(game_number, self._slot._seat, reply)
+        return reply
+
+
+def run_series(
+    players: Sequence[Player],
+    games: int,
+    seed: int | str,
+    *,
+    time_control: TimeControl = DEFAULT_TIME_CONTROL,
+    turn_limit: int = DEFAULT_TURN_LIMIT,
+    on_move: MoveHook | None = None,
+) -> SeriesResult:
+    """Play ``games`` games between ``players[0]`` (seat 0) and ``players[1]`` (seat 1) with the
+    referee's own loop: the engine decides legality and the end; a bot that fails (timeout,
+    bank exhausted, illegal or malformed reply, crash) loses that game by forfeit."""
+    if len(players) != 2:
+        raise ValueError(f"a series needs exactly two players, got {len(players)}")
+    if games < 1:
+        raise ValueError(f"a series needs at least one game, got {games!r}")
+    config = SeriesConfig(games=games, seed=seed, time_control=time_control, turn_limit=turn_limit)
+    slots = [
+        PlayerSlot(_given(player), player.name, seat=seat, restart=False, on_move=on_move)
+        for seat, player in enumerate(players)
+    ]
+    return referee_series(config, (slots[0], slots[1]))
+
+
+def _given(player: Player) -> Callable[[], Player]:
+    return lambda: player
+
+
+def play_local(
+    bot_a: Bot,
+    bot_b: Bot,
+    games: int = 10,
+    seed: int | str = 0,
+    *,
+    time_control: TimeControl = DEFAULT_TIME_CONTROL,
+    turn_limit: int = DEFAULT_TURN_LIMIT,
+) -> SeriesResult:
+    """Play a series in-process: ``bot_a`` in seat 0, ``bot_b`` in seat 1 (use two objects).
+
+    The first dealer comes from ``seed``, then the loser deals (see
+    :func:`referee.series.next_dealer`); game ``n`` is dealt from ``game_seed(seed, n)``.
+    Exceptions in a bot's code and illegal actions are forfeits recorded in the result (and
+    tracebacks go to stderr). ``result.games`` maps each game's number to its
+    :class:`referee.record.GameRecord`.
+    """
+    if bot_a is bot_b:
+        raise ValueError("play_local needs two bot objects (each keeps its own game context)")
+    players = (LocalPlayer(bot_a), LocalPlayer(bot_b))
+    return run_series(players, games, seed, time_control=time_control, turn_limit=turn_limit)

@@ -1,0 +1,146 @@
+"""``new_bot``: a new bot folder with a manifest, a working bot, a test and a README.
+
+Used by ``kryt bot new NAME`` and ``python -m sdk.tools new NAME``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from string import Template
+
+from sandbox.submission import InvalidManifestError, parse_manifest
+
+
+class BotTemplateError(ValueError):
+    """The bot cannot be created (bad name, folder already exists)."""
+
+
+_MANIFEST = Template(
+    """name = "$name"
+version = "0.1.0"
+language = "python"
+entry = "bot.py"
+author = ""
+description = "A Kryt'-navalivat' bot."
+"""
+)
+
+_BOT = Template(
+    '''"""$name: a Kryt'-navalivat' bot. Edit ``act``; run ``python test_bot.py`` to test it."""
+
+from __future__ import annotations
+
+from referee.rules import Action, View
+from sdk import Bot, serve
+from sdk.strategy import greedy_action
+
+
+class $cls(Bot):
+    """Starts as the greedy heuristic; make it smarter."""
+
+    def act(self, view: View) -> Action:
+        # view.legal_actions holds every legal move; return one of them (or its text).
+        # Helpers: sdk.CardTracker.from_view(view).unseen (cards you have not seen),
+        # sdk.sample_game(view, rng) (a full game consistent with the view, to simulate),
+        # self.time_left() (seconds left for this move), self.context (seat, score...).
+        return greedy_action(view.legal_actions, view.trump)
+
+
+if __name__ == "__main__":
+    serve($cls())
+'''
+)
+
+_TEST = Template(
+    '''"""Tests of $name: ``python test_bot.py`` (or ``pytest`` if you have it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sdk.tools import play_local
+from sdk.tools.check import check_bot
+from sdk.examples.random.bot import RandomBot
+
+from bot import $cls
+
+
+def test_plays_only_legal_actions() -> None:
+    result = play_local($cls(), RandomBot(seed=1), games=20, seed=1)
+    assert not result.forfeits, [g.detail for g in result.forfeits]
+
+
+def test_beats_random() -> None:
+    result = play_local($cls(), RandomBot(seed=2), games=20, seed=2)
+    assert result.points(0) > 10, str(result)
+
+
+def test_serves_over_grpc() -> None:
+    report = check_bot(Path(__file__).resolve().parent, games=2)
+    assert report.ok, report.format()
+
+
+if __name__ == "__main__":
+    for test in (
+        test_plays_only_legal_actions,
+        test_beats_random,
+        test_serves_over_grpc,
+    ):
+        test()
+        print(f"ok  {test.__name__}")
+'''
+)
+
+_README = Template(
+    """# $name
+
+A bot for the card game Kryt'-navalivat', written with the Kryt Arena SDK.
+
+- `bot.py` — the bot: the `act(view)` method chooses one of `view.legal_actions`.
+- `bot.toml` — the manifest (name, version, entry point) the arena reads.
+- `test_bot.py` — plays local games and one check over gRPC: `python test_bot.py`.
+
+Try it:
+
+```sh
+python test_bot.py                  # local games + a real gRPC check
+python -m sdk.tools check .               # the same check the arena's referee would do
+python bot.py 127.0.0.1:50051       # serve it (or set KRYT_BOT_ADDRESS)
+```
+
+The protocol and the helpers (card tracker, determinization, local simulator) are described
+in the arena's `docs/writing-a-bot.md`.
+"""
+)
+
+
+def class_name(name: str) -> str:
+    """``my-bot_2`` → ``MyBot2Bot``-style class name (always ends with ``Bot``)."""
+    words = [w for w in name.replace("_", "-").split("-") if w]
+    base = "".join(w[:1].upper() + w[1:] for w in words)
+    if base[:1].isdigit():
+        base = "Bot" + base
+    return base if base.endswith("Bot") else base + "Bot"
+
+
+def new_bot(name: str, parent: str | Path = ".") -> Path:
+    """Create ``parent/name/`` with ``bot.toml``, ``bot.py``, ``test_bot.py``, ``README.md``.
+
+    Raises :class:`BotTemplateError` for a name the manifest rules reject or an existing
+    folder (nothing is overwritten).
+    """
+    manifest = _MANIFEST.substitute(name=name)
+    try:
+        parse_manifest(manifest)
+    except InvalidManifestError as exc:
+        raise BotTemplateError(f"cannot create bot {name!r}: {exc}") from None
+    folder = Path(parent) / name
+    if folder.exists():
+        raise BotTemplateError(f"cannot create bot {name!r}: {folder} already exists")
+    cls = class_name(name)
+    folder.mkdir(parents=True)
+    (folder / "bot.toml").write_text(manifest, encoding="utf-8")
+    (folder / "bot.py").write_text(_BOT.substitute(name=name, cls=cls), encoding="utf-8")
+    (folder / "test_bot.py").write_text(_TEST.substitute(name=name, cls=cls), encoding="utf-8")
+    (folder / "README.md").write_text(_README.substitute(name=name), encoding="utf-8")
+    return folder
