@@ -20,7 +20,7 @@ import contextlib
 import secrets
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -59,8 +59,13 @@ start, which dials before the bot listens, take over a second instead of ~0.3 s.
 CHANNEL_OPTIONS: Final[list[tuple[str, int]]] = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    # Descriptor numbers (the sandbox dials /proc/self/fd/N) are reused from bot to bot: a
+    # private subchannel pool keeps a later bot from sharing an earlier one's connection.
+    ("grpc.use_local_subchannel_pool", 1),
+    ("grpc.enable_retries", 0),
     *RECONNECT_OPTIONS,
 ]
+"""The options of every channel to a bot (the referee's client and sandbox probes)."""
 
 
 class BotFault(RuntimeError):
@@ -214,15 +219,23 @@ class BotClient:
 
     # ------------------------------------------------------------------ connection
 
-    def wait_healthy(self, timeout: float) -> None:
-        """Wait until the bot's health service says SERVING; raises BotUnreachableError."""
-        self._run(self._wait_healthy(timeout))
+    def wait_healthy(self, timeout: float, alive: Callable[[], bool] | None = None) -> None:
+        """Wait until the bot's health service says SERVING: the one start-up wait.
 
-    async def _wait_healthy(self, timeout: float) -> None:
+        Raises BotUnreachableError when ``timeout`` passes, and BotCrashedError as soon as
+        ``alive()`` (checked between attempts) says the bot's process has ended.
+        """
+        self._run(self._wait_healthy(timeout, alive))
+
+    async def _wait_healthy(self, timeout: float, alive: Callable[[], bool] | None) -> None:
         stub = health_pb2_grpc.HealthStub(self._channel)
         deadline = time.monotonic() + timeout
         last = "no answer"
+        # Ready when the whole server ("") or the Bot service says SERVING (protocol.md).
+        service = ""
         while True:
+            if alive is not None and not alive():
+                raise BotCrashedError(f"bot at {self.address} exited before serving")
             left = deadline - time.monotonic()
             if left <= 0:
                 raise BotUnreachableError(
@@ -230,17 +243,24 @@ class BotClient:
                 )
             try:
                 answer = await stub.Check(
-                    health_pb2.HealthCheckRequest(service=SERVICE),
-                    timeout=min(left, 1.0),
+                    health_pb2.HealthCheckRequest(service=service),
+                    timeout=min(left, 0.5 if alive is not None else 1.0),
                     wait_for_ready=True,
                 )
             except grpc.RpcError as exc:
-                last = f"{exc.code().name}: {exc.details()}"
+                code = exc.code()
+                last = f"{code.name}: {exc.details()}"
+                if code is grpc.StatusCode.NOT_FOUND and service == "":
+                    service = SERVICE  # no overall status: ask for the Bot service at once
+                    continue
+                if code is grpc.StatusCode.NOT_FOUND:
+                    last = f"NOT_FOUND: neither '' nor {SERVICE!r} has a health status"
                 await asyncio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
                 continue
             if answer.status == health_pb2.HealthCheckResponse.SERVING:
                 return
-            last = f"status {health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)}"
+            name = health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
+            last = f"status {name}"
             await asyncio.sleep(0.05)
 
     def _open(self) -> grpc.aio.StreamStreamCall[bytes, bytes]:

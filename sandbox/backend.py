@@ -19,15 +19,10 @@ from typing import ClassVar
 
 import grpc
 
+from referee.client import CHANNEL_OPTIONS, BotClient, BotUnreachableError
+from referee.client import BotCrashedError as ClientCrashed
 from sandbox.death import DeathCause, DeathReport
-from sandbox.dial import (
-    MAX_SUN_PATH,
-    SOCKET_NAME,
-    channel_options,
-    fd_address,
-    open_bot_socket,
-    wait_serving,
-)
+from sandbox.dial import MAX_SUN_PATH, SOCKET_NAME, fd_address, open_bot_socket
 from sandbox.errors import (
     BotCrashedError,
     BotNotHealthyError,
@@ -176,6 +171,7 @@ class RunningBot(ABC):
         self.expected_uid = expected_uid
         self.address = ""
         self._channel: grpc.Channel | None = None
+        self._client: BotClient | None = None
         self._fd: int | None = None
         self._dial_link: Path | None = None
         self._death: DeathReport | None = None
@@ -184,10 +180,21 @@ class RunningBot(ABC):
         _LIVE.add(self)
 
     @property
+    def client(self) -> BotClient:
+        """The referee's connection to this bot, healthy since start-up (valid until
+        :meth:`stop`): the one channel the referee plays through."""
+        if self._client is None:
+            raise RuntimeError(f"bot {self.label!r} has no client (not started or stopped)")
+        return self._client
+
+    @property
     def channel(self) -> grpc.Channel:
-        """The connected gRPC channel (valid until :meth:`stop`)."""
-        if self._channel is None:
+        """A plain gRPC channel to the bot, for probing it outside the protocol (tests,
+        diagnostics); made on first use, closed by :meth:`stop`."""
+        if self._stopped or not self.address:
             raise RuntimeError(f"bot {self.label!r} has no channel (not started or stopped)")
+        if self._channel is None:
+            self._channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
         return self._channel
 
     @property
@@ -240,6 +247,9 @@ class RunningBot(ABC):
                 if self._channel is not None:
                     self._channel.close()
                     self._channel = None
+                if self._client is not None:
+                    self._client.close()
+                    self._client = None
                 if self._fd is not None:
                     os.close(self._fd)
                     self._fd = None
@@ -316,10 +326,16 @@ class RunningBot(ABC):
                 time.sleep(0.02)
         self._fd = fd
         self.address = self._unique_address(fd)
-        self._channel = grpc.insecure_channel(
-            self.address, options=channel_options(self.limits.max_message_bytes)
-        )
-        wait_serving(self._channel, deadline=deadline, alive=self.alive, label=self.label)
+        self._client = BotClient(self.address)
+        try:
+            self._client.wait_healthy(max(0.0, deadline - time.monotonic()), alive=self.alive)
+        except BotUnreachableError as exc:
+            raise BotNotHealthyError(
+                f"bot {self.label!r} did not report SERVING before its startup deadline ({exc})",
+                label=self.label,
+            ) from None
+        except ClientCrashed:
+            pass  # it died while starting: reported just below
         report = self.death()
         if report is not None:
             raise self._crashed(report, "exited during start-up")

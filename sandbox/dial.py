@@ -13,16 +13,11 @@ from __future__ import annotations
 
 import os
 import stat
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from sandbox.errors import UnsafeSocketError
 
-from sandbox.errors import BotNotHealthyError, UnsafeSocketError
-
-__all__ = ["SOCKET_NAME", "channel_options", "open_bot_socket", "wait_serving"]
+__all__ = ["SOCKET_NAME", "fd_address", "open_bot_socket"]
 
 SOCKET_NAME = "bot.sock"
 #: ``sun_path`` holds 108 bytes including the terminating NUL.
@@ -72,61 +67,3 @@ def fd_address(fd: int) -> str:
     address = f"unix:///proc/self/fd/{fd}"
     assert len(address) - len("unix://") <= MAX_SUN_PATH
     return address
-
-
-def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
-    """Channel options for a bot: bounded messages, a private subchannel pool.
-
-    The private pool matters because descriptor numbers are reused: a later bot may get the
-    same ``/proc/self/fd/N`` target, and must never share a connection with an earlier one.
-    """
-    return [
-        ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.max_send_message_length", max_message_bytes),
-        ("grpc.use_local_subchannel_pool", 1),
-        ("grpc.enable_retries", 0),
-        # Retry the socket every 50-500 ms while the bot starts (gRPC's default first
-        # back-off of 1 s added a second to every bot start). referee.client.RECONNECT_OPTIONS
-        # says the same: a bot's runtime has no ``sandbox`` to share it from.
-        ("grpc.initial_reconnect_backoff_ms", 50),
-        ("grpc.min_reconnect_backoff_ms", 50),
-        ("grpc.max_reconnect_backoff_ms", 500),
-    ]
-
-
-def wait_serving(
-    channel: grpc.Channel,
-    *,
-    deadline: float,
-    alive: Callable[[], bool],
-    label: str,
-    service: str = "",
-) -> None:
-    """Poll the health service until SERVING; raise when the deadline passes.
-
-    ``alive`` is checked between attempts so a crashed bot is reported at once (the caller
-    turns that into :class:`~sandbox.errors.BotCrashedError`); here it just stops waiting.
-    """
-    stub = health_pb2_grpc.HealthStub(channel)
-    last = "no answer"
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise BotNotHealthyError(
-                f"bot {label!r} did not report SERVING before its startup deadline ({last})",
-                label=label,
-            )
-        if not alive():
-            return
-        try:
-            reply = stub.Check(
-                health_pb2.HealthCheckRequest(service=service), timeout=min(remaining, 1.0)
-            )
-            if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                return
-            last = f"status {health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)}"
-        except grpc.RpcError as exc:
-            # A final attempt cut short by the deadline must not hide a real earlier answer.
-            if exc.code() is not grpc.StatusCode.DEADLINE_EXCEEDED or last == "no answer":
-                last = f"{exc.code().name}: {exc.details()}"
-        time.sleep(0.05)

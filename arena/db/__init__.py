@@ -85,7 +85,13 @@ from arena.db.records import (
     SeriesSpec,
     TournamentSpec,
 )
-from arena.db.results import forfeit_counts, game_outcomes, pair_counts
+from arena.db.results import (
+    SeriesTally,
+    forfeit_counts,
+    game_outcomes,
+    pair_counts,
+    series_tallies,
+)
 from arena.db.tournaments import (
     add_series,
     create_tournament,
@@ -129,6 +135,7 @@ __all__ = [
     "SeriesFormat",
     "SeriesSpec",
     "SeriesStatus",
+    "SeriesTally",
     "StoredSnapshot",
     "Submission",
     "SubmissionArchive",
@@ -172,6 +179,7 @@ __all__ = [
     "running_counted_numbers",
     "save_rating_snapshot",
     "series_of_tournament",
+    "series_tallies",
     "set_series_status",
     "set_submission_status",
     "set_tournament_status",

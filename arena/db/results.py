@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import case, func, select
@@ -107,3 +108,61 @@ def forfeit_counts(
     for submission_id, reason, n in session.connection().execute(query):
         counts.setdefault(int(submission_id), {})[str(reason)] = int(n)
     return counts
+
+
+@dataclass(frozen=True)
+class SeriesTally:
+    """One series of a tournament with its counted games, from bot A's side."""
+
+    series_id: int
+    position: int
+    submission_a_id: int
+    submission_b_id: int
+    games_planned: int
+    status: str
+    played: int
+    a_wins: int
+    draws: int
+    b_wins: int
+    forfeits: int
+
+
+def series_tallies(tournament_id: int, *, session: Session) -> list[SeriesTally]:
+    """Every series of the tournament in position order, with W/D/L and forfeits counted by
+    the database (one query, series without games included)."""
+    a_seat0 = col(Game.seat0_submission_id) == col(Series.submission_a_id)
+    a_won = ((col(Game.result) == "seat0") & a_seat0) | ((col(Game.result) == "seat1") & ~a_seat0)
+    b_won = ((col(Game.result) == "seat1") & a_seat0) | ((col(Game.result) == "seat0") & ~a_seat0)
+    counted = (col(Game.id).is_not(None)) & col(Game.voided).is_(False)
+    query = (
+        select(
+            col(Series.id),
+            col(Series.position),
+            col(Series.submission_a_id),
+            col(Series.submission_b_id),
+            col(Series.games_planned),
+            col(Series.status),
+            _count_if(counted),
+            _count_if(counted & a_won),
+            _count_if(counted & (col(Game.result) == "draw")),
+            _count_if(counted & b_won),
+            _count_if(counted & col(Game.forfeit_seat).is_not(None)),
+        )
+        .select_from(Series)
+        .outerjoin(Game, col(Game.series_id) == col(Series.id))
+        .where(col(Series.tournament_id) == tournament_id)
+        .group_by(col(Series.id))
+        .order_by(col(Series.position))
+    )
+    return [
+        SeriesTally(
+            int(sid),
+            int(pos),
+            int(a),
+            int(b),
+            int(planned),
+            str(status),
+            *(int(v or 0) for v in counts),
+        )
+        for sid, pos, a, b, planned, status, *counts in session.connection().execute(query)
+    ]

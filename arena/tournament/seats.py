@@ -82,7 +82,7 @@ class SandboxSlot:
         except SandboxInfrastructureError as exc:
             raise InfrastructureError(f"sandbox failed to start {self.name}: {exc}") from None
         self._running = running
-        client = BotClient(running.address)
+        client = running.client
         try:
             client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
         except BotFault as exc:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,55 +18,39 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from arena.db import (
     Database,
-    SeriesStatus,
     TournamentStatus,
-    completed_game_numbers,
-    get_submission,
     get_tournament,
     list_tournaments,
-    series_of_tournament,
+    submission_labels,
 )
-from arena.db import bot_of as submission_bot
-from arena.tournament.config import ConfigError, TournamentConfig, load_config
-from arena.tournament.executors import LocalExecutor
-from arena.tournament.runner import (
-    SeriesOutcome,
-    TournamentError,
-    create,
-    label_prefix,
-    mark_tournament,
-    tasks_for,
+from arena.tournament.config import ConfigError, load_config
+from arena.tournament.runner import SeriesOutcome, TournamentError, create
+from arena.tournament.service import (
+    ExecutorName,
+    progress,
+    tallies,
+    tournament_config,
 )
+from arena.tournament.service import run_tournament as service_run
 from arena.tournament.store import DEFAULT_STORE
 from kryt.errors import ExitCode, UserError
 from kryt.options import DatabaseOption, StoreOption, open_db
 from leaderboard.standings import refit_and_store, standings
 from referee.series import SeriesFormat
-from sandbox import choose_backend, sweep_leftovers
+from sandbox import choose_backend
 
 app = typer.Typer(help="Organisers: run round-robin tournaments.", no_args_is_help=True)
 console = Console(stderr=True)
 out = Console()
 
 
-def _games(tournament_id: int, db: Database) -> tuple[int, int]:
-    """(games recorded, games planned) of a tournament."""
-    done = planned = 0
-    with db.read_session() as session:
-        for series in series_of_tournament(tournament_id, session=session):
-            assert series.id is not None
-            planned += series.games_planned
-            done += len(completed_game_numbers(series.id, session=session))
-    return done, planned
-
-
-def _label(submission_id: int, db: Database) -> str:
-    with db.read_session() as session:
-        row = get_submission(submission_id, session=session)
-        return f"{submission_bot(row, session=session).name} {row.version}"
+def _label(submission_id: int, labels: dict[int, tuple[str, str]]) -> str:
+    name, version = labels.get(submission_id, (str(submission_id), "?"))
+    return f"{name} {version}"
 
 
 def series_table(tournament_id: int, db: Database) -> Table:
@@ -75,38 +58,20 @@ def series_table(tournament_id: int, db: Database) -> Table:
     table = Table(title=f"Series of tournament {tournament_id}")
     for column in ("bot A", "bot B", "games", "A wins", "draws", "B wins", "forfeits", "status"):
         table.add_column(column, justify="left" if column.startswith("bot") else "right")
-    from arena.db import games_of_series
-
     with db.read_session() as session:
-        rows = series_of_tournament(tournament_id, session=session)
-        for series in rows:
-            assert series.id is not None
-            games = games_of_series(series.id, session=session)
-            a_wins = sum(
-                (g.result == "seat0" and g.seat0_submission_id == series.submission_a_id)
-                or (g.result == "seat1" and g.seat1_submission_id == series.submission_a_id)
-                for g in games
-            )
-            draws = sum(g.result == "draw" for g in games)
-            forfeits = sum(g.forfeit_seat is not None for g in games)
-            table.add_row(
-                _label(series.submission_a_id, db),
-                _label(series.submission_b_id, db),
-                f"{len(games)}/{series.games_planned}",
-                str(a_wins),
-                str(draws),
-                str(len(games) - a_wins - draws),
-                str(forfeits),
-                series.status,
-            )
+        labels = submission_labels(session=session)
+    for tally in tallies(tournament_id, db):
+        table.add_row(
+            Text(_label(tally.submission_a_id, labels)),
+            Text(_label(tally.submission_b_id, labels)),
+            f"{tally.played}/{tally.games_planned}",
+            str(tally.a_wins),
+            str(tally.draws),
+            str(tally.b_wins),
+            str(tally.forfeits),
+            tally.status,
+        )
     return table
-
-
-class ExecutorName(StrEnum):
-    """Where series run."""
-
-    local = "local"
-    dask = "dask"
 
 
 ExecutorOption = Annotated[
@@ -139,37 +104,11 @@ def run_tournament(
     quiet: bool = False,
 ) -> list[SeriesOutcome]:
     """Play every unfinished series with a progress bar; Ctrl-C stops cleanly (resumable)."""
-    with db.read_session() as session:
-        config = TournamentConfig.from_json(
-            dict(get_tournament(tournament_id, session=session).config)
-        )
-    tasks = tasks_for(tournament_id, db=db, store=store)
-    prefix = label_prefix(db.url, tournament_id)
-    dask_executor = None
-    if executor is ExecutorName.dask:
-        from arena.tournament.dask_executor import DaskExecutor
-
-        dask_executor = DaskExecutor(
-            scheduler, workers=config.concurrency, worker_store=worker_store
-        )
-        sandboxes = dask_executor.worker_sandboxes(
-            config.sandbox.backend, config.sandbox.allow_unsafe
-        )
-        for worker, description in sorted(sandboxes.items()):
-            console.print(f"worker {worker}: sandbox [bold]{description}[/bold]")
-        swept = dask_executor.sweep_workers(prefix)
-    else:
-        backend = choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
-        console.print(f"sandbox: [bold]{backend.describe()}[/bold]")
-        swept = sweep_leftovers(prefix)
-    if swept:
-        console.print(f"removed {swept} sandbox(es) left over by an earlier run")
-    done, planned = _games(tournament_id, db)
-    mark_tournament(tournament_id, TournamentStatus.RUNNING, db=db)
-    stop = threading.Event()
+    config = tournament_config(tournament_id, db)
+    done, planned = progress(tournament_id, db)
     started = time.monotonic()
     last_refit = started
-    progress = Progress(
+    bar_columns = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -181,15 +120,15 @@ def run_tournament(
         console=console,
         disable=quiet,
     )
-    with progress:
-        bar = progress.add_task(config.name, total=planned, completed=done, rate=0.0)
+    with bar_columns:
+        bar = bar_columns.add_task(escape(config.name), total=planned, completed=done, rate=0.0)
         played = 0
 
         def on_game(series_id: int, number: int, record: object) -> None:
             nonlocal played
             played += 1
             rate = played / max(1e-9, time.monotonic() - started)
-            progress.update(bar, advance=1, rate=rate)
+            bar_columns.update(bar, advance=1, rate=rate)
 
         def on_series(outcome: SeriesOutcome) -> None:
             nonlocal last_refit
@@ -197,23 +136,19 @@ def run_tournament(
                 last_refit = time.monotonic()
                 refit_and_store(db, tournament_id=tournament_id)
 
-        if dask_executor is not None:
-            with dask_executor:
-                outcomes = dask_executor.run(tasks, stop=stop, on_game=on_game, on_series=on_series)
-        else:
-            outcomes = LocalExecutor(config.concurrency).run(
-                tasks, stop=stop, on_game=on_game, on_series=on_series
-            )
-    with db.read_session() as session:
-        unfinished = [
-            s
-            for s in series_of_tournament(tournament_id, session=session)
-            if s.status != SeriesStatus.FINISHED.value
-        ]
-    if not unfinished:
-        mark_tournament(tournament_id, TournamentStatus.FINISHED, db=db)
+        result = service_run(
+            tournament_id,
+            db,
+            executor=executor,
+            scheduler=scheduler,
+            worker_store=worker_store,
+            store=store,
+            on_game=on_game,
+            on_series=on_series,
+            say=lambda line: console.print(Text(line)),
+        )
     refit_and_store(db, tournament_id=tournament_id)
-    return outcomes
+    return result.outcomes
 
 
 def _report(tournament_id: int, db: Database, outcomes: list[SeriesOutcome]) -> int:
@@ -356,6 +291,6 @@ def status(
         ]
     for tid, name, state, created in tournaments:
         assert tid is not None
-        done, planned = _games(tid, db)
+        done, planned = progress(tid, db)
         table.add_row(str(tid), name, state, f"{done}/{planned}", f"{created:%Y-%m-%d %H:%M}")
     out.print(table)

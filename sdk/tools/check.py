@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -134,18 +133,12 @@ def _started(folder: Path, report: CheckReport) -> Iterator[tuple[str, subproces
 
 
 def _wait_ready(client: BotClient, proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc is not None and proc.poll() is not None:
-            raise BotCrashedError(f"the bot exited with code {proc.returncode} before serving")
-        try:
-            client.wait_healthy(min(0.5, max(0.01, deadline - time.monotonic())))
-            return
-        except BotUnreachableError as exc:
-            if time.monotonic() >= deadline:
-                raise BotUnreachableError(
-                    f"bot at {client.address} not healthy after {timeout:.1f}s ({exc})"
-                ) from None
+    alive = None if proc is None else (lambda: proc.poll() is None)
+    try:
+        client.wait_healthy(timeout, alive=alive)
+    except BotCrashedError:
+        assert proc is not None
+        raise BotCrashedError(f"the bot exited with code {proc.wait()} before serving") from None
 
 
 def _problems_from(series: SeriesResult, seat: int) -> list[Problem]:

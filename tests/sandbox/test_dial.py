@@ -11,8 +11,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from sandbox.dial import channel_options, fd_address, open_bot_socket, wait_serving
-from sandbox.errors import BotNotHealthyError, UnsafeSocketError
+from referee.client import CHANNEL_OPTIONS, BotClient, BotCrashedError, BotUnreachableError
+from referee.protocol.wire import SERVICE
+from sandbox.dial import fd_address, open_bot_socket
+from sandbox.errors import UnsafeSocketError
 
 
 def test_missing_socket_is_not_an_error_yet(tmp_path: Path) -> None:
@@ -66,14 +68,15 @@ def test_dialing_by_descriptor_reaches_the_checked_socket(tmp_path: Path) -> Non
     finally:
         os.chdir(cwd)
     server.start()
-    servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    servicer.set(SERVICE, health_pb2.HealthCheckResponse.SERVING)
     fd = open_bot_socket(deep, expected_uid=os.geteuid())
     assert fd is not None
     try:
         address = fd_address(fd)
         assert len(address) < 40
-        with grpc.insecure_channel(address, options=channel_options(1 << 20)) as channel:
-            wait_serving(channel, deadline=_soon(5), alive=lambda: True, label="t")
+        with BotClient(address) as client:
+            client.wait_healthy(5, alive=lambda: True)
+        with grpc.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
             # Swapping the path afterwards does not redirect the referee.
             os.unlink(deep / "bot.sock")
             (deep / "bot.sock").symlink_to("/var/run/docker.sock")
@@ -85,24 +88,27 @@ def test_dialing_by_descriptor_reaches_the_checked_socket(tmp_path: Path) -> Non
         server.stop(None)
 
 
-def test_wait_serving_times_out_with_the_last_status(tmp_path: Path) -> None:
+def test_the_health_wait_times_out_with_the_last_status(tmp_path: Path) -> None:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     server.add_insecure_port(f"unix://{tmp_path}/bot.sock")
     server.start()
     servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+    servicer.set(SERVICE, health_pb2.HealthCheckResponse.NOT_SERVING)
     try:
         with (
-            grpc.insecure_channel(f"unix://{tmp_path}/bot.sock") as channel,
-            pytest.raises(BotNotHealthyError, match="NOT_SERVING"),
+            BotClient(f"unix://{tmp_path}/bot.sock") as client,
+            pytest.raises(BotUnreachableError, match="NOT_SERVING"),
         ):
-            wait_serving(channel, deadline=_soon(5), alive=lambda: True, label="t")
+            client.wait_healthy(1.5, alive=lambda: True)
     finally:
         server.stop(None)
 
 
-def _soon(seconds: float) -> float:
-    import time
-
-    return time.monotonic() + seconds
+def test_the_health_wait_stops_at_once_when_the_bot_died(tmp_path: Path) -> None:
+    with (
+        BotClient(f"unix://{tmp_path}/nobody.sock") as client,
+        pytest.raises(BotCrashedError, match="exited before serving"),
+    ):
+        client.wait_healthy(60, alive=lambda: False)

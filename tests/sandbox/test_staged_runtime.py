@@ -40,7 +40,7 @@ def _listing(files: list[Path], root: Path) -> set[str]:
 
 
 def _check(staged: set[str]) -> None:
-    assert MUST_HAVE <= staged, sorted(MUST_HAVE - staged)
+    assert staged >= MUST_HAVE, sorted(MUST_HAVE - staged)
     leaked = sorted(f for f in staged if any(f == n or f.startswith(n) for n in NEVER))
     assert not leaked, leaked
     tops = {f.split("/")[0] for f in staged}
