@@ -81,6 +81,20 @@ class GameRecord:
             raise ValueError(f"forfeit {self.forfeit.reason.value!r} but {self.ending.value!r}")
         if (self.ending is GameEndReason.VOID) != bool(self.void_reason):
             raise ValueError(f"ending {self.ending.value!r} with void reason {self.void_reason!r}")
+        if self.forfeit is not None and self.winner != 1 - self.forfeit.seat:
+            raise ValueError(
+                f"seat {self.forfeit.seat} forfeited, so seat {1 - self.forfeit.seat} wins,"
+                f" not {self.winner!r}"
+            )
+        if self.ending is GameEndReason.OUT and self.winner is None:
+            raise ValueError(f"a game won by going out needs a winner, got {self.winner!r}")
+        if self.ending in _NO_WINNER and self.winner is not None:
+            raise ValueError(f"a {self.ending.value!r} game has no winner, got {self.winner!r}")
+        if (self.final_cover is not None) != (self.ending is GameEndReason.DRAW_BY_FINAL_ANSWER):
+            raise ValueError(
+                f"an automatic final cover ({self.final_cover!r}) belongs to a draw by the final"
+                f" answer, and only to it; this game ended by {self.ending.value!r}"
+            )
 
     @property
     def voided(self) -> bool:
@@ -92,3 +106,13 @@ class GameRecord:
         if self.winner is None:
             return 0.5
         return 1.0 if self.winner == seat else 0.0
+
+
+_NO_WINNER: Final = frozenset(
+    {
+        GameEndReason.DRAW_BY_FINAL_ANSWER,
+        GameEndReason.TURN_LIMIT,
+        GameEndReason.DOUBLE_FORFEIT,
+        GameEndReason.VOID,
+    }
+)

@@ -105,7 +105,7 @@ def test_foreign_tables_are_not_touched(database_url: str) -> None:
 
 
 def test_no_upgrade_allowed_on_outdated_schema(database_url: str) -> None:
-    with pytest.raises(SchemaOutdatedError, match=r"python -m leaderboard\.db\.migrate upgrade"):
+    with pytest.raises(SchemaOutdatedError, match=r"python -m arena\.db\.migrate upgrade"):
         open_database(database_url, upgrade=False)
 
 

@@ -11,8 +11,7 @@ from tests.web.world import drawn_by_final_answer, play
 def stored(seed: int, dealer: int, stop_after: int | None = None) -> tuple[list[str], list[Any]]:
     game = play(seed, dealer, stop_after=stop_after)
     return game.deck, [
-        {"seat": m.seat, "action": m.action, "seconds": m.seconds, "auto": m.auto}
-        for m in game.moves
+        {"seat": m.seat, "action": m.action, "seconds": m.seconds} for m in game.moves
     ]
 
 
@@ -73,17 +72,27 @@ def test_a_bad_deck_gives_no_steps_and_an_error() -> None:
 
 def test_an_automatic_cover_where_the_rules_played_none_is_an_error() -> None:
     deck, actions = stored(3, 1, stop_after=4)
-    actions.append({"seat": 0, "action": "cover 6C", "seconds": 0.0, "auto": True})
-    replay = replay_game(deck, 1, actions)
-    assert replay.error is not None and "automatic" in replay.error
+    replay = replay_game(deck, 1, actions, final_cover="6C")
+    assert replay.error is not None and "automatic final cover" in replay.error
+
+
+def test_a_missing_automatic_cover_is_an_error() -> None:
+    seed, dealer = drawn_by_final_answer()
+    deck, actions = stored(seed, dealer)
+    replay = replay_game(deck, dealer, actions)
+    assert replay.error is not None and "automatic final cover" in replay.error
 
 
 def test_the_final_cover_is_a_separate_step() -> None:
     seed, dealer = drawn_by_final_answer()
     deck, actions = stored(seed, dealer)
-    assert actions[-1]["auto"]
-    replay = replay_game(deck, dealer, actions)
+    final_cover = play(seed, dealer).final_cover
+    assert final_cover is not None
+    replay = replay_game(deck, dealer, actions, final_cover=final_cover)
     assert replay.error is None and replay.rules_reason == "draw by final answer"
+    assert (
+        len(replay.steps) == len(actions) + 2 and replay.steps[-1].action == f"cover {final_cover}"
+    )
     lead, cover = replay.steps[-2], replay.steps[-1]
     assert cover.auto and cover.pile[:-1] == lead.pile and not lead.over
     assert lead.to_move == 1 - (lead.seat or 0)
