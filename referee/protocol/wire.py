@@ -9,10 +9,11 @@ input: anything a peer could send that does not make sense raises
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
 
 from google.protobuf.message import DecodeError
+from google.protobuf.message import Message as PbMessage
 
 from kryt_proto.v1 import bot_pb2 as pb
 from referee.protocol.messages import (
@@ -450,7 +451,10 @@ def bot_message_from_pb(msg: pb.BotMessage) -> BotMessage:
 # ---------------------------------------------------------------------------- bytes
 
 
-def _parse(cls: type[pb.RefereeMessage] | type[pb.BotMessage], data: bytes) -> object:
+ParsedT = TypeVar("ParsedT", pb.RefereeMessage, pb.BotMessage)
+
+
+def _parse(cls: type[ParsedT], data: bytes) -> ParsedT:
     try:
         return cls.FromString(data)
     except DecodeError as exc:
@@ -459,31 +463,28 @@ def _parse(cls: type[pb.RefereeMessage] | type[pb.BotMessage], data: bytes) -> o
         ) from None
 
 
-def encode_referee_message(message: RefereeMessage) -> bytes:
-    """Serialized referee message."""
+def _serialize(message: RefereeMessage | BotMessage, build: Callable[[Any], PbMessage]) -> bytes:
     try:
-        return referee_message_to_pb(message).SerializeToString()
+        return build(message).SerializeToString()
     except (TypeError, ValueError) as exc:
         raise WireError(f"cannot encode {type(message).__name__}: {exc}") from exc
+
+
+def encode_referee_message(message: RefereeMessage) -> bytes:
+    """Serialized referee message."""
+    return _serialize(message, referee_message_to_pb)
 
 
 def decode_referee_message(data: bytes) -> RefereeMessage:
     """Parse bytes from the referee; raises :class:`MalformedMessageError`."""
-    msg = _parse(pb.RefereeMessage, data)
-    assert isinstance(msg, pb.RefereeMessage)
-    return referee_message_from_pb(msg)
+    return referee_message_from_pb(_parse(pb.RefereeMessage, data))
 
 
 def encode_bot_message(message: BotMessage) -> bytes:
     """Serialized bot message."""
-    try:
-        return bot_message_to_pb(message).SerializeToString()
-    except (TypeError, ValueError) as exc:
-        raise WireError(f"cannot encode {type(message).__name__}: {exc}") from exc
+    return _serialize(message, bot_message_to_pb)
 
 
 def decode_bot_message(data: bytes) -> BotMessage:
     """Parse bytes from a bot; raises :class:`MalformedMessageError` quoting the problem."""
-    msg = _parse(pb.BotMessage, data)
-    assert isinstance(msg, pb.BotMessage)
-    return bot_message_from_pb(msg)
+    return bot_message_from_pb(_parse(pb.BotMessage, data))

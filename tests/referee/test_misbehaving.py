@@ -4,6 +4,7 @@ the right forfeit, the other bot wins, and the series goes on."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ QUICK = TimeControl(move_ms=300, bank_ms=1000, grace_ms=250)
 
 
 def series_against_greedy(
-    fixture: str, games: int = 2, control: TimeControl = QUICK
+    fixture: str, games: int = 2, control: TimeControl = QUICK, folder: Path | None = None
 ) -> tuple[SeriesResult, list[SandboxSlot]]:
     backend = choose_backend("process", allow_unsafe=True)
     limits = SandboxSettings(startup_seconds=10).limits()
@@ -35,7 +36,7 @@ def series_against_greedy(
             trusted=True,
         )
         for seat, (name, path) in enumerate(
-            [(fixture, BOTS / fixture), ("greedy", EXAMPLES / "greedy")]
+            [(fixture, folder or BOTS / fixture), ("greedy", EXAMPLES / "greedy")]
         )
     ]
     try:
@@ -121,9 +122,13 @@ def test_a_bot_that_exits_at_start_forfeits_the_rest_of_the_series() -> None:
         assert record.forfeit is not None and "could not start" in record.forfeit.detail
 
 
-@pytest.mark.parametrize("fixture", ["double-reply", "early-reply"])
-def test_replying_twice_or_unasked_is_a_malformed_reply(fixture: str) -> None:
-    result, _ = series_against_greedy(fixture)
+@pytest.mark.parametrize("mode", ["double", "early"])
+def test_replying_twice_or_unasked_is_a_malformed_reply(mode: str, tmp_path: Path) -> None:
+    folder = tmp_path / f"{mode}-reply"
+    shutil.copytree(BOTS / "rude-replies", folder)
+    manifest = folder / "bot.toml"
+    manifest.write_text(manifest.read_text().replace('"double-reply"', f'"{mode}-reply"'))
+    result, _ = series_against_greedy(folder.name, folder=folder)
     assert_every_game_forfeited(result, GameEndReason.MALFORMED_REPLY)
     for record in result.games.values():
         assert record.forfeit is not None

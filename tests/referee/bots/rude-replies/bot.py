@@ -1,13 +1,17 @@
-"""Test fixture: breaks the protocol's turn-taking (double replies)."""
+"""Test fixture: breaks the protocol's turn-taking: replies twice (``double-...``) or before
+it is asked (``early-...``), by the first word of its name in bot.toml."""
 
 import time
+import tomllib
+from pathlib import Path
 
 from referee.protocol.messages import Decision
 from referee.protocol.wire import encode_bot_message
 from sdk import Bot
 from sdk.server import BotServer, resolve_address
 
-MODE = "double"
+MANIFEST = tomllib.loads((Path(__file__).parent / "bot.toml").read_text())
+MODE = MANIFEST["name"].split("-")[0]
 
 
 class First(Bot):
