@@ -84,7 +84,7 @@ class ClassicGame:
         "_turn_limit",
     )
 
-    _deck: tuple[Card, ...]
+    _deck: tuple[Card, ...] | None
     _players: int
     _dealer: int
     _trump: int
@@ -195,6 +195,78 @@ class ClassicGame:
             game.play(action)
         return game
 
+    @classmethod
+    def from_view(
+        cls,
+        view: ClassicView,
+        hands: Sequence[Iterable[Card | str]],
+        stock: Sequence[Card | str],
+    ) -> ClassicGame:
+        """The full state consistent with ``view`` once the hidden cards are fixed.
+
+        ``hands[s]`` is seat ``s``'s hand for every seat (``hands[view.seat]`` must be
+        ``view.hand``), holding ``view.hand_sizes[s]`` cards including ``view.known[s]``;
+        ``stock`` lists the stock in draw order and ends with ``view.face_up``. With the led
+        cards and the discard they must make the 36 cards exactly once. This is the
+        determinization primitive (sample the hidden cards, then simulate); tests use it to
+        set up exact positions.
+        """
+        players = view.players
+        if type(players) is not int or players not in PLAYERS or len(hands) != players:
+            raise InvalidDeckError(
+                f"need one hand per seat of a 2-4 seat table: players={players!r}, "
+                f"{len(hands)} hands given"
+            )
+        masks = []
+        for seat, hand in enumerate(hands):
+            cards = [Card.parse(c).index for c in hand]
+            mask = _mask(cards)
+            if len(cards) != view.hand_sizes[seat] or mask.bit_count() != len(cards):
+                raise InvalidDeckError(
+                    f"seat {seat} must hold {view.hand_sizes[seat]} distinct cards, got "
+                    f"{[str(_CARDS[i]) for i in cards]}"
+                )
+            if _mask(c.index for c in view.known[seat]) & ~mask:
+                raise InvalidDeckError(f"seat {seat}'s hand must contain its known cards")
+            masks.append(mask)
+        if masks[view.seat] != _mask(c.index for c in view.hand):
+            raise InvalidDeckError(f"hands[{view.seat}] must be the viewing seat's own hand")
+        stock_idx = [Card.parse(c).index for c in stock]
+        if len(stock_idx) != view.stock_count:
+            raise InvalidDeckError(f"stock must hold {view.stock_count} cards, got {len(stock)}")
+        face_up = view.face_up.index if view.face_up is not None else None
+        if (stock_idx[-1] if stock_idx else None) != face_up:
+            raise InvalidDeckError(f"the stock must end with the face-up card {view.face_up}")
+        led = [c.index for c in view.led]
+        discard = [c.index for c in view.discard]
+        everything = [*stock_idx, *led, *discard, *(i for m in masks for i in _bits(m))]
+        if sorted(everything) != list(range(N_CARDS)):
+            raise InvalidDeckError("hands, led cards, discard and stock must make the 36 cards")
+        if led != sorted(led) or len(led) > 4 or len({i % 9 for i in led}) > 1:
+            raise InvalidDeckError(f"led cards must be of one rank: {view.led}")
+        game = object.__new__(cls)
+        game._deck = None
+        game._players = players
+        game._dealer = view.dealer
+        game._trump = int(view.trump)
+        game._hands = masks
+        game._known = [_mask(c.index for c in k) for k in view.known]
+        game._out = list(view.out)
+        game._stock = list(reversed(stock_idx))
+        game._discard = discard
+        game._led = led
+        game._leader = view.leader if view.leader is not None else 0
+        game._defender = view.defender if view.defender is not None else 0
+        game._history = list(view.history)
+        game._movers = list(view.movers)
+        game._over = view.over
+        game._loser = view.loser
+        game._reason = view.reason
+        game._turn_limit = view.turn_limit
+        if game.to_move != view.to_move:
+            raise InvalidDeckError(f"to_move {view.to_move} contradicts leader/defender/led")
+        return game
+
     def copy(self) -> ClassicGame:
         """An independent copy (for search and simulation)."""
         game = object.__new__(ClassicGame)
@@ -216,8 +288,8 @@ class ClassicGame:
         return self._players
 
     @property
-    def deck(self) -> tuple[Card, ...]:
-        """The deck this game was dealt from."""
+    def deck(self) -> tuple[Card, ...] | None:
+        """The deck this game was dealt from (``None`` for one built by :meth:`from_view`)."""
         return self._deck
 
     @property
