@@ -26,7 +26,7 @@ def check_ruleset(ruleset: object, players: object) -> RulesetName:
         )
     sizes = RULESETS[ruleset]
     if type(players) is not int or players not in sizes:
-        raise InvalidDeckError(
-            f"the {ruleset} ruleset seats {' or '.join(map(str, sizes))} players, got {players!r}"
-        )
+        words = [str(n) for n in sizes]
+        allowed = " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+        raise InvalidDeckError(f"the {ruleset} ruleset seats {allowed} players, got {players!r}")
     return "classic" if ruleset == CLASSIC_RULESET else "default"
