@@ -263,3 +263,11 @@ def test_view_shows_own_hand_counts_and_public_cards_only() -> None:
     assert other.discard == view.discard and len(view.discard) == 36 - 8 - 4
     with pytest.raises(InvalidDeckError, match=r"seat must be 0\.\.2"):
         game.view(3)
+
+
+def test_the_default_ruleset_is_unchanged_when_named_explicitly() -> None:
+    d = shuffled_deck(8)
+    plain = Game.from_deck(d, 1)
+    named = Game.from_deck(d, 1, players=2, ruleset="default")
+    assert type(named) is Game and named.view(0) == plain.view(0) and named.view(1) == plain.view(1)
+    assert Game.new(seed=8, dealer=1, ruleset="default").deck == d
