@@ -12,6 +12,14 @@ effects: bots simulate with it and the referee trusts it (a test guards the impo
 
 from referee.rules.actions import Action, ActionKind
 from referee.rules.cards import Card, Rank, Suit
+from referee.rules.classic import (
+    CLASSIC_TURN_LIMIT,
+    ClassicAction,
+    ClassicActionKind,
+    ClassicEndReason,
+    ClassicGame,
+    ClassicView,
+)
 from referee.rules.errors import (
     IllegalActionError,
     InvalidActionError,
@@ -20,14 +28,24 @@ from referee.rules.errors import (
     RulesError,
 )
 from referee.rules.game import DEFAULT_TURN_LIMIT, HAND_TARGET, Game, shuffled_deck
+from referee.rules.rulesets import CLASSIC_RULESET, DEFAULT_RULESET, RULESETS
 from referee.rules.view import EndReason, View
 
 __all__ = [
+    "CLASSIC_RULESET",
+    "CLASSIC_TURN_LIMIT",
+    "DEFAULT_RULESET",
     "DEFAULT_TURN_LIMIT",
     "HAND_TARGET",
+    "RULESETS",
     "Action",
     "ActionKind",
     "Card",
+    "ClassicAction",
+    "ClassicActionKind",
+    "ClassicEndReason",
+    "ClassicGame",
+    "ClassicView",
     "EndReason",
     "Game",
     "IllegalActionError",

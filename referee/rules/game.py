@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Literal, overload
 
 from referee.rules.actions import SWAP_BIT, Action, ActionKind, encode
 from referee.rules.cards import (
@@ -23,7 +24,11 @@ from referee.rules.cards import (
     cards_of,
 )
 from referee.rules.errors import IllegalActionError, InvalidDeckError
+from referee.rules.rulesets import CLASSIC_RULESET, DEFAULT_RULESET, check_ruleset
 from referee.rules.view import EndReason, View
+
+if TYPE_CHECKING:
+    from referee.rules.classic.game import ClassicGame
 
 DEFAULT_TURN_LIMIT = 1000
 """[ruling] A game still running after this many actions is adjudicated a draw."""
@@ -98,20 +103,66 @@ class Game:
 
     # ------------------------------------------------------------------ construction
 
+    @overload
     @classmethod
     def from_deck(
         cls,
         deck: Sequence[Card | str],
         dealer: int,
         *,
+        players: int = 2,
+        ruleset: Literal["default"] = "default",
         turn_limit: int = DEFAULT_TURN_LIMIT,
-    ) -> Game:
+    ) -> Game: ...
+
+    @overload
+    @classmethod
+    def from_deck(
+        cls,
+        deck: Sequence[Card | str],
+        dealer: int,
+        *,
+        players: int = 2,
+        ruleset: Literal["classic"],
+        turn_limit: int = DEFAULT_TURN_LIMIT,
+    ) -> ClassicGame: ...
+
+    @overload
+    @classmethod
+    def from_deck(
+        cls,
+        deck: Sequence[Card | str],
+        dealer: int,
+        *,
+        players: int = 2,
+        ruleset: str,
+        turn_limit: int = DEFAULT_TURN_LIMIT,
+    ) -> Game | ClassicGame: ...
+
+    @classmethod
+    def from_deck(
+        cls,
+        deck: Sequence[Card | str],
+        dealer: int,
+        *,
+        players: int = 2,
+        ruleset: str = DEFAULT_RULESET,
+        turn_limit: int = DEFAULT_TURN_LIMIT,
+    ) -> Game | ClassicGame:
         """Deal ``deck`` (36 distinct cards, index 0 = top) with ``dealer`` dealing.
 
         [ruling] Indices 0, 2, 4 go to the non-dealer and 1, 3, 5 to the dealer; index 6 is
         turned face up (its suit is trump) and lies under the stock, which is drawn from
         index 7 onward and ends with that face-up card.
+
+        ``ruleset="classic"`` deals a :class:`referee.rules.ClassicGame` for ``players`` (2–4)
+        seats instead; the default ruleset seats exactly 2.
         """
+        if check_ruleset(ruleset, players) == CLASSIC_RULESET:
+            # Imported here: the classic engine builds on this module.
+            from referee.rules.classic.game import ClassicGame
+
+            return ClassicGame.from_deck(deck, dealer, players=players, turn_limit=turn_limit)
         if isinstance(deck, str | bytes) or not isinstance(deck, Sequence):
             raise InvalidDeckError(f"a deck is a sequence of 36 cards, got {deck!r}")
         cards = [Card.parse(c) for c in deck]
@@ -147,16 +198,56 @@ class Game:
         game._final_cover = -1
         return game
 
+    @overload
     @classmethod
     def new(
         cls,
         seed: int | str | bytes | None = None,
         dealer: int = 0,
         *,
+        players: int = 2,
+        ruleset: Literal["default"] = "default",
         turn_limit: int = DEFAULT_TURN_LIMIT,
-    ) -> Game:
-        """Deal a deck shuffled by :func:`shuffled_deck` from ``seed``."""
-        return cls.from_deck(shuffled_deck(seed), dealer, turn_limit=turn_limit)
+    ) -> Game: ...
+
+    @overload
+    @classmethod
+    def new(
+        cls,
+        seed: int | str | bytes | None = None,
+        dealer: int = 0,
+        *,
+        players: int = 2,
+        ruleset: Literal["classic"],
+        turn_limit: int = DEFAULT_TURN_LIMIT,
+    ) -> ClassicGame: ...
+
+    @overload
+    @classmethod
+    def new(
+        cls,
+        seed: int | str | bytes | None = None,
+        dealer: int = 0,
+        *,
+        players: int = 2,
+        ruleset: str,
+        turn_limit: int = DEFAULT_TURN_LIMIT,
+    ) -> Game | ClassicGame: ...
+
+    @classmethod
+    def new(
+        cls,
+        seed: int | str | bytes | None = None,
+        dealer: int = 0,
+        *,
+        players: int = 2,
+        ruleset: str = DEFAULT_RULESET,
+        turn_limit: int = DEFAULT_TURN_LIMIT,
+    ) -> Game | ClassicGame:
+        """Deal a deck shuffled by :func:`shuffled_deck` from ``seed`` (any ruleset)."""
+        return cls.from_deck(
+            shuffled_deck(seed), dealer, players=players, ruleset=ruleset, turn_limit=turn_limit
+        )
 
     @classmethod
     def replay(
@@ -327,6 +418,11 @@ class Game:
     def outcome(self) -> int | None:
         """The winning seat, or ``None`` for a draw (and while the game is running)."""
         return self._outcome
+
+    @property
+    def loser(self) -> int | None:
+        """The seat that lost, or ``None`` for a draw (and while the game is running)."""
+        return None if self._outcome is None else 1 - self._outcome
 
     @property
     def reason(self) -> EndReason | None:

@@ -53,13 +53,13 @@ def test_seeded_shuffle_is_reproducible() -> None:
 )
 def test_invalid_decks_are_rejected(bad: object) -> None:
     with pytest.raises(InvalidDeckError):
-        Game.from_deck(bad, 0)  # type: ignore[arg-type]
+        Game.from_deck(bad, 0)  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize("dealer", [-1, 2, "0", None, True])
 def test_invalid_dealer_is_rejected(dealer: object) -> None:
     with pytest.raises(InvalidDeckError, match="dealer"):
-        Game.from_deck(shuffled_deck(1), dealer)  # type: ignore[arg-type]
+        Game.from_deck(shuffled_deck(1), dealer)  # type: ignore[call-overload]
 
 
 def test_only_the_player_who_acted_draws_and_only_up_to_three() -> None:

@@ -154,4 +154,4 @@ def test_turn_limit_adjudicates_a_draw() -> None:
 @pytest.mark.parametrize("limit", [0, -5, 1.5, "10"])
 def test_bad_turn_limit_is_rejected(limit: object) -> None:
     with pytest.raises(ValueError, match="turn_limit"):
-        Game.new(seed=1, turn_limit=limit)  # type: ignore[arg-type]
+        Game.new(seed=1, turn_limit=limit)  # type: ignore[call-overload]
