@@ -7,7 +7,8 @@ its own session, holding the write end of a pipe to its stdin. The runner never 
 when it dies for any reason the kernel closes the pipe, the reaper reads EOF and removes
 everything labelled with that runner's token (:func:`reap`): containers, socket and work
 directories (unmounting their tmpfs), bot cgroups. Then it exits. A runner that exits
-normally has cleaned up already, so the reaper finds nothing.
+normally has cleaned up already, so the reaper finds nothing. Problems go to
+``<runtime dir>/reaper.log``.
 
 If the reaper itself is killed too, ``sweep_leftovers()`` at the next start removes the
 same things (a dead runner's token identifies them).
@@ -65,6 +66,9 @@ def start_reaper() -> int:
         root = str(Path(__file__).resolve().parent.parent)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        from sandbox.backend import runtime_dir
+
+        log_path = str(runtime_dir() / "reaper.log")
         read_end, write_end = os.pipe()  # both close-on-exec; read_end is passed explicitly
         try:
             # A shell starts the reaper in the background and exits: the reaper is nobody's
@@ -74,8 +78,9 @@ def start_reaper() -> int:
                 [
                     "/bin/sh",
                     "-c",
-                    f'"$@" <&{read_end} >/dev/null & echo $!',
-                    "sh",
+                    # No pipe of ours may stay open in the reaper, or run() waits for it.
+                    f'"$@" <&{read_end} >/dev/null 2>>"$0" & echo $!',
+                    log_path,
                     sys.executable,
                     "-m",
                     "sandbox.reaper",
