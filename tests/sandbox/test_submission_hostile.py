@@ -27,8 +27,12 @@ MANIFEST = b'name = "bad"\nversion = "1"\nlanguage = "python"\nentry = "bot.py"\
 
 
 def _tar(path: Path, members: list[tuple[tarfile.TarInfo, bytes]]) -> Path:
-    mode = "w:gz" if path.name.endswith(".tar.gz") else "w"
-    with tarfile.open(path, mode, format=tarfile.GNU_FORMAT, encoding="utf-8") as tar:
+    opener = tarfile.open
+    if path.name.endswith(".tar.gz"):
+        tar_file = opener(path, "w:gz", format=tarfile.GNU_FORMAT, encoding="utf-8")
+    else:
+        tar_file = opener(path, "w", format=tarfile.GNU_FORMAT, encoding="utf-8")
+    with tar_file as tar:
         for info, data in members:
             info.size = len(data) if info.isreg() else 0
             tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
