@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import re
-import shutil
 import stat
 import tempfile
 import threading
@@ -21,15 +21,18 @@ import grpc
 
 from referee.client import CHANNEL_OPTIONS, BotClient, BotUnreachableError
 from referee.client import BotCrashedError as ClientCrashed
-from sandbox.death import DeathCause, DeathReport
+from sandbox.death import DeathCause, DeathReport, tail_lines
 from sandbox.dial import MAX_SUN_PATH, SOCKET_NAME, fd_address, open_bot_socket
 from sandbox.errors import (
     BotCrashedError,
     BotNotHealthyError,
+    CleanupError,
     InvalidSubmissionError,
     SandboxInfrastructureError,
 )
+from sandbox.hostfs import mount_tmpfs, remove_tree
 from sandbox.limits import SandboxLimits
+from sandbox.runner import RunnerId, RunnerState, current_runner
 from sandbox.submission import Submission, SubmissionError, load_submission
 
 __all__ = [
@@ -38,11 +41,17 @@ __all__ = [
     "SubmissionLike",
     "dial_dir",
     "make_socket_dir",
+    "make_work_dir",
+    "prepare_socket_dir",
     "resolve_submission",
     "runtime_dir",
     "safe_label",
+    "socket_tmpfs_problem",
+    "stop_all",
     "sweep_socket_dirs",
 ]
+
+log = logging.getLogger("sandbox")
 
 SubmissionLike = Submission | str | os.PathLike[str]
 #: Where a sandboxed bot sees its socket directory, and the address it must serve on.
@@ -89,14 +98,25 @@ def dial_dir() -> Path:
     return path
 
 
+def make_work_dir(label: str) -> Path:
+    """A fresh per-bot directory ``<label>.<runner token>.<random>`` in the runtime dir.
+
+    The runner token (:mod:`sandbox.runner`) lets a later sweep tell leftovers of a dead
+    runner from the live bots of another runner sharing the machine.
+    """
+    prefix = f"{safe_label(label)}.{current_runner().token}."
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=runtime_dir()))
+
+
 def make_socket_dir(label: str, *, owner_uid: int | None, shared: bool = False) -> Path:
-    """A fresh directory for one bot's socket.
+    """A fresh directory for one bot's socket, on the host's disk (process backend).
 
     ``owner_uid``: chown the directory to the bot's uid (needs root). ``shared``: when we
     cannot chown, make it writable for the bot's uid anyway (mode 0777; the runtime
-    directory above it is not listable, so its random name is the only way in).
+    directory above it is not listable, so its random name is the only way in). Isolating
+    backends use :func:`prepare_socket_dir` instead (a sized tmpfs).
     """
-    path = Path(tempfile.mkdtemp(prefix=f"{safe_label(label)}.", dir=runtime_dir()))
+    path = make_work_dir(label)
     if owner_uid is not None and os.geteuid() == 0:
         os.chown(path, owner_uid, owner_uid)
         os.chmod(path, 0o700)
@@ -105,23 +125,117 @@ def make_socket_dir(label: str, *, owner_uid: int | None, shared: bool = False) 
     return path
 
 
+_tmpfs_problem: list[str | None] = []
+_tmpfs_lock = threading.Lock()
+
+
+def socket_tmpfs_problem() -> str | None:
+    """Why bots cannot get a sized tmpfs socket directory here, or None (probed once)."""
+    with _tmpfs_lock:
+        if not _tmpfs_problem:
+            _tmpfs_problem.append(_probe_tmpfs())
+        return _tmpfs_problem[0]
+
+
+def _probe_tmpfs() -> str | None:
+    if os.geteuid() != 0:
+        return "the socket directory tmpfs needs root (CAP_SYS_ADMIN) to mount"
+    probe = Path(tempfile.mkdtemp(prefix=".probe-", dir=runtime_dir()))
+    try:
+        mount_tmpfs(probe, size_bytes=4096, inodes=4, uid=0, gid=0)
+    except OSError as exc:
+        return f"cannot mount a tmpfs for socket directories: {exc}"
+    finally:
+        with contextlib.suppress(CleanupError):
+            remove_tree(probe)
+    return None
+
+
+def prepare_socket_dir(
+    work_dir: Path, limits: SandboxLimits, *, uid: int, gid: int, bounded: bool
+) -> Path:
+    """Create ``work_dir/sock`` for a bot running as ``uid:gid`` and return it.
+
+    ``bounded``: mount a private tmpfs there of ``limits.socket_dir_bytes`` and
+    ``limits.socket_dir_inodes`` (root only; see :func:`socket_tmpfs_problem`), so nothing
+    the bot writes reaches the disk. Otherwise a plain directory the bot's uid may write.
+    """
+    sock = work_dir / "sock"
+    sock.mkdir(mode=0o700)
+    if bounded:
+        try:
+            mount_tmpfs(
+                sock,
+                size_bytes=limits.socket_dir_bytes,
+                inodes=limits.socket_dir_inodes,
+                uid=uid,
+                gid=gid,
+            )
+        except OSError as exc:
+            raise SandboxInfrastructureError(f"socket directory tmpfs failed: {exc}") from exc
+    elif os.geteuid() == 0:
+        os.chown(sock, uid, gid)
+    elif uid != os.geteuid():
+        os.chmod(sock, 0o777)
+    return sock
+
+
+def _runner_of(name: str) -> RunnerId | None:
+    parts = name.rsplit(".", 2)
+    return RunnerId.parse(parts[1]) if len(parts) == 3 else None
+
+
+def _is_leftover(name: str, prefix: str) -> bool:
+    """A directory of a dead runner (or, without a runner token, an old-style one)."""
+    if not name.startswith(prefix):
+        return False
+    runner = _runner_of(name)
+    return runner is None or runner.state() is RunnerState.DEAD
+
+
 def sweep_socket_dirs(label_prefix: str) -> int:
-    """Remove socket directories left by earlier runs whose label starts with the prefix."""
-    prefix = safe_label(label_prefix) if label_prefix else ""
-    removed = 0
-    for child in runtime_dir().iterdir():
-        if child.name == "dial":
-            for link in child.iterdir():
-                if link.name.startswith(prefix):
-                    link.unlink(missing_ok=True)
-                    removed += 1
-            continue
-        if re.fullmatch(r"\.?lib-[0-9a-f]{16}|\.lib-.*", child.name):
-            continue  # staged bwrap runtimes (sandbox.local.stage_runtime), not a bot's
-        if child.name.startswith(prefix) and child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-            removed += 1
+    """Remove what dead runners left in the runtime directory (label starting with the
+    prefix): socket and work directories (with their tmpfs), dial links, bot cgroups.
+
+    Directories of runners that are still alive are never touched. The sweep always
+    finishes: a failure is logged and the sweep goes on; returns how many were removed.
+    """
+    removed, errors = sweep_runtime(label_prefix)
+    for error in errors:
+        log.warning("sandbox sweep: %s", error)
     return removed
+
+
+def sweep_runtime(label_prefix: str) -> tuple[int, list[str]]:
+    """:func:`sweep_socket_dirs` returning ``(removed, errors)`` instead of logging."""
+    from sandbox.cgroups import sweep_cgroups
+
+    prefix = safe_label(label_prefix) if label_prefix else ""
+    removed, errors = 0, []
+    try:
+        children = sorted(runtime_dir().iterdir())
+    except (OSError, SandboxInfrastructureError) as exc:
+        return 0, [f"cannot list the runtime directory: {exc}"]
+    for child in children:
+        try:
+            if child.name == "dial":
+                for link in child.iterdir():
+                    if _is_leftover(link.name, prefix):
+                        link.unlink(missing_ok=True)
+                        removed += 1
+                continue
+            if re.fullmatch(r"\.?lib-[0-9a-f]{16}|\.lib-.*", child.name):
+                continue  # staged bwrap runtimes (sandbox.local.stage_runtime), not a bot's
+            if child.name.startswith(".probe-"):
+                remove_tree(child)
+                continue
+            if _is_leftover(child.name, prefix) and child.is_dir() and not child.is_symlink():
+                remove_tree(child)
+                removed += 1
+        except (OSError, CleanupError) as exc:
+            errors.append(f"{child}: {exc}")
+    cgroups, cgroup_errors = sweep_cgroups()
+    return removed + cgroups, errors + cgroup_errors
 
 
 def resolve_submission(submission: SubmissionLike) -> Submission:
@@ -230,10 +344,15 @@ class RunningBot(ABC):
             return self._death
 
     def stop(self) -> None:
-        """Kill the bot and remove everything it used. Safe to call any number of times."""
+        """Kill the bot and remove everything it used. Safe to call any number of times.
+
+        Every step runs even when an earlier one fails; failures are ours and raised
+        together at the end as one :class:`~sandbox.errors.CleanupError`.
+        """
         with self._lock:
             if self._stopped:
                 return
+            failures: list[BaseException] = []
             try:
                 report = self.death()
                 if report is None:
@@ -241,26 +360,49 @@ class RunningBot(ABC):
                     self._death = DeathReport(
                         cause=DeathCause.STOPPED, detail="stopped by the sandbox"
                     )
-            finally:
-                self._stopped = True
-                _LIVE.discard(self)
-                if self._channel is not None:
-                    self._channel.close()
-                    self._channel = None
-                if self._client is not None:
-                    self._client.close()
-                    self._client = None
-                if self._fd is not None:
-                    os.close(self._fd)
-                    self._fd = None
-                if self._dial_link is not None:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self._dial_link)
-                    self._dial_link = None
+            except BaseException as exc:
+                failures.append(exc)
+            self._stopped = True
+            _LIVE.discard(self)
+            for step in (
+                self._close_channel,
+                self._close_client,
+                self._close_fd,
+                self._unlink_dial,
+                self._cleanup,
+                self._remove_work_dir,
+            ):
                 try:
-                    self._cleanup()
-                finally:
-                    shutil.rmtree(self.work_dir, ignore_errors=True)
+                    step()
+                except BaseException as exc:
+                    failures.append(exc)
+            if self._death is None:
+                self._death = DeathReport(cause=DeathCause.STOPPED, detail="stopped by the sandbox")
+            _raise_collected(f"cleanup of bot {self.label!r}", failures)
+
+    def _close_channel(self) -> None:
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
+
+    def _close_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def _close_fd(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def _unlink_dial(self) -> None:
+        link, self._dial_link = self._dial_link, None
+        if link is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(link)
+
+    def _remove_work_dir(self) -> None:
+        remove_tree(self.work_dir)
 
     def __enter__(self) -> RunningBot:
         return self
@@ -280,7 +422,7 @@ class RunningBot(ABC):
                 self.stop()
 
     def _crashed(self, report: DeathReport, when: str) -> BotCrashedError:
-        tail = report.log_tail.strip().splitlines()[-5:]
+        tail = tail_lines(report.log_tail)
         logs = (" | last output: " + " / ".join(tail)) if tail else ""
         return BotCrashedError(
             f"bot {self.label!r} {when}: {report.describe()}{logs}", label=self.label, death=report
@@ -341,6 +483,28 @@ class RunningBot(ABC):
             raise self._crashed(report, "exited during start-up")
 
 
+def _raise_collected(what: str, failures: list[BaseException]) -> None:
+    """Raise nothing, the one interruption, or one CleanupError listing every failure."""
+    if not failures:
+        return
+    for exc in failures:
+        if not isinstance(exc, Exception):
+            raise exc  # KeyboardInterrupt / SystemExit: after every step ran
+    details = "; ".join(f"{type(exc).__name__}: {exc}" for exc in failures)
+    raise CleanupError(f"{what} failed: {details}") from failures[0]
+
+
+def stop_all(bots: list[RunningBot]) -> None:
+    """Stop every bot, even when stopping one fails; then raise one CleanupError (ours)."""
+    failures: list[BaseException] = []
+    for bot in bots:
+        try:
+            bot.stop()
+        except BaseException as exc:
+            failures.append(exc)
+    _raise_collected(f"stopping {len(bots)} bot(s)", failures)
+
+
 class Backend(ABC):
     """A way of running bots. ``reason`` says why this backend was chosen."""
 
@@ -354,6 +518,15 @@ class Backend(ABC):
     def describe(self) -> str:
         """``"<name>: <reason>"`` for start-up logs."""
         return f"{self.name}: {self.reason}" if self.reason else self.name
+
+    def untrusted_problem(self) -> str | None:
+        """Why this backend would refuse untrusted bots here (one line), or None.
+
+        ``start()`` raises :class:`~sandbox.errors.LimitsUnavailableError` (or
+        ``UnsafeBackendError`` for the process backend) with this reason for such bots;
+        call it up front to fail a tournament before its first game.
+        """
+        return None
 
     @abstractmethod
     def start(

@@ -22,7 +22,7 @@ def _docker(base_image: str | None, check_image: bool) -> Backend:
     if check_image:
         backend.image_base_id()
     backend.reason = f"Docker engine reachable; bots run in containers on {backend.base_image}"
-    return backend
+    return _note_refusal(backend)
 
 
 def _bwrap() -> Backend:
@@ -30,6 +30,14 @@ def _bwrap() -> Backend:
 
     backend = BwrapBackend()
     backend.reason = f"bubblewrap sandbox as uid {backend.uid}"
+    return _note_refusal(backend)
+
+
+def _note_refusal(backend: Backend) -> Backend:
+    """Say in the reason when the backend will refuse untrusted bots (never silently)."""
+    problem = backend.untrusted_problem()
+    if problem:
+        backend.reason += f"; UNTRUSTED BOTS REFUSED: {problem}"
     return backend
 
 

@@ -4,12 +4,44 @@ from __future__ import annotations
 
 import enum
 import signal
+import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["SIGXFSZ_EXIT", "DeathCause", "DeathReport", "classify_exit"]
+__all__ = ["SIGXFSZ_EXIT", "DeathCause", "DeathReport", "classify_exit", "printable", "tail_lines"]
 
 #: Exit status of a process killed by SIGXFSZ (128 + 25) as reported by shells and init.
 SIGXFSZ_EXIT = 128 + signal.SIGXFSZ
+
+
+def _visible(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def printable(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with every control and format character made visible as an escape.
+
+    Bot output is hostile: ESC sequences retitle or clear the organiser's terminal and
+    print fake results, ``\\r`` overwrites a line, bidi overrides reorder it. Tabs are kept;
+    newlines too when ``keep_newlines``. Use it wherever bot text reaches a log or terminal.
+    """
+    out: list[str] = []
+    for char in text:
+        if char == "\t" or (char == "\n" and keep_newlines):
+            out.append(char)
+        elif unicodedata.category(char) in {"Cc", "Cf", "Cs", "Zl", "Zp"}:
+            out.append(_visible(char))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def tail_lines(text: str, count: int = 5) -> list[str]:
+    """The last ``count`` non-empty lines of bot output, each made :func:`printable`."""
+    lines = [line for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
+    return [printable(line) for line in lines[-count:]]
 
 
 class DeathCause(enum.Enum):
@@ -46,7 +78,7 @@ class DeathReport:
             except ValueError:
                 parts.append(f"signal {self.signal}")
         if self.detail:
-            parts.append(self.detail)
+            parts.append(printable(self.detail))
         return ", ".join(parts)
 
 

@@ -5,10 +5,15 @@ Every submission gets its own image (``FROM`` the bot base image, ``COPY`` the b
 once and re-used. Containers run with no network, a read-only root, a small ``/tmp`` tmpfs
 (counted against the memory limit), all capabilities dropped, ``no-new-privileges``, uid
 65534, bounded pids / memory (no swap) / CPU / open files / file size, no core dumps, an
-init process, private IPC, bounded logs and labels so leftovers can be swept. The socket
-directory is bind-mounted at ``/run/kryt``; the referee dials it through
-:mod:`sandbox.dial`. Containers are never auto-removed: the exit state is read first, then
-the container is removed.
+init process, private IPC, a small ``/dev/shm``, bounded logs and labels so leftovers can
+be swept. The socket directory is a tiny tmpfs the runner mounts on the host (size and inode
+caps, so nothing the bot writes reaches the disk), bind-mounted at ``/run/kryt``; the
+referee dials it through :mod:`sandbox.dial`. Containers are never auto-removed: the exit
+state is read first, then the container is removed.
+
+Containers carry the runner's token (``org.kryt.runner``, :mod:`sandbox.runner`): the
+runner's reaper (:mod:`sandbox.reaper`) removes them when the runner dies, even by
+``kill -9``, and :meth:`DockerBackend.sweep_leftovers` removes those of dead runners only.
 
 The ``docker`` package is imported lazily so the base install never needs it.
 """
@@ -17,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
+import socket
 import tarfile
 import threading
 from typing import Any
@@ -28,22 +35,47 @@ from sandbox.backend import (
     Backend,
     RunningBot,
     SubmissionLike,
-    make_socket_dir,
+    make_work_dir,
+    prepare_socket_dir,
     resolve_submission,
     safe_label,
+    socket_tmpfs_problem,
     sweep_socket_dirs,
 )
 from sandbox.base_image import bot_base_tag
 from sandbox.death import DeathCause, DeathReport, classify_exit
-from sandbox.errors import EngineUnavailableError, ImageBuildError, SandboxInfrastructureError
+from sandbox.errors import (
+    CleanupError,
+    EngineUnavailableError,
+    ImageBuildError,
+    LimitsUnavailableError,
+    SandboxInfrastructureError,
+)
+from sandbox.hostfs import remove_tree
 from sandbox.limits import SandboxLimits
+from sandbox.reaper import start_reaper
+from sandbox.runner import RunnerId, RunnerState, current_runner
 from sandbox.submission import Submission
 
-__all__ = ["BOT_UID", "LABEL_KEY", "DockerBackend", "DockerBot", "docker_client"]
+__all__ = [
+    "BOT_UID",
+    "LABEL_KEY",
+    "RUNNER_HOST_KEY",
+    "RUNNER_KEY",
+    "DockerBackend",
+    "DockerBot",
+    "docker_client",
+    "remove_runner_containers",
+]
 
 BOT_UID = 65534
 LABEL_KEY = "org.kryt.sandbox.label"
 MARK_KEY = "org.kryt.sandbox"
+#: The token of the runner that started the container (see sandbox.runner).
+RUNNER_KEY = "org.kryt.runner"
+#: The runner's host name, for people reading ``docker ps``.
+RUNNER_HOST_KEY = "org.kryt.runner.host"
+log = logging.getLogger("sandbox")
 LOG_TAIL_LINES = 40
 # umask 0 so the referee (possibly another non-root uid) may connect to the socket; the
 # socket directory itself is private to the bot and the referee.
@@ -154,6 +186,11 @@ class DockerBackend(Backend):
         self.uid = uid
         self._build_lock = threading.Lock()
 
+    def untrusted_problem(self) -> str | None:
+        """Why untrusted bots are refused here (no sized tmpfs for the socket directory)."""
+        problem = socket_tmpfs_problem()
+        return f"docker cannot bound the socket directory: {problem}" if problem else None
+
     def image_base_id(self) -> str:
         """Id of the bot base image, or :class:`ImageBuildError` telling how to build it."""
         from docker.errors import ImageNotFound
@@ -201,23 +238,43 @@ class DockerBackend(Backend):
         *,
         trusted: bool = False,
     ) -> DockerBot:
-        """Start the bot in a container; return once it answers SERVING."""
+        """Start the bot in a container; return once it answers SERVING.
+
+        Untrusted bots are refused with :class:`LimitsUnavailableError` where the socket
+        directory cannot be a sized tmpfs (see :meth:`untrusted_problem`).
+        """
         from docker.errors import APIError
         from docker.types import LogConfig, Ulimit
 
         limits = limits or SandboxLimits()
         sub = resolve_submission(submission)
+        problem = self.untrusted_problem()
+        if problem and not trusted:
+            raise LimitsUnavailableError(
+                f"refusing untrusted bot {sub.manifest.name!r}: {problem} (see docs/sandbox.md)"
+            )
         image = self.image_for(sub)
-        sock_dir = make_socket_dir(label, owner_uid=self.uid, shared=True)
-        name = f"kryt-{safe_label(label)}-{os.path.basename(sock_dir).rsplit('.', 1)[-1]}"
+        start_reaper()
+        work_dir = make_work_dir(label)
+        name = f"kryt-{safe_label(label)}-{work_dir.name.rsplit('.', 1)[-1]}"
+        labels = {
+            MARK_KEY: "bot",
+            LABEL_KEY: label,
+            "org.kryt.submission": sub.sha256,
+            RUNNER_KEY: current_runner().token,
+            RUNNER_HOST_KEY: socket.gethostname(),
+        }
         try:
+            sock_dir = prepare_socket_dir(
+                work_dir, limits, uid=self.uid, gid=self.uid, bounded=problem is None
+            )
             container = self.client.containers.run(
                 image,
                 command=["/bin/sh", "-c", _LAUNCH, sub.manifest.entry],
                 name=name,
                 detach=True,
                 auto_remove=False,
-                labels={MARK_KEY: "bot", LABEL_KEY: label, "org.kryt.submission": sub.sha256},
+                labels=labels,
                 environment={
                     "KRYT_BOT_ADDRESS": SANDBOX_ADDRESS,
                     "PYTHONDONTWRITEBYTECODE": "1",
@@ -241,17 +298,21 @@ class DockerBackend(Backend):
                 ],
                 init=True,
                 ipc_mode="private",
+                shm_size=limits.shm_bytes,
                 volumes={str(sock_dir): {"bind": SANDBOX_SOCKET_DIR, "mode": "rw"}},
                 log_config=LogConfig(
                     type="json-file", config={"max-size": str(limits.log_bytes), "max-file": "1"}
                 ),
                 hostname="bot",
             )
-        except APIError as exc:
+        except BaseException as exc:
             self._remove_by_name(name)
-            raise SandboxInfrastructureError(f"could not start container {name}: {exc}") from exc
-        except BaseException:
-            self._remove_by_name(name)
+            with contextlib.suppress(CleanupError):
+                remove_tree(work_dir)
+            if isinstance(exc, APIError):
+                raise SandboxInfrastructureError(
+                    f"could not start container {name}: {exc}"
+                ) from exc
             raise
         bot = DockerBot(
             container=container,
@@ -259,6 +320,7 @@ class DockerBackend(Backend):
             limits=limits,
             sock_dir=sock_dir,
             expected_uid=self.uid,
+            work_dir=work_dir,
         )
         bot.connect()
         return bot
@@ -270,19 +332,64 @@ class DockerBackend(Backend):
             self.client.containers.get(name).remove(force=True)
 
     def sweep_leftovers(self, label_prefix: str = "") -> int:
-        """Remove every sandbox container whose label starts with ``label_prefix``."""
-        from docker.errors import NotFound
+        """Remove sandbox containers (label starting with ``label_prefix``) whose runner is
+        dead, then the socket directories and cgroups of dead runners.
+
+        Containers of a runner that is alive, or whose liveness cannot be judged from here
+        (another pid namespace), are never touched. Failures are logged; the sweep goes on.
+        """
+        from docker.errors import APIError, NotFound
+        from requests import RequestException
 
         removed = 0
-        # sparse: no inspect per container, which races with containers other runs remove.
-        listed = self.client.containers.list(all=True, sparse=True, filters={"label": MARK_KEY})
+        try:
+            # sparse: no inspect per container, which races with containers others remove.
+            listed = self.client.containers.list(all=True, sparse=True, filters={"label": MARK_KEY})
+        except (APIError, RequestException) as exc:
+            log.warning("sandbox sweep: cannot list containers: %s", exc)
+            listed = []
         for container in listed:
             labels = container.attrs.get("Labels") or {}
-            if str(labels.get(LABEL_KEY, "")).startswith(label_prefix):
-                with contextlib.suppress(NotFound):  # gone meanwhile: nothing to remove
-                    container.remove(force=True, v=True)
-                    removed += 1
+            if not str(labels.get(LABEL_KEY, "")).startswith(label_prefix):
+                continue
+            token = labels.get(RUNNER_KEY)
+            if token is not None:
+                runner = RunnerId.parse(str(token))
+                if runner is None or runner.state() is not RunnerState.DEAD:
+                    continue
+            try:
+                container.remove(force=True, v=True)
+                removed += 1
+            except NotFound:
+                pass  # gone meanwhile: nothing to remove
+            except (APIError, RequestException) as exc:
+                log.warning("sandbox sweep: cannot remove container %s: %s", container.id, exc)
         return removed + sweep_socket_dirs(label_prefix)
+
+
+def remove_runner_containers(token: str) -> tuple[int, list[str]]:
+    """Remove every bot container of runner ``token`` (the reaper's job); never raises
+    for one container, returns ``(removed, errors)``."""
+    from docker.errors import APIError, NotFound
+    from requests import RequestException
+
+    client = docker_client(timeout=30)
+    removed, errors = 0, []
+    try:
+        listed = client.containers.list(
+            all=True, sparse=True, filters={"label": f"{RUNNER_KEY}={token}"}
+        )
+    except (APIError, RequestException) as exc:
+        return 0, [f"cannot list containers of runner {token}: {exc}"]
+    for container in listed:
+        try:
+            container.remove(force=True, v=True)
+            removed += 1
+        except NotFound:
+            pass
+        except (APIError, RequestException) as exc:
+            errors.append(f"cannot remove container {container.id}: {exc}")
+    return removed, errors
 
 
 def _build_context(submission: Submission, base_image: str) -> io.BytesIO:

@@ -9,9 +9,11 @@ __all__ = [
     "BotCrashedError",
     "BotNotHealthyError",
     "BotStartupError",
+    "CleanupError",
     "EngineUnavailableError",
     "ImageBuildError",
     "InvalidSubmissionError",
+    "LimitsUnavailableError",
     "SandboxError",
     "SandboxInfrastructureError",
     "UnsafeBackendError",
@@ -54,6 +56,22 @@ class SandboxInfrastructureError(SandboxError, RuntimeError):
 
 class BackendUnavailableError(SandboxInfrastructureError):
     """The requested backend cannot run on this machine (tool missing, user missing)."""
+
+
+class LimitsUnavailableError(BackendUnavailableError):
+    """The backend runs, but cannot enforce the per-bot limits an untrusted bot needs.
+
+    Raised by ``start()`` for untrusted bots only (trusted, bundled bots still run); the
+    message says which setting or privilege is missing (see ``docs/sandbox.md``).
+    """
+
+
+class CleanupError(SandboxInfrastructureError):
+    """Removing what a bot left (processes, container, socket dir, cgroup) failed: ours.
+
+    Every step of a cleanup is attempted even when an earlier one fails; the message lists
+    every failure, each naming the path or object concerned.
+    """
 
 
 class EngineUnavailableError(BackendUnavailableError):

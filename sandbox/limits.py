@@ -13,11 +13,12 @@ MiB = 1024 * 1024
 class SandboxLimits:
     """What one bot may use. Every backend applies what it can (see ``docs/sandbox.md``).
 
-    - ``memory_bytes``: RAM (Docker: ``mem_limit`` = ``memswap_limit``, tmpfs counts
-      against it; bwrap/process: the address-space rlimit, which is ``memory_bytes`` plus
-      ``address_space_slack_bytes`` because gRPC reserves far more virtual memory than it uses).
-    - ``pids``: processes and threads (Docker: ``pids_limit``; bwrap: ``RLIMIT_NPROC`` of the
-      dedicated uid, shared by all bots running at once under that uid).
+    - ``memory_bytes``: RAM of the whole process tree, no swap (Docker: ``mem_limit`` =
+      ``memswap_limit``; bwrap: the bot's memory cgroup; tmpfs pages count against it). The
+      local backends also set the per-process address-space rlimit to ``memory_bytes`` plus
+      ``address_space_slack_bytes`` (gRPC reserves far more virtual memory than it uses).
+    - ``pids``: processes and threads of the whole tree (Docker: ``pids_limit``; bwrap: the
+      bot's pids cgroup; a trusted bot without cgroups: ``RLIMIT_NPROC`` of the uid).
     - ``cpus``: CPU share (Docker ``nano_cpus``; not enforced by the local backends).
     - ``nofile``: open file descriptors. ``tmpfs_bytes``: size of the writable ``/tmp``.
     - ``fsize_bytes``: largest file the bot may write (``RLIMIT_FSIZE``; exceeding it kills
@@ -25,6 +26,10 @@ class SandboxLimits:
     - ``log_bytes``: bound on the bot's captured stdout/stderr.
     - ``startup_timeout``: seconds from launch until the health service must answer SERVING.
     - ``max_message_bytes``: largest gRPC message the referee accepts from the bot.
+    - ``socket_dir_bytes`` / ``socket_dir_inodes``: size and entry caps of the bot's own
+      tmpfs at ``/run/kryt`` (where its socket lives; nothing there reaches the disk).
+    - ``shm_bytes``: size of ``/dev/shm`` under bwrap (Docker: the engine's 64 MiB default,
+      counted against the memory cgroup).
     """
 
     memory_bytes: int = 256 * MiB
@@ -37,6 +42,9 @@ class SandboxLimits:
     startup_timeout: float = 15.0
     max_message_bytes: int = 4 * MiB
     address_space_slack_bytes: int = 1024 * MiB
+    socket_dir_bytes: int = 64 * 1024
+    socket_dir_inodes: int = 16
+    shm_bytes: int = 1 * MiB
 
     def __post_init__(self) -> None:
         for spec in fields(self):

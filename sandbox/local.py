@@ -43,19 +43,27 @@ from sandbox.backend import (
     RunningBot,
     SubmissionLike,
     make_socket_dir,
+    make_work_dir,
+    prepare_socket_dir,
     resolve_submission,
     runtime_dir,
+    socket_tmpfs_problem,
     sweep_socket_dirs,
 )
 from sandbox.bot_runtime import runtime_files
+from sandbox.cgroups import BotCgroup, cgroup_layout
 from sandbox.death import DeathReport, classify_exit
 from sandbox.dial import MAX_SUN_PATH, SOCKET_NAME
 from sandbox.errors import (
     BackendUnavailableError,
+    CleanupError,
+    LimitsUnavailableError,
     SandboxInfrastructureError,
     UnsafeBackendError,
 )
+from sandbox.hostfs import remove_tree
 from sandbox.limits import SandboxLimits
+from sandbox.reaper import start_reaper
 from sandbox.submission import Submission
 
 __all__ = [
@@ -266,16 +274,31 @@ class _Tail:
         self._thread.join(timeout)
 
 
-class LocalBot(RunningBot):
-    """A bot running as a local process group (bwrap or plain)."""
+#: Runs first inside the launched process: waits until the runner has moved it into the
+#: bot's cgroup (one line on stdin), so no bot code ever runs outside it.
+_GATE = ["/bin/sh", "-c", 'read -r _ && exec "$0" "$@" </dev/null']
 
-    def __init__(self, *, backend_name: str, argv: list[str], popen: dict[str, Any], **kwargs: Any):
+
+class LocalBot(RunningBot):
+    """A bot running as a local process group (bwrap or plain), optionally in a cgroup."""
+
+    def __init__(
+        self,
+        *,
+        backend_name: str,
+        argv: list[str],
+        popen: dict[str, Any],
+        cgroup: BotCgroup | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         self.backend_name = backend_name  # type: ignore[misc]
+        self.cgroup = cgroup
+        self._tree: dict[int, str | None] = {}
         try:
             self.process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
+                [*_GATE, *argv] if cgroup else argv,
+                stdin=subprocess.PIPE if cgroup else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 process_group=0,
@@ -286,21 +309,49 @@ class LocalBot(RunningBot):
             raise SandboxInfrastructureError(f"could not launch {argv[0]}: {exc}") from exc
         assert self.process.stdout is not None
         self._tail = _Tail(self.process.stdout, min(self.limits.log_bytes, LOG_TAIL_BYTES))
-        self._tree: dict[int, str | None] = {}
+        if cgroup is not None:
+            self._open_gate(cgroup)
+
+    def _open_gate(self, cgroup: BotCgroup) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        try:
+            cgroup.join(self.process.pid)
+            stdin.write(b"go\n")
+            stdin.close()
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                self.stop()
+            if isinstance(exc, OSError):
+                raise SandboxInfrastructureError(
+                    f"could not release bot {self.label!r} into its cgroup: {exc}"
+                ) from exc
+            raise
 
     @property
     def pid(self) -> int:
         """Process id (and process group id) of the launched process."""
         return self.process.pid
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time of the bot's whole tree so far (cgroup accounting), if measured."""
+        return self.cgroup.cpu_seconds() if self.cgroup else None
+
+    def memory_peak(self) -> int | None:
+        """Highest memory charge of the bot's tree so far (bytes), if measured."""
+        return self.cgroup.memory_peak() if self.cgroup else None
+
     def _poll(self) -> DeathReport | None:
         code = self.process.poll()
         if code is None:
             return None
         self._tail.join(0.5)
-        return classify_exit(code, log_tail=self.logs())
+        oom = self.cgroup is not None and self.cgroup.oom_kills() > 0
+        return classify_exit(code, oom_killed=oom, log_tail=self.logs())
 
     def _kill(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill()
         # Snapshot the whole tree first: processes that left the group (setsid, bwrap's
         # --new-session) are still descendants, and are killed one by one.
         self._tree.update(_descendants(self.process.pid))
@@ -317,18 +368,24 @@ class LocalBot(RunningBot):
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired as exc:
-            raise SandboxInfrastructureError(f"bot {self.label!r} survived SIGKILL") from exc
+            raise CleanupError(f"bot {self.label!r} survived SIGKILL") from exc
         # Processes in bwrap's pid namespace die asynchronously once its init is gone.
         deadline = time.monotonic() + 10
         while any(s is not None and _start_time(p) == s for p, s in self._tree.items()):
             if time.monotonic() > deadline:
-                raise SandboxInfrastructureError(f"processes of bot {self.label!r} survived")
+                raise CleanupError(f"processes of bot {self.label!r} survived")
             time.sleep(0.01)
         self._tail.join(2.0)
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
     def logs(self) -> str:
         """The last bytes the bot wrote to stdout/stderr."""
         return self._tail.text()
+
+
+#: Device nodes a bot gets in its read-only /dev (bound from the host's).
+DEV_NODES = ("null", "zero", "urandom", "random")
 
 
 class BwrapBackend(Backend):
@@ -364,21 +421,38 @@ class BwrapBackend(Backend):
         else:
             self.uid, self.gid = os.geteuid(), os.getegid()
 
+    def untrusted_problem(self) -> str | None:
+        """Why untrusted bots are refused here: no per-bot cgroup or no socket tmpfs."""
+        layout = cgroup_layout()
+        if isinstance(layout, str):
+            return f"bwrap cannot enforce per-bot memory/pids limits: {layout}"
+        problem = socket_tmpfs_problem()
+        if problem:
+            return f"bwrap cannot bound the socket directory: {problem}"
+        return None
+
     def argv(
-        self, binds: dict[str, tuple[int, bool]], entry: str, limits: SandboxLimits
+        self,
+        binds: dict[str, tuple[int, bool]],
+        entry: str,
+        limits: SandboxLimits,
+        *,
+        cgroup: bool = False,
     ) -> list[str]:
         """The full ``prlimit … bwrap …`` command line for one bot.
 
         ``binds`` maps a sandbox path to ``(directory fd, writable)``: directories are
         handed to bwrap as open descriptors because the sandbox uid may not be allowed to
         traverse the host paths leading to them (e.g. a 0700 runtime directory).
+        ``cgroup``: the bot runs in its own cgroup, which bounds its processes; only
+        without one is ``RLIMIT_NPROC`` (shared by every process of the uid) the bound.
         """
         address_space = limits.memory_bytes + limits.address_space_slack_bytes
-        # Several bots may share the uid, and RLIMIT_NPROC counts all of its threads.
-        nproc = limits.pids * 4
         cmd = [self.prlimit, f"--as={address_space}", f"--nofile={limits.nofile}"]
-        cmd += [f"--fsize={limits.fsize_bytes}", "--core=0", f"--nproc={nproc}", "--"]
-        cmd += [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+        cmd += [f"--fsize={limits.fsize_bytes}", "--core=0"]
+        if not cgroup:
+            cmd += [f"--nproc={limits.pids * 4}"]
+        cmd += ["--", self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
         cmd += ["--clearenv", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
         for link in ("bin", "lib", "lib64", "sbin"):
             host = Path("/") / link
@@ -390,7 +464,17 @@ class BwrapBackend(Backend):
         if not python.startswith("/usr/"):
             prefix = str(Path(sys.base_prefix).resolve())
             cmd += ["--ro-bind", prefix, prefix]
-        cmd += ["--proc", "/proc", "--dev", "/dev"]
+        cmd += ["--proc", "/proc"]
+        # A read-only /dev with only the nodes a bot needs and a small /dev/shm (bwrap's
+        # --dev would give a writable tmpfs of half the RAM, outside every limit).
+        cmd += ["--size", "65536", "--tmpfs", "/dev"]
+        for node in DEV_NODES:
+            cmd += ["--dev-bind", f"/dev/{node}", f"/dev/{node}"]
+        cmd += ["--symlink", "/proc/self/fd", "/dev/fd"]
+        for number, stream in enumerate(("stdin", "stdout", "stderr")):
+            cmd += ["--symlink", f"/proc/self/fd/{number}", f"/dev/{stream}"]
+        cmd += ["--dir", "/dev/shm", "--perms", "1777", "--size", str(limits.shm_bytes)]
+        cmd += ["--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         cmd += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
         pythonpath = ["/opt/kryt/lib"]
         for dest, (fd, writable) in binds.items():
@@ -417,24 +501,40 @@ class BwrapBackend(Backend):
         *,
         trusted: bool = False,
     ) -> LocalBot:
-        """Start the bot under bwrap; return once it answers SERVING."""
+        """Start the bot under bwrap; return once it answers SERVING.
+
+        Untrusted bots need a per-bot cgroup and a socket tmpfs (see
+        :meth:`untrusted_problem`); without them they are refused with
+        :class:`LimitsUnavailableError`. Trusted bots then run with rlimits only.
+        """
         limits = limits or SandboxLimits()
         sub = resolve_submission(submission)
-        work_dir = make_socket_dir(label, owner_uid=None)
-        os.chmod(work_dir, 0o711)
-        sock_dir = work_dir / "sock"
-        sock_dir.mkdir(mode=0o700)
-        if os.geteuid() == 0:
-            os.chown(sock_dir, self.uid, self.gid)
-        # A private copy the sandbox uid can read, wherever the submission is stored; the
-        # stored original also cannot change under a running bot.
-        code_dir = work_dir / "code"
-        _copy_readable(sub, code_dir)
-        sources: dict[str, tuple[Path, bool]] = {"/opt/kryt/lib": (stage_runtime(), False)}
-        sources["/bot"] = (code_dir, False)
-        sources[SANDBOX_SOCKET_DIR] = (sock_dir, True)
+        problem = self.untrusted_problem()
+        if problem and not trusted:
+            raise LimitsUnavailableError(
+                f"refusing untrusted bot {sub.manifest.name!r}: {problem} (see docs/sandbox.md)"
+            )
+        layout = cgroup_layout()
+        start_reaper()
+        work_dir = make_work_dir(label)
+        cgroup: BotCgroup | None = None
         binds: dict[str, tuple[int, bool]] = {}
         try:
+            os.chmod(work_dir, 0o711)
+            sock_dir = prepare_socket_dir(
+                work_dir, limits, uid=self.uid, gid=self.gid, bounded=problem is None
+            )
+            # A private copy the sandbox uid can read, wherever the submission is stored;
+            # the stored original also cannot change under a running bot.
+            code_dir = work_dir / "code"
+            _copy_readable(sub, code_dir)
+            if not isinstance(layout, str):
+                cgroup = BotCgroup.create(
+                    layout, work_dir.name, memory_bytes=limits.memory_bytes, pids=limits.pids
+                )
+            sources: dict[str, tuple[Path, bool]] = {"/opt/kryt/lib": (stage_runtime(), False)}
+            sources["/bot"] = (code_dir, False)
+            sources[SANDBOX_SOCKET_DIR] = (sock_dir, True)
             for dest, (path, writable) in sources.items():
                 fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
                 binds[dest] = (fd, writable)
@@ -447,8 +547,9 @@ class BwrapBackend(Backend):
                 popen.update(user=self.uid, group=self.gid, extra_groups=[])
             bot = LocalBot(
                 backend_name=self.name,
-                argv=self.argv(binds, sub.manifest.entry, limits),
+                argv=self.argv(binds, sub.manifest.entry, limits, cgroup=cgroup is not None),
                 popen=popen,
+                cgroup=cgroup,
                 label=label,
                 limits=limits,
                 sock_dir=sock_dir,
@@ -456,7 +557,11 @@ class BwrapBackend(Backend):
                 work_dir=work_dir,
             )
         except BaseException:
-            shutil.rmtree(work_dir, ignore_errors=True)
+            with contextlib.suppress(CleanupError):
+                if cgroup is not None:
+                    cgroup.remove()
+            with contextlib.suppress(CleanupError):
+                remove_tree(work_dir)
             raise
         finally:
             for fd, _ in binds.values():
@@ -465,7 +570,7 @@ class BwrapBackend(Backend):
         return bot
 
     def sweep_leftovers(self, label_prefix: str = "") -> int:
-        """Remove stale socket dirs (bwrap bots die with their parent on their own)."""
+        """Remove what dead runners left: socket dirs (and their tmpfs), cgroups."""
         return sweep_socket_dirs(label_prefix)
 
 
@@ -520,7 +625,7 @@ class ProcessBackend(Backend):
         sock_dir = make_socket_dir(label, owner_uid=None)
         sock_path = sock_dir / SOCKET_NAME
         if len(str(sock_path)) > MAX_SUN_PATH:
-            shutil.rmtree(sock_dir, ignore_errors=True)
+            remove_tree(sock_dir)
             raise SandboxInfrastructureError(
                 f"socket path {str(sock_path)!r} exceeds {MAX_SUN_PATH} bytes; "
                 "set KRYT_SANDBOX_RUNTIME_DIR to a shorter directory"
@@ -554,7 +659,8 @@ class ProcessBackend(Backend):
                 expected_uid=os.geteuid(),
             )
         except BaseException:
-            shutil.rmtree(sock_dir, ignore_errors=True)
+            with contextlib.suppress(CleanupError):
+                remove_tree(sock_dir)
             raise
         bot.connect()
         return bot

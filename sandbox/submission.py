@@ -124,6 +124,32 @@ class Submission:
         return self.root / self.manifest.entry
 
 
+def _shown(raw: str, limit: int = 120) -> str:
+    """``raw`` safe for a one-line message: undecodable bytes as escapes, long paths cut."""
+    text = raw.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text if len(text) <= limit else f"{text[: limit // 2]}…{text[-limit // 2 :]}"
+
+
+def _check_name(raw: str, *, what: str) -> None:
+    """Reject names that are not valid UTF-8 or hold control characters (before any use)."""
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = _shown(raw)
+        raise UnsafePathError(f"{what} {shown!r} is not a valid UTF-8 file name", shown) from None
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in raw):
+        shown = _shown(raw)
+        raise UnsafePathError(f"{what} {shown!r} contains control characters", shown)
+
+
+def _check_depth(rel: PurePosixPath, limits: SubmissionLimits) -> None:
+    if len(rel.parts) > limits.max_depth:
+        shown = _shown(rel.as_posix())
+        raise SubmissionTooLargeError(
+            f"{shown!r} is nested deeper than {limits.max_depth} levels", shown
+        )
+
+
 def _clean_relative(raw: str, *, what: str) -> PurePosixPath:
     """Validate a relative POSIX path: not absolute, no ``..``, no empty or NUL parts."""
     if not raw or "\0" in raw or "\\" in raw:
@@ -223,17 +249,15 @@ def _walk(root: Path, limits: SubmissionLimits) -> Iterator[_Entry]:
         subdirs: list[PurePosixPath] = []
         for name in names:
             rel = rel_dir / name if rel_dir != PurePosixPath(".") else PurePosixPath(name)
+            _check_name(rel.as_posix(), what="file")
             if _ignored(rel):
                 continue
-            if len(rel.parts) > limits.max_depth:
-                raise SubmissionTooLargeError(
-                    f"{rel.as_posix()!r} is nested deeper than {limits.max_depth} levels",
-                    rel.as_posix(),
-                )
+            _check_depth(rel, limits)
             full = root / rel
             mode = os.lstat(full).st_mode
             if stat.S_ISLNK(mode):
                 target = os.readlink(full)
+                _check_name(target, what=f"target of symlink {rel.as_posix()!r}:")
                 resolved = os.path.realpath(full)
                 if os.path.isabs(target) or not _inside(root_real, resolved):
                     raise UnsafePathError(
@@ -384,31 +408,90 @@ def _check_link(rel: PurePosixPath, target: str) -> None:
         )
 
 
+def _check_declared(rel: PurePosixPath, size: int, limits: SubmissionLimits, declared: int) -> int:
+    """Check a member's declared size before reading it; return the new declared total."""
+    if size > limits.max_file_bytes:
+        raise SubmissionTooLargeError(
+            f"{rel.as_posix()!r} is larger than {limits.max_file_bytes} bytes", rel.as_posix()
+        )
+    if declared + size > limits.max_total_bytes:
+        raise SubmissionTooLargeError(
+            f"the archive unpacks to more than {limits.max_total_bytes} bytes "
+            f"(limit reached at {rel.as_posix()!r})",
+            rel.as_posix(),
+        )
+    return declared + size
+
+
+def _member_path(raw: str, limits: SubmissionLimits) -> PurePosixPath:
+    """An archive member's name, checked before anything is written: UTF-8, no control
+    characters, relative, no ``..``, not deeper than the limit."""
+    _check_name(raw, what="archive member")
+    rel = _clean_relative(raw.rstrip("/"), what="archive member")
+    _check_depth(rel, limits)
+    return rel
+
+
+_MAX_LINK_BYTES = 4096
+
+
+def _zip_link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo, rel: PurePosixPath) -> str:
+    if info.file_size > _MAX_LINK_BYTES:
+        raise UnsafePathError(f"symlink {rel.as_posix()!r} has an oversized target", str(rel))
+    raw = zf.read(info)
+    try:
+        target = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UnsafePathError(
+            f"target of symlink {rel.as_posix()!r} is not valid UTF-8", rel.as_posix()
+        ) from None
+    _check_name(target, what=f"target of symlink {rel.as_posix()!r}:")
+    _check_link(rel, target)
+    return target
+
+
+def _precheck_zip(zf: zipfile.ZipFile, limits: SubmissionLimits) -> dict[str, str]:
+    """Check every member of a zip before unpacking any; return the symlink targets."""
+    members = zf.infolist()
+    if len(members) > limits.max_files:
+        raise SubmissionTooLargeError(f"the archive has more than {limits.max_files} entries")
+    declared = 0
+    links: dict[str, str] = {}
+    for info in members:
+        rel = _member_path(info.filename, limits)
+        mode = info.external_attr >> 16
+        if info.is_dir():
+            continue
+        if mode and stat.S_ISLNK(mode):
+            links[info.filename] = _zip_link_target(zf, info, rel)
+        elif stat.S_IFMT(mode) and not stat.S_ISREG(mode):
+            raise UnsafePathError(
+                f"archive member {rel.as_posix()!r} is not a regular file", rel.as_posix()
+            )
+        else:
+            declared = _check_declared(rel, info.file_size, limits, declared)
+    return links
+
+
 def _extract_zip(archive: Path, dest: Path, limits: SubmissionLimits) -> None:
     try:
         zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, OSError) as exc:
         raise ArchiveError(f"{archive.name} is not a readable zip archive: {exc}") from exc
     with zf:
-        members = zf.infolist()
-        if len(members) > limits.max_files:
-            raise SubmissionTooLargeError(f"the archive has more than {limits.max_files} entries")
+        try:
+            links = _precheck_zip(zf, limits)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError) as exc:
+            raise ArchiveError(f"{archive.name} is corrupt: {exc}") from exc
         used = 0
-        for info in members:
+        for info in zf.infolist():
             rel = _clean_relative(info.filename.rstrip("/"), what="archive member")
-            mode = info.external_attr >> 16
             if info.is_dir():
                 (dest.joinpath(*rel.parts)).mkdir(parents=True, exist_ok=True)
                 continue
-            if mode and stat.S_ISLNK(mode):
-                target = zf.read(info).decode("utf-8", errors="replace")
-                _check_link(rel, target)
-                os.symlink(target, _make_parent(dest, rel))
+            if info.filename in links:
+                os.symlink(links[info.filename], _make_parent(dest, rel))
                 continue
-            if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
-                raise UnsafePathError(
-                    f"archive member {rel.as_posix()!r} is not a regular file", rel.as_posix()
-                )
             target_path = _make_parent(dest, rel)
             try:
                 with zf.open(info) as src:
@@ -419,6 +502,31 @@ def _extract_zip(archive: Path, dest: Path, limits: SubmissionLimits) -> None:
                 ) from exc
 
 
+def _precheck_tar(tf: tarfile.TarFile, limits: SubmissionLimits) -> list[tarfile.TarInfo]:
+    """Read and check every tar header before unpacking anything (stops at the limits)."""
+    members: list[tarfile.TarInfo] = []
+    declared = 0
+    for info in tf:
+        members.append(info)
+        if len(members) > limits.max_files:
+            raise SubmissionTooLargeError(f"the archive has more than {limits.max_files} entries")
+        rel = _member_path(info.name, limits)
+        if info.isdir():
+            continue
+        if info.issym():
+            _check_name(info.linkname, what=f"target of symlink {rel.as_posix()!r}:")
+            _check_link(rel, info.linkname)
+        elif info.isreg():
+            declared = _check_declared(rel, info.size, limits, declared)
+        else:
+            kind = "hard link" if info.islnk() else "device, FIFO or special file"
+            raise UnsafePathError(
+                f"archive member {rel.as_posix()!r} is a {kind}, not a regular file",
+                rel.as_posix(),
+            )
+    return members
+
+
 def _extract_tar(archive: Path, dest: Path, limits: SubmissionLimits) -> None:
     try:
         tf = tarfile.open(archive)  # noqa: SIM115 -- closed by the `with tf` below
@@ -426,33 +534,20 @@ def _extract_tar(archive: Path, dest: Path, limits: SubmissionLimits) -> None:
         raise ArchiveError(f"{archive.name} is not a readable tar archive: {exc}") from exc
     with tf:
         used = 0
-        count = 0
         try:
-            for info in tf:
-                count += 1
-                if count > limits.max_files:
-                    raise SubmissionTooLargeError(
-                        f"the archive has more than {limits.max_files} entries"
-                    )
+            for info in _precheck_tar(tf, limits):
                 rel = _clean_relative(info.name.rstrip("/"), what="archive member")
                 if info.isdir():
                     dest.joinpath(*rel.parts).mkdir(parents=True, exist_ok=True)
                 elif info.issym():
-                    _check_link(rel, info.linkname)
                     os.symlink(info.linkname, _make_parent(dest, rel))
-                elif info.isreg():
+                else:
                     src = tf.extractfile(info)
                     if src is None:
                         raise ArchiveError(f"cannot read {rel.as_posix()!r}", rel.as_posix())
                     with src:
                         path = _make_parent(dest, rel)
                         used = _copy_limited(src, path, rel.as_posix(), limits, used)
-                else:
-                    kind = "hard link" if info.islnk() else "device, FIFO or special file"
-                    raise UnsafePathError(
-                        f"archive member {rel.as_posix()!r} is a {kind}, not a regular file",
-                        rel.as_posix(),
-                    )
         except (tarfile.TarError, EOFError, OSError) as exc:
             raise ArchiveError(f"{archive.name} is corrupt: {exc}") from exc
 

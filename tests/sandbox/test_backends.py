@@ -134,14 +134,20 @@ def test_bwrap_needs_its_dedicated_user(bwrap_backend: Backend) -> None:
 
 
 @pytest.mark.docker
-def test_sweep_removes_leftover_containers(docker_backend: Backend, make_bot: MakeBot) -> None:
-    bot = docker_backend.start(make_bot("healthy"), SandboxLimits(), "test-sweep-1")
-    # Simulate a referee that crashed without stopping its bot.
-    assert docker_backend.sweep_leftovers("test-sweep-") >= 1
+def test_sweep_spares_the_containers_of_a_live_runner(
+    docker_backend: Backend, make_bot: MakeBot
+) -> None:
+    # A dead runner's containers are swept (tests/sandbox/test_runner_death.py); this
+    # runner is alive, so its bot must survive another sweep untouched.
+    bot = docker_backend.start(make_bot("healthy"), SandboxLimits(), "test-sweep-live-1")
+    try:
+        assert docker_backend.sweep_leftovers("test-sweep-live-") == 0
+        assert not container_gone(bot)
+        assert bot.sock_dir.exists()
+        assert bot.alive()
+    finally:
+        bot.stop()
     assert container_gone(bot)
-    assert not bot.sock_dir.exists()
-    assert bot.death() is not None
-    bot.stop()
 
 
 @pytest.mark.docker

@@ -1,0 +1,240 @@
+"""The attacks of issue 13, each as a hostile bot under Docker and bwrap.
+
+Every test asserts the verdict for the hostile bot, that the host and other bots are
+unaffected, and that nothing (process, container, mount, cgroup, directory) stays behind.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from sandbox.backend import Backend, RunningBot
+from sandbox.errors import BotCrashedError, LimitsUnavailableError
+from sandbox.hostfs import mounts_under
+from sandbox.limits import MiB, SandboxLimits
+from tests.sandbox.conftest import MakeBot
+from tests.sandbox.procs import bot_processes, container_gone, survivors
+from tests.sandbox.test_hostile import leftover_containers, report
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _mount_line(path: Path) -> str | None:
+    """The /proc/self/mountinfo line of the mount at ``path``, if it is a mount point."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        if line.split(" ")[4] == str(path):
+            return line
+    return None
+
+
+def _cgroup_dirs(bot: RunningBot) -> list[Path]:
+    cgroup = getattr(bot, "cgroup", None)
+    return [path for _, path in cgroup.dirs] if cgroup is not None else []
+
+
+def stop_and_assert_gone(bot: RunningBot) -> None:
+    """Stop the bot; no process, container, mount, cgroup or directory may remain."""
+    processes = bot_processes(bot)
+    cgroups = _cgroup_dirs(bot)
+    bot.stop()
+    assert container_gone(bot)
+    deadline = time.monotonic() + 5
+    while survivors(processes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert survivors(processes) == []
+    assert not bot.work_dir.exists()
+    assert mounts_under(bot.work_dir) == []
+    assert [path for path in cgroups if path.exists()] == []
+
+
+def wait_for_output(bot: RunningBot, text: str, seconds: float) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        logs = bot.logs()
+        if text in logs:
+            return logs
+        time.sleep(0.1)
+    raise AssertionError(f"bot {bot.label} never wrote {text!r}: {bot.logs()[-500:]!r}")
+
+
+def test_process_filler_cannot_starve_the_next_bot(
+    sandbox_backend: Backend, make_bot: MakeBot
+) -> None:
+    limits = SandboxLimits(pids=32)
+    filler = sandbox_backend.start(make_bot("nprocfill"), limits, "t13-nprocfill")
+    try:
+        logs = wait_for_output(filler, "children ", 60)
+        assert "Resource temporarily unavailable" in logs
+        assert len(bot_processes(filler)) <= limits.pids
+        # The attack: with every process of the shared uid taken, the next sandbox could
+        # not even be created. Now the filler only exhausts its own cgroup.
+        victim = sandbox_backend.start(make_bot("healthy"), SandboxLimits(), "t13-victim")
+        try:
+            assert victim.alive()
+            assert report(victim)["cwd"] == "/bot"
+        finally:
+            stop_and_assert_gone(victim)
+        assert filler.alive()
+    finally:
+        stop_and_assert_gone(filler)
+
+
+def _memory_peak(bot: RunningBot) -> int:
+    container = getattr(bot, "container", None)
+    if container is None:
+        peak = bot.memory_peak()  # type: ignore[attr-defined]
+        assert peak is not None, "bwrap runs untrusted bots in a memory cgroup"
+        return int(peak)
+    stats = container.stats(stream=False)
+    return int(stats["memory_stats"]["max_usage"])
+
+
+def test_memory_limit_holds_for_the_whole_process_tree(
+    sandbox_backend: Backend, make_bot: MakeBot
+) -> None:
+    limits = SandboxLimits(memory_bytes=128 * MiB, address_space_slack_bytes=512 * MiB)
+    bot = sandbox_backend.start(make_bot("memtree"), limits, "t13-memtree")
+    try:
+        try:
+            endings = report(bot)["endings"]
+        except grpc.RpcError:
+            endings = None  # the OOM killer chose the main process: then it is dead
+        peak = _memory_peak(bot) if bot.alive() else None
+        if endings is None:
+            death = bot.death()
+            assert death is not None and death.cause.value == "out_of_memory", death
+        else:
+            # Four children of 100 MiB each cannot all fit in 128 MiB: some were killed
+            # (signal 9) or got MemoryError (exit 3).
+            assert sum(e in {"signal 9", "exit 3"} for e in endings) >= 2, endings
+        if peak is not None:
+            assert peak <= limits.memory_bytes, f"peak {peak / MiB:.0f} MiB"
+    finally:
+        stop_and_assert_gone(bot)
+
+
+def test_dev_is_read_only_and_dev_shm_is_small(sandbox_backend: Backend, make_bot: MakeBot) -> None:
+    limits = SandboxLimits(shm_bytes=1 * MiB)
+    bot = sandbox_backend.start(make_bot("devfill"), limits, "t13-devfill")
+    try:
+        result = report(bot)
+        assert result["dev_write"] != "ok"
+        assert result["shm_written"] <= limits.shm_bytes
+        assert result.get("shm_error") == "No space left on device"
+        if sandbox_backend.name == "bwrap":
+            nodes = {"null", "zero", "urandom", "random", "shm", "fd"}
+            assert set(result["dev"]) <= nodes | {"stdin", "stdout", "stderr"}
+    finally:
+        stop_and_assert_gone(bot)
+
+
+def test_socket_dir_is_a_small_tmpfs_and_leaves_nothing(
+    sandbox_backend: Backend, make_bot: MakeBot
+) -> None:
+    limits = SandboxLimits()
+    bot = sandbox_backend.start(make_bot("sockfill"), limits, "t13-sockfill")
+    try:
+        line = _mount_line(bot.sock_dir)
+        assert line is not None and " - tmpfs " in line, line
+        assert f"size={limits.socket_dir_bytes // 1024}k" in line
+        result: dict[str, Any] = report(bot)
+        depth, depth_error = result["depth"]
+        files, files_error = result["files"]
+        written, bytes_error = result["bytes"]
+        assert depth < limits.socket_dir_inodes and depth_error == "No space left on device"
+        assert files < limits.socket_dir_inodes and files_error == "No space left on device"
+        assert written <= limits.socket_dir_bytes and bytes_error == "No space left on device"
+        assert bot.alive()
+    finally:
+        stop_and_assert_gone(bot)
+
+
+def test_escape_sequences_in_crash_output_are_made_visible(
+    sandbox_backend: Backend, make_bot: MakeBot
+) -> None:
+    with pytest.raises(BotCrashedError) as caught:
+        sandbox_backend.start(make_bot("escapes"), SandboxLimits(), "t13-escapes")
+    message = str(caught.value)
+    assert "tournament won by escapes" in message
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e", "\r"):
+        assert raw not in message
+    assert "\\x1b]0;pwned\\x07" in message
+    assert "\\u202e" in message
+    assert leftover_containers(sandbox_backend, "t13-escapes") == []
+
+
+def test_bwrap_refuses_untrusted_bots_without_per_bot_limits(
+    bwrap_backend: Backend, make_bot: MakeBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sandbox.local
+
+    reason = "no cgroup v2 and no cgroup v1 memory controller mounted"
+    monkeypatch.setattr(sandbox.local, "cgroup_layout", lambda: reason)
+    assert reason in str(bwrap_backend.untrusted_problem())
+    folder = make_bot("healthy")
+    with pytest.raises(LimitsUnavailableError, match=reason) as caught:
+        bwrap_backend.start(folder, SandboxLimits(), "t13-refused")
+    assert "\n" not in str(caught.value)
+    # A trusted (bundled) bot still runs, with rlimits only.
+    bot = bwrap_backend.start(folder, SandboxLimits(), "t13-trusted", trusted=True)
+    try:
+        assert bot.alive()
+        assert getattr(bot, "cgroup", None) is None
+    finally:
+        stop_and_assert_gone(bot)
+
+
+@pytest.mark.docker
+def test_docker_refuses_untrusted_bots_without_a_socket_tmpfs(
+    docker_backend: Backend, make_bot: MakeBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sandbox.docker_backend
+
+    reason = "the socket directory tmpfs needs root (CAP_SYS_ADMIN) to mount"
+    monkeypatch.setattr(sandbox.docker_backend, "socket_tmpfs_problem", lambda: reason)
+    with pytest.raises(LimitsUnavailableError, match="needs root"):
+        docker_backend.start(make_bot("healthy"), SandboxLimits(), "t13-refused-docker")
+    assert leftover_containers(docker_backend, "t13-refused-docker") == []
+
+
+def test_bwrap_reports_cpu_time_of_the_whole_tree(
+    bwrap_backend: Backend, make_bot: MakeBot
+) -> None:
+    bot = bwrap_backend.start(make_bot("busy"), SandboxLimits(), "t13-cpu")
+    try:
+        first = bot.cpu_seconds()  # type: ignore[attr-defined]
+        if first is None:
+            pytest.skip("no CPU accounting controller here")
+        started = time.monotonic()
+        time.sleep(1.5)
+        used = bot.cpu_seconds() - first  # type: ignore[attr-defined]
+        assert 0.2 < used <= (time.monotonic() - started) * 4 + 0.5
+    finally:
+        stop_and_assert_gone(bot)
+
+
+def test_concurrent_stops_of_many_bots_leave_nothing(
+    bwrap_backend: Backend, make_bot: MakeBot
+) -> None:
+    folder = make_bot("healthy")
+    bots = [bwrap_backend.start(folder, SandboxLimits(), f"t13-many-{i}") for i in range(3)]
+    errors: list[BaseException] = []
+
+    def stop(bot: RunningBot) -> None:
+        try:
+            stop_and_assert_gone(bot)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=stop, args=(bot,)) for bot in bots]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []

@@ -1,0 +1,170 @@
+"""Hostile submissions are rejected before anything is unpacked, with one typed line.
+
+Each case once gave a traceback (``UnicodeEncodeError``, ``RecursionError``) or was only
+caught after unpacking; now each is a :class:`SubmissionError` naming the path, and the
+unpack directory never comes into existence.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sandbox.submission import (
+    SubmissionError,
+    SubmissionLimits,
+    SubmissionTooLargeError,
+    UnsafePathError,
+    load_submission,
+)
+
+MANIFEST = b'name = "bad"\nversion = "1"\nlanguage = "python"\nentry = "bot.py"\n'
+
+
+def _tar(path: Path, members: list[tuple[tarfile.TarInfo, bytes]]) -> Path:
+    opener = tarfile.open
+    if path.name.endswith(".tar.gz"):
+        tar_file = opener(path, "w:gz", format=tarfile.GNU_FORMAT, encoding="utf-8")
+    else:
+        tar_file = opener(path, "w", format=tarfile.GNU_FORMAT, encoding="utf-8")
+    with tar_file as tar:
+        for info, data in members:
+            info.size = len(data) if info.isreg() else 0
+            tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
+    return path
+
+
+def _file(name: str | bytes, data: bytes = b"x") -> tuple[tarfile.TarInfo, bytes]:
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", "surrogateescape")
+    return tarfile.TarInfo(name), data
+
+
+def _basic() -> list[tuple[tarfile.TarInfo, bytes]]:
+    return [_file("bot.toml", MANIFEST), _file("bot.py", b"print(1)\n")]
+
+
+def _rejects(
+    archive: Path, tmp_path: Path, kind: type[SubmissionError], match: str
+) -> SubmissionError:
+    dest = tmp_path / "unpacked"
+    with pytest.raises(kind, match=match) as caught:
+        load_submission(archive, unpack_dir=dest)
+    assert "\n" not in str(caught.value)
+    assert not dest.exists()
+    return caught.value
+
+
+def test_tar_member_name_not_utf8(tmp_path: Path) -> None:
+    archive = _tar(tmp_path / "bad.tar", [*_basic(), _file(b"caf\xe9.py")])
+    error = _rejects(archive, tmp_path, UnsafePathError, "not a valid UTF-8")
+    assert error.path is not None and "caf" in error.path
+    error.path.encode("utf-8")  # printable everywhere
+
+
+def test_folder_file_name_not_utf8(tmp_path: Path) -> None:
+    folder = tmp_path / "bot"
+    folder.mkdir()
+    (folder / "bot.toml").write_bytes(MANIFEST)
+    (folder / "bot.py").write_text("print(1)\n")
+    with open(os.path.join(os.fsencode(folder), b"\xff\xfe.py"), "wb") as handle:
+        handle.write(b"x")
+    with pytest.raises(UnsafePathError, match="not a valid UTF-8") as caught:
+        load_submission(folder)
+    assert caught.value.path is not None
+    caught.value.path.encode("utf-8")
+
+
+def test_name_with_terminal_escape_is_rejected(tmp_path: Path) -> None:
+    archive = _tar(tmp_path / "esc.tar", [*_basic(), _file("\x1b]0;pwned\x07.py")])
+    error = _rejects(archive, tmp_path, UnsafePathError, "control characters")
+    assert "\x1b" not in str(error)
+
+
+def test_zip_entry_1500_levels_deep_is_rejected_before_unpacking(tmp_path: Path) -> None:
+    archive = tmp_path / "deep.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("bot.toml", MANIFEST)
+        zf.writestr("bot.py", "print(1)\n")
+        zf.writestr("/".join(["d"] * 1500) + "/f.py", "x")
+    error = _rejects(archive, tmp_path, SubmissionTooLargeError, "nested deeper than 20")
+    assert len(str(error)) < 300
+
+
+def test_tar_entry_too_deep_is_rejected_before_unpacking(tmp_path: Path) -> None:
+    archive = _tar(tmp_path / "deep.tar", [*_basic(), _file("/".join(["d"] * 25) + "/f")])
+    _rejects(archive, tmp_path, SubmissionTooLargeError, "nested deeper than 20")
+
+
+def test_entry_count_is_checked_before_unpacking(tmp_path: Path) -> None:
+    members = _basic() + [_file(f"f{i}") for i in range(30)]
+    archive = _tar(tmp_path / "many.tar", members)
+    dest = tmp_path / "unpacked"
+    with pytest.raises(SubmissionTooLargeError, match="more than 10 entries"):
+        load_submission(archive, unpack_dir=dest, limits=SubmissionLimits(max_files=10))
+    assert not dest.exists()
+
+
+def test_declared_size_is_checked_before_reading(tmp_path: Path) -> None:
+    archive = _tar(tmp_path / "big.tar", [*_basic(), _file("big.bin", b"\0" * 5000)])
+    dest = tmp_path / "unpacked"
+    with pytest.raises(SubmissionTooLargeError, match=r"'big.bin' is larger than 4096"):
+        load_submission(archive, unpack_dir=dest, limits=SubmissionLimits(max_file_bytes=4096))
+    assert not dest.exists()
+
+
+def test_total_size_is_checked_before_reading(tmp_path: Path) -> None:
+    members = [*_basic(), *(_file(f"f{i}", b"\0" * 3000) for i in range(4))]
+    archive = _tar(tmp_path / "total.tar.gz", members)  # small archive, large content
+    dest = tmp_path / "unpacked"
+    with pytest.raises(SubmissionTooLargeError, match="unpacks to more than 10000 bytes"):
+        load_submission(archive, unpack_dir=dest, limits=SubmissionLimits(max_total_bytes=10000))
+    assert not dest.exists()
+
+
+def test_symlink_leaving_the_folder_is_rejected_before_unpacking(tmp_path: Path) -> None:
+    link = tarfile.TarInfo("sub/evil")
+    link.type = tarfile.SYMTYPE
+    link.linkname = "../../etc/passwd"
+    archive = _tar(tmp_path / "link.tar", [*_basic(), (link, b"")])
+    _rejects(archive, tmp_path, UnsafePathError, "'sub/evil' .* leaves the submission")
+
+
+def test_symlink_target_not_utf8_is_rejected(tmp_path: Path) -> None:
+    link = tarfile.TarInfo("ok")
+    link.type = tarfile.SYMTYPE
+    link.linkname = b"bot\xff.py".decode("utf-8", "surrogateescape")
+    archive = _tar(tmp_path / "link.tar", [*_basic(), (link, b"")])
+    _rejects(archive, tmp_path, UnsafePathError, "not a valid UTF-8")
+
+
+def test_zip_symlink_leaving_the_folder_is_rejected(tmp_path: Path) -> None:
+    archive = tmp_path / "link.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("bot.toml", MANIFEST)
+        zf.writestr("bot.py", "print(1)\n")
+        info = zipfile.ZipInfo("evil")
+        info.external_attr = (0o120777 << 16) | 0
+        zf.writestr(info, "/etc/passwd")
+    _rejects(archive, tmp_path, UnsafePathError, "'evil' -> '/etc/passwd' leaves")
+
+
+def test_hard_link_and_device_are_rejected_before_unpacking(tmp_path: Path) -> None:
+    hard = tarfile.TarInfo("hard")
+    hard.type = tarfile.LNKTYPE
+    hard.linkname = "bot.py"
+    _rejects(_tar(tmp_path / "h.tar", [*_basic(), (hard, b"")]), tmp_path, UnsafePathError, "hard")
+    dev = tarfile.TarInfo("dev")
+    dev.type = tarfile.CHRTYPE
+    _rejects(_tar(tmp_path / "d.tar", [*_basic(), (dev, b"")]), tmp_path, UnsafePathError, "device")
+
+
+def test_a_clean_archive_still_loads(tmp_path: Path) -> None:
+    sub = load_submission(_tar(tmp_path / "ok.tar", _basic()), unpack_dir=tmp_path / "u")
+    assert sub.manifest.name == "bad"
+    assert set(sub.files) == {"bot.toml", "bot.py"}
