@@ -197,8 +197,16 @@ def stored_record(game: Game, players: tuple[str, str] = ("", "")) -> GameRecord
     """A stored game as the referee's one record (for replay, verification and resumption).
 
     A game voided after it was recorded (:func:`void_game`) comes back with the ``VOID``
-    ending and its void reason; its moves and deal are kept.
+    ending and its void reason; its moves and deal are kept. Stored data that no longer makes
+    a consistent record (edited by hand, say) raises :class:`InvalidRecordError`.
     """
+    try:
+        return _stored_record(game, players)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidRecordError(f"game {game.id} is stored inconsistently: {exc}") from None
+
+
+def _stored_record(game: Game, players: tuple[str, str]) -> GameRecord:
     ending = GameEndReason(game.end_reason)
     forfeit = None
     if game.voided:

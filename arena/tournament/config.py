@@ -55,7 +55,8 @@ class TournamentConfig:
     """Bot folders or archives (paths), or stored submissions as ``name`` / ``name@version``."""
     games_per_pair: int = 10
     format: SeriesFormat = SeriesFormat.STANDARD
-    seed: int = 1
+    seed: int | None = None
+    """None (the default): a secret seed drawn when the tournament is created."""
     concurrency: int = 2
     turn_limit: int = 1000
     time_control: TimeControl = field(default_factory=TimeControl)
@@ -79,7 +80,7 @@ class TournamentConfig:
             raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.turn_limit < 1:
             raise ConfigError(f"turn limit must be >= 1, got {self.turn_limit}")
-        if not 0 <= self.seed < 2**62:
+        if self.seed is not None and (type(self.seed) is not int or not 0 <= self.seed < 2**62):
             raise ConfigError(f"seed must be an integer in [0, 2**62), got {self.seed}")
         if self.sandbox.backend not in BACKENDS:
             raise ConfigError(
@@ -96,9 +97,14 @@ class TournamentConfig:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TournamentConfig:
-        """Inverse of :meth:`to_json` (also reads TOML tables)."""
-        return _build(data, source="stored configuration")
+        """Inverse of :meth:`to_json` (also reads TOML tables). Keys the service adds when it
+        stores a tournament (the seed commitment) are not settings and are skipped."""
+        settings = {k: v for k, v in data.items() if k not in STORED_ONLY}
+        return _build(settings, source="stored configuration")
 
+
+STORED_ONLY = ("seed_commitment",)
+"""Keys of a stored tournament config that are records, not settings."""
 
 TIME_CONTROL_KEYS = ("move_seconds", "bank_seconds", "grace_seconds")
 """The settings of ``[time_control]``, in seconds (TOML, flags and the stored config)."""

@@ -39,6 +39,7 @@ from arena.db import (
 from arena.db import SeriesFormat as DbSeriesFormat
 from arena.tournament.config import TournamentConfig
 from arena.tournament.seats import SandboxSlot
+from arena.tournament.seeds import commitment, draw_seed
 from arena.tournament.store import DEFAULT_STORE, bundled_hashes, materialize, register
 from referee.record import GameRecord
 from referee.series import (
@@ -141,12 +142,14 @@ def create(
 ) -> int:
     """Store the bots and a tournament with one series per pair; returns its id."""
     ids = resolve_bots(config.bots, db=db, store=store, submitted_by=submitted_by)
+    seed = draw_seed() if config.seed is None else config.seed
+    stored = config.to_json() | {"seed_commitment": commitment(seed)}
     specs = [
         SeriesSpec(
             submission_a_id=a,
             submission_b_id=b,
             games_planned=config.games_per_pair,
-            seed=series_seed(config.seed, a, b),
+            seed=series_seed(seed, a, b),
             format=DbSeriesFormat(config.format.value),
         )
         for i, a in enumerate(ids)
@@ -154,9 +157,7 @@ def create(
     ]
     with db.session() as session:
         tournament = create_tournament(
-            TournamentSpec(
-                name=config.name, seed=config.seed, config=config.to_json(), series=specs
-            ),
+            TournamentSpec(name=config.name, seed=seed, config=stored, series=specs),
             session=session,
         )
         assert tournament.id is not None

@@ -24,7 +24,9 @@ err = Console(stderr=True)
 
 def demo(
     games: Annotated[int, typer.Option("--games", "-n", min=2, help="Games per pair.")] = 20,
-    seed: Annotated[int, typer.Option(help="Tournament seed.")] = 2026,
+    seed: Annotated[
+        int | None, typer.Option(help="Tournament seed (default: a secret random one).")
+    ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1)] = 2,
     html: Annotated[
         Path, typer.Option(help="Where to write the static leaderboard web page.")

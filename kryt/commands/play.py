@@ -14,10 +14,11 @@ from rich.text import Text
 
 from arena.tournament.config import SandboxSettings
 from arena.tournament.seats import SandboxSlot
-from kryt.commands.replay import visible
+from arena.tournament.seeds import draw_seed
 from referee.protocol.messages import TimeControl
 from referee.series import SeriesConfig, SeriesFormat, run_series
 from sandbox import choose_backend, load_submission
+from sandbox.death import printable
 
 out = Console()
 err = Console(stderr=True)
@@ -27,13 +28,18 @@ def play(
     bot_a: Annotated[Path, typer.Argument(help="First bot folder or archive (seat 0).")],
     bot_b: Annotated[Path, typer.Argument(help="Second bot folder or archive (seat 1).")],
     games: Annotated[int, typer.Option("--games", "-n", min=1, help="Games to play.")] = 10,
-    seed: Annotated[int, typer.Option(help="Series seed (deals and first dealer).")] = 1,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Series seed (deals, first dealer); default: a secret random one."),
+    ] = None,
     format: Annotated[SeriesFormat, typer.Option("--format")] = SeriesFormat.STANDARD,
     move_seconds: Annotated[float, typer.Option(help="Time per move.")] = 1.0,
     bank_seconds: Annotated[float, typer.Option(help="Time bank per game.")] = 10.0,
     backend: Annotated[str, typer.Option(help="Sandbox: auto, docker, bwrap or process.")] = "auto",
 ) -> None:
     """Play a series between your own bots (trusted: they may run without isolation)."""
+    if seed is None:
+        seed = draw_seed()
     config = SeriesConfig(
         games=games,
         seed=seed,
@@ -81,7 +87,7 @@ def play(
             Text(winner),
             record.ending.value,
             str(len(record.moves)),
-            Text(visible(detail[:80])),
+            Text(printable(detail[:80])),
         )
     out.print(table)
     score = result.score(0)

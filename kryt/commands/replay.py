@@ -9,11 +9,21 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from arena.db import get_game, get_series, stored_record, submission_labels
+from arena.db import (
+    InvalidRecordError,
+    get_game,
+    get_series,
+    get_tournament,
+    stored_record,
+    submission_labels,
+)
+from arena.tournament.runner import series_seed
+from arena.tournament.seeds import deal_problems
 from kryt.errors import ExitCode
 from kryt.options import DatabaseOption, open_db
 from referee.replay import verify
 from referee.rules import Card
+from sandbox.death import printable
 
 out = Console()
 
@@ -34,7 +44,25 @@ def replay(
         labels = submission_labels(session=session)
         seats = (row.seat0_submission_id, row.seat1_submission_id)
         names = tuple("{} {}".format(*labels.get(s, (str(s), "?"))) for s in seats)
-        record = stored_record(row, (names[0], names[1]))
+        try:
+            record = stored_record(row, (names[0], names[1]))
+        except InvalidRecordError as exc:
+            out.print(Text("mismatch", style="red") + Text(f": {printable(str(exc))}"))
+            raise typer.Exit(ExitCode.FAILED) from None
+        tournament = get_tournament(series.tournament_id, session=session)
+        commitment = tournament.config.get("seed_commitment")
+        deal_check = deal_problems(
+            tournament_seed=tournament.seed,
+            stored_commitment=commitment if isinstance(commitment, str) else None,
+            series_seed=series.seed,
+            expected_series_seed=series_seed(
+                tournament.seed, series.submission_a_id, series.submission_b_id
+            ),
+            series_format=series.format,
+            games_planned=series.games_planned,
+            number=row.number,
+            deck=record.deck,
+        )
         where = (
             f"series {row.series_id} game {row.number} (attempt {row.attempt}),"
             f" tournament {series.tournament_id}"
@@ -45,13 +73,13 @@ def replay(
     # never as Rich markup, and with control characters made visible.
     out.print(Text(f"Game {game_ref}: {where}", style="bold"))
     out.print(
-        Text(f"seat 0: {visible(names[0])}    seat 1: {visible(names[1])}    dealer: seat ")
+        Text(f"seat 0: {printable(names[0])}    seat 1: {printable(names[1])}    dealer: seat ")
         + Text(str(record.dealer))
     )
     out.print(
         Text(
             f"trump {trump.symbol} (face up {record.deck[6]})    referee"
-            f" {visible(record.referee_version)}"
+            f" {printable(record.referee_version)}"
         )
     )
     out.print(Text("deck: " + " ".join(record.deck)))
@@ -62,7 +90,7 @@ def replay(
         table.add_row(
             str(number),
             str(move.seat),
-            Text(visible(names[move.seat])),
+            Text(printable(names[move.seat])),
             Text(move.action),
             f"{move.seconds:.3f}",
         )
@@ -71,7 +99,7 @@ def replay(
         table.add_row(
             "",
             str(1 - last),
-            Text(visible(names[1 - last])),
+            Text(printable(names[1 - last])),
             Text(f"cover {record.final_cover} (automatic final answer)"),
             "",
         )
@@ -79,35 +107,31 @@ def replay(
     result = {"seat0": f"{names[0]} wins", "seat1": f"{names[1]} wins", "draw": "draw"}
     out.print(
         Text("result: ")
-        + Text(visible(result.get(result_code or "", "none (voided)")), style="bold")
+        + Text(printable(result.get(result_code or "", "none (voided)")), style="bold")
         + Text(f" by {record.ending.value}")
     )
     if record.forfeit is not None:
         seat = record.forfeit.seat
         out.print(
             Text(
-                f"forfeit by seat {seat} ({visible(names[seat])}): {record.ending.value}:"
-                f" {visible(record.forfeit.detail)};"
-                f" sent: {visible(record.forfeit.offending_input)!r}"
+                f"forfeit by seat {seat} ({printable(names[seat])}): {record.ending.value}:"
+                f" {printable(record.forfeit.detail)};"
+                f" sent: {printable(record.forfeit.offending_input)!r}"
             )
         )
     if record.voided:
-        out.print(Text("voided", style="yellow") + Text(f": {visible(record.void_reason)}"))
+        out.print(Text("voided", style="yellow") + Text(f": {printable(record.void_reason)}"))
     if not verify_:
         return
     check = verify(record)
-    if check.ok:
+    problems = [*check.problems, *deal_check]
+    if not problems:
         out.print("[green]verified[/green]: the rules engine reproduces the stored result")
+        out.print(
+            "[green]verified[/green]: the deal follows from the tournament's seed"
+            + (" and its published commitment" if commitment else "")
+        )
         return
-    for problem in check.problems:
-        out.print(Text("mismatch", style="red") + Text(f": {visible(problem)}"))
+    for problem in problems:
+        out.print(Text("mismatch", style="red") + Text(f": {printable(problem)}"))
     raise typer.Exit(ExitCode.FAILED)
-
-
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]}
-_CONTROL.update({ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"})
-
-
-def visible(text: str) -> str:
-    """``text`` with control characters (terminal escapes, newlines) shown as escapes."""
-    return text.translate(_CONTROL)

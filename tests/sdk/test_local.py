@@ -116,3 +116,25 @@ def test_play_local_refuses_one_object_in_both_seats() -> None:
         play_local(bot, bot)
     with pytest.raises(ValueError, match="at least one game"):
         play_local(bot, GreedyBot(), games=0)
+
+
+class SlightlySlow(Bot):
+    """Overruns its move limit by about 20 ms on every move."""
+
+    def act(self, view: View) -> str:
+        import time
+
+        time.sleep(0.07)
+        return str(view.legal_actions[0])
+
+
+def test_small_overruns_on_every_move_lose_on_time_once_they_add_up() -> None:
+    from referee.protocol.messages import TimeControl
+
+    control = TimeControl(move_ms=50, bank_ms=0, grace_ms=30)
+    result = play_local(SlightlySlow(), GreedyBot(), games=1, seed=3, time_control=control)
+    (game,) = result.games.values()
+    assert game.ending is GameEndReason.TIMEOUT and game.forfeit is not None
+    assert game.forfeit.seat == 0
+    # The grace holds one 20 ms overrun, never two: the slow bot moved at most twice.
+    assert sum(1 for m in game.moves if m.seat == 0) <= 1
