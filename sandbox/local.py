@@ -52,7 +52,7 @@ from sandbox.backend import (
 )
 from sandbox.bot_runtime import runtime_files
 from sandbox.cgroups import BotCgroup, cgroup_layout
-from sandbox.death import DeathReport, classify_exit
+from sandbox.death import DeathReport, classify_exit, tail_lines
 from sandbox.dial import MAX_SUN_PATH, SOCKET_NAME
 from sandbox.errors import (
     BackendUnavailableError,
@@ -323,8 +323,10 @@ class LocalBot(RunningBot):
             with contextlib.suppress(Exception):
                 self.stop()
             if isinstance(exc, OSError):
+                code = self.process.poll()
                 raise SandboxInfrastructureError(
                     f"could not release bot {self.label!r} into its cgroup: {exc}"
+                    f" (launcher exit status {code}; output: {tail_lines(self.logs(), 3)!r})"
                 ) from exc
             raise
 
