@@ -146,7 +146,8 @@ def run_checked(cmd: Sequence[str], *, stdin: bytes | None = None, quiet: bool =
         print("+", " ".join(cmd), file=sys.stderr, flush=True)
     proc = subprocess.run(list(cmd), input=stdin, capture_output=True, check=False)
     if proc.returncode != 0:
-        tail = proc.stderr.decode(errors="replace")[-2000:]
+        # debootstrap reports some failures on stdout only: show the end of both.
+        tail = (proc.stdout + proc.stderr).decode(errors="replace")[-2000:]
         raise BaseImageError(f"{cmd[0]} {cmd[1] if len(cmd) > 1 else ''} failed: {tail}")
     return proc.stdout.decode(errors="replace")
 

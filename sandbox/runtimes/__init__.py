@@ -16,7 +16,8 @@ put any set-up files in ``sandbox/runtimes/files/<name>/`` (``setup.sh`` runs on
 build time, as root, with no network), and build its image with
 ``python -m sandbox.runtimes build <name>``; docs/sandbox.md ("Runtimes") walks through it.
 
-Standard library only: :mod:`sandbox.submission` imports this to validate manifests.
+Standard library only (plus :mod:`sandbox.errors`): :mod:`sandbox.submission` imports this
+to validate manifests.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from sandbox.errors import InvalidSubmissionError
 
 __all__ = [
     "ALIASES",
@@ -53,8 +56,9 @@ class UnknownRuntimeError(ValueError):
     """``bot.toml`` names a runtime that is not in the registry."""
 
 
-class RuntimeBuildError(ValueError):
-    """A submission's sources did not build; the message ends with the build's output."""
+class RuntimeBuildError(InvalidSubmissionError):
+    """A submission's sources did not build (the bot's fault); the message ends with the
+    build's output, for the author."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +200,14 @@ REGISTRY: dict[str, Runtime] = {
         Runtime(
             name="cpp",
             language="C++17 (g++ 12)",
-            debs=("g++", "make", "pkg-config", "libgrpc++-dev", "protobuf-compiler-grpc"),
+            debs=(
+                "g++",
+                "make",
+                "pkg-config",
+                "libgrpc++-dev",
+                "libprotobuf-dev",
+                "protobuf-compiler-grpc",
+            ),
             build=_BUILD_C,
             run="exec /artifact/bot",
             entry_example="bot.cc",
@@ -210,7 +221,6 @@ REGISTRY: dict[str, Runtime] = {
                 "golang-go",
                 "golang-google-grpc-dev",
                 "golang-google-protobuf-dev",
-                "golang-github-golang-protobuf-1-5-dev",
                 "protoc-gen-go",
                 "protoc-gen-go-grpc",
                 "protobuf-compiler",

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from sandbox import base_image
 from sandbox.base_image import BaseImageError, docker_cli, image_exists
-from sandbox.runtimes import FILES_DIR, PROTO_DIR, Runtime, get_runtime, runtime_names
+from sandbox.runtimes import Runtime, get_runtime, runtime_names
 
 __all__ = ["RuntimeImageSpec", "build_image", "image_tag", "root_tag"]
 
