@@ -3,9 +3,11 @@
 # into /opt/kryt/java/lib/kryt-runtime.jar, which is on the image's CLASSPATH.
 mkdir -p /opt/kryt/java && cd /opt/kryt/java
 mkdir -p gen classes lib
-protoc -I /opt/kryt/proto --java_out=gen --grpc-java_out=@generated=omit:gen \
+protoc -I /opt/kryt/proto --java_out=gen --grpc-java_out=gen \
   --plugin=protoc-gen-grpc-java=/usr/bin/grpc_java_plugin \
   kryt/v1/bot.proto grpc/health/v1/health.proto
+# grpc-java 1.41 marks its classes @javax.annotation.Generated, which Java 17 does not have.
+find gen -name "*Grpc.java" -exec sed -i '/^@javax.annotation.Generated(/,/)$/d' {} +
 javac -nowarn -encoding UTF-8 -d classes $(find gen /opt/kryt/setup -name "*.java" | sort)
 jar cf lib/kryt-runtime.jar -C classes .
 rm -rf gen classes
