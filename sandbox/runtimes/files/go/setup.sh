@@ -2,11 +2,9 @@
 # /opt/kryt/go/src (GOPATH mode; Debian's grpc-go is on /usr/share/gocode) and warm the build
 # cache with grpc-go, so a bot's build compiles only its own package.
 mkdir -p /opt/kryt/go/src /opt/kryt/go/cache /tmp/warm
+# golang/protobuf 1.3's plugin (API v1, what grpc-go 1.33 decodes with), gRPC code included.
 protoc -I /opt/kryt/proto \
-  --go_out=/opt/kryt/go/src --go_opt=paths=source_relative \
-  --go_opt=Mkryt/v1/bot.proto=kryt/v1 \
-  --go-grpc_out=/opt/kryt/go/src --go-grpc_opt=paths=source_relative \
-  --go-grpc_opt=Mkryt/v1/bot.proto=kryt/v1 \
+  --go_out=plugins=grpc,paths=source_relative,Mkryt/v1/bot.proto=kryt/v1:/opt/kryt/go/src \
   kryt/v1/bot.proto
 cat > /tmp/warm/main.go <<'GO'
 package main
