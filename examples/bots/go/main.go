@@ -83,7 +83,9 @@ func main() {
 	}
 	server := grpc.NewServer()
 	pb.RegisterBotServer(server, bot{})
-	healthpb.RegisterHealthServer(server, health.NewServer()) // "" is SERVING from the start
+	status := health.NewServer() // "" is SERVING from the start
+	status.SetServingStatus("kryt.v1.Bot", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(server, status)
 	log.Printf("%s %s serving on %s", name, version, address)
 	if err := server.Serve(listener); err != nil {
 		log.Fatal(err)
