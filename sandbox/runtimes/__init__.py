@@ -220,9 +220,9 @@ REGISTRY: dict[str, Runtime] = {
             debs=(
                 "golang-go",
                 "golang-google-grpc-dev",
-                # grpc-go 1.33's codec is golang/protobuf 1.3 (API v1), which cannot decode
-                # messages made by the newer protoc-gen-go: generate with 1.3's plugin.
-                "protoc-gen-go-1-3",
+                "golang-google-protobuf-dev",
+                "protoc-gen-go",
+                "protoc-gen-go-grpc",
                 "protobuf-compiler",
             ),
             build=_BUILD_GO,

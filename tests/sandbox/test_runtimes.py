@@ -215,7 +215,7 @@ IMAGE_PROBES = {
     "go": [
         "sh",
         "-c",
-        "go version && test -f /opt/kryt/go/src/kryt/v1/bot.pb.go && echo true",
+        "go version && test -f /opt/kryt/go/src/kryt/v1/bot_grpc.pb.go && echo true",
     ],
     "native": ["sh", "-c", "test -f /opt/kryt/proto/kryt/v1/bot.proto && echo true"],
 }

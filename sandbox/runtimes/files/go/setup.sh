@@ -2,10 +2,15 @@
 # /opt/kryt/go/src (GOPATH mode; Debian's grpc-go is on /usr/share/gocode) and warm the build
 # cache with grpc-go, so a bot's build compiles only its own package.
 mkdir -p /opt/kryt/go/src /opt/kryt/go/cache /tmp/warm
-# golang/protobuf 1.3's plugin (API v1, what grpc-go 1.33 decodes with), gRPC code included.
 protoc -I /opt/kryt/proto \
-  --go_out=plugins=grpc,paths=source_relative,Mkryt/v1/bot.proto=kryt/v1:/opt/kryt/go/src \
+  --go_out=/opt/kryt/go/src --go_opt=paths=source_relative \
+  --go_opt=Mkryt/v1/bot.proto=kryt/v1 \
+  --go-grpc_out=/opt/kryt/go/src --go-grpc_opt=paths=source_relative \
+  --go-grpc_opt=Mkryt/v1/bot.proto=kryt/v1 \
   kryt/v1/bot.proto
+# grpc-go 1.33 encodes with golang/protobuf 1.3 (API v1), which cannot decode these API v2
+# messages (their oneofs): the package registers an API v2 codec for every import of kryt/v1.
+cp /opt/kryt/setup/codec.go /opt/kryt/go/src/kryt/v1/codec.go
 cat > /tmp/warm/main.go <<'GO'
 package main
 
