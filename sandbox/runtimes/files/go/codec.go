@@ -7,6 +7,7 @@ package v1
 import (
 	"fmt"
 
+	protov1 "github.com/golang/protobuf/proto"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/protobuf/proto"
 )
@@ -14,19 +15,23 @@ import (
 type codecV2 struct{}
 
 func (codecV2) Marshal(v interface{}) ([]byte, error) {
-	message, ok := v.(proto.Message)
-	if !ok {
-		return nil, fmt.Errorf("kryt codec: %T is not a protobuf message", v)
+	if message, ok := v.(proto.Message); ok {
+		return proto.Marshal(message)
 	}
-	return proto.Marshal(message)
+	if message, ok := v.(protov1.Message); ok { // a message generated for API v1
+		return protov1.Marshal(message)
+	}
+	return nil, fmt.Errorf("kryt codec: %T is not a protobuf message", v)
 }
 
 func (codecV2) Unmarshal(data []byte, v interface{}) error {
-	message, ok := v.(proto.Message)
-	if !ok {
-		return fmt.Errorf("kryt codec: %T is not a protobuf message", v)
+	if message, ok := v.(proto.Message); ok {
+		return proto.Unmarshal(data, message)
 	}
-	return proto.Unmarshal(data, message)
+	if message, ok := v.(protov1.Message); ok { // a message generated for API v1
+		return protov1.Unmarshal(data, message)
+	}
+	return fmt.Errorf("kryt codec: %T is not a protobuf message", v)
 }
 
 func (codecV2) Name() string { return "proto" }
