@@ -45,11 +45,15 @@ __all__ = [
     "BaseImageSpec",
     "bot_base_tag",
     "build",
+    "build_lock",
+    "debootstrap_rootfs",
     "docker_cli",
     "image_exists",
+    "import_rootfs",
     "main",
     "prune",
     "root_tag",
+    "run_checked",
 ]
 
 #: Bumped whenever the build recipe changes in a way that must invalidate cached images.
@@ -131,12 +135,13 @@ def docker_cli() -> str:
     return found
 
 
-def _run(cmd: Sequence[str], *, stdin: bytes | None = None, quiet: bool = False) -> str:
+def run_checked(cmd: Sequence[str], *, stdin: bytes | None = None, quiet: bool = False) -> str:
     if not quiet:
         print("+", " ".join(cmd), file=sys.stderr, flush=True)
     proc = subprocess.run(list(cmd), input=stdin, capture_output=True, check=False)
     if proc.returncode != 0:
-        tail = proc.stderr.decode(errors="replace")[-2000:]
+        # debootstrap reports some failures on stdout only: show the end of both.
+        tail = (proc.stdout + proc.stderr).decode(errors="replace")[-2000:]
         raise BaseImageError(f"{cmd[0]} {cmd[1] if len(cmd) > 1 else ''} failed: {tail}")
     return proc.stdout.decode(errors="replace")
 
@@ -155,23 +160,33 @@ def _pip_platform_args(arch: str) -> list[str]:
     return [*args, "--platform", "any"]
 
 
-def _build_root(spec: BaseImageSpec, work: Path) -> None:
+def debootstrap_rootfs(
+    rootfs: Path, *, suite: str, debs: Sequence[str], mirror: str | None = None
+) -> None:
+    """``debootstrap --variant=minbase`` a Debian root with ``debs`` (and their dependencies).
+
+    Downloaded packages are kept in ``$KRYT_DEBOOTSTRAP_CACHE`` when it is set, so building
+    several images (the Python base and the other runtimes) fetches each package once.
+    """
     if shutil.which("debootstrap") is None:
         raise BaseImageError("debootstrap is not installed; apt-get install debootstrap")
     if os.geteuid() != 0:
         raise BaseImageError("debootstrap needs root; run the base image build as root")
-    rootfs = work / "rootfs"
-    cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(spec.debs)}"]
-    cmd += [spec.suite, str(rootfs)]
-    if spec.mirror:
-        cmd.append(spec.mirror)
-    _run(cmd)
-    wheels = work / "wheels"
-    pip = [sys.executable, "-m", "pip"]
-    _run([*pip, "download", "-q", "-d", str(wheels), *_pip_platform_args(spec.arch), *spec.wheels])
-    target = rootfs / SITE_PACKAGES.lstrip("/")
-    install = [*pip, "install", "-q", "--no-index", "--find-links", str(wheels)]
-    _run([*install, "--target", str(target), *_pip_platform_args(spec.arch), *spec.wheels])
+    cmd = ["debootstrap", "--variant=minbase"]
+    if debs:
+        cmd.append(f"--include={','.join(debs)}")
+    cache = os.environ.get("KRYT_DEBOOTSTRAP_CACHE")
+    if cache:
+        Path(cache).mkdir(parents=True, exist_ok=True)
+        cmd.append(f"--cache-dir={Path(cache).resolve()}")
+    cmd += [suite, str(rootfs)]
+    if mirror:
+        cmd.append(mirror)
+    run_checked(cmd)
+
+
+def import_rootfs(rootfs: Path, tag: str, changes: Sequence[str]) -> None:
+    """Shrink ``rootfs`` (package caches, docs, manuals) and ``docker import`` it as ``tag``."""
     # Shrink the image: package caches, docs and locales are never used by a bot.
     for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man"):
         shutil.rmtree(rootfs / junk, ignore_errors=True)
@@ -180,11 +195,25 @@ def _build_root(spec: BaseImageSpec, work: Path) -> None:
     )
     if tar.returncode != 0:
         raise BaseImageError(f"tar of the root file system failed: {tar.stderr.decode()[-500:]}")
-    changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", "ENV LANG=C.UTF-8", "WORKDIR /bot"]
     cmd = [docker_cli(), "import"]
     for change in changes:
         cmd += ["--change", change]
-    _run([*cmd, "-", root_tag(spec)], stdin=tar.stdout)
+    run_checked([*cmd, "-", tag], stdin=tar.stdout)
+
+
+def _build_root(spec: BaseImageSpec, work: Path) -> None:
+    rootfs = work / "rootfs"
+    debootstrap_rootfs(rootfs, suite=spec.suite, debs=spec.debs, mirror=spec.mirror)
+    wheels = work / "wheels"
+    pip = [sys.executable, "-m", "pip"]
+    run_checked(
+        [*pip, "download", "-q", "-d", str(wheels), *_pip_platform_args(spec.arch), *spec.wheels]
+    )
+    target = rootfs / SITE_PACKAGES.lstrip("/")
+    install = [*pip, "install", "-q", "--no-index", "--find-links", str(wheels)]
+    run_checked([*install, "--target", str(target), *_pip_platform_args(spec.arch), *spec.wheels])
+    changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", "ENV LANG=C.UTF-8", "WORKDIR /bot"]
+    import_rootfs(rootfs, root_tag(spec), changes)
 
 
 def _build_bot_base(spec: BaseImageSpec, work: Path) -> None:
@@ -203,9 +232,11 @@ def _build_bot_base(spec: BaseImageSpec, work: Path) -> None:
         shutil.copy2(readme, src / "README.md")
     # Without network access to an index, build with the setuptools we already have.
     isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
-    _run([*pip, "wheel", "-q", "--no-deps", *isolation, "-w", str(dist), str(src)])
+    run_checked([*pip, "wheel", "-q", "--no-deps", *isolation, "-w", str(dist), str(src)])
     wheel = next(dist.glob("*.whl"))
-    _run([*pip, "install", "-q", "--no-deps", "--no-compile", "--target", str(site), str(wheel)])
+    run_checked(
+        [*pip, "install", "-q", "--no-deps", "--no-compile", "--target", str(site), str(wheel)]
+    )
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as tar:
         dockerfile = f"FROM {root_tag(spec)}\nCOPY site/ {SITE_PACKAGES}/\n".encode()
@@ -213,7 +244,9 @@ def _build_bot_base(spec: BaseImageSpec, work: Path) -> None:
         info.size = len(dockerfile)
         tar.addfile(info, io.BytesIO(dockerfile))
         tar.add(site, arcname="site", filter=_world_readable)
-    _run([docker_cli(), "build", "-q", "-t", bot_base_tag(spec), "-"], stdin=context.getvalue())
+    run_checked(
+        [docker_cli(), "build", "-q", "-t", bot_base_tag(spec), "-"], stdin=context.getvalue()
+    )
 
 
 def _world_readable(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -224,9 +257,9 @@ def _world_readable(info: tarfile.TarInfo) -> tarfile.TarInfo:
 
 
 @contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
+def build_lock(lock_path: Path = LOCK_PATH) -> Iterator[None]:
     """Serialise builds across processes (pytest-xdist workers build on first use)."""
-    with open(LOCK_PATH, "a") as handle:
+    with open(lock_path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -237,7 +270,7 @@ def _build_lock() -> Iterator[None]:
 def build(spec: BaseImageSpec | None = None, *, force: bool = False) -> str:
     """Build (or reuse) the root and bot base images; return the bot base image tag."""
     spec = spec or BaseImageSpec()
-    with _build_lock(), tempfile.TemporaryDirectory(prefix="kryt-base-") as tmp:
+    with build_lock(), tempfile.TemporaryDirectory(prefix="kryt-base-") as tmp:
         work = Path(tmp)
         if force or not image_exists(root_tag(spec)):
             _build_root(spec, work)
@@ -256,11 +289,13 @@ def prune(spec: BaseImageSpec | None = None) -> list[str]:
     current_id = ""
     if image_exists(bot_base_tag(spec)):
         fmt = "{{.Id}}"
-        out = _run([docker_cli(), "image", "inspect", "-f", fmt, bot_base_tag(spec)], quiet=True)
+        out = run_checked(
+            [docker_cli(), "image", "inspect", "-f", fmt, bot_base_tag(spec)], quiet=True
+        )
         current_id = out.strip().removeprefix("sha256:")[:12]
     removed = []
     for repo in ("kryt-python-root", "kryt-bot-base", "kryt-bot"):
-        listing = _run(
+        listing = run_checked(
             [docker_cli(), "images", "--format", "{{.Repository}}:{{.Tag}}", repo], quiet=True
         )
         for tag in listing.split():

@@ -55,6 +55,8 @@ from sandbox.hostfs import remove_tree
 from sandbox.limits import SandboxLimits
 from sandbox.reaper import start_reaper
 from sandbox.runner import RunnerId, RunnerState, current_runner
+from sandbox.runtimes import Runtime, containers, get_runtime
+from sandbox.runtimes.images import image_tag as runtime_image_tag
 from sandbox.submission import Submission
 
 __all__ = [
@@ -77,9 +79,6 @@ RUNNER_KEY = "org.kryt.runner"
 RUNNER_HOST_KEY = "org.kryt.runner.host"
 log = logging.getLogger("sandbox")
 LOG_TAIL_LINES = 40
-# umask 0 so the referee (possibly another non-root uid) may connect to the socket; the
-# socket directory itself is private to the bot and the referee.
-_LAUNCH = 'umask 000 && exec python3 -u "$0"'
 
 
 def docker_client(timeout: float = 30.0) -> Any:
@@ -191,31 +190,50 @@ class DockerBackend(Backend):
         problem = socket_tmpfs_problem()
         return f"docker cannot bound the socket directory: {problem}" if problem else None
 
-    def image_base_id(self) -> str:
-        """Id of the bot base image, or :class:`ImageBuildError` telling how to build it."""
+    def image_base_id(self, base: str | None = None) -> str:
+        """Id of the bot base image (or of runtime image ``base``), or
+        :class:`ImageBuildError` telling how to build it."""
         from docker.errors import ImageNotFound
 
+        base = base or self.base_image
         try:
-            image = self.client.images.get(self.base_image)
+            image = self.client.images.get(base)
         except ImageNotFound as exc:
+            if base != self.base_image:
+                raise ImageBuildError(
+                    f"runtime image {base!r} is missing; build it with "
+                    f"`python -m sandbox.runtimes build {base.split(':')[0].split('-')[-1]}`"
+                ) from exc
             raise ImageBuildError(
                 f"bot base image {self.base_image!r} is missing; build it with "
                 "`python -m sandbox.base_image build` (or set KRYT_SANDBOX_BASE_IMAGE)"
             ) from exc
         return str(image.id).removeprefix("sha256:")
 
+    def runtime_image(self, runtime: Runtime) -> str:
+        """The image bots of ``runtime`` run on: the bot base image for Python, else the
+        runtime's own image (``python -m sandbox.runtimes build NAME``)."""
+        return self.base_image if runtime.name == "python" else runtime_image_tag(runtime.name)
+
     def image_for(self, submission: Submission) -> str:
-        """The image running ``submission`` (built on first use, cached by content hash)."""
+        """The image running ``submission`` (built on first use, cached by content hash).
+
+        Compiled runtimes build here (:mod:`sandbox.runtimes.containers`); a build that fails
+        is :class:`~sandbox.runtimes.RuntimeBuildError`, the bot's fault.
+        """
         from docker.errors import APIError, BuildError, ImageNotFound
 
-        tag = f"kryt-bot:{submission.sha256[:32]}-{self.image_base_id()[:12]}"
+        runtime = get_runtime(submission.manifest.runtime)
+        base = self.runtime_image(runtime)
+        tag = f"kryt-bot:{submission.sha256[:32]}-{self.image_base_id(base)[:12]}"
         with self._build_lock:
             try:
                 self.client.images.get(tag)
                 return tag
             except ImageNotFound:
                 pass
-            context = _build_context(submission, self.base_image)
+            context = _build_context(submission, base, runtime)
+            memory = runtime.build_limits.memory_bytes
             try:
                 self.client.images.build(
                     fileobj=context,
@@ -225,8 +243,13 @@ class DockerBackend(Backend):
                     forcerm=True,
                     network_mode="none",
                     labels={MARK_KEY: "image", "org.kryt.submission": submission.sha256},
+                    container_limits={"memory": memory, "memswap": memory},
+                    timeout=runtime.build_limits.seconds + 120,
                 )
-            except (BuildError, APIError) as exc:
+            except BuildError as exc:
+                containers.raise_build_failure(runtime, submission, exc.build_log)
+                raise ImageBuildError(f"building {tag} failed: {exc}") from exc
+            except APIError as exc:
                 raise ImageBuildError(f"building {tag} failed: {exc}") from exc
         return tag
 
@@ -246,13 +269,14 @@ class DockerBackend(Backend):
         from docker.errors import APIError
         from docker.types import LogConfig, Ulimit
 
-        limits = limits or SandboxLimits()
         sub = resolve_submission(submission)
         problem = self.untrusted_problem()
         if problem and not trusted:
             raise LimitsUnavailableError(
                 f"refusing untrusted bot {sub.manifest.name!r}: {problem} (see docs/sandbox.md)"
             )
+        runtime = get_runtime(sub.manifest.runtime)
+        limits = containers.effective_limits(runtime, limits or SandboxLimits())
         image = self.image_for(sub)
         start_reaper()
         work_dir = make_work_dir(label)
@@ -270,7 +294,7 @@ class DockerBackend(Backend):
             )
             container = self.client.containers.run(
                 image,
-                command=["/bin/sh", "-c", _LAUNCH, sub.manifest.entry],
+                command=containers.launch_command(runtime, sub, limits),
                 name=name,
                 detach=True,
                 auto_remove=False,
@@ -392,14 +416,22 @@ def remove_runner_containers(token: str) -> tuple[int, list[str]]:
     return removed, errors
 
 
-def _build_context(submission: Submission, base_image: str) -> io.BytesIO:
-    """A tar build context: a Dockerfile and the bot's files, world-readable, owned by root."""
+def _build_context(submission: Submission, base_image: str, runtime: Runtime) -> io.BytesIO:
+    """A tar build context: a Dockerfile (and a compiled runtime's build script) and the bot's
+    files, world-readable, owned by root."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        dockerfile = f"FROM {base_image}\nCOPY bot/ /bot/\n".encode()
-        info = tarfile.TarInfo("Dockerfile")
-        info.size = len(dockerfile)
-        tar.addfile(info, io.BytesIO(dockerfile))
+        files = {
+            "Dockerfile": containers.dockerfile(runtime, base_image, submission.manifest.entry)
+        }
+        if runtime.compiled:
+            files["kryt-build.sh"] = containers.build_script(runtime)
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
         root = tarfile.TarInfo("bot")
         root.type = tarfile.DIRTYPE
         root.mode = 0o755

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from sandbox.runtimes import REGISTRY, UnknownRuntimeError, get_runtime
+
 __all__ = [
     "MANIFEST_NAME",
     "ArchiveError",
@@ -49,8 +51,11 @@ __all__ = [
 MANIFEST_NAME = "bot.toml"
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}\Z")
 VERSION_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,39}\Z")
-SUPPORTED_LANGUAGES = frozenset({"python"})
-REQUIRED_FIELDS = ("name", "version", "language", "entry")
+#: ``runtime`` names how the bot is built and run (sandbox.runtimes); ``language`` is its
+#: older spelling, still accepted (``language = "python"``). One of the two is required.
+SUPPORTED_LANGUAGES = frozenset(REGISTRY)
+REQUIRED_FIELDS = ("name", "version", "entry")
+RUNTIME_FIELDS = ("runtime", "language")
 OPTIONAL_FIELDS = {"author": 200, "description": 2000}
 IGNORED_DIRS = frozenset({"__pycache__"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
@@ -98,7 +103,8 @@ class SubmissionLimits:
 
 @dataclass(frozen=True)
 class Manifest:
-    """The parsed ``bot.toml``."""
+    """The parsed ``bot.toml``. ``language`` and ``runtime`` both hold the canonical runtime
+    name (see :mod:`sandbox.runtimes`); ``language`` is kept for older callers."""
 
     name: str
     version: str
@@ -106,6 +112,7 @@ class Manifest:
     entry: str
     author: str | None = None
     description: str | None = None
+    runtime: str = "python"
 
 
 @dataclass(frozen=True)
@@ -171,14 +178,20 @@ def parse_manifest(text: str, *, source: str = MANIFEST_NAME) -> Manifest:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidManifestError(f"{source} is not valid TOML: {exc}", source) from exc
-    unknown = sorted(set(data) - set(REQUIRED_FIELDS) - set(OPTIONAL_FIELDS))
+    known = {*REQUIRED_FIELDS, *RUNTIME_FIELDS, *OPTIONAL_FIELDS}
+    unknown = sorted(set(data) - known)
     if unknown:
         raise InvalidManifestError(f"{source} has unknown field(s): {', '.join(unknown)}", source)
     values: dict[str, str | None] = {}
     for key in REQUIRED_FIELDS:
         if key not in data:
             raise InvalidManifestError(f"{source} lacks the required field {key!r}", source)
-    for key in (*REQUIRED_FIELDS, *OPTIONAL_FIELDS):
+    if not any(key in data for key in RUNTIME_FIELDS):
+        supported = ", ".join(sorted(SUPPORTED_LANGUAGES))
+        raise InvalidManifestError(
+            f"{source} lacks the required field 'runtime' (one of: {supported})", source
+        )
+    for key in (*REQUIRED_FIELDS, *RUNTIME_FIELDS, *OPTIONAL_FIELDS):
         if key not in data:
             values[key] = None
             continue
@@ -188,7 +201,7 @@ def parse_manifest(text: str, *, source: str = MANIFEST_NAME) -> Manifest:
             raise InvalidManifestError(f"{source}: {key!r} must be a string, not {kind}", source)
         values[key] = value
     name, version = str(values["name"]), str(values["version"])
-    language, entry = str(values["language"]), str(values["entry"])
+    entry = str(values["entry"])
     if not NAME_RE.match(name):
         raise InvalidManifestError(
             f"{source}: name {name!r} must match [a-z0-9][a-z0-9_-]{{0,39}}", source
@@ -197,11 +210,7 @@ def parse_manifest(text: str, *, source: str = MANIFEST_NAME) -> Manifest:
         raise InvalidManifestError(
             f"{source}: version {version!r} must be 1-40 characters of [0-9A-Za-z.+_-]", source
         )
-    if language not in SUPPORTED_LANGUAGES:
-        supported = ", ".join(sorted(SUPPORTED_LANGUAGES))
-        raise InvalidManifestError(
-            f"{source}: language {language!r} is not supported (supported: {supported})", source
-        )
+    runtime = _manifest_runtime(values["runtime"], values["language"], source)
     try:
         entry = _clean_relative(entry, what="entry").as_posix()
     except UnsafePathError as exc:
@@ -215,11 +224,33 @@ def parse_manifest(text: str, *, source: str = MANIFEST_NAME) -> Manifest:
     return Manifest(
         name=name,
         version=version,
-        language=language,
+        language=runtime,
         entry=entry,
         author=values["author"],
         description=values["description"],
+        runtime=runtime,
     )
+
+
+def _manifest_runtime(runtime: str | None, language: str | None, source: str) -> str:
+    """The canonical runtime of ``runtime = ...`` / ``language = ...`` (they must agree)."""
+    names: list[str] = []
+    for key, given in (("runtime", runtime), ("language", language)):
+        if given is None:
+            continue
+        try:
+            names.append(get_runtime(given).name)
+        except UnknownRuntimeError:
+            supported = ", ".join(sorted(SUPPORTED_LANGUAGES))
+            raise InvalidManifestError(
+                f"{source}: {key} {given!r} is not supported (supported: {supported})", source
+            ) from None
+    if len(set(names)) > 1:
+        raise InvalidManifestError(
+            f"{source}: runtime {runtime!r} and language {language!r} disagree; give only runtime",
+            source,
+        )
+    return names[0]
 
 
 def _ignored(rel: PurePosixPath) -> bool:

@@ -49,3 +49,14 @@ python3 dev.py setup
 KRYT_SANDBOX_BASE_IMAGE="$(.venv/bin/python -m sandbox.base_image --print-tag)"
 export KRYT_SANDBOX_BASE_IMAGE
 echo "sandbox base image: $KRYT_SANDBOX_BASE_IMAGE"
+
+# The other runtimes' images (node, java, cpp, go, native; docs/sandbox.md "Runtimes"), each
+# built once and cached by a hash of its inputs like the base image. Downloaded .debs are
+# shared between them. node's gRPC packages come from npm (Debian's npm when the host has none).
+if ! command -v npm >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+export KRYT_DEBOOTSTRAP_CACHE=/var/cache/kryt-debootstrap
+.venv/bin/python -m sandbox.runtimes build node java cpp go native

@@ -1,0 +1,274 @@
+"""Runtimes: which language a bot is written in, and how it is built and run in the sandbox.
+
+``bot.toml`` names a runtime (``runtime = "node"``; the older ``language = "python"`` still
+works). Each runtime is one row of :data:`REGISTRY`:
+
+- the Debian packages of its local image (built like the Python base image, see
+  :mod:`sandbox.runtimes.images`), with that language's gRPC library already inside, so a
+  submission carries only its own code;
+- a build command for compiled languages, run once per submission in the runtime image with
+  no network, under :class:`BuildLimits`, producing the immutable artifact in ``/artifact``;
+- the command that starts the bot (``$0`` is the manifest's ``entry``);
+- floors on the sandbox limits where a language needs more than the default (a JVM).
+
+To add a runtime, append a :class:`Runtime` to :data:`REGISTRY` (or call :func:`register`),
+put any set-up files in ``sandbox/runtimes/files/<name>/`` (``setup.sh`` runs once at image
+build time, as root, with no network), and build its image with
+``python -m sandbox.runtimes build <name>``; docs/sandbox.md ("Runtimes") walks through it.
+
+Standard library only (plus :mod:`sandbox.errors`): :mod:`sandbox.submission` imports this
+to validate manifests.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from sandbox.errors import InvalidSubmissionError
+
+__all__ = [
+    "ALIASES",
+    "ARTIFACT_DIR",
+    "REGISTRY",
+    "BuildLimits",
+    "Runtime",
+    "RuntimeBuildError",
+    "UnknownRuntimeError",
+    "get_runtime",
+    "java_main_class",
+    "register",
+    "runtime_names",
+]
+
+MiB = 1024 * 1024
+#: Where a compiled runtime's build puts its output, and where the bot runs it from.
+ARTIFACT_DIR = "/artifact"
+#: Where every runtime image carries the protocol's ``.proto`` files.
+PROTO_DIR = "/opt/kryt/proto"
+#: Set-up files of each runtime (``files/<name>/``) and the ones every runtime gets.
+FILES_DIR = Path(__file__).resolve().parent / "files"
+
+
+class UnknownRuntimeError(ValueError):
+    """``bot.toml`` names a runtime that is not in the registry."""
+
+
+class RuntimeBuildError(InvalidSubmissionError):
+    """A submission's sources did not build (the bot's fault); the message ends with the
+    build's output, for the author."""
+
+
+@dataclass(frozen=True)
+class BuildLimits:
+    """Bounds on one submission's build step (compiling is the bot's work, so it is bounded)."""
+
+    seconds: int = 300
+    memory_bytes: int = 2048 * MiB
+    output_bytes: int = 64 * MiB
+
+    def __post_init__(self) -> None:
+        for name in ("seconds", "memory_bytes", "output_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"BuildLimits.{name} must be a positive integer: {value!r}")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """One language's image recipe, build and run commands, and limit floors.
+
+    ``run`` and ``build`` are POSIX shell text. ``run`` starts in ``/bot`` (the submission,
+    read-only) with ``$0`` set to the manifest's ``entry`` and ``$KRYT_BOT_ADDRESS`` naming the
+    Unix socket to serve on; ``{main_class}`` and ``{heap_mib}`` are filled in by
+    :meth:`launch_script`. ``build`` starts in ``/src`` (a copy of the submission) and must
+    leave what ``run`` needs under ``/artifact``.
+    """
+
+    name: str
+    language: str
+    debs: tuple[str, ...]
+    run: str
+    entry_example: str
+    build: str | None = None
+    npm: bool = False
+    env: tuple[tuple[str, str], ...] = ()
+    min_memory_bytes: int = 0
+    min_pids: int = 0
+    build_limits: BuildLimits = field(default_factory=BuildLimits)
+    notes: str = ""
+
+    @property
+    def compiled(self) -> bool:
+        """True when a submission must be built before it can run."""
+        return self.build is not None
+
+    @property
+    def image_repository(self) -> str:
+        """Repository name of this runtime's image (its tag is a hash of its inputs)."""
+        return f"kryt-runtime-{self.name}"
+
+    def files(self) -> Path:
+        """This runtime's set-up folder (may not exist: nothing to set up)."""
+        return FILES_DIR / self.name
+
+    def heap_mib(self, memory_bytes: int) -> int:
+        """Managed-heap size for a container of ``memory_bytes``: half, leaving the rest for
+        the runtime's own memory (JIT, thread stacks, gRPC buffers, the /tmp tmpfs)."""
+        return max(32, memory_bytes // MiB // 2)
+
+    def launch_script(self, entry: str, memory_bytes: int) -> str:
+        """The shell text that starts the bot (``$0`` is ``entry`` when run by the backend)."""
+        return self.run.format(
+            main_class=shlex.quote(java_main_class(entry)) if self.name == "java" else "",
+            heap_mib=self.heap_mib(memory_bytes),
+        )
+
+
+def java_main_class(entry: str) -> str:
+    """The main class of a Java ``entry``: its path with folders as the package.
+
+    ``Main.java`` is class ``Main``; ``org/example/Bot.java`` is ``org.example.Bot`` (the
+    standard layout, which ``javac`` does not enforce but this rule needs).
+    """
+    path = PurePosixPath(entry)
+    return ".".join([*path.parent.parts, path.name.removesuffix(".java")])
+
+
+_BUILD_C = (
+    "g++ -std=c++17 -O2 -pipe -I/opt/kryt/cpp/include"
+    ' $(find . -name "*.cc" -o -name "*.cpp" | sort)'
+    " -o /artifact/bot -L/opt/kryt/cpp/lib -lkryt_proto"
+    " $(pkg-config --libs grpc++ protobuf) -lpthread"
+)
+_BUILD_GO = "go build -trimpath -o /artifact/bot ."
+_BUILD_JAVA = (
+    "mkdir -p /artifact/classes"
+    ' && javac -nowarn -encoding UTF-8 -d /artifact/classes $(find . -name "*.java" | sort)'
+)
+
+#: Every known runtime, by name. Add a row (or call :func:`register`) to add a language.
+REGISTRY: dict[str, Runtime] = {
+    runtime.name: runtime
+    for runtime in (
+        Runtime(
+            name="python",
+            language="Python 3.11",
+            debs=("python3",),
+            run='exec python3 -u "$0"',
+            entry_example="bot.py",
+            notes="the kryt-bot-base image: grpcio, protobuf and this project's sdk",
+        ),
+        Runtime(
+            name="node",
+            language="JavaScript (Node.js 18)",
+            debs=("nodejs",),
+            run='exec node --max-old-space-size={heap_mib} "$0"',
+            entry_example="bot.js",
+            npm=True,
+            env=(("NODE_PATH", "/opt/kryt/node/node_modules"),),
+            notes="@grpc/grpc-js and @grpc/proto-loader on NODE_PATH",
+        ),
+        Runtime(
+            name="java",
+            language="Java 17",
+            debs=(
+                "openjdk-17-jdk-headless",
+                "libgrpc-java",
+                "libprotobuf-java",
+                "libguava-java",
+                "libgoogle-gson-java",
+                "libnetty-java",
+                "libperfmark-java",
+                "protobuf-compiler",
+                "protobuf-compiler-grpc-java-plugin",
+            ),
+            build=_BUILD_JAVA,
+            run=(
+                "exec java -Xmx{heap_mib}m -Xss512k -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+                " -XX:CICompilerCount=2 -XX:ActiveProcessorCount=1 -XX:-UsePerfData"
+                ' -cp "/artifact/classes:$CLASSPATH" org.kryt.runtime.Launch {main_class}'
+            ),
+            entry_example="Main.java",
+            env=(("CLASSPATH", "/opt/kryt/java/lib/*:/usr/share/java/*"),),
+            min_memory_bytes=512 * MiB,
+            min_pids=128,
+            notes="grpc-java with netty, the kryt.v1 and grpc.health.v1 classes",
+        ),
+        Runtime(
+            name="cpp",
+            language="C++17 (g++ 12)",
+            debs=(
+                "g++",
+                "make",
+                "pkg-config",
+                "libgrpc++-dev",
+                "libprotobuf-dev",
+                "protobuf-compiler-grpc",
+            ),
+            build=_BUILD_C,
+            run="exec /artifact/bot",
+            entry_example="bot.cc",
+            min_pids=128,
+            notes="grpc++ 1.51; kryt/v1/bot.grpc.pb.h from -lkryt_proto",
+        ),
+        Runtime(
+            name="go",
+            language="Go 1.19",
+            debs=(
+                "golang-go",
+                "golang-google-grpc-dev",
+                "golang-google-protobuf-dev",
+                "protoc-gen-go",
+                "protoc-gen-go-grpc",
+                "protobuf-compiler",
+            ),
+            build=_BUILD_GO,
+            run="exec /artifact/bot",
+            entry_example="main.go",
+            env=(
+                ("GO111MODULE", "off"),
+                ("GOPATH", "/opt/kryt/go:/usr/share/gocode"),
+                ("GOCACHE", "/opt/kryt/go/cache"),
+                ("GOFLAGS", "-buildvcs=false"),
+                ("CGO_ENABLED", "0"),
+            ),
+            min_pids=128,
+            notes="grpc-go 1.33 in GOPATH mode; import kryt/v1 and grpc/health",
+        ),
+        Runtime(
+            name="native",
+            language="a Linux x86-64 executable built elsewhere (e.g. Rust)",
+            debs=("ca-certificates",),
+            run='exec "/bot/$0"',
+            entry_example="bot",
+            notes="glibc 2.36 and libstdc++ of Debian bookworm; link statically to be safe",
+        ),
+    )
+}
+
+#: Older spellings accepted in ``bot.toml``.
+ALIASES: dict[str, str] = {"python3": "python", "javascript": "node", "c++": "cpp", "golang": "go"}
+
+
+def register(runtime: Runtime) -> None:
+    """Add (or replace) a runtime in :data:`REGISTRY`."""
+    if not re.fullmatch(r"[a-z][a-z0-9]{0,19}", runtime.name):
+        raise ValueError(f"runtime name {runtime.name!r} must match [a-z][a-z0-9]{{0,19}}")
+    REGISTRY[runtime.name] = runtime
+
+
+def runtime_names() -> tuple[str, ...]:
+    """Names ``bot.toml`` accepts, sorted."""
+    return tuple(sorted(REGISTRY))
+
+
+def get_runtime(name: str) -> Runtime:
+    """The runtime called ``name`` (or one of its :data:`ALIASES`)."""
+    runtime = REGISTRY.get(ALIASES.get(name, name))
+    if runtime is None:
+        known = ", ".join(runtime_names())
+        raise UnknownRuntimeError(f"runtime {name!r} is not supported (supported: {known})")
+    return runtime

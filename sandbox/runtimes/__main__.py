@@ -1,0 +1,5 @@
+"""``python -m sandbox.runtimes build|tag|list [NAME ...]``: see :mod:`sandbox.runtimes.images`."""
+
+from sandbox.runtimes.images import main
+
+raise SystemExit(main())

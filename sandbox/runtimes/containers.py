@@ -1,0 +1,144 @@
+"""What the Docker backend needs from a runtime: the per-submission image, its build, its
+start command and its limits.
+
+A submission's image is ``FROM`` its runtime's image. For a compiled runtime it is built in
+two stages: the first copies the sources to ``/src`` and runs the runtime's build command as
+uid 65534 with no network, bounded by :class:`~sandbox.runtimes.BuildLimits` (wall time,
+memory, size of the output); the second holds only the sources in ``/bot`` and the build's
+output in ``/artifact``. The image is tagged by the submission's hash and the runtime image's
+id, so each submission is built once, and the artifact is immutable. A failed build is one
+:class:`~sandbox.runtimes.RuntimeBuildError` that ends with the compiler's output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+from collections.abc import Iterable
+from typing import Any
+
+from sandbox.limits import SandboxLimits
+from sandbox.runtimes import ARTIFACT_DIR, Runtime, RuntimeBuildError
+from sandbox.submission import Submission
+
+__all__ = [
+    "BUILD_FAILED",
+    "BUILD_UID",
+    "build_failure",
+    "build_script",
+    "dockerfile",
+    "effective_limits",
+    "launch_command",
+]
+
+#: The unprivileged uid the build runs as (the same as the bot's).
+BUILD_UID = 65534
+#: First word of the line the build script prints when the bot's build failed.
+BUILD_FAILED = "kryt-build-failed:"
+#: Lines of build output kept in the error for the author.
+BUILD_LOG_LINES = 40
+
+
+def build_script(runtime: Runtime) -> str:
+    """The shell script of the build stage: the runtime's command under the build limits."""
+    if runtime.build is None:
+        raise ValueError(f"runtime {runtime.name!r} has no build step")
+    limits = runtime.build_limits
+    seconds, output = limits.seconds, limits.output_bytes
+    # ulimit -f counts 512-byte blocks in POSIX shells: no file may exceed the output bound.
+    blocks = output // 512
+    return f"""\
+ulimit -f {blocks}
+cd /src
+timeout -k 5 {seconds} /bin/sh -ec {shlex.quote(runtime.build)} 2>&1
+status=$?
+if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+  echo "{BUILD_FAILED} the build did not finish within {seconds} s"
+  exit 1
+fi
+if [ "$status" -ne 0 ]; then
+  echo "{BUILD_FAILED} the {runtime.name} build exited with status $status"
+  exit 1
+fi
+size=$(du -sb {ARTIFACT_DIR} | cut -f1)
+if [ "$size" -gt {output} ]; then
+  echo "{BUILD_FAILED} the build output is $size bytes, more than {output}"
+  exit 1
+fi
+"""
+
+
+def dockerfile(runtime: Runtime, base_image: str, entry: str) -> str:
+    """The Dockerfile of a submission's image on ``base_image`` (its runtime's image)."""
+    if runtime.build is None:
+        lines = [f"FROM {base_image}", "COPY bot/ /bot/"]
+        if runtime.name == "native":
+            # Stored submissions lose their modes (they are packed 0644): the entry must run.
+            lines.append(f"RUN {json.dumps(['chmod', '0755', f'/bot/{entry}'])}")
+        return "\n".join([*lines, ""])
+    return "\n".join(
+        [
+            f"FROM {base_image} AS build",
+            "COPY bot/ /src/",
+            "COPY kryt-build.sh /kryt-build.sh",
+            f"RUN mkdir -p {ARTIFACT_DIR} && chown {BUILD_UID}:{BUILD_UID} {ARTIFACT_DIR}",
+            f"USER {BUILD_UID}:{BUILD_UID}",
+            "ENV HOME=/tmp",
+            "WORKDIR /src",
+            'RUN ["/bin/sh", "/kryt-build.sh"]',
+            f"FROM {base_image}",
+            "COPY bot/ /bot/",
+            f"COPY --from=build {ARTIFACT_DIR}/ {ARTIFACT_DIR}/",
+            "",
+        ]
+    )
+
+
+def launch_command(runtime: Runtime, submission: Submission, limits: SandboxLimits) -> list[str]:
+    """The container's command: ``sh -c 'umask 000 && <run>' <entry>``.
+
+    umask 0 so the referee (possibly another non-root uid) may connect to the socket; the
+    socket directory itself is private to the bot and the referee.
+    """
+    script = runtime.launch_script(submission.manifest.entry, limits.memory_bytes)
+    return ["/bin/sh", "-c", f"umask 000 && {script}", submission.manifest.entry]
+
+
+def effective_limits(runtime: Runtime, limits: SandboxLimits) -> SandboxLimits:
+    """``limits`` raised to the runtime's floors (a JVM does not start in 256 MiB)."""
+    return dataclasses.replace(
+        limits,
+        memory_bytes=max(limits.memory_bytes, runtime.min_memory_bytes),
+        pids=max(limits.pids, runtime.min_pids),
+    )
+
+
+def build_failure(runtime: Runtime, submission: Submission, log: Iterable[Any]) -> str | None:
+    """The author's error message when ``log`` (docker's build log) shows the bot's build
+    failed, or None when the failure was ours (engine, missing image)."""
+    lines: list[str] = []
+    for chunk in log:
+        text = chunk.get("stream") or chunk.get("error") or "" if isinstance(chunk, dict) else ""
+        lines.extend(str(text).splitlines())
+    reason = next((line for line in lines if line.startswith(BUILD_FAILED)), None)
+    if reason is None:
+        return None
+    # Docker's own progress lines say nothing to the author.
+    noise = ("Step ", " ---> ", "Removing intermediate", "Sending build context")
+    output = [
+        line for line in lines if line.strip() and not line.startswith(noise) and line != reason
+    ]
+    tail = "\n".join(output[-BUILD_LOG_LINES:])
+    name = submission.manifest.name
+    return (
+        f"{name} {submission.manifest.version} ({runtime.name}) did not build: "
+        f"{reason.removeprefix(BUILD_FAILED).strip()}\n{tail}"
+    )
+
+
+def raise_build_failure(runtime: Runtime, submission: Submission, log: Iterable[Any]) -> None:
+    """Raise :class:`RuntimeBuildError` when ``log`` shows the bot's build failed."""
+    message = build_failure(runtime, submission, log)
+    if message is not None:
+        raise RuntimeBuildError(message)
