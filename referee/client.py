@@ -163,8 +163,12 @@ def _background_loop() -> asyncio.AbstractEventLoop:
 
 def _request_id() -> int:
     """A fresh request id. Unpredictable, so that a reply can only answer a request the bot
-    has seen: one sent before being asked never matches and is caught at once."""
-    return secrets.randbits(63) | 1
+    has seen: one sent before being asked never matches and is caught at once.
+
+    31 bits: every language reads it exactly (JavaScript's numbers lose precision past 2**53,
+    and some protobuf libraries hand 64-bit values to it as numbers), while a bot guessing
+    an id it has not seen still has one chance in a billion."""
+    return secrets.randbits(31) | 1
 
 
 _Item = tuple[float, bytes | BaseException | None]

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["MiB", "SandboxLimits"]
+__all__ = ["DEFAULT_STARTUP_SECONDS", "MiB", "SandboxLimits"]
 
 MiB = 1024 * 1024
+
+DEFAULT_STARTUP_SECONDS = 15.0
+"""How long a bot may take from its start until its health service answers SERVING: the
+one start-up deadline (sandboxes, tournaments, ``kryt bot check``), stated once."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,7 @@ class SandboxLimits:
     tmpfs_bytes: int = 16 * MiB
     fsize_bytes: int = 8 * MiB
     log_bytes: int = 1 * MiB
-    startup_timeout: float = 15.0
+    startup_timeout: float = DEFAULT_STARTUP_SECONDS
     max_message_bytes: int = 4 * MiB
     address_space_slack_bytes: int = 1024 * MiB
     socket_dir_bytes: int = 64 * 1024

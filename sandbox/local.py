@@ -57,6 +57,7 @@ from sandbox.dial import MAX_SUN_PATH, SOCKET_NAME
 from sandbox.errors import (
     BackendUnavailableError,
     CleanupError,
+    InvalidSubmissionError,
     LimitsUnavailableError,
     SandboxInfrastructureError,
     UnsafeBackendError,
@@ -511,6 +512,7 @@ class BwrapBackend(Backend):
         """
         limits = limits or SandboxLimits()
         sub = resolve_submission(submission)
+        _python_only(self.name, sub)
         problem = self.untrusted_problem()
         if problem and not trusted:
             raise LimitsUnavailableError(
@@ -612,6 +614,7 @@ class ProcessBackend(Backend):
         """Start the bot as a plain process; untrusted bots need ``allow_unsafe``."""
         limits = limits or SandboxLimits()
         sub = resolve_submission(submission)
+        _python_only(self.name, sub)
         if not (trusted or self.is_trusted(sub.root)):
             if not self.allow_unsafe:
                 raise UnsafeBackendError(
@@ -670,3 +673,13 @@ class ProcessBackend(Backend):
     def sweep_leftovers(self, label_prefix: str = "") -> int:
         """Remove stale socket dirs (plain bots die with the referee via PDEATHSIG)."""
         return sweep_socket_dirs(label_prefix)
+
+
+def _python_only(backend: str, sub: Submission) -> None:
+    """The local backends run bots with the host's Python: other runtimes need their image."""
+    if sub.manifest.runtime != "python":
+        raise InvalidSubmissionError(
+            f"{sub.manifest.name} {sub.manifest.version} needs the {sub.manifest.runtime!r}"
+            f" runtime, which only the Docker backend provides; the {backend} backend runs"
+            " Python bots only"
+        )

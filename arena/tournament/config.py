@@ -10,6 +10,7 @@ from typing import Any
 from referee.protocol.messages import TimeControl
 from referee.series import SeriesFormat
 from sandbox import SandboxLimits
+from sandbox.limits import DEFAULT_STARTUP_SECONDS
 
 MiB = 1024 * 1024
 BACKENDS = ("auto", "docker", "bwrap", "process")
@@ -31,7 +32,7 @@ class SandboxSettings:
     nofile: int = 256
     tmpfs_mb: int = 16
     fsize_mb: int = 8
-    startup_seconds: float = 15.0
+    startup_seconds: float = DEFAULT_STARTUP_SECONDS
 
     def limits(self) -> SandboxLimits:
         """The sandbox package's form of these limits."""

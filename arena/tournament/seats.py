@@ -25,6 +25,7 @@ from sandbox import (
     Submission,
 )
 from sandbox.backend import Backend, RunningBot
+from sandbox.death import printable
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +85,20 @@ class SandboxSlot:
         self._running = running
         client = running.client
         try:
-            client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
+            reply = client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
         except BotFault as exc:
             client.close()
             self._stop()
             raise BotStartError(f"{self.name} failed the handshake: {exc}") from None
+        manifest = self._submission.manifest
+        if (reply.name, reply.version) != (manifest.name, manifest.version):
+            client.close()
+            self._stop()
+            raise BotStartError(
+                f"{self.name}: the handshake says it is {printable(reply.name)!r} version"
+                f" {printable(reply.version)!r}, but its bot.toml says {manifest.name!r}"
+                f" version {manifest.version!r}; send the name and version of bot.toml"
+            )
         self._client = client
         self._failed = False
         return _Watched(client, self)

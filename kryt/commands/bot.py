@@ -18,16 +18,23 @@ def new(
     directory: Annotated[
         Path, typer.Option("--dir", "-d", help="Folder to create the bot in.")
     ] = Path("."),
+    language: Annotated[
+        str,
+        typer.Option("--language", "-l", help="python (default), node, java, cpp or go."),
+    ] = "python",
 ) -> None:
-    """Create NAME/ with bot.toml, bot.py, test_bot.py and README.md."""
+    """Create NAME/ with a working bot: bot.toml and the code of a starting point."""
     from sdk.tools.template import BotTemplateError, new_bot
 
     try:
-        folder = new_bot(name, directory)
+        folder = new_bot(name, directory, language=language)
     except BotTemplateError as exc:
         raise UserError(str(exc), hint="choose another name or folder") from None
     typer.echo(f"created {folder}")
-    typer.echo(f"next: cd {folder} && python test_bot.py && kryt bot check .")
+    if language.lower() == "python":
+        typer.echo(f"next: cd {folder} && python test_bot.py && kryt bot check .")
+    else:
+        typer.echo(f"next: cd {folder} && kryt bot check . --sandbox docker")
 
 
 @app.command("check")

@@ -34,6 +34,7 @@ from referee.client import (
     Reply,
 )
 from referee.protocol.messages import TimeControl
+from sandbox.limits import DEFAULT_STARTUP_SECONDS
 from sandbox.submission import SubmissionError, load_submission
 from sdk.bot import Bot
 from sdk.server import ADDRESS_ENV
@@ -160,7 +161,7 @@ def check_bot(
     seed: int | str = 0,
     opponent: Bot | None = None,
     time_control: TimeControl = DEFAULT_TIME_CONTROL,
-    startup_timeout: float = 10.0,
+    startup_timeout: float = DEFAULT_STARTUP_SECONDS,
     sandbox: str | None = None,
 ) -> CheckReport:
     """Play ``games`` games against ``opponent`` (default: the greedy example bot) over gRPC.

@@ -5,6 +5,7 @@ Used by ``kryt bot new NAME`` and ``python -m sdk.tools new NAME``.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from string import Template
 
@@ -123,12 +124,28 @@ def class_name(name: str) -> str:
     return base if base.endswith("Bot") else base + "Bot"
 
 
-def new_bot(name: str, parent: str | Path = ".") -> Path:
-    """Create ``parent/name/`` with ``bot.toml``, ``bot.py``, ``test_bot.py``, ``README.md``.
+STARTERS = Path(__file__).resolve().parent / "starters"
+"""Starting points in other languages: one folder per runtime (see docs/protocol.md)."""
 
-    Raises :class:`BotTemplateError` for a name the manifest rules reject or an existing
-    folder (nothing is overwritten).
+LANGUAGES = {"python": None, "node": "js", "javascript": "js", "java": "java", "cpp": "cpp",
+             "c++": "cpp", "go": "go"}  # fmt: skip
+"""``--language`` values and the starter folder each copies (None: the Python template)."""
+
+
+def new_bot(name: str, parent: str | Path = ".", *, language: str = "python") -> Path:
+    """Create ``parent/name/``: for Python ``bot.toml``, ``bot.py``, ``test_bot.py`` and
+    ``README.md``; for another language a copy of its starter bot, renamed.
+
+    Raises :class:`BotTemplateError` for a name the manifest rules reject, an unknown
+    language or an existing folder (nothing is overwritten).
     """
+    if language.lower() not in LANGUAGES:
+        raise BotTemplateError(
+            f"unknown language {language!r}; choose one of {', '.join(sorted(LANGUAGES))}"
+        )
+    starter = LANGUAGES[language.lower()]
+    if starter is not None:
+        return _from_starter(name, Path(parent), STARTERS / starter)
     manifest = _MANIFEST.substitute(name=name)
     try:
         parse_manifest(manifest)
@@ -143,4 +160,23 @@ def new_bot(name: str, parent: str | Path = ".") -> Path:
     (folder / "bot.py").write_text(_BOT.substitute(name=name, cls=cls), encoding="utf-8")
     (folder / "test_bot.py").write_text(_TEST.substitute(name=name, cls=cls), encoding="utf-8")
     (folder / "README.md").write_text(_README.substitute(name=name), encoding="utf-8")
+    return folder
+
+
+def _from_starter(name: str, parent: Path, starter: Path) -> Path:
+    folder = parent / name
+    if folder.exists():
+        raise BotTemplateError(f"cannot create bot {name!r}: {folder} already exists")
+    manifest = (starter / "bot.toml").read_text(encoding="utf-8")
+    lines = [
+        f'name = "{name}"' if line.startswith("name =") else line for line in manifest.splitlines()
+    ]
+    lines = [line for line in lines if not line.startswith("author =")]
+    text = "\n".join(lines) + "\n"
+    try:
+        parse_manifest(text)
+    except InvalidManifestError as exc:
+        raise BotTemplateError(f"cannot create bot {name!r}: {exc}") from None
+    shutil.copytree(starter, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "bot.toml").write_text(text, encoding="utf-8")
     return folder

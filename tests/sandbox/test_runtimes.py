@@ -29,7 +29,7 @@ from sandbox.submission import InvalidManifestError, load_submission, parse_mani
 from tests.services import require
 
 ROOT = Path(__file__).resolve().parents[2]
-BOTS = ROOT / "examples" / "bots"
+BOTS = ROOT / "sdk" / "tools" / "starters"
 GREEDY = ROOT / "sdk" / "examples" / "greedy"
 #: Example folder -> runtime.
 EXAMPLES = {"js": "node", "java": "java", "cpp": "cpp", "go": "go"}

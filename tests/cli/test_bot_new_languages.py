@@ -1,0 +1,35 @@
+"""``kryt bot new NAME --language LANG`` writes a valid starting point in each language."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kryt.cli import main
+from sandbox import load_submission
+
+
+@pytest.mark.parametrize(
+    ("language", "runtime", "entry"),
+    [("node", "node", "bot.js"), ("java", "java", "Main.java"), ("cpp", "cpp", "bot.cc"),
+     ("go", "go", "main.go"), ("python", "python", "bot.py")],
+)  # fmt: skip
+def test_a_new_bot_in_each_language_is_a_valid_submission(
+    language: str, runtime: str, entry: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bot", "new", "my-bot", "--dir", str(tmp_path), "--language", language]) == 0
+    assert "created" in capsys.readouterr().out
+    submission = load_submission(tmp_path / "my-bot")
+    assert submission.manifest.name == "my-bot"
+    assert submission.manifest.runtime == runtime
+    assert (tmp_path / "my-bot" / entry).is_file()
+
+
+def test_an_unknown_language_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["bot", "new", "my-bot", "--dir", str(tmp_path), "--language", "cobol"])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown language 'cobol'" in err and "Traceback" not in err
+    assert not (tmp_path / "my-bot").exists()
