@@ -20,6 +20,7 @@ from scipy import optimize, sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import ndtr
 from scipy.stats import norm
+from threadpoolctl import threadpool_limits
 
 from leaderboard.ratings.errors import (
     DisconnectedResultsError,
@@ -420,6 +421,23 @@ def fit_bayeselo(
         _check_bounded(counts)
     _check_parameters_bounded(counts, fit_advantage, fit_drawelo)
 
+    # BLAS threads only contend on a busy machine (the fit cost 50 % more CPU with them):
+    # one thread, as every fit is small next to the threads' start-up and hand-overs.
+    with threadpool_limits(limits=1):
+        return _fit(counts, prior, offset, confidence, fit_advantage, fit_drawelo, advantage,
+                    drawelo)  # fmt: skip
+
+
+def _fit(
+    counts: PairCounts,
+    prior: float,
+    offset: float,
+    confidence: float,
+    fit_advantage: bool,
+    fit_drawelo: bool,
+    advantage: float,
+    drawelo: float,
+) -> BayesEloFit:
     design = build_design(counts, prior)
     fixed_delta: float | None = None if fit_drawelo else drawelo * NATURAL_PER_ELO
     if design.draws_total == 0:
