@@ -53,12 +53,17 @@ def _attacker(name: str, into: Path) -> str:
     return str(dest)
 
 
-def _kryt_cgroups() -> set[str]:
+def _kryt_cgroups(prefix: str) -> set[str]:
+    """The bot cgroups (cgroup v1 layout) whose names start with ``prefix``."""
     found = set()
     for controller in ("memory", "pids", "cpuacct"):
         base = Path("/sys/fs/cgroup") / controller / "kryt"
         if base.is_dir():
-            found |= {f"{controller}/{p.name}" for p in base.iterdir() if p.is_dir()}
+            found |= {
+                f"{controller}/{p.name}"
+                for p in base.iterdir()
+                if p.is_dir() and p.name.startswith(prefix)
+            }
     return found
 
 
@@ -70,7 +75,6 @@ def test_attackers_in_a_real_tournament_hurt_nobody_but_themselves(
         docker_backend_or_skip()
     else:
         _bwrap_or_skip()
-    cgroups_before = _kryt_cgroups()
     attackers = [_attacker(name, tmp_path / "bots") for name in ATTACKERS]
     url = f"sqlite:///{tmp_path / 'k.db'}"
     db = open_database(url)
@@ -123,4 +127,4 @@ def test_attackers_in_a_real_tournament_hurt_nobody_but_themselves(
     # Nothing stays behind.
     if backend == "docker":
         assert containers_labelled(label_prefix(url, tournament_id)) == []
-    assert _kryt_cgroups() <= cgroups_before
+    assert _kryt_cgroups(label_prefix(url, tournament_id)) == set()

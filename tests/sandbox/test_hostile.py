@@ -238,6 +238,9 @@ def test_busy_bot_gets_at_most_one_cpu(docker_backend: Backend, make_bot: MakeBo
         time.sleep(3.0)
         t1, u1 = usage()
         cpus = (u1 - u0) / 1e9 / (t1 - t0)
-        assert 0.2 < cpus <= 1.25
+        # The bound under test is the upper one. On a loaded machine the busy bot may get far
+        # less than its share, so the lower bound only checks that it ran and was measured.
+        assert 0.0 < cpus <= 1.25
+        assert container.attrs["HostConfig"]["NanoCpus"] == 10**9
     finally:
         stop_and_check_clean(bot)

@@ -253,12 +253,12 @@ def _replay_is_legal(record: Any) -> None:
 def test_example_plays_the_python_greedy_bot_under_docker(
     folder: str, runtime_images: Callable[[str], str], docker_backend: Backend
 ) -> None:
+    from arena.tournament.seats import SandboxSlot
+    from referee.protocol.messages import TimeControl
     from referee.series import SeriesConfig, run_series
-    from referee.timecontrol import TimeControl
-    from referee.tournament.slots import SandboxSlot
 
     runtime_images(EXAMPLES[folder])
-    control = TimeControl(move_seconds=1.0, bank_seconds=5.0, grace_seconds=0.5)
+    control = TimeControl(move_ms=1000, bank_ms=5000, grace_ms=500)
     limits = SandboxLimits(startup_timeout=30.0)
     slots = [
         SandboxSlot(
