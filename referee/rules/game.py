@@ -5,14 +5,21 @@ Internally cards are indices 0..35 and hands are 36-bit masks; actions are integ
 :class:`View` objects. ``legal_actions()`` lists actions in a fixed order, and
 :meth:`Game.legal_action_count` / :meth:`Game.play_random` use the same order without building
 the list (the fast path for simulations).
+
+Listing is table lookups over the interned actions (no encoding, no parsing per action), and
+the list of the current state is cached until the state changes, so that :meth:`Game.play` can
+trust an action found in it (the actions are interned: membership is an identity scan) and
+send everything else (text, actions not listed for this state) through the legality gate.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
+from typing import Final
 
-from referee.rules.actions import SWAP_BIT, Action, ActionKind, encode
+from referee.rules.actions import BY_CODE, SWAP_BIT, Action, ActionKind, encode
 from referee.rules.cards import (
     ACE_RANK,
     COVER_MASKS,
@@ -37,6 +44,45 @@ _GO_OUT = int(ActionKind.COVER_AND_GO_OUT)
 _TAKE = int(ActionKind.TAKE)
 _TAKE_CODE = encode(_TAKE)
 _CARDS = Card.all()
+
+
+def _action(code: int) -> Action:
+    action = BY_CODE[code]
+    assert action is not None, code
+    return action
+
+
+# Lookup tables for listing legal actions, each indexed first by swap flag (0 or 1).
+_TAKE_ONLY: Final = tuple((_action(_TAKE_CODE | s),) for s in (0, SWAP_BIT))
+_GO_OUTS: Final = tuple(
+    tuple(_action(encode(_GO_OUT, x) | s) for x in range(N_CARDS)) for s in (0, SWAP_BIT)
+)
+_COVER_ROWS: Final = tuple(
+    tuple(
+        tuple(
+            None if y == x else _action(encode(_COVER_AND_LEAD, x, y) | s) for y in range(N_CARDS)
+        )
+        for x in range(N_CARDS)
+    )
+    for s in (0, SWAP_BIT)
+)
+"""``_COVER_ROWS[swap][x][y]``: the action covering with x and leading y (``None`` when y == x)."""
+_LEADS: Final = tuple(
+    tuple(
+        tuple(
+            tuple(_action(encode(_LEAD, suit * 9 + r) | s) for r in range(9) if bits >> r & 1)
+            for bits in range(512)
+        )
+        for suit in range(4)
+    )
+    for s in (0, SWAP_BIT)
+)
+"""``_LEADS[swap][suit][bits]``: the leads of the cards of a 9-bit rank pattern of ``suit``."""
+_INDICES: Final = tuple(
+    tuple(tuple(suit * 9 + r for r in range(9) if bits >> r & 1) for bits in range(512))
+    for suit in range(4)
+)
+"""``_INDICES[suit][bits]``: the card indices of a 9-bit rank pattern of ``suit``."""
 
 
 def _nth_bit(mask: int, n: int) -> int:
@@ -70,6 +116,7 @@ class Game:
         "_history",
         "_history_actions",
         "_known",
+        "_listed",
         "_outcome",
         "_over",
         "_pile",
@@ -95,6 +142,7 @@ class Game:
     _reason: EndReason | None
     _turn_limit: int
     _final_cover: int
+    _listed: tuple[Action, ...] | None  # legal actions of the current state, once listed
 
     # ------------------------------------------------------------------ construction
 
@@ -145,6 +193,7 @@ class Game:
         game._reason = None
         game._turn_limit = turn_limit
         game._final_cover = -1
+        game._listed = None
         return game
 
     @classmethod
@@ -238,6 +287,7 @@ class Game:
         game._reason = view.reason
         game._turn_limit = _check_turn_limit(view.turn_limit)
         game._final_cover = final[0] if final else -1
+        game._listed = None
         return game
 
     def copy(self) -> Game:
@@ -258,6 +308,7 @@ class Game:
         game._reason = self._reason
         game._turn_limit = self._turn_limit
         game._final_cover = self._final_cover
+        game._listed = self._listed  # same state, same (immutable) list
         return game
 
     # ------------------------------------------------------------------ public state
@@ -363,7 +414,7 @@ class Game:
             opponent_known=cards_of(self._known[other]),
             own_known=cards_of(self._known[seat]),
             to_move=self.to_move,
-            legal_actions=tuple(self.legal_actions()) if mine else (),
+            legal_actions=self._listing() if mine else (),
             history=self.history,
             turn_limit=self._turn_limit,
             over=self._over,
@@ -421,27 +472,59 @@ class Game:
         Order: without swap then with swap; within each, ``take`` first, then covers by
         covering card then led card (card-index order), or leads in card-index order.
         """
-        if self._over:
-            return []
-        hand = self._hands[self._to_move]
-        codes = self._codes(hand, 0)
-        swapped = self._swap_hand(hand)
-        if swapped >= 0:
-            codes += self._codes(swapped, SWAP_BIT)
-        from_code = Action.from_code
-        return [from_code(c) for c in codes]
+        return list(self._listing())
 
-    def _codes(self, hand: int, swap: int) -> list[int]:
-        if not self._pile:
-            return [encode(_LEAD, x) | swap for x in _bits(hand)]
-        codes = [_TAKE_CODE | swap]
-        covers = _bits(hand & COVER_MASKS[self._trump][self._pile[-1]])
-        cards = _bits(hand)
+    def _listing(self) -> tuple[Action, ...]:
+        """The legal actions of the current state, listed once per state from lookup tables."""
+        listed = self._listed
+        if listed is not None:
+            return listed
+        if self._over:
+            listed = ()
+        else:
+            hand = self._hands[self._to_move]
+            listed = self._list_hand(hand, 0)
+            six = self._trump * 9
+            if self._stock and hand >> six & 1:
+                listed += self._list_hand(hand ^ (1 << six) | (1 << self._stock[0]), 1)
+        self._listed = listed
+        return listed
+
+    def _list_hand(self, hand: int, swap: int) -> tuple[Action, ...]:
+        """The actions of ``hand`` (already swapped when ``swap`` is 1), in legal_actions order."""
+        pile = self._pile
+        if not pile:
+            leads = _LEADS[swap]
+            return (
+                leads[0][hand & 0x1FF]
+                + leads[1][hand >> 9 & 0x1FF]
+                + leads[2][hand >> 18 & 0x1FF]
+                + leads[3][hand >> 27 & 0x1FF]
+            )
+        covers = hand & COVER_MASKS[self._trump][pile[-1]]
+        if not covers:
+            return _TAKE_ONLY[swap]
+        cards = (
+            _INDICES[0][hand & 0x1FF]
+            + _INDICES[1][hand >> 9 & 0x1FF]
+            + _INDICES[2][hand >> 18 & 0x1FF]
+            + _INDICES[3][hand >> 27 & 0x1FF]
+        )
         if len(cards) >= 2:
-            codes += [encode(_COVER_AND_LEAD, x, y) | swap for x in covers for y in cards if y != x]
-        elif not self._stock:
-            codes += [encode(_GO_OUT, x) | swap for x in covers]
-        return codes
+            # One C-level gather per covering card picks "cover x, lead y" for every y in
+            # hand; the row holds None at y == x, dropped by the filter (actions are truthy).
+            pick = itemgetter(*cards)
+            rows = _COVER_ROWS[swap]
+            gathered: tuple[Action | None, ...] = _TAKE_ONLY[swap]
+            while covers:
+                low = covers & -covers
+                gathered += pick(rows[low.bit_length() - 1])
+                covers ^= low
+            return tuple(filter(None, gathered))
+        if self._stock:
+            return _TAKE_ONLY[swap]
+        # The last card covers: with the stock empty it may go out.
+        return _TAKE_ONLY[swap] + (_GO_OUTS[swap][cards[0]],)
 
     def is_legal(self, action: Action | str) -> bool:
         """True when ``action`` may be played now (malformed text raises InvalidActionError)."""
@@ -493,6 +576,14 @@ class Game:
         Raises InvalidActionError (malformed text) or IllegalActionError (not allowed now);
         either way the state is unchanged and the message quotes the input.
         """
+        if type(action) is Action:
+            # Trusted path: the action is in this state's cached legal list (by identity, as
+            # actions are interned; `is Action` keeps str subclasses with a hostile __eq__ out).
+            # The cache is dropped by every state change, so a stale list cannot vouch.
+            listed = self._listed
+            if listed is not None and action in listed:
+                self._apply(action.code)
+                return action
         parsed = Action.parse(action)
         problem = self._illegal_because(parsed)
         if problem is not None:
@@ -519,6 +610,7 @@ class Game:
 
     def _apply(self, code: int) -> None:
         """Apply a legal action code: the single place where the rules change the state."""
+        self._listed = None
         seat = self._to_move
         hands = self._hands
         known = self._known
