@@ -49,9 +49,7 @@ class NaiveGame:
     reason: str | None = None  # "out", "draw by final answer" or "turn limit"
 
     @classmethod
-    def deal(
-        cls, deck: list[str], dealer: int, turn_limit: int = DEFAULT_TURN_LIMIT
-    ) -> NaiveGame:
+    def deal(cls, deck: list[str], dealer: int, turn_limit: int = DEFAULT_TURN_LIMIT) -> NaiveGame:
         """Deal ``deck`` (index 0 = top): 0, 2, 4 to the non-dealer, 1, 3, 5 to the dealer,
         6 face up under the stock (its suit is trump), the stock drawn from 7 onward."""
         non_dealer = 1 - dealer
@@ -61,7 +59,7 @@ class NaiveGame:
                 hands[non_dealer].append(deck[i])
             else:
                 hands[dealer].append(deck[i])
-        stock = deck[7:] + [deck[6]]
+        stock = [*deck[7:], deck[6]]
         return cls(hands, [], stock, deck[6][1], non_dealer, turn_limit)
 
     def legal_actions(self) -> list[str]:

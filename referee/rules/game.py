@@ -53,7 +53,8 @@ def _action(code: int) -> Action:
 
 
 # Lookup tables for listing legal actions, each indexed first by swap flag (0 or 1).
-_TAKE_ONLY: Final = tuple((_action(_TAKE_CODE | s),) for s in (0, SWAP_BIT))
+_TAKES: Final = tuple(_action(_TAKE_CODE | s) for s in (0, SWAP_BIT))
+_TAKE_ONLY: Final = (_TAKES[0],)
 _GO_OUTS: Final = tuple(
     tuple(_action(encode(_GO_OUT, x) | s) for x in range(N_CARDS)) for s in (0, SWAP_BIT)
 )
@@ -78,11 +79,20 @@ _LEADS: Final = tuple(
     for s in (0, SWAP_BIT)
 )
 """``_LEADS[swap][suit][bits]``: the leads of the cards of a 9-bit rank pattern of ``suit``."""
-_INDICES: Final = tuple(
-    tuple(tuple(suit * 9 + r for r in range(9) if bits >> r & 1) for bits in range(512))
-    for suit in range(4)
-)
-"""``_INDICES[suit][bits]``: the card indices of a 9-bit rank pattern of ``suit``."""
+
+
+def _index_table(offset: int) -> tuple[tuple[int, ...], ...]:
+    """``table[bits]``: the card indices ``offset + i`` of the set bits i of a 12-bit pattern."""
+    low = [tuple(offset + i for i in range(6) if bits >> i & 1) for bits in range(64)]
+    high = [tuple(offset + 6 + i for i in range(6) if bits >> i & 1) for bits in range(64)]
+    return tuple(lo + hi for hi in high for lo in low)
+
+
+# A 36-bit mask's card indices in three lookups (masks over 30 bits are slow Python ints, so
+# each shift or mask costs; three 12-bit slices beat four 9-bit ones or a loop over the bits).
+_IDX_LOW: Final = _index_table(0)
+_IDX_MID: Final = _index_table(12)
+_IDX_HIGH: Final = _index_table(24)
 
 
 def _nth_bit(mask: int, n: int) -> int:
@@ -414,7 +424,7 @@ class Game:
             opponent_known=cards_of(self._known[other]),
             own_known=cards_of(self._known[seat]),
             to_move=self.to_move,
-            legal_actions=self._listing() if mine else (),
+            legal_actions=self._legal_tuple() if mine else (),
             history=self.history,
             turn_limit=self._turn_limit,
             over=self._over,
@@ -472,59 +482,68 @@ class Game:
         Order: without swap then with swap; within each, ``take`` first, then covers by
         covering card then led card (card-index order), or leads in card-index order.
         """
-        return list(self._listing())
-
-    def _listing(self) -> tuple[Action, ...]:
-        """The legal actions of the current state, listed once per state from lookup tables."""
         listed = self._listed
         if listed is not None:
-            return listed
+            return list(listed)
         if self._over:
-            listed = ()
-        else:
-            hand = self._hands[self._to_move]
-            listed = self._list_hand(hand, 0)
-            six = self._trump * 9
-            if self._stock and hand >> six & 1:
-                listed += self._list_hand(hand ^ (1 << six) | (1 << self._stock[0]), 1)
-        self._listed = listed
-        return listed
+            self._listed = ()
+            return []
+        hand = self._hands[self._to_move]
+        pile = self._pile
+        six = self._trump * 9
+        swap = self._stock and hand >> six & 1
+        if pile and not swap and not hand & COVER_MASKS[self._trump][pile[-1]]:
+            # Nothing covers: only "take". The commonest position, so listed inline.
+            self._listed = _TAKE_ONLY
+            return [_TAKES[0]]
+        actions = self._list_hand(hand, 0)
+        if swap:
+            actions += self._list_hand(hand ^ (1 << six) | (1 << self._stock[0]), 1)
+        # The caller gets the fresh list; the cache is a private immutable copy (see play).
+        self._listed = tuple(actions)
+        return actions
 
-    def _list_hand(self, hand: int, swap: int) -> tuple[Action, ...]:
-        """The actions of ``hand`` (already swapped when ``swap`` is 1), in legal_actions order."""
+    def _legal_tuple(self) -> tuple[Action, ...]:
+        """The cached legal actions of the current state (listing them if need be)."""
+        if self._listed is None:
+            self.legal_actions()
+        assert self._listed is not None
+        return self._listed
+
+    def _list_hand(self, hand: int, swap: int) -> list[Action]:
+        """The actions of ``hand`` (already swapped when ``swap`` is 1), in legal_actions order,
+        gathered from the tables of interned actions."""
         pile = self._pile
         if not pile:
             leads = _LEADS[swap]
-            return (
-                leads[0][hand & 0x1FF]
-                + leads[1][hand >> 9 & 0x1FF]
-                + leads[2][hand >> 18 & 0x1FF]
-                + leads[3][hand >> 27 & 0x1FF]
-            )
+            return [
+                *leads[0][hand & 0x1FF],
+                *leads[1][hand >> 9 & 0x1FF],
+                *leads[2][hand >> 18 & 0x1FF],
+                *leads[3][hand >> 27],
+            ]
+        actions = [_TAKES[swap]]
         covers = hand & COVER_MASKS[self._trump][pile[-1]]
         if not covers:
-            return _TAKE_ONLY[swap]
-        cards = (
-            _INDICES[0][hand & 0x1FF]
-            + _INDICES[1][hand >> 9 & 0x1FF]
-            + _INDICES[2][hand >> 18 & 0x1FF]
-            + _INDICES[3][hand >> 27 & 0x1FF]
-        )
+            return actions
+        cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
         if len(cards) >= 2:
-            # One C-level gather per covering card picks "cover x, lead y" for every y in
-            # hand; the row holds None at y == x, dropped by the filter (actions are truthy).
+            # One C-level gather per covering card x picks "cover x, lead y" for every y in
+            # the hand; the row's hole at y == x (None) is deleted right after.
             pick = itemgetter(*cards)
+            position = cards.index
             rows = _COVER_ROWS[swap]
-            gathered: tuple[Action | None, ...] = _TAKE_ONLY[swap]
-            while covers:
-                low = covers & -covers
-                gathered += pick(rows[low.bit_length() - 1])
-                covers ^= low
-            return tuple(filter(None, gathered))
-        if self._stock:
-            return _TAKE_ONLY[swap]
-        # The last card covers: with the stock empty it may go out.
-        return _TAKE_ONLY[swap] + (_GO_OUTS[swap][cards[0]],)
+            for x in (
+                _IDX_LOW[covers & 0xFFF] + _IDX_MID[covers >> 12 & 0xFFF] + _IDX_HIGH[covers >> 24]
+            ):
+                hole = len(actions) + position(x)
+                actions += pick(rows[x])
+                del actions[hole]
+            return actions
+        if not self._stock:
+            # The last card covers and the stock is empty: it may go out.
+            actions.append(_GO_OUTS[swap][cards[0]])
+        return actions
 
     def is_legal(self, action: Action | str) -> bool:
         """True when ``action`` may be played now (malformed text raises InvalidActionError)."""
@@ -627,17 +646,14 @@ class Game:
         first = code >> 6 & 63
         if kind == _TAKE:
             top = pile[-1]
-            if top // 9 != self._trump:
-                n = 1
-            elif top % 9 == ACE_RANK:
-                n = len(pile)
+            if top // 9 != self._trump:  # the common case: one card
+                gained = 1 << pile.pop()
             else:
-                n = 3
-            taken = pile[-n:]
-            del pile[-n:]
-            gained = 0
-            for c in taken:
-                gained |= 1 << c
+                n = len(pile) if top % 9 == ACE_RANK else 3
+                gained = 0
+                for c in pile[-n:]:
+                    gained |= 1 << c
+                del pile[-n:]
             hand |= gained
             known[seat] |= gained
         else:
