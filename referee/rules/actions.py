@@ -103,28 +103,25 @@ class Action:
     @classmethod
     def _build(cls, code: int) -> Action:
         action = object.__new__(cls)
-        kind = ActionKind(code >> _KIND_SHIFT & 3)
+        kind = _KINDS[code >> _KIND_SHIFT & 3]
         first = Card.from_index(code >> 6 & 63)
         second = Card.from_index(code & 63)
+        swap = "swap " if code & SWAP_BIT else ""
         action.code = code
         action.kind = kind
-        action.swap = bool(code & SWAP_BIT)
-        covers = kind in (ActionKind.COVER_AND_LEAD, ActionKind.COVER_AND_GO_OUT)
-        action.cover = first if covers else None
-        if kind == ActionKind.LEAD:
-            action.lead = first
+        action.swap = bool(swap)
+        if kind is ActionKind.LEAD:
+            action.cover, action.lead = None, first
+            action.text = f"{swap}lead {first.text}"
+        elif kind is ActionKind.COVER_AND_LEAD:
+            action.cover, action.lead = first, second
+            action.text = f"{swap}cover {first.text} {second.text}"
+        elif kind is ActionKind.COVER_AND_GO_OUT:
+            action.cover, action.lead = first, None
+            action.text = f"{swap}cover {first.text}"
         else:
-            action.lead = second if kind == ActionKind.COVER_AND_LEAD else None
-        words = ["swap"] if action.swap else []
-        if kind == ActionKind.LEAD:
-            words += ["lead", str(first)]
-        elif kind == ActionKind.COVER_AND_LEAD:
-            words += ["cover", str(first), str(second)]
-        elif kind == ActionKind.COVER_AND_GO_OUT:
-            words += ["cover", str(first)]
-        else:
-            words.append("take")
-        action.text = " ".join(words)
+            action.cover = action.lead = None
+            action.text = f"{swap}take"
         return action
 
     @classmethod
@@ -187,6 +184,7 @@ class Action:
         return (Action.from_code, (self.code,))
 
 
+_KINDS: Final = tuple(ActionKind)
 _INTERNED: dict[int, Action] = {}
 _BY_TEXT: Final[dict[str, Action]] = {}
 

@@ -68,17 +68,29 @@ _COVER_ROWS: Final = tuple(
     for s in (0, SWAP_BIT)
 )
 """``_COVER_ROWS[swap][x][y]``: the action covering with x and leading y (``None`` when y == x)."""
-_LEADS: Final = tuple(
-    tuple(
-        tuple(
-            tuple(_action(encode(_LEAD, suit * 9 + r) | s) for r in range(9) if bits >> r & 1)
-            for bits in range(512)
-        )
-        for suit in range(4)
-    )
-    for s in (0, SWAP_BIT)
+_LEAD_ROWS: Final = tuple(
+    tuple(_action(encode(_LEAD, x) | s) for x in range(N_CARDS)) for s in (0, SWAP_BIT)
 )
-"""``_LEADS[swap][suit][bits]``: the leads of the cards of a 9-bit rank pattern of ``suit``."""
+"""``_LEAD_ROWS[swap][x]``: the action leading card x."""
+
+# Precomputed masks: hands are 36-bit ints, past CPython's small-int fast paths, so every
+# shift or complement allocates; a table lookup does not.
+_BIT: Final = tuple(1 << i for i in range(N_CARDS))
+
+
+def _keep_table() -> tuple[int, ...]:
+    """``table[code]``: the cards left in hand by playing a lead or cover action's cards."""
+    table = [FULL_MASK] * (SWAP_BIT << 1)
+    for action in BY_CODE:
+        if action is not None:
+            for card in (action.cover, action.lead):
+                if card is not None:
+                    table[action.code] &= ~(1 << card.index)
+    return tuple(table)
+
+
+_KEEP: Final = _keep_table()
+"""``_KEEP[code]``: the mask of the cards a playing (non-take) action leaves in hand."""
 
 
 def _index_table(offset: int) -> tuple[tuple[int, ...], ...]:
@@ -515,13 +527,8 @@ class Game:
         gathered from the tables of interned actions."""
         pile = self._pile
         if not pile:
-            leads = _LEADS[swap]
-            return [
-                *leads[0][hand & 0x1FF],
-                *leads[1][hand >> 9 & 0x1FF],
-                *leads[2][hand >> 18 & 0x1FF],
-                *leads[3][hand >> 27],
-            ]
+            cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
+            return list(map(_LEAD_ROWS[swap].__getitem__, cards))
         actions = [_TAKES[swap]]
         covers = hand & COVER_MASKS[self._trump][pile[-1]]
         if not covers:
@@ -643,36 +650,33 @@ class Game:
             stock[0] = six
             known[seat] = known[seat] & ~(1 << six) | (1 << face_up)
         kind = code >> 12 & 3
-        first = code >> 6 & 63
         if kind == _TAKE:
             top = pile[-1]
             if top // 9 != self._trump:  # the common case: one card
-                gained = 1 << pile.pop()
+                gained = _BIT[pile.pop()]
             else:
                 n = len(pile) if top % 9 == ACE_RANK else 3
                 gained = 0
                 for c in pile[-n:]:
-                    gained |= 1 << c
+                    gained |= _BIT[c]
                 del pile[-n:]
             hand |= gained
             known[seat] |= gained
         else:
-            pile.append(first)
-            played = 1 << first
+            pile.append(code >> 6 & 63)
             if kind == _COVER_AND_LEAD:
-                second = code & 63
-                pile.append(second)
-                played |= 1 << second
-            hand &= ~played
-            known[seat] &= ~played
+                pile.append(code & 63)
+            keep = _KEEP[code]
+            hand &= keep
+            known[seat] &= keep
         if stock:
             need = HAND_TARGET - hand.bit_count()
             while need > 0 and stock:
                 drawn = stock.pop()
-                hand |= 1 << drawn
+                hand |= _BIT[drawn]
                 need -= 1
                 if not stock:  # the face-up card, drawn last, is public
-                    known[seat] |= 1 << drawn
+                    known[seat] |= _BIT[drawn]
         hands[seat] = hand
         self._history.append(code)
         self._to_move = 1 - seat
