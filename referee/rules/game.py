@@ -503,14 +503,19 @@ class Game:
         hand = self._hands[self._to_move]
         pile = self._pile
         six = self._trump * 9
-        swap = self._stock and hand >> six & 1
-        if pile and not swap and not hand & COVER_MASKS[self._trump][pile[-1]]:
-            # Nothing covers: only "take". The commonest position, so listed inline.
-            self._listed = _TAKE_ONLY
-            return [_TAKES[0]]
-        actions = self._list_hand(hand, 0)
-        if swap:
-            actions += self._list_hand(hand ^ (1 << six) | (1 << self._stock[0]), 1)
+        if self._stock and hand & _BIT[six]:
+            # The trump six may be swapped first (rare): both halves by the general lister.
+            swapped = hand ^ _BIT[six] | _BIT[self._stock[0]]
+            actions = self._list_hand(hand, 0) + self._list_hand(swapped, 1)
+        elif not pile:
+            actions = self._list_hand(hand, 0)
+        else:
+            covers = hand & COVER_MASKS[self._trump][pile[-1]]
+            if not covers:
+                # Nothing covers: only "take". The commonest position, so listed inline.
+                self._listed = _TAKE_ONLY
+                return [_TAKES[0]]
+            actions = self._list_covers(hand, covers, 0)
         # The caller gets the fresh list; the cache is a private immutable copy (see play).
         self._listed = tuple(actions)
         return actions
@@ -529,17 +534,26 @@ class Game:
         if not pile:
             cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
             return list(map(_LEAD_ROWS[swap].__getitem__, cards))
-        actions = [_TAKES[swap]]
         covers = hand & COVER_MASKS[self._trump][pile[-1]]
         if not covers:
-            return actions
+            return [_TAKES[swap]]
+        return self._list_covers(hand, covers, swap)
+
+    def _list_covers(self, hand: int, covers: int, swap: int) -> list[Action]:
+        """The actions of ``hand`` on a non-empty pile where ``covers`` (not empty) cover."""
+        actions = [_TAKES[swap]]
         cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
         if len(cards) >= 2:
             # One C-level gather per covering card x picks "cover x, lead y" for every y in
             # the hand; the row's hole at y == x (None) is deleted right after.
             pick = itemgetter(*cards)
-            position = cards.index
             rows = _COVER_ROWS[swap]
+            if covers.bit_count() == 1:  # the common case, without a loop
+                x = covers.bit_length() - 1
+                actions += pick(rows[x])
+                del actions[1 + cards.index(x)]
+                return actions
+            position = cards.index
             for x in (
                 _IDX_LOW[covers & 0xFFF] + _IDX_MID[covers >> 12 & 0xFFF] + _IDX_HIGH[covers >> 24]
             ):
