@@ -533,7 +533,9 @@ class Game:
         pile = self._pile
         if not pile:
             cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
-            return list(map(_LEAD_ROWS[swap].__getitem__, cards))
+            if len(cards) >= 2:
+                return list(itemgetter(*cards)(_LEAD_ROWS[swap]))
+            return [_LEAD_ROWS[swap][x] for x in cards]
         covers = hand & COVER_MASKS[self._trump][pile[-1]]
         if not covers:
             return [_TAKES[swap]]
