@@ -1,8 +1,10 @@
 """Actions: the four kinds of turn, optionally preceded by the swap of the trump six.
 
 Canonical text (rules.md): ``lead 7S``, ``cover 9H 6C``, ``cover 9H``, ``take``, each optionally
-prefixed by ``swap ``. Every action has a compact integer code used by the engine's fast path;
-:class:`Action` objects are interned per code.
+prefixed by ``swap ``. Every action has a compact integer code used by the engine's fast path.
+All 2,666 possible actions are built once, at import, and interned per code: an action equal to
+another *is* that other object, so equality is identity (and membership in a list of actions
+is a C-level identity scan, which the engine's trusted play path relies on).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ def encode(kind: int, first: int = 0, second: int = 0, swap: bool = False) -> in
 
 
 class Action:
-    """One turn. Immutable and interned; ``str(action)`` is the canonical text.
+    """One turn. Immutable and interned (equal actions are the same object, so ``==`` is
+    ``is``); ``str(action)`` is the canonical text.
 
     ``cover`` is the covering card (cover kinds), ``lead`` the card put on top (lead kinds),
     ``swap`` whether the trump six is exchanged for the face-up card first.
@@ -100,28 +103,25 @@ class Action:
     @classmethod
     def _build(cls, code: int) -> Action:
         action = object.__new__(cls)
-        kind = ActionKind(code >> _KIND_SHIFT & 3)
+        kind = _KINDS[code >> _KIND_SHIFT & 3]
         first = Card.from_index(code >> 6 & 63)
         second = Card.from_index(code & 63)
+        swap = "swap " if code & SWAP_BIT else ""
         action.code = code
         action.kind = kind
-        action.swap = bool(code & SWAP_BIT)
-        covers = kind in (ActionKind.COVER_AND_LEAD, ActionKind.COVER_AND_GO_OUT)
-        action.cover = first if covers else None
-        if kind == ActionKind.LEAD:
-            action.lead = first
+        action.swap = bool(swap)
+        if kind is ActionKind.LEAD:
+            action.cover, action.lead = None, first
+            action.text = f"{swap}lead {first.text}"
+        elif kind is ActionKind.COVER_AND_LEAD:
+            action.cover, action.lead = first, second
+            action.text = f"{swap}cover {first.text} {second.text}"
+        elif kind is ActionKind.COVER_AND_GO_OUT:
+            action.cover, action.lead = first, None
+            action.text = f"{swap}cover {first.text}"
         else:
-            action.lead = second if kind == ActionKind.COVER_AND_LEAD else None
-        words = ["swap"] if action.swap else []
-        if kind == ActionKind.LEAD:
-            words += ["lead", str(first)]
-        elif kind == ActionKind.COVER_AND_LEAD:
-            words += ["cover", str(first), str(second)]
-        elif kind == ActionKind.COVER_AND_GO_OUT:
-            words += ["cover", str(first)]
-        else:
-            words.append("take")
-        action.text = " ".join(words)
+            action.cover = action.lead = None
+            action.text = f"{swap}take"
         return action
 
     @classmethod
@@ -173,8 +173,9 @@ class Action:
     def __repr__(self) -> str:
         return f"Action({self.text!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Action) and other.code == self.code
+    # No __eq__: every way to obtain an Action (constructor, parse, from_code, unpickling,
+    # copy) returns the interned instance of its code, so the default identity equality is
+    # value equality; leaving it to the interpreter keeps `action in legal_list` in C.
 
     def __hash__(self) -> int:
         return self.code
@@ -183,19 +184,37 @@ class Action:
         return (Action.from_code, (self.code,))
 
 
+_KINDS: Final = tuple(ActionKind)
 _INTERNED: dict[int, Action] = {}
 _BY_TEXT: Final[dict[str, Action]] = {}
 
 
-def _prime_text_cache() -> None:
-    """Pre-build the canonical text of the short actions, so parsing them is one dict lookup."""
-    for swap in (False, True):
-        take = Action.from_code(encode(ActionKind.TAKE, swap=swap))
-        _BY_TEXT[str(take)] = take
-        for i in range(36):
-            for kind in (ActionKind.LEAD, ActionKind.COVER_AND_GO_OUT):
-                act = Action.from_code(encode(kind, i, 0, swap))
-                _BY_TEXT[str(act)] = act
+def canonical_codes() -> list[int]:
+    """The codes of all 2,666 possible actions (both swap flags; every lead, go-out, ordered
+    cover-and-lead pair of distinct cards, and take), in code order."""
+    codes = []
+    for swap in (0, SWAP_BIT):
+        for x in range(36):
+            codes.append(swap | encode(ActionKind.LEAD, x))
+            codes += [swap | encode(ActionKind.COVER_AND_LEAD, x, y) for y in range(36) if y != x]
+            codes.append(swap | encode(ActionKind.COVER_AND_GO_OUT, x))
+        codes.append(swap | encode(ActionKind.TAKE))
+    return sorted(codes)
 
 
-_prime_text_cache()
+def _intern_all() -> tuple[Action | None, ...]:
+    """Build every action once; returns the table indexed by code (``None`` off the codes).
+
+    The short actions' texts are also put in the parse cache, so parsing them is one lookup.
+    """
+    table: list[Action | None] = [None] * (SWAP_BIT << 1)
+    for code in canonical_codes():
+        action = table[code] = _INTERNED[code] = Action._build(code)
+        if action.kind != ActionKind.COVER_AND_LEAD:
+            _BY_TEXT[action.text] = action
+    return tuple(table)
+
+
+BY_CODE: Final[tuple[Action | None, ...]] = _intern_all()
+"""``BY_CODE[code]``: the interned action of a canonical code (``None`` for non-codes); the
+engine lists legal actions by indexing tables built from this, never by encoding or parsing."""

@@ -5,15 +5,21 @@ Internally cards are indices 0..35 and hands are 36-bit masks; actions are integ
 :class:`View` objects. ``legal_actions()`` lists actions in a fixed order, and
 :meth:`Game.legal_action_count` / :meth:`Game.play_random` use the same order without building
 the list (the fast path for simulations).
+
+Listing is table lookups over the interned actions (no encoding, no parsing per action), and
+the list of the current state is cached until the state changes, so that :meth:`Game.play` can
+trust an action found in it (the actions are interned: membership is an identity scan) and
+send everything else (text, actions not listed for this state) through the legality gate.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, overload
+from operator import itemgetter
+from typing import TYPE_CHECKING, Final, Literal, overload
 
-from referee.rules.actions import SWAP_BIT, Action, ActionKind, encode
+from referee.rules.actions import BY_CODE, SWAP_BIT, Action, ActionKind, encode
 from referee.rules.cards import (
     ACE_RANK,
     COVER_MASKS,
@@ -42,6 +48,67 @@ _GO_OUT = int(ActionKind.COVER_AND_GO_OUT)
 _TAKE = int(ActionKind.TAKE)
 _TAKE_CODE = encode(_TAKE)
 _CARDS = Card.all()
+
+
+def _action(code: int) -> Action:
+    action = BY_CODE[code]
+    assert action is not None, code
+    return action
+
+
+# Lookup tables for listing legal actions, each indexed first by swap flag (0 or 1).
+_TAKES: Final = tuple(_action(_TAKE_CODE | s) for s in (0, SWAP_BIT))
+_TAKE_ONLY: Final = (_TAKES[0],)
+_GO_OUTS: Final = tuple(
+    tuple(_action(encode(_GO_OUT, x) | s) for x in range(N_CARDS)) for s in (0, SWAP_BIT)
+)
+_COVER_ROWS: Final = tuple(
+    tuple(
+        tuple(
+            None if y == x else _action(encode(_COVER_AND_LEAD, x, y) | s) for y in range(N_CARDS)
+        )
+        for x in range(N_CARDS)
+    )
+    for s in (0, SWAP_BIT)
+)
+"""``_COVER_ROWS[swap][x][y]``: the action covering with x and leading y (``None`` when y == x)."""
+_LEAD_ROWS: Final = tuple(
+    tuple(_action(encode(_LEAD, x) | s) for x in range(N_CARDS)) for s in (0, SWAP_BIT)
+)
+"""``_LEAD_ROWS[swap][x]``: the action leading card x."""
+
+# Precomputed masks: hands are 36-bit ints, past CPython's small-int fast paths, so every
+# shift or complement allocates; a table lookup does not.
+_BIT: Final = tuple(1 << i for i in range(N_CARDS))
+
+
+def _keep_table() -> tuple[int, ...]:
+    """``table[code]``: the cards left in hand by playing a lead or cover action's cards."""
+    table = [FULL_MASK] * (SWAP_BIT << 1)
+    for action in BY_CODE:
+        if action is not None:
+            for card in (action.cover, action.lead):
+                if card is not None:
+                    table[action.code] &= ~(1 << card.index)
+    return tuple(table)
+
+
+_KEEP: Final = _keep_table()
+"""``_KEEP[code]``: the mask of the cards a playing (non-take) action leaves in hand."""
+
+
+def _index_table(offset: int) -> tuple[tuple[int, ...], ...]:
+    """``table[bits]``: the card indices ``offset + i`` of the set bits i of a 12-bit pattern."""
+    low = [tuple(offset + i for i in range(6) if bits >> i & 1) for bits in range(64)]
+    high = [tuple(offset + 6 + i for i in range(6) if bits >> i & 1) for bits in range(64)]
+    return tuple(lo + hi for hi in high for lo in low)
+
+
+# A 36-bit mask's card indices in three lookups (masks over 30 bits are slow Python ints, so
+# each shift or mask costs; three 12-bit slices beat four 9-bit ones or a loop over the bits).
+_IDX_LOW: Final = _index_table(0)
+_IDX_MID: Final = _index_table(12)
+_IDX_HIGH: Final = _index_table(24)
 
 
 def _nth_bit(mask: int, n: int) -> int:
@@ -75,6 +142,7 @@ class Game:
         "_history",
         "_history_actions",
         "_known",
+        "_listed",
         "_outcome",
         "_over",
         "_pile",
@@ -100,6 +168,7 @@ class Game:
     _reason: EndReason | None
     _turn_limit: int
     _final_cover: int
+    _listed: tuple[Action, ...] | None  # legal actions of the current state, once listed
 
     # ------------------------------------------------------------------ construction
 
@@ -196,6 +265,7 @@ class Game:
         game._reason = None
         game._turn_limit = turn_limit
         game._final_cover = -1
+        game._listed = None
         return game
 
     @overload
@@ -329,6 +399,7 @@ class Game:
         game._reason = view.reason
         game._turn_limit = _check_turn_limit(view.turn_limit)
         game._final_cover = final[0] if final else -1
+        game._listed = None
         return game
 
     def copy(self) -> Game:
@@ -349,6 +420,7 @@ class Game:
         game._reason = self._reason
         game._turn_limit = self._turn_limit
         game._final_cover = self._final_cover
+        game._listed = self._listed  # same state, same (immutable) list
         return game
 
     # ------------------------------------------------------------------ public state
@@ -459,7 +531,7 @@ class Game:
             opponent_known=cards_of(self._known[other]),
             own_known=cards_of(self._known[seat]),
             to_move=self.to_move,
-            legal_actions=tuple(self.legal_actions()) if mine else (),
+            legal_actions=self._legal_tuple() if mine else (),
             history=self.history,
             turn_limit=self._turn_limit,
             over=self._over,
@@ -517,27 +589,79 @@ class Game:
         Order: without swap then with swap; within each, ``take`` first, then covers by
         covering card then led card (card-index order), or leads in card-index order.
         """
+        listed = self._listed
+        if listed is not None:
+            return list(listed)
         if self._over:
+            self._listed = ()
             return []
         hand = self._hands[self._to_move]
-        codes = self._codes(hand, 0)
-        swapped = self._swap_hand(hand)
-        if swapped >= 0:
-            codes += self._codes(swapped, SWAP_BIT)
-        from_code = Action.from_code
-        return [from_code(c) for c in codes]
+        pile = self._pile
+        six = self._trump * 9
+        if self._stock and hand & _BIT[six]:
+            # The trump six may be swapped first (rare): both halves by the general lister.
+            swapped = hand ^ _BIT[six] | _BIT[self._stock[0]]
+            actions = self._list_hand(hand, 0) + self._list_hand(swapped, 1)
+        elif not pile:
+            actions = self._list_hand(hand, 0)
+        else:
+            covers = hand & COVER_MASKS[self._trump][pile[-1]]
+            if not covers:
+                # Nothing covers: only "take". The commonest position, so listed inline.
+                self._listed = _TAKE_ONLY
+                return [_TAKES[0]]
+            actions = self._list_covers(hand, covers, 0)
+        # The caller gets the fresh list; the cache is a private immutable copy (see play).
+        self._listed = tuple(actions)
+        return actions
 
-    def _codes(self, hand: int, swap: int) -> list[int]:
-        if not self._pile:
-            return [encode(_LEAD, x) | swap for x in _bits(hand)]
-        codes = [_TAKE_CODE | swap]
-        covers = _bits(hand & COVER_MASKS[self._trump][self._pile[-1]])
-        cards = _bits(hand)
+    def _legal_tuple(self) -> tuple[Action, ...]:
+        """The cached legal actions of the current state (listing them if need be)."""
+        if self._listed is None:
+            self.legal_actions()
+        assert self._listed is not None
+        return self._listed
+
+    def _list_hand(self, hand: int, swap: int) -> list[Action]:
+        """The actions of ``hand`` (already swapped when ``swap`` is 1), in legal_actions order,
+        gathered from the tables of interned actions."""
+        pile = self._pile
+        if not pile:
+            cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
+            if len(cards) >= 2:
+                return list(itemgetter(*cards)(_LEAD_ROWS[swap]))
+            return [_LEAD_ROWS[swap][x] for x in cards]
+        covers = hand & COVER_MASKS[self._trump][pile[-1]]
+        if not covers:
+            return [_TAKES[swap]]
+        return self._list_covers(hand, covers, swap)
+
+    def _list_covers(self, hand: int, covers: int, swap: int) -> list[Action]:
+        """The actions of ``hand`` on a non-empty pile where ``covers`` (not empty) cover."""
+        actions = [_TAKES[swap]]
+        cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
         if len(cards) >= 2:
-            codes += [encode(_COVER_AND_LEAD, x, y) | swap for x in covers for y in cards if y != x]
-        elif not self._stock:
-            codes += [encode(_GO_OUT, x) | swap for x in covers]
-        return codes
+            # One C-level gather per covering card x picks "cover x, lead y" for every y in
+            # the hand; the row's hole at y == x (None) is deleted right after.
+            pick = itemgetter(*cards)
+            rows = _COVER_ROWS[swap]
+            if covers.bit_count() == 1:  # the common case, without a loop
+                x = covers.bit_length() - 1
+                actions += pick(rows[x])
+                del actions[1 + cards.index(x)]
+                return actions
+            position = cards.index
+            for x in (
+                _IDX_LOW[covers & 0xFFF] + _IDX_MID[covers >> 12 & 0xFFF] + _IDX_HIGH[covers >> 24]
+            ):
+                hole = len(actions) + position(x)
+                actions += pick(rows[x])
+                del actions[hole]
+            return actions
+        if not self._stock:
+            # The last card covers and the stock is empty: it may go out.
+            actions.append(_GO_OUTS[swap][cards[0]])
+        return actions
 
     def is_legal(self, action: Action | str) -> bool:
         """True when ``action`` may be played now (malformed text raises InvalidActionError)."""
@@ -589,6 +713,14 @@ class Game:
         Raises InvalidActionError (malformed text) or IllegalActionError (not allowed now);
         either way the state is unchanged and the message quotes the input.
         """
+        if type(action) is Action:
+            # Trusted path: the action is in this state's cached legal list (by identity, as
+            # actions are interned; `is Action` keeps str subclasses with a hostile __eq__ out).
+            # The cache is dropped by every state change, so a stale list cannot vouch.
+            listed = self._listed
+            if listed is not None and action in listed:
+                self._apply(action.code)
+                return action
         parsed = Action.parse(action)
         problem = self._illegal_because(parsed)
         if problem is not None:
@@ -615,6 +747,7 @@ class Game:
 
     def _apply(self, code: int) -> None:
         """Apply a legal action code: the single place where the rules change the state."""
+        self._listed = None
         seat = self._to_move
         hands = self._hands
         known = self._known
@@ -628,39 +761,33 @@ class Game:
             stock[0] = six
             known[seat] = known[seat] & ~(1 << six) | (1 << face_up)
         kind = code >> 12 & 3
-        first = code >> 6 & 63
         if kind == _TAKE:
             top = pile[-1]
-            if top // 9 != self._trump:
-                n = 1
-            elif top % 9 == ACE_RANK:
-                n = len(pile)
+            if top // 9 != self._trump:  # the common case: one card
+                gained = _BIT[pile.pop()]
             else:
-                n = 3
-            taken = pile[-n:]
-            del pile[-n:]
-            gained = 0
-            for c in taken:
-                gained |= 1 << c
+                n = len(pile) if top % 9 == ACE_RANK else 3
+                gained = 0
+                for c in pile[-n:]:
+                    gained |= _BIT[c]
+                del pile[-n:]
             hand |= gained
             known[seat] |= gained
         else:
-            pile.append(first)
-            played = 1 << first
+            pile.append(code >> 6 & 63)
             if kind == _COVER_AND_LEAD:
-                second = code & 63
-                pile.append(second)
-                played |= 1 << second
-            hand &= ~played
-            known[seat] &= ~played
+                pile.append(code & 63)
+            keep = _KEEP[code]
+            hand &= keep
+            known[seat] &= keep
         if stock:
             need = HAND_TARGET - hand.bit_count()
             while need > 0 and stock:
                 drawn = stock.pop()
-                hand |= 1 << drawn
+                hand |= _BIT[drawn]
                 need -= 1
                 if not stock:  # the face-up card, drawn last, is public
-                    known[seat] |= 1 << drawn
+                    known[seat] |= _BIT[drawn]
         hands[seat] = hand
         self._history.append(code)
         self._to_move = 1 - seat

@@ -11,7 +11,15 @@ from referee.rules import Card
 from tests.rules.helpers import cards, hand, position
 
 RULES = Path(__file__).resolve().parents[2] / "referee" / "rules"
-ALLOWED_IMPORTS = {"__future__", "collections", "dataclasses", "enum", "random", "typing"}
+ALLOWED_IMPORTS = {
+    "__future__",
+    "collections",
+    "dataclasses",
+    "enum",
+    "operator",
+    "random",
+    "typing",
+}
 
 
 def test_view_shows_own_hand_counts_and_public_cards_only() -> None:
