@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sandbox", ("sandbox",)),
     ("records and services", ("arena",)),
     ("leaderboard", ("leaderboard",)),
+    ("arena service", ("arena.service",)),
     ("author tools", ("sdk.tools",)),
     ("command line", ("kryt",)),
 )
