@@ -15,6 +15,7 @@ import logging
 import threading
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict
 from datetime import timedelta
 
 from sqlmodel import Session, col, select
@@ -44,7 +45,6 @@ from arena.db.ladder import (
 from arena.service.pairing import PairResult, choose_pair
 from arena.service.play import play_ladder_series
 from arena.service.settings import ServiceSettings
-from arena.tournament.config import TournamentConfig
 from leaderboard.standings import refit_and_store
 
 log = logging.getLogger(__name__)
@@ -73,19 +73,18 @@ def ladder_tournament(settings: ServiceSettings, *, session: Session) -> int:
     ).first()
     if found is not None and found.id is not None:
         return found.id
-    config = TournamentConfig(
-        name=LADDER_NAME,
-        games_per_pair=settings.ladder.games_per_series,
-        seed=settings.ladder.seed,
-        concurrency=settings.ladder.concurrency,
-        turn_limit=settings.turn_limit,
-        time_control=settings.time_control,
-        sandbox=settings.sandbox,
-    )
+    # Not a TournamentConfig (its entrants change as versions come and go): what the pages
+    # and `kryt tournament` need to know about how its series are played.
+    config = {
+        "name": LADDER_NAME,
+        "ladder": True,
+        "games_per_series": settings.ladder.games_per_series,
+        "turn_limit": settings.turn_limit,
+        "time_control": asdict(settings.time_control),
+        "sandbox": {"backend": settings.sandbox.backend},
+    }
     tournament = create_tournament(
-        TournamentSpec(
-            name=LADDER_NAME, seed=settings.ladder.seed, config=config.to_json(), series=[]
-        ),
+        TournamentSpec(name=LADDER_NAME, seed=settings.ladder.seed, config=config, series=[]),
         session=session,
         status=TournamentStatus.RUNNING,
     )

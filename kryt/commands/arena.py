@@ -170,8 +170,8 @@ def submissions(server: ServerOption) -> None:
         out.print("no submissions yet", highlight=False)
     for row in rows:
         check = row.get("check") or {}
-        out.print(
+        # Plain tab-separated lines: easy to read and to cut.
+        typer.echo(
             f"{row['submission_id']}\t{row['bot']} {row['version']}\t{row['status']}\t"
-            f"{check.get('status', '-')}\t{check.get('message', '')}",
-            highlight=False,
+            f"{check.get('status', '-')}\t{check.get('message', '')}"
         )
