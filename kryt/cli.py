@@ -19,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from kryt.commands import bot, demo, leaderboard, play, ratings, replay, submit, tournament
+from kryt.commands import arena, bot, demo, leaderboard, play, ratings, replay, submit, tournament
 from kryt.errors import ExitCode, classify
 
 app = typer.Typer(
@@ -37,6 +37,8 @@ app.command("replay")(replay.replay)
 app.add_typer(leaderboard.app, name="leaderboard", help="Everyone: the leaderboard.")
 app.add_typer(ratings.app, name="ratings", help="Rate any result set (BayesElo model).")
 app.command("demo")(demo.demo)
+app.add_typer(arena.app, name="arena", help="Organisers: run the arena server, add authors.")
+app.command("submissions")(arena.submissions)
 
 _state = {"verbose": False}
 

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sandbox", ("sandbox",)),
     ("records and services", ("arena",)),
     ("leaderboard", ("leaderboard",)),
+    ("arena service", ("arena.service",)),
     ("author tools", ("sdk.tools",)),
     ("command line", ("kryt",)),
 )
@@ -120,6 +121,7 @@ def test_every_layer_has_modules() -> None:
 
 
 def test_the_layer_test_catches_an_upward_import() -> None:
-    assert layer_of("referee.match") == 3 and layer_of("sdk.tools.check") == 7
+    assert layer_of("referee.match") == 3 and layer_of("sdk.tools.check") == 8
     assert layer_of("referee.protocol.wire") == 1 and layer_of("sdk.server") == 2
     assert layer_of("arena.db.games") == 5 and layer_of("leaderboard.web.app") == 6
+    assert layer_of("arena.service.app") == 7 and layer_of("arena.tournament.runner") == 5

@@ -204,3 +204,101 @@ class RatingEntry(SQLModel, table=True):
     losses: int
     score: float
     extra: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+
+
+# ---------------------------------------------------------------------------- arena service
+# Tables of the arena as a service (migration 0004): authors and their API tokens, who owns
+# which bot, the audit log, validation of uploaded versions, the ladder's leases on series,
+# and the bots' captured output per game.
+
+
+class Author(SQLModel, table=True):
+    """A bot author who may submit over the network (created by the organiser)."""
+
+    __tablename__ = "authors"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(sa_type=String(40), unique=True, index=True)
+    password_hash: str | None = Field(default=None, sa_type=Text)
+    disabled: bool = False
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class ApiToken(SQLModel, table=True):
+    """An author's API token, stored as the sha256 of the secret (the secret is shown once)."""
+
+    __tablename__ = "api_tokens"
+
+    id: int | None = Field(default=None, primary_key=True)
+    author_id: int = Field(foreign_key="authors.id", index=True)
+    token_hash: str = Field(sa_type=String(64), unique=True, index=True)
+    label: str = Field(default="", sa_type=String(100))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+    revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    last_used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class BotOwner(SQLModel, table=True):
+    """The author who owns a bot: only they may add versions, retire it or read its logs."""
+
+    __tablename__ = "bot_owners"
+
+    bot_id: int = Field(foreign_key="bots.id", primary_key=True)
+    author_id: int = Field(foreign_key="authors.id", index=True)
+
+
+class AuditEntry(SQLModel, table=True):
+    """One audited event: a submission, a token used or refused, a login, a retirement."""
+
+    __tablename__ = "audit_log"
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
+    author_id: int | None = Field(default=None, foreign_key="authors.id", index=True)
+    token_id: int | None = Field(default=None, foreign_key="api_tokens.id")
+    action: str = Field(sa_type=String(40))
+    outcome: str = Field(sa_type=String(16))
+    target: str = Field(default="", sa_type=String(200))
+    detail: str = Field(default="", sa_type=Text)
+    remote: str = Field(default="", sa_type=String(64))
+
+
+class SubmissionCheck(SQLModel, table=True):
+    """The server's validation of an uploaded version: games against the reference bots."""
+
+    __tablename__ = "submission_checks"
+
+    submission_id: int = Field(foreign_key="submissions.id", primary_key=True)
+    author_id: int | None = Field(default=None, foreign_key="authors.id", index=True)
+    status: str = Field(sa_type=String(16), index=True)
+    message: str = Field(default="", sa_type=Text)
+    games: list[dict[str, Any]] = Field(default_factory=list, sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class LadderSeries(SQLModel, table=True):
+    """A series the ladder scheduled; a server playing it holds a lease it keeps renewing,
+    so a series left by a killed server is taken over once the lease has run out."""
+
+    __tablename__ = "ladder_series"
+
+    series_id: int = Field(foreign_key="series.id", primary_key=True)
+    claimed_by: str | None = Field(default=None, sa_type=String(64))
+    lease_until: datetime | None = Field(default=None, sa_type=UTCDateTime, index=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class GameLog(SQLModel, table=True):
+    """A bot's captured output (stdout and stderr tail) after one game, cut to a size limit."""
+
+    __tablename__ = "game_logs"
+    __table_args__ = (UniqueConstraint("game_id", "seat", name="uq_game_logs_game_seat"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="games.id", index=True)
+    seat: int
+    submission_id: int = Field(foreign_key="submissions.id", index=True)
+    text: str = Field(default="", sa_type=Text)
+    truncated: bool = False

@@ -1,8 +1,9 @@
 """The leaderboard web site: HTML pages, a small JSON API and the static files.
 
 Routes: ``/`` (overall leaderboard), ``/tournaments/{id}``, ``/submissions/{id}``,
-``/series/{id}``, ``/games/{id}`` (replay viewer), ``/api/leaderboard[?tournament=ID]``,
-``/api/games/{id}``, ``/static/...``. Unknown or malformed ids give a 404 page (or a JSON
+``/bots/{name}``, ``/series/{id}``, ``/games/{id}`` (replay viewer),
+``/api/leaderboard[?tournament=ID]``, ``/api/games/{id}``, ``/static/...``. Unknown or
+malformed ids give a 404 page (or a JSON
 error under ``/api``); a database that cannot be read gives a 503 with the reason.
 """
 
@@ -20,6 +21,7 @@ from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from arena.db import Database, DatabaseUnavailableError, NotFoundError
+from leaderboard.web.bot_page import bot_page
 from leaderboard.web.pages import (
     PageNotFoundError,
     game_json,
@@ -89,6 +91,12 @@ def create_app(db: Database) -> FastAPI:
     def submission(submission_id: str) -> str:
         sid = parse_id(submission_id, "submission")
         return str(read(lambda s: submission_page(sid, session=s, links=LINKS)))
+
+    @app.get("/bots/{name}", response_class=HTMLResponse)
+    def bot(name: str) -> str:
+        if not name.isascii() or len(name) > 40:
+            raise PageNotFoundError(f"no bot named {name[:40]!r}")
+        return str(read(lambda s: bot_page(name, session=s, links=LINKS)))
 
     @app.get("/series/{series_id}", response_class=HTMLResponse)
     def series(series_id: str) -> str:

@@ -1,0 +1,655 @@
+"""The arena server: the leaderboard site, the authors' API and pages, health and metrics.
+
+Routes added to the leaderboard's (``/``, ``/bots/{name}``, ``/games/{id}``, ...):
+
+- ``GET /health`` (database reachable), ``GET /metrics`` (Prometheus text format);
+- ``GET /api/me``, ``POST /api/submissions`` (the archive as the request body),
+  ``GET /api/submissions``, ``GET /api/submissions/{id}``, ``POST /api/bots/{name}/retire``,
+  ``GET /api/bots/{name}/logs``, ``GET /api/ladder``: every one needs
+  ``Authorization: Bearer <token>`` but the ladder's;
+- ``GET/POST /login``, ``POST /logout``, ``GET /me`` (the author's private page: checks,
+  forfeits, logs), ``POST /me/bots/{name}/retire``: forms carry a CSRF token.
+
+Errors of the API are JSON problem details (RFC 9457): ``type``, ``title``, ``status``,
+``detail``. Authentication fails closed: no, unknown, revoked or expired token → 401; a bot
+of another author → 403; too many tries or writes → 429 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import FastAPI, Request
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from arena.db import (
+    Bot,
+    Database,
+    Game,
+    NotFoundError,
+    Submission,
+    SubmissionStatus,
+    find_bot,
+    get_submission,
+    list_submissions,
+    set_submission_status,
+)
+from arena.db.accounts import (
+    Principal,
+    audit,
+    authenticate_token,
+    bots_of_author,
+    find_author,
+    owner_of,
+)
+from arena.db.ladder import checks_of_author, get_check, ladder_series_ids, logs_of_submissions
+from arena.db.models import Author, SubmissionCheck
+from arena.service.auth import CSRF_COOKIE, SESSION_COOKIE, RateLimiter, Signer, verify_password
+from arena.service.ladder import Ladder, entrants
+from arena.service.settings import ServiceSettings
+from arena.service.uploads import ForbiddenError, UploadError, Validator, accept_upload
+from arena.tournament.runner import label_prefix
+from leaderboard.web.app import LINKS
+from leaderboard.web.app import create_app as create_leaderboard_app
+from leaderboard.web.render import render
+
+log = logging.getLogger(__name__)
+
+PROBLEM = "application/problem+json"
+FILENAME_HEADER = "x-kryt-filename"
+
+
+class Problem(Exception):
+    """An API error, answered as a JSON problem document."""
+
+    def __init__(self, status: int, title: str, detail: str, *, retry_after: float = 0) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.retry_after = retry_after
+
+
+@dataclass
+class Metrics:
+    """Counters for ``/metrics`` (in memory, since the start of this process)."""
+
+    started: float = field(default_factory=time.time)
+    requests: Counter[tuple[str, int]] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self, method: str, status: int) -> None:
+        with self.lock:
+            self.requests[(method, status)] += 1
+
+
+@dataclass
+class Service:
+    """What the routes share: the database, settings, limiters and background workers."""
+
+    db: Database
+    settings: ServiceSettings
+    signer: Signer
+    writes: RateLimiter
+    failures: RateLimiter
+    validator: Validator
+    ladder: Ladder | None
+    metrics: Metrics
+
+
+def _remote(request: Request) -> str:
+    return request.client.host if request.client is not None else "?"
+
+
+def create_service_app(
+    db: Database, settings: ServiceSettings, *, run_background: bool = True
+) -> FastAPI:
+    """The arena server over ``db``; the validator and (if enabled) the ladder run in the
+    background while the app is served (``run_background=False``: neither starts)."""
+    prefix = label_prefix(db.url, 0).removesuffix("t0-") + "arena-"
+    service = Service(
+        db=db,
+        settings=settings,
+        signer=Signer(settings.secret),
+        writes=RateLimiter(settings.writes_per_minute),
+        failures=RateLimiter(settings.auth_failures_per_minute),
+        validator=Validator(db, settings, label_prefix=prefix),
+        ladder=Ladder(db, settings, label_prefix=prefix) if settings.ladder.enabled else None,
+        metrics=Metrics(),
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if run_background:
+            resumed = service.validator.resume()
+            if resumed:
+                log.info("resuming %d validation(s) left pending", resumed)
+            if service.ladder is not None:
+                service.ladder.start()
+        try:
+            yield
+        finally:
+            if service.ladder is not None and run_background:
+                service.ladder.stop()
+            service.validator.close()
+
+    app = FastAPI(
+        title="Kryt Arena",
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+        lifespan=lifespan,
+    )
+    app.state.service = service
+
+    @app.middleware("http")
+    async def count_and_harden(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        response: Response = await call_next(request)
+        service.metrics.count(request.method, response.status_code)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    @app.exception_handler(Problem)
+    async def problem(request: Request, exc: Problem) -> Response:
+        headers = {"Retry-After": str(max(1, round(exc.retry_after)))} if exc.retry_after else {}
+        if request.url.path.startswith("/api/"):
+            body = {
+                "type": "about:blank",
+                "title": exc.title,
+                "status": exc.status,
+                "detail": exc.detail,
+            }
+            return JSONResponse(body, status_code=exc.status, media_type=PROBLEM, headers=headers)
+        html = render(
+            "error.html", links=LINKS, title=exc.title, heading=exc.title, message=exc.detail
+        )
+        return HTMLResponse(html, status_code=exc.status, headers=headers)
+
+    _add_operations(app, service)
+    _add_api(app, service)
+    _add_pages(app, service)
+    app.mount("/", create_leaderboard_app(db))
+    return app
+
+
+# ---------------------------------------------------------------------------- authentication
+
+
+def _authenticate(request: Request, service: Service, *, write: bool) -> Principal:
+    """The principal of the bearer token, or a 401/429 problem (audited)."""
+    remote = _remote(request)
+    wait = service.failures.blocked(remote)
+    if wait:
+        raise Problem(429, "Too many requests", "too many refused credentials", retry_after=wait)
+    header = request.headers.get("authorization", "")
+    scheme, _, secret = header.partition(" ")
+    principal = None
+    if scheme.lower() == "bearer" and secret.strip():
+        with service.db.session() as session:
+            principal = authenticate_token(secret.strip(), session=session)
+            if principal is None:
+                audit("token", "refused", session=session, target=request.url.path, remote=remote)
+    if principal is None:
+        service.failures.take(remote)
+        detail = (
+            "missing token: send Authorization: Bearer <token>"
+            if not header
+            else "invalid token (unknown, revoked or expired)"
+        )
+        raise Problem(401, "Unauthorized", detail)
+    if write:
+        wait = service.writes.take(f"token:{principal.token_id}")
+        if wait:
+            raise Problem(
+                429, "Too many requests", "write rate limit of this token reached", retry_after=wait
+            )
+    return principal
+
+
+def _owned_bot(name: str, principal_author: int, *, session: Session) -> Bot:
+    """The bot called ``name`` when it belongs to the author; 404 / 403 otherwise."""
+    bot = find_bot(name, session=session)
+    if bot is None or bot.id is None:
+        raise Problem(404, "Not found", f"no bot named {name[:80]!r}")
+    if owner_of(bot.id, session=session) != principal_author:
+        raise Problem(403, "Forbidden", f"bot {name!r} belongs to another author")
+    return bot
+
+
+def _submission_json(row: Submission, bot: str, check: SubmissionCheck | None) -> dict[str, Any]:
+    return {
+        "submission_id": row.id,
+        "bot": bot,
+        "version": row.version,
+        "sha256": row.sha256,
+        "status": row.status,
+        "submitted_at": row.submitted_at.isoformat(),
+        "check": None
+        if check is None
+        else {
+            "status": check.status,
+            "message": check.message,
+            "games": [{k: v for k, v in g.items() if k != "log"} for g in check.games],
+            "finished_at": None if check.finished_at is None else check.finished_at.isoformat(),
+        },
+    }
+
+
+# ---------------------------------------------------------------------------- operations
+
+
+def _add_operations(app: FastAPI, service: Service) -> None:
+    @app.get("/health")
+    def health() -> Response:
+        try:
+            with service.db.read_session() as session:
+                session.exec(select(func.count()).select_from(Bot)).one()
+        except Exception as exc:
+            return JSONResponse({"status": "unavailable", "database": str(exc)}, status_code=503)
+        ladder = service.ladder
+        return JSONResponse(
+            {
+                "status": "ok",
+                "database": "ok",
+                "ladder": None if ladder is None else {"running_series": ladder.running()},
+            }
+        )
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    def metrics() -> str:
+        lines = [
+            "# HELP kryt_uptime_seconds Seconds since the server started.",
+            "# TYPE kryt_uptime_seconds gauge",
+            f"kryt_uptime_seconds {time.time() - service.metrics.started:.1f}",
+            "# HELP kryt_http_requests_total HTTP requests answered, by method and status.",
+            "# TYPE kryt_http_requests_total counter",
+        ]
+        with service.metrics.lock:
+            for (method, status), n in sorted(service.metrics.requests.items()):
+                lines.append(f'kryt_http_requests_total{{method="{method}",status="{status}"}} {n}')
+        with service.db.read_session() as session:
+            games = session.exec(
+                select(func.count()).select_from(Game).where(col(Game.voided).is_(False))
+            ).one()
+            by_status = session.exec(
+                select(Submission.status, func.count()).group_by(col(Submission.status))
+            ).all()
+            ladder_unfinished = len(ladder_series_ids(session=session, unfinished_only=True))
+            entrants_n = len(entrants(session=session))
+        lines += [
+            "# HELP kryt_games_total Counted games in the database.",
+            "# TYPE kryt_games_total gauge",
+            f"kryt_games_total {games}",
+            "# HELP kryt_submissions Submissions by status.",
+            "# TYPE kryt_submissions gauge",
+            *(f'kryt_submissions{{status="{s}"}} {n}' for s, n in sorted(by_status)),
+            "# HELP kryt_ladder_unfinished_series Ladder series not finished.",
+            "# TYPE kryt_ladder_unfinished_series gauge",
+            f"kryt_ladder_unfinished_series {ladder_unfinished}",
+            "# HELP kryt_ladder_entrants Bots on the ladder (latest active version each).",
+            "# TYPE kryt_ladder_entrants gauge",
+            f"kryt_ladder_entrants {entrants_n}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------- JSON API
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise Problem(413, "Payload too large", f"uploads are limited to {limit} bytes")
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Problem(413, "Payload too large", f"uploads are limited to {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _add_api(app: FastAPI, service: Service) -> None:
+    db = service.db
+
+    @app.get("/api/me")
+    def me(request: Request) -> dict[str, Any]:
+        principal = _authenticate(request, service, write=False)
+        with db.read_session() as session:
+            bots = [b.name for b in bots_of_author(principal.author_id, session=session)]
+        return {"author": principal.author_name, "bots": bots}
+
+    @app.post("/api/submissions", status_code=202)
+    async def upload(request: Request) -> JSONResponse:
+        principal = _authenticate(request, service, write=True)
+        data = await _read_body(request, service.settings.max_upload_bytes)
+        filename = request.headers.get(FILENAME_HEADER, "upload")
+        try:
+            accepted = accept_upload(
+                data, filename, principal, db=db, settings=service.settings, remote=_remote(request)
+            )
+        except ForbiddenError as exc:
+            raise Problem(403, "Forbidden", str(exc)) from None
+        except UploadError as exc:
+            with db.session() as session:
+                audit(
+                    "submit",
+                    "invalid",
+                    session=session,
+                    author_id=principal.author_id,
+                    token_id=principal.token_id,
+                    target=filename[:200],
+                    detail=str(exc),
+                    remote=_remote(request),
+                )
+            title = "Conflict" if exc.status == 409 else "Invalid submission"
+            raise Problem(exc.status, title, str(exc)) from None
+        if accepted.created:
+            service.validator.enqueue(accepted.submission_id)
+        with db.read_session() as session:
+            row = get_submission(accepted.submission_id, session=session)
+            body = _submission_json(
+                row, accepted.bot, get_check(accepted.submission_id, session=session)
+            )
+        body["created"] = accepted.created
+        return JSONResponse(body, status_code=202 if accepted.created else 200)
+
+    @app.get("/api/submissions")
+    def my_submissions(request: Request) -> dict[str, Any]:
+        principal = _authenticate(request, service, write=False)
+        with db.read_session() as session:
+            out = []
+            for bot in bots_of_author(principal.author_id, session=session):
+                for row in list_submissions(session=session, bot_name=bot.name):
+                    assert row.id is not None
+                    out.append(_submission_json(row, bot.name, get_check(row.id, session=session)))
+        return {"submissions": out}
+
+    @app.get("/api/submissions/{submission_id}")
+    def one_submission(submission_id: str, request: Request) -> dict[str, Any]:
+        principal = _authenticate(request, service, write=False)
+        if not submission_id.isdigit() or len(submission_id) > 18:
+            raise Problem(404, "Not found", f"no submission {submission_id[:40]!r}")
+        with db.read_session() as session:
+            try:
+                row = get_submission(int(submission_id), session=session)
+            except NotFoundError:
+                raise Problem(404, "Not found", f"no submission {submission_id}") from None
+            bot = session.get(Bot, row.bot_id)
+            assert bot is not None and bot.id is not None
+            if owner_of(bot.id, session=session) != principal.author_id:
+                raise Problem(403, "Forbidden", f"submission {submission_id} is another author's")
+            return _submission_json(row, bot.name, get_check(int(submission_id), session=session))
+
+    @app.post("/api/bots/{name}/retire")
+    def retire(name: str, request: Request) -> dict[str, Any]:
+        principal = _authenticate(request, service, write=True)
+        return _retire(service, name, principal, _remote(request))
+
+    @app.get("/api/bots/{name}/logs")
+    def bot_logs(name: str, request: Request, limit: int = 50) -> dict[str, Any]:
+        principal = _authenticate(request, service, write=False)
+        with db.session() as session:
+            try:
+                bot = _owned_bot(name, principal.author_id, session=session)
+            except Problem:
+                audit(
+                    "logs",
+                    "forbidden",
+                    session=session,
+                    author_id=principal.author_id,
+                    token_id=principal.token_id,
+                    target=name[:200],
+                    remote=_remote(request),
+                )
+                raise
+            ids = [s.id for s in list_submissions(session=session, bot_name=bot.name) if s.id]
+            rows = logs_of_submissions(ids, session=session, limit=max(1, min(limit, 500)))
+            return {
+                "bot": bot.name,
+                "logs": [
+                    {
+                        "game_id": g.id,
+                        "seat": entry.seat,
+                        "submission_id": entry.submission_id,
+                        "end_reason": g.end_reason,
+                        "forfeit": g.forfeit_seat == entry.seat,
+                        "forfeit_detail": g.forfeit_detail
+                        if g.forfeit_seat == entry.seat
+                        else None,
+                        "truncated": entry.truncated,
+                        "text": entry.text,
+                    }
+                    for entry, g in rows
+                ],
+            }
+
+    @app.get("/api/ladder")
+    def ladder_state() -> dict[str, Any]:
+        with db.read_session() as session:
+            unfinished = ladder_series_ids(session=session, unfinished_only=True)
+            players = entrants(session=session)
+        ladder = service.ladder
+        return {
+            "enabled": ladder is not None,
+            "entrants": players,
+            "unfinished_series": unfinished,
+            "games_per_series": service.settings.ladder.games_per_series,
+            "budget_games": service.settings.ladder.budget_games,
+        }
+
+
+def _retire(service: Service, name: str, principal: Principal, remote: str) -> dict[str, Any]:
+    with service.db.session() as session:
+        try:
+            bot = _owned_bot(name, principal.author_id, session=session)
+        except Problem:
+            audit(
+                "retire",
+                "forbidden",
+                session=session,
+                author_id=principal.author_id,
+                token_id=principal.token_id,
+                target=name[:200],
+                remote=remote,
+            )
+            raise
+        retired = []
+        for row in list_submissions(session=session, bot_name=bot.name):
+            if row.status in (SubmissionStatus.ACTIVE.value, SubmissionStatus.PENDING.value):
+                assert row.id is not None
+                set_submission_status(row.id, SubmissionStatus.RETIRED, session=session)
+                retired.append(row.version)
+        audit(
+            "retire",
+            "ok",
+            session=session,
+            author_id=principal.author_id,
+            token_id=principal.token_id,
+            target=bot.name,
+            detail=", ".join(retired),
+            remote=remote,
+        )
+    return {"bot": name, "retired": retired}
+
+
+# ---------------------------------------------------------------------------- pages
+
+
+def _form(body: bytes) -> dict[str, str]:
+    parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=20)
+    return {k: v[0] for k, v in parsed.items()}
+
+
+def _add_pages(app: FastAPI, service: Service) -> None:
+    db = service.db
+    signer = service.signer
+    secure = service.settings.secure_cookies
+
+    def session_author(request: Request) -> int | None:
+        return signer.author_of(request.cookies.get(SESSION_COOKIE))
+
+    def csrf_binding(request: Request) -> str | None:
+        return request.cookies.get(SESSION_COOKIE) or request.cookies.get(CSRF_COOKIE)
+
+    async def checked_form(request: Request) -> dict[str, str]:
+        """The posted form, when its CSRF token matches the caller's cookie; else 403."""
+        body = await _read_body(request, 64 * 1024)
+        form = _form(body)
+        if not signer.csrf_ok(csrf_binding(request), form.get("csrf")):
+            with db.session() as session:
+                audit(
+                    "form",
+                    "csrf refused",
+                    session=session,
+                    author_id=session_author(request),
+                    target=request.url.path,
+                    remote=_remote(request),
+                )
+            raise Problem(
+                403, "Forbidden", "the form's CSRF token is missing or wrong; reload the page"
+            )
+        return form
+
+    @app.get("/login", response_class=HTMLResponse)
+    def login_form(request: Request) -> Response:
+        binding = request.cookies.get(CSRF_COOKIE)
+        fresh = not binding
+        binding = binding or secrets.token_urlsafe(24)
+        html = render(
+            "login.html", links=LINKS, title="Sign in", csrf=signer.csrf_for(binding), error=""
+        )
+        response = HTMLResponse(html)
+        if fresh:
+            response.set_cookie(
+                CSRF_COOKIE, binding, httponly=True, samesite="strict", secure=secure
+            )
+        return response
+
+    @app.post("/login")
+    async def login(request: Request) -> Response:
+        remote = _remote(request)
+        wait = service.failures.blocked(remote)
+        if wait:
+            raise Problem(429, "Too many requests", "too many failed sign-ins", retry_after=wait)
+        body = await _read_body(request, 16 * 1024)
+        form = _form(body)
+        if not signer.csrf_ok(request.cookies.get(CSRF_COOKIE), form.get("csrf")):
+            raise Problem(
+                403, "Forbidden", "the form's CSRF token is missing or wrong; reload the page"
+            )
+        author_id: int | None = None
+        with db.session() as session:
+            token = form.get("token", "").strip()
+            if token:
+                principal = authenticate_token(token, session=session)
+                author_id = None if principal is None else principal.author_id
+            else:
+                author = find_author(form.get("name", "").strip(), session=session)
+                if (
+                    author is not None
+                    and not author.disabled
+                    and verify_password(author.password_hash, form.get("password", ""))
+                ):
+                    author_id = author.id
+            audit(
+                "login",
+                "ok" if author_id is not None else "refused",
+                session=session,
+                author_id=author_id,
+                target=form.get("name", "")[:40] if not token else "token",
+                remote=remote,
+            )
+        if author_id is None:
+            service.failures.take(remote)
+            binding = request.cookies.get(CSRF_COOKIE) or ""
+            html = render(
+                "login.html",
+                links=LINKS,
+                title="Sign in",
+                csrf=signer.csrf_for(binding),
+                error="Wrong name, password or token.",
+            )
+            return HTMLResponse(html, status_code=401)
+        response = RedirectResponse("/me", status_code=303)
+        response.set_cookie(
+            SESSION_COOKIE,
+            signer.session(author_id, service.settings.session_hours * 3600),
+            max_age=service.settings.session_hours * 3600,
+            httponly=True,
+            samesite="strict",
+            secure=secure,
+        )
+        return response
+
+    @app.post("/logout")
+    async def logout(request: Request) -> Response:
+        await checked_form(request)
+        response = RedirectResponse("/", status_code=303)
+        response.delete_cookie(SESSION_COOKIE)
+        return response
+
+    @app.get("/me", response_class=HTMLResponse)
+    def my_page(request: Request) -> Response:
+        author_id = session_author(request)
+        if author_id is None:
+            return RedirectResponse("/login", status_code=303)
+        with db.read_session() as session:
+            author = session.get(Author, author_id)
+            if author is None or author.disabled:
+                return RedirectResponse("/login", status_code=303)
+            bots = bots_of_author(author_id, session=session)
+            versions: dict[str, list[Submission]] = {
+                b.name: list_submissions(session=session, bot_name=b.name) for b in bots
+            }
+            ids = [s.id for rows in versions.values() for s in rows if s.id is not None]
+            logs = logs_of_submissions(ids, session=session, limit=100)
+            checks = checks_of_author(author_id, session=session)
+            labels = {s.id: (name, s.version) for name, rows in versions.items() for s in rows}
+            html = render(
+                "author.html",
+                links=LINKS,
+                title=f"{author.name}: my bots",
+                author=author,
+                bots=bots,
+                versions=versions,
+                checks=checks,
+                logs=logs,
+                labels=labels,
+                csrf=signer.csrf_for(request.cookies.get(SESSION_COOKIE, "")),
+            )
+        return HTMLResponse(html)
+
+    @app.post("/me/bots/{name}/retire")
+    async def retire_form(name: str, request: Request) -> Response:
+        author_id = session_author(request)
+        if author_id is None:
+            raise Problem(401, "Unauthorized", "sign in first")
+        await checked_form(request)
+        with db.read_session() as session:
+            author = session.get(Author, author_id)
+            if author is None or author.disabled:
+                raise Problem(401, "Unauthorized", "sign in first")
+            name_of_author = author.name
+        _retire(service, name, Principal(author_id, name_of_author, None), _remote(request))
+        return RedirectResponse("/me", status_code=303)

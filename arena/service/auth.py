@@ -1,0 +1,139 @@
+"""Passwords, login sessions, CSRF tokens and rate limits of the arena server.
+
+- Passwords are hashed with Argon2id (``argon2-cffi``); API tokens are random and stored as
+  sha256 (:mod:`arena.db.accounts`).
+- A login session is a cookie ``author_id.expiry.signature`` signed with HMAC-SHA256 under
+  the server's secret: nothing to store, and a forged or expired cookie is simply refused.
+- CSRF: every form carries a token derived from the session (HMAC of the session cookie) or,
+  before login, the double-submitted value of a random cookie; a form post whose token does
+  not match is refused. Cookies are ``SameSite=Strict`` and ``HttpOnly`` as well.
+- Rate limits are token buckets in memory, per API token (writes) and per client address
+  (refused credentials): the 429 carries ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+SESSION_COOKIE = "kryt_session"
+CSRF_COOKIE = "kryt_csrf"
+MIN_PASSWORD_CHARS = 10
+MAX_PASSWORD_CHARS = 1000
+
+_hasher = PasswordHasher()
+
+
+class PasswordError(ValueError):
+    """A password that cannot be used (too short or too long)."""
+
+
+def hash_password(password: str) -> str:
+    """The Argon2id hash of a password (salted; parameters stored with it)."""
+    if not MIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS:
+        raise PasswordError(
+            f"a password needs {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters, "
+            f"got {len(password)}"
+        )
+    return _hasher.hash(password)
+
+
+def verify_password(password_hash: str | None, password: str) -> bool:
+    """True when ``password`` matches; False for no hash, a wrong or malformed one."""
+    if password_hash is None or len(password) > MAX_PASSWORD_CHARS:
+        return False
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+class Signer:
+    """Signs and checks login sessions and CSRF tokens with one server secret."""
+
+    def __init__(self, secret: str) -> None:
+        self._key = hashlib.sha256(
+            (secret or secrets.token_hex(32)).encode("utf-8", "surrogateescape")
+        ).digest()
+
+    def _mac(self, message: str) -> str:
+        return hmac.new(self._key, message.encode(), hashlib.sha256).hexdigest()
+
+    def session(self, author_id: int, lifetime_s: float) -> str:
+        """A session cookie value for ``author_id`` valid ``lifetime_s`` seconds."""
+        body = f"{author_id}.{int(time.time() + lifetime_s)}"
+        return f"{body}.{self._mac('session:' + body)}"
+
+    def author_of(self, cookie: str | None) -> int | None:
+        """The author id of a valid, unexpired session cookie, else None."""
+        if not cookie or len(cookie) > 200:
+            return None
+        parts = cookie.split(".")
+        if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
+            return None
+        body = f"{parts[0]}.{parts[1]}"
+        if not hmac.compare_digest(parts[2], self._mac("session:" + body)):
+            return None
+        if int(parts[1]) < time.time():
+            return None
+        return int(parts[0])
+
+    def csrf_for(self, binding: str) -> str:
+        """The CSRF token of a session (or of a pre-login CSRF cookie)."""
+        return self._mac("csrf:" + binding)
+
+    def csrf_ok(self, binding: str | None, presented: str | None) -> bool:
+        """True when ``presented`` is the CSRF token of ``binding`` (constant-time)."""
+        if not binding or not presented:
+            return False
+        return hmac.compare_digest(presented, self.csrf_for(binding))
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+class RateLimiter:
+    """Token buckets: ``per_minute`` requests in a burst, refilled evenly over a minute."""
+
+    def __init__(self, per_minute: int, *, max_keys: int = 100_000) -> None:
+        self._capacity = float(per_minute)
+        self._rate = per_minute / 60.0
+        self._buckets: dict[str, _Bucket] = {}
+        self._lock = threading.Lock()
+        self._max_keys = max_keys
+
+    def take(self, key: str) -> float:
+        """Spend one request of ``key``; 0 when allowed, else seconds until the next one."""
+        now = time.monotonic()
+        with self._lock:
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                if len(self._buckets) >= self._max_keys:  # bounded memory under a flood
+                    self._buckets.clear()
+                bucket = self._buckets[key] = _Bucket(self._capacity, now)
+            bucket.tokens = min(self._capacity, bucket.tokens + (now - bucket.stamp) * self._rate)
+            bucket.stamp = now
+            if bucket.tokens >= 1.0:
+                bucket.tokens -= 1.0
+                return 0.0
+            return (1.0 - bucket.tokens) / self._rate
+
+    def blocked(self, key: str) -> float:
+        """Seconds until ``key`` may try again without spending (0: not blocked)."""
+        now = time.monotonic()
+        with self._lock:
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                return 0.0
+            tokens = min(self._capacity, bucket.tokens + (now - bucket.stamp) * self._rate)
+            return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self._rate

@@ -1,0 +1,246 @@
+"""The ladder: a background scheduler that keeps playing series among the active versions.
+
+The entrants are the latest active version of each bot. Each free worker first takes over a
+ladder series whose lease ran out (left by a server that was killed), else asks
+:func:`arena.service.pairing.choose_pair` for the most instructive pair and creates a
+series for it, claimed in the same transaction. While a series plays, a heartbeat renews its
+lease; when it ends, the ratings are refitted and stored as a snapshot. All state is in the
+database, so a server killed at any moment loses at most the games in progress.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict
+from datetime import timedelta
+
+from sqlmodel import Session, col, select
+
+from arena.db import (
+    Database,
+    SeriesFormat,
+    SeriesSpec,
+    Submission,
+    SubmissionStatus,
+    Tournament,
+    TournamentSpec,
+    TournamentStatus,
+    add_series,
+    create_tournament,
+    get_series,
+    pair_counts,
+)
+from arena.db.ladder import (
+    add_ladder_series,
+    claim_orphan,
+    ladder_games_counted,
+    ladder_series_ids,
+    release,
+    renew_leases,
+)
+from arena.service.pairing import PairResult, choose_pair
+from arena.service.play import play_ladder_series
+from arena.service.settings import ServiceSettings
+from leaderboard.standings import refit_and_store
+
+log = logging.getLogger(__name__)
+
+LADDER_NAME = "ladder"
+
+
+def entrants(*, session: Session) -> list[int]:
+    """The latest active version of each bot (submission ids, by bot id)."""
+    rows = session.exec(
+        select(Submission)
+        .where(Submission.status == SubmissionStatus.ACTIVE.value)
+        .order_by(col(Submission.bot_id), col(Submission.submitted_at), col(Submission.id))
+    ).all()
+    latest: dict[int, int] = {}
+    for row in rows:
+        assert row.id is not None
+        latest[row.bot_id] = row.id
+    return [latest[bot] for bot in sorted(latest)]
+
+
+def ladder_tournament(settings: ServiceSettings, *, session: Session) -> int:
+    """The id of the ladder's tournament (created running on first use)."""
+    found = session.exec(
+        select(Tournament).where(Tournament.name == LADDER_NAME).order_by(col(Tournament.id))
+    ).first()
+    if found is not None and found.id is not None:
+        return found.id
+    # Not a TournamentConfig (its entrants change as versions come and go): what the pages
+    # and `kryt tournament` need to know about how its series are played.
+    config = {
+        "name": LADDER_NAME,
+        "ladder": True,
+        "games_per_series": settings.ladder.games_per_series,
+        "turn_limit": settings.turn_limit,
+        "time_control": asdict(settings.time_control),
+        "sandbox": {"backend": settings.sandbox.backend},
+    }
+    tournament = create_tournament(
+        TournamentSpec(name=LADDER_NAME, seed=settings.ladder.seed, config=config, series=[]),
+        session=session,
+        status=TournamentStatus.RUNNING,
+    )
+    assert tournament.id is not None
+    return tournament.id
+
+
+def _seed(master: int, position: int, a: int, b: int) -> int:
+    digest = hashlib.sha256(f"kryt-ladder:{master}:{position}:{a}:{b}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 2
+
+
+class Ladder:
+    """The scheduler thread and its pool of series workers."""
+
+    def __init__(self, db: Database, settings: ServiceSettings, *, label_prefix: str) -> None:
+        self._db = db
+        self._settings = settings
+        self._label = label_prefix
+        self.instance = f"{uuid.uuid4().hex[:12]}"
+        self._lease = timedelta(seconds=settings.ladder.lease_seconds)
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._running: dict[int, Future[None]] = {}
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(
+            max_workers=settings.ladder.concurrency, thread_name_prefix="kryt-ladder"
+        )
+        self._thread = threading.Thread(target=self._loop, name="kryt-ladder", daemon=True)
+        self.scheduled = 0
+        self.games_played = 0
+
+    def start(self) -> None:
+        """Start scheduling in the background."""
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Look for work now (a new version was accepted)."""
+        self._wake.set()
+
+    def running(self) -> list[int]:
+        """Ids of the series this server is playing."""
+        with self._lock:
+            return sorted(self._running)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop cleanly: no new series, games in progress are interrupted and replayed later."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._db.session() as session:
+            for sid in ladder_series_ids(session=session, unfinished_only=True):
+                release(sid, session=session, claimed_by=self.instance)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._heartbeat()
+                while self._free() and not self._stop.is_set():
+                    series_id = self._next_series()
+                    if series_id is None:
+                        break
+                    self._launch(series_id)
+            except Exception:  # keep the ladder alive through a database hiccup
+                log.exception("ladder scheduling failed; retrying")
+            self._wake.wait(self._settings.ladder.poll_seconds)
+            self._wake.clear()
+
+    def _free(self) -> bool:
+        with self._lock:
+            return len(self._running) < self._settings.ladder.concurrency
+
+    def _heartbeat(self) -> None:
+        held = self.running()
+        if held:
+            with self._db.session() as session:
+                renew_leases(held, session=session, claimed_by=self.instance, lease=self._lease)
+
+    def _next_series(self) -> int | None:
+        """An orphaned series to resume, else a new one for the most instructive pair."""
+        budget = self._settings.ladder.budget_games
+        with self._db.session() as session:
+            orphan = claim_orphan(session=session, claimed_by=self.instance, lease=self._lease)
+            if orphan is not None:
+                log.info("ladder: resuming series %s", orphan)
+                return orphan
+            if budget and ladder_games_counted(session=session) >= budget:
+                return None
+            players = entrants(session=session)
+            busy = []
+            for sid in ladder_series_ids(session=session, unfinished_only=True):
+                series = get_series(sid, session=session)
+                busy.append((series.submission_a_id, series.submission_b_id))
+            counts = pair_counts(session=session)
+            results = [
+                PairResult(
+                    c.first_submission_id,
+                    c.second_submission_id,
+                    c.games,
+                    c.wins + 0.5 * c.draws,
+                )
+                for c in counts
+                if c.games > 0
+            ]
+            pair = choose_pair(players, results, busy=busy, scheduled=self.scheduled)
+            if pair is None:
+                return None
+            tournament_id = ladder_tournament(self._settings, session=session)
+            a, b = pair
+            games = self._settings.ladder.games_per_series
+            spec = SeriesSpec(
+                submission_a_id=a,
+                submission_b_id=b,
+                games_planned=games,
+                seed=_seed(self._settings.ladder.seed, self.scheduled, a, b),
+                format=SeriesFormat.STANDARD,
+            )
+            row = add_series(tournament_id, spec, session=session)
+            # The seed follows the series' position, so no two ladder series share deals.
+            row.seed = _seed(self._settings.ladder.seed, row.position, a, b)
+            session.add(row)
+            session.flush()
+            assert row.id is not None
+            add_ladder_series(row.id, session=session, claimed_by=self.instance, lease=self._lease)
+            self.scheduled += 1
+            log.info("ladder: series %s between submissions %s and %s", row.id, a, b)
+            return row.id
+
+    def _launch(self, series_id: int) -> None:
+        with self._lock:
+            self._running[series_id] = self._pool.submit(self._play, series_id)
+
+    def _play(self, series_id: int) -> None:
+        try:
+            outcome = play_ladder_series(
+                series_id,
+                db=self._db,
+                settings=self._settings,
+                label_prefix=self._label,
+                stop=self._stop,
+                on_game=self._counted,
+            )
+            if outcome.status in ("finished", "aborted"):
+                refit_and_store(self._db)
+            if outcome.status != "interrupted":
+                with self._db.session() as session:
+                    release(series_id, session=session, claimed_by=self.instance)
+        except Exception:
+            # The lease is kept and runs out, so the series is retried later (here or by
+            # another server) instead of being lost.
+            log.exception("ladder series %s failed", series_id)
+        finally:
+            with self._lock:
+                self._running.pop(series_id, None)
+            self._wake.set()
+
+    def _counted(self, _series_id: int) -> None:
+        self.games_played += 1

@@ -1,0 +1,272 @@
+"""Playing series inside the server: ladder series (recorded, with the bots' logs) and
+validation series against the reference bots (not recorded as games: they would enter the
+standings). Both use the referee's one series loop and the sandbox slots directly."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.db import (
+    Database,
+    GamePlace,
+    SeriesStatus,
+    games_of_series,
+    get_series,
+    get_submission,
+    next_attempt,
+    record_game,
+    set_series_status,
+    stored_record,
+)
+from arena.db.ladder import store_game_log
+from arena.service.settings import ServiceSettings
+from arena.tournament.seats import SandboxSlot
+from arena.tournament.store import EXAMPLES, bundled_hashes, materialize
+from referee.protocol.messages import GameEndReason
+from referee.record import GameRecord
+from referee.series import (
+    SeriesAborted,
+    SeriesConfig,
+    SeriesFormat,
+    SeriesInterrupted,
+    run_series,
+)
+from sandbox import Submission, choose_backend, load_submission
+from sandbox.backend import Backend
+
+log = logging.getLogger(__name__)
+
+LOG_OVERLAP = 200
+"""Characters of the previous tail used to find where a game's new output starts."""
+
+
+class LogTail:
+    """Turns a slot's rolling output tail into the part written since the previous game."""
+
+    def __init__(self, slot: SandboxSlot) -> None:
+        self._slot = slot
+        self._previous = ""
+
+    def new_output(self) -> str:
+        """Output written since the last call (the whole tail after a restart)."""
+        text = self._slot.logs()
+        previous, self._previous = self._previous, text
+        if not previous:
+            return text
+        if text.startswith(previous):
+            return text[len(previous) :]
+        anchor = previous[-LOG_OVERLAP:]
+        at = text.rfind(anchor)
+        return text[at + len(anchor) :] if at >= 0 else text
+
+
+_backends: dict[tuple[str, bool], Backend] = {}
+_backends_lock = threading.Lock()
+
+
+def backend_for(settings: ServiceSettings) -> Backend:
+    """The sandbox backend of the settings (chosen once per process)."""
+    key = (settings.sandbox.backend, settings.sandbox.allow_unsafe)
+    with _backends_lock:
+        if key not in _backends:
+            _backends[key] = choose_backend(*key)
+        return _backends[key]
+
+
+def _slot(
+    settings: ServiceSettings, submission: Submission, *, name: str, label: str
+) -> SandboxSlot:
+    return SandboxSlot(
+        backend_for(settings),
+        submission,
+        name=name,
+        limits=settings.sandbox.limits(),
+        label=label,
+        trusted=submission.sha256 in bundled_hashes(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LadderOutcome:
+    """How a ladder series run ended: ``finished``, ``interrupted`` or ``aborted``."""
+
+    series_id: int
+    status: str
+    games_played: int
+    message: str = ""
+
+
+def play_ladder_series(
+    series_id: int,
+    *,
+    db: Database,
+    settings: ServiceSettings,
+    label_prefix: str,
+    stop: threading.Event,
+    on_game: Callable[[int], None] = lambda _n: None,
+) -> LadderOutcome:
+    """Play what is missing of a ladder series, committing each game with both bots' logs."""
+    with db.read_session() as session:
+        series = get_series(series_id, session=session)
+        if series.status == SeriesStatus.FINISHED.value:
+            return LadderOutcome(series_id, "finished", 0, "already finished")
+        seats = (series.submission_a_id, series.submission_b_id)
+        names = []
+        for sid in seats:
+            row = get_submission(sid, session=session)
+            names.append(f"{row.manifest.get('name', sid)}@{row.version}")
+        config = SeriesConfig(
+            games=series.games_planned,
+            seed=series.seed,
+            format=SeriesFormat(series.format),
+            time_control=settings.time_control,
+            turn_limit=settings.turn_limit,
+        )
+        done = {g.number: stored_record(g) for g in games_of_series(series_id, session=session)}
+    slots = [
+        _slot(
+            settings,
+            materialize(sid, db=db, store=settings.store),
+            name=names[seat],
+            label=f"{label_prefix}s{series_id}-{'ab'[seat]}",
+        )
+        for seat, sid in enumerate(seats)
+    ]
+    tails = [LogTail(slot) for slot in slots]
+    played = 0
+
+    def recorder(number: int, _attempt: int, record: GameRecord) -> None:
+        nonlocal played
+        outputs = [tail.new_output() for tail in tails]
+        with db.session() as session:
+            attempt = next_attempt(series_id, number, session=session)
+            stored = record_game(
+                record, GamePlace(series_id, number, attempt, seats), session=session
+            ).game
+            assert stored.id is not None
+            for seat, text in enumerate(outputs):
+                store_game_log(
+                    stored.id,
+                    seat,
+                    seats[seat],
+                    text,
+                    session=session,
+                    limit=settings.log_limit_bytes,
+                )
+        if not record.voided:
+            played += 1
+            on_game(series_id)
+
+    try:
+        with db.session() as session:
+            set_series_status(series_id, SeriesStatus.RUNNING, session=session)
+        run_series(
+            config, (slots[0], slots[1]), recorder=recorder, done=done, should_stop=stop.is_set
+        )
+    except SeriesInterrupted as exc:
+        return LadderOutcome(series_id, "interrupted", played, str(exc))
+    except SeriesAborted as exc:
+        log.error("ladder series %s aborted: %s", series_id, exc)
+        with db.session() as session:
+            set_series_status(series_id, SeriesStatus.ABORTED, session=session)
+        return LadderOutcome(series_id, "aborted", played, str(exc))
+    finally:
+        for slot in slots:
+            slot.close()
+    with db.session() as session:
+        set_series_status(series_id, SeriesStatus.FINISHED, session=session)
+    return LadderOutcome(series_id, "finished", played)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of a validation: passed or not, why, and one line per game."""
+
+    passed: bool
+    message: str
+    games: list[dict[str, object]]
+
+
+def validate_submission(
+    submission: Submission, *, settings: ServiceSettings, label: str, seed: int
+) -> Verdict:
+    """Play ``validation_games`` against each reference bot (the submission in seat 0);
+    the version passes when it starts and never forfeits. Nothing is recorded as a game."""
+    games: list[dict[str, object]] = []
+    for reference in settings.reference_bots:
+        folder = EXAMPLES / reference
+        if not (folder / "bot.toml").is_file():
+            raise ValueError(f"reference bot {reference!r} is not a bundled example in {EXAMPLES}")
+        opponent = load_submission(folder)
+        slots = (
+            _slot(settings, submission, name=submission.manifest.name, label=f"{label}-a"),
+            _slot(settings, opponent, name=f"reference:{reference}", label=f"{label}-b"),
+        )
+        try:
+            records, outputs = _validation_series(
+                submission, opponent, reference, settings, slots, seed
+            )
+        except SeriesAborted as exc:
+            return Verdict(False, f"validation against {reference} could not finish: {exc}", games)
+        for number, record in sorted(records.items()):
+            forfeit = record.forfeit
+            line: dict[str, object] = {
+                "opponent": reference,
+                "game": number,
+                "ending": record.ending.value,
+                "winner": record.winner,
+                "log": outputs.get(number, "")[-settings.log_limit_bytes :],
+            }
+            games.append(line)
+            if forfeit is not None and forfeit.seat == 0:
+                detail = f": {forfeit.detail}" if forfeit.detail else ""
+                return Verdict(
+                    False,
+                    f"forfeited validation game {number} against {reference} "
+                    f"({forfeit.reason.value}{detail})",
+                    games,
+                )
+            if record.ending is GameEndReason.DOUBLE_FORFEIT:
+                return Verdict(False, f"double forfeit in validation game {number}", games)
+    return Verdict(True, f"played {len(games)} validation game(s) without a forfeit", games)
+
+
+def _validation_series(
+    submission: Submission,
+    opponent: Submission,
+    reference: str,
+    settings: ServiceSettings,
+    slots: tuple[SandboxSlot, SandboxSlot],
+    seed: int,
+) -> tuple[dict[int, GameRecord], dict[int, str]]:
+    """Play one validation series; its counted records and the submission's output per game."""
+    records: dict[int, GameRecord] = {}
+    outputs: dict[int, str] = {}
+    tail = LogTail(slots[0])
+
+    def recorder(number: int, _attempt: int, record: GameRecord) -> None:
+        outputs[number] = tail.new_output()
+        if not record.voided:
+            records[number] = record
+
+    config = SeriesConfig(
+        games=settings.validation_games,
+        seed=f"validation:{seed}:{reference}",
+        time_control=settings.time_control,
+        turn_limit=settings.turn_limit,
+    )
+    try:
+        run_series(config, slots, recorder=recorder)
+    finally:
+        for slot in slots:
+            slot.close()
+    return records, outputs
+
+
+def stored_path(settings: ServiceSettings, sha256: str) -> Path:
+    """Where the server keeps a submission's unpacked files."""
+    return settings.store / sha256

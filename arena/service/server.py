@@ -1,0 +1,143 @@
+"""Running the arena server (uvicorn) and the client side of its API (upload, list).
+
+The client uses only the standard library (``urllib``) so ``kryt submit --server`` works
+from an author's machine without the server's dependencies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arena.db import Database
+from arena.service.settings import ServiceSettings
+
+TOKEN_ENV = "KRYT_TOKEN"
+TOKEN_FILE = Path("~/.config/kryt/token")
+
+
+def serve(db: Database, settings: ServiceSettings, *, port_file: Path | None = None) -> None:
+    """Serve until interrupted; prints (and optionally writes) the address it listens on."""
+    import uvicorn
+
+    from arena.service.app import create_service_app
+
+    sock = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((settings.host, settings.port))
+    port = sock.getsockname()[1]
+    app = create_service_app(db, settings)
+    config = uvicorn.Config(
+        app, log_level="warning", proxy_headers=True, forwarded_allow_ips="127.0.0.1"
+    )
+    server = uvicorn.Server(config)
+    print(f"kryt arena listening on http://{settings.host}:{port}", flush=True)
+    if port_file is not None:
+        port_file.write_text(str(port))
+    server.run(sockets=[sock])
+
+
+class ClientError(RuntimeError):
+    """The server refused a request or could not be reached (the message says why)."""
+
+
+def read_token(environ: dict[str, str] | None = None, path: Path = TOKEN_FILE) -> str:
+    """The API token: ``$KRYT_TOKEN``, else the token file, which must be private (0600)."""
+    env = os.environ if environ is None else environ
+    token = env.get(TOKEN_ENV, "").strip()
+    if token:
+        return token
+    file = path.expanduser()
+    if not file.is_file():
+        raise ClientError(
+            f"no API token: set {TOKEN_ENV} or write it to {file} (chmod 600); ask the organiser"
+        )
+    mode = stat.S_IMODE(file.stat().st_mode)
+    if mode & 0o077:
+        raise ClientError(
+            f"{file} is readable by others (mode {mode:o}); run `chmod 600 {file}` first"
+        )
+    return file.read_text(encoding="utf-8").strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    """A small client of the arena server's JSON API."""
+
+    base_url: str
+    token: str
+    timeout: float = 120.0
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """One API call; a problem document becomes a :class:`ClientError`."""
+        url = self.base_url.rstrip("/") + path
+        request = urllib.request.Request(url, data=body, method=method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/json")
+        for key, value in (headers or {}).items():
+            request.add_header(key, value)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                data: dict[str, Any] = json.loads(response.read() or b"{}")
+                return data
+        except urllib.error.HTTPError as exc:
+            try:
+                problem = json.loads(exc.read() or b"{}")
+                detail = problem.get("detail") or problem.get("error") or exc.reason
+            except ValueError:
+                detail = exc.reason
+            raise ClientError(f"{url}: {exc.code} {detail}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise ClientError(f"cannot reach {url}: {exc}") from None
+
+    def upload(self, archive: bytes, filename: str) -> dict[str, Any]:
+        """Upload a submission archive; the stored version and its check."""
+        return self.request(
+            "POST",
+            "/api/submissions",
+            archive,
+            {"Content-Type": "application/octet-stream", "X-Kryt-Filename": filename},
+        )
+
+    def wait(self, submission_id: int, *, timeout: float = 600.0) -> dict[str, Any]:
+        """Poll a submission until its check is finished (or ``timeout`` passes)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            data = self.request("GET", f"/api/submissions/{submission_id}")
+            check = data.get("check")
+            if check is None or check.get("status") != "pending":
+                return data
+            if time.monotonic() > deadline:
+                return data
+            time.sleep(1.0)
+
+
+def archive_of(path: Path) -> tuple[bytes, str]:
+    """The bytes to upload for a bot folder (packed as .tar.gz) or an archive file."""
+    if path.is_dir():
+        from arena.tournament.store import pack
+        from sandbox import load_submission
+
+        return pack(load_submission(path)), f"{path.name}.tar.gz"
+    if not path.is_file():
+        raise ClientError(f"{path} is neither a bot folder nor an archive")
+    return path.read_bytes(), path.name
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("use `kryt arena serve`")

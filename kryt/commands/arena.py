@@ -1,0 +1,177 @@
+"""``kryt arena``: run the arena server and manage its authors and tokens;
+``kryt submissions``: an author's uploaded versions and their validation."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from kryt.errors import ExitCode, UserError
+from kryt.options import DatabaseOption, open_db
+
+app = typer.Typer(no_args_is_help=True)
+author_app = typer.Typer(no_args_is_help=True)
+token_app = typer.Typer(no_args_is_help=True)
+app.add_typer(author_app, name="author", help="Create and list authors.")
+app.add_typer(token_app, name="token", help="Create, list and revoke API tokens.")
+out = Console()
+
+ServerOption = Annotated[
+    str, typer.Option("--server", envvar="KRYT_SERVER", help="The arena server's URL.")
+]
+
+
+@app.command("serve")
+def serve(
+    database: DatabaseOption = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (0: any free port).")] = None,
+    store: Annotated[Path | None, typer.Option(help="Where unpacked submissions live.")] = None,
+    ladder: Annotated[bool, typer.Option(help="Run the ladder in the background.")] = True,
+    games_per_series: Annotated[int | None, typer.Option(help="Ladder games per series.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Ladder series at a time.")] = None,
+    budget: Annotated[int | None, typer.Option(help="Ladder games in all (0: no limit).")] = None,
+    backend: Annotated[str | None, typer.Option(help="Sandbox: auto, docker, bwrap.")] = None,
+    port_file: Annotated[Path | None, typer.Option(help="Write the bound port here.")] = None,
+) -> None:
+    """Serve the leaderboard, the authors' API and pages, and run the ladder."""
+    from dataclasses import replace
+
+    from arena.service.server import serve as run_server
+    from arena.service.settings import ServiceSettings
+
+    overrides: dict[str, Any] = {
+        k: v for k, v in {"host": host, "port": port, "store": store}.items() if v is not None
+    }
+    ladder_overrides: dict[str, Any] = {
+        f"ladder_{k}": v
+        for k, v in {
+            "enabled": ladder,
+            "games_per_series": games_per_series,
+            "concurrency": concurrency,
+            "budget_games": budget,
+        }.items()
+        if v is not None
+    }
+    try:
+        settings = ServiceSettings.from_env(None, **overrides, **ladder_overrides)
+    except (ValueError, TypeError) as exc:
+        raise UserError(str(exc)) from None
+    if backend is not None:
+        settings = replace(settings, sandbox=replace(settings.sandbox, backend=backend))
+    db = open_db(database)
+    out.print(f"database {db.display_url}", highlight=False)
+    run_server(db, settings, port_file=port_file)
+
+
+@author_app.command("add")
+def author_add(
+    name: Annotated[str, typer.Argument(help="The author's name (a-z, 0-9, _ and -).")],
+    database: DatabaseOption = None,
+    password: Annotated[
+        bool, typer.Option("--password", help="Also set a web password (asked twice).")
+    ] = False,
+    days: Annotated[int, typer.Option(help="Lifetime of the first API token.")] = 90,
+) -> None:
+    """Create an author and print their first API token (shown only this once)."""
+    from arena.db.accounts import create_author, create_token
+    from arena.service.auth import hash_password
+
+    password_hash = None
+    if password:
+        secret = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+        try:
+            password_hash = hash_password(secret)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    db = open_db(database)
+    with db.session() as session:
+        create_author(name, session=session, password_hash=password_hash)
+        token = create_token(name, session=session, lifetime=timedelta(days=days), label="first")
+    out.print(f"author {name} created; API token (shown once, keep it secret):", highlight=False)
+    print(token.secret)
+
+
+@author_app.command("list")
+def author_list(database: DatabaseOption = None) -> None:
+    """Every author and their bots."""
+    from arena.db.accounts import bots_of_author, list_authors
+
+    db = open_db(database, create=False)
+    with db.read_session() as session:
+        for author in list_authors(session=session):
+            assert author.id is not None
+            bots = ", ".join(b.name for b in bots_of_author(author.id, session=session))
+            state = " (disabled)" if author.disabled else ""
+            out.print(f"{author.name}{state}: {bots or 'no bots'}", highlight=False)
+
+
+@token_app.command("create")
+def token_create(
+    author: Annotated[str, typer.Argument(help="The author.")],
+    database: DatabaseOption = None,
+    days: Annotated[int, typer.Option(help="Lifetime in days.")] = 90,
+    label: Annotated[str, typer.Option(help="A note to tell tokens apart.")] = "",
+) -> None:
+    """A new API token for an author (printed once)."""
+    from arena.db.accounts import create_token
+
+    db = open_db(database, create=False)
+    with db.session() as session:
+        token = create_token(author, session=session, lifetime=timedelta(days=days), label=label)
+    out.print(f"token {token.token_id}, expires {token.expires_at:%Y-%m-%d}:", highlight=False)
+    print(token.secret)
+
+
+@token_app.command("list")
+def token_list(
+    author: Annotated[str, typer.Argument(help="The author.")], database: DatabaseOption = None
+) -> None:
+    """An author's tokens (never the secrets)."""
+    from arena.db.accounts import list_tokens
+
+    db = open_db(database, create=False)
+    with db.read_session() as session:
+        for t in list_tokens(author, session=session):
+            state = "revoked" if t.revoked_at else f"expires {t.expires_at:%Y-%m-%d}"
+            used = f"last used {t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "never used"
+            out.print(f"{t.id}\t{t.label or '-'}\t{state}\t{used}", highlight=False)
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: Annotated[int, typer.Argument(help="The token's id (see `token list`).")],
+    database: DatabaseOption = None,
+) -> None:
+    """Revoke a token at once."""
+    from arena.db.accounts import revoke_token
+
+    db = open_db(database, create=False)
+    with db.session() as session:
+        revoke_token(token_id, session=session)
+    out.print(f"token {token_id} revoked", highlight=False)
+
+
+def submissions(server: ServerOption) -> None:
+    """Your uploaded versions on the server and the outcome of their validation."""
+    from arena.service.server import Client, ClientError, read_token
+
+    try:
+        data = Client(server, read_token()).request("GET", "/api/submissions")
+    except ClientError as exc:
+        code = ExitCode.UNAVAILABLE if "cannot reach" in str(exc) else ExitCode.BAD_INPUT
+        raise UserError(str(exc), code=code) from None
+    rows = data.get("submissions", [])
+    if not rows:
+        out.print("no submissions yet", highlight=False)
+    for row in rows:
+        check = row.get("check") or {}
+        # Plain tab-separated lines: easy to read and to cut.
+        typer.echo(
+            f"{row['submission_id']}\t{row['bot']} {row['version']}\t{row['status']}\t"
+            f"{check.get('status', '-')}\t{check.get('message', '')}"
+        )
