@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.protocol.messages import TimeControl
+from referee.rules import RULESETS
 from referee.series import SeriesFormat
 from sandbox import SandboxLimits
 
@@ -60,8 +61,26 @@ class TournamentConfig:
     turn_limit: int = 1000
     time_control: TimeControl = field(default_factory=TimeControl)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    ruleset: str = "default"
+    """``default`` (round robin of pairs) or ``classic`` (round robin of tables)."""
+    table_size: int = 2
+    """Seats at each table (classic: 2-4); ``games_per_pair`` games per seating."""
 
     def __post_init__(self) -> None:
+        if self.ruleset not in RULESETS:
+            raise ConfigError(f"unknown ruleset {self.ruleset!r}; choose one of {list(RULESETS)}")
+        if self.table_size not in RULESETS[self.ruleset]:
+            raise ConfigError(
+                f"the {self.ruleset} ruleset seats {list(RULESETS[self.ruleset])} players, "
+                f"got a table size of {self.table_size!r}"
+            )
+        if self.ruleset != "default" and self.format is not SeriesFormat.STANDARD:
+            raise ConfigError(f"the {self.ruleset} ruleset plays the standard format only")
+        if len(self.bots) < self.table_size:
+            raise ConfigError(
+                f"a table of {self.table_size} needs at least {self.table_size} bots, "
+                f"got {len(self.bots)}"
+            )
         if not self.name.strip():
             raise ConfigError("the tournament needs a name")
         if len(self.bots) < 2:

@@ -141,7 +141,25 @@ def create(
 ) -> int:
     """Store the bots and a tournament with one series per pair; returns its id."""
     ids = resolve_bots(config.bots, db=db, store=store, submitted_by=submitted_by)
-    specs = [
+    if config.ruleset != "default":  # a round robin of tables (arena.tournament.seatings)
+        from arena.tournament.table_runner import table_specs
+
+        specs = table_specs(config, ids)
+    else:
+        specs = _pair_specs(config, ids)
+    with db.session() as session:
+        tournament = create_tournament(
+            TournamentSpec(
+                name=config.name, seed=config.seed, config=config.to_json(), series=specs
+            ),
+            session=session,
+        )
+        assert tournament.id is not None
+        return tournament.id
+
+
+def _pair_specs(config: TournamentConfig, ids: list[int]) -> list[SeriesSpec]:
+    return [
         SeriesSpec(
             submission_a_id=a,
             submission_b_id=b,
@@ -152,15 +170,6 @@ def create(
         for i, a in enumerate(ids)
         for b in ids[i + 1 :]
     ]
-    with db.session() as session:
-        tournament = create_tournament(
-            TournamentSpec(
-                name=config.name, seed=config.seed, config=config.to_json(), series=specs
-            ),
-            session=session,
-        )
-        assert tournament.id is not None
-        return tournament.id
 
 
 # ---------------------------------------------------------------------------- one series
@@ -234,6 +243,24 @@ def play_series_task(
     the best sandbox available (as configured), and never raises for a bot's misbehaviour.
     """
     config = TournamentConfig.from_json(dict(task.config))
+    if config.ruleset != "default":  # a table of 2-4 seats
+        from arena.tournament.table_runner import play_table_series_task
+
+        status, games, message = play_table_series_task(
+            database_url=task.database_url,
+            tournament_id=task.tournament_id,
+            series_id=task.series_id,
+            config=config,
+            store=Path(task.store),
+            database=_database,
+            active_add=ACTIVE.add,
+            active_discard=ACTIVE.discard,
+            backend_of=_backend,
+            label_prefix=label_prefix(task.database_url, task.tournament_id),
+            stop=stop,
+            on_game=on_game,
+        )
+        return SeriesOutcome(task.series_id, status, games, message)
     db = _database(task.database_url)
     store = Path(task.store)
     with db.read_session() as session:
