@@ -40,6 +40,7 @@ from referee.rules import (
     ClassicGame,
     IllegalActionError,
     InvalidActionError,
+    RulesError,
 )
 from referee.series import (
     BotSlot,
@@ -493,3 +494,47 @@ def _unplayed(
         ruleset=CLASSIC_RULESET,
         seats=len(names),
     )
+
+
+def table_problems(record: GameRecord) -> list[str]:
+    """Replay a classic-table record from its deal and list every way it disagrees with the
+    rules: moves by the wrong seat or illegal, a forfeit recorded after the end, or an
+    ending, loser or pairwise result the rules do not give."""
+    problems: list[str] = []
+    try:
+        game = ClassicGame.from_deck(
+            list(record.deck), record.dealer, players=record.seats, turn_limit=record.turn_limit
+        )
+    except RulesError as exc:
+        return [f"stored deal is invalid: {exc}"]
+    for number, move in enumerate(record.moves, start=1):
+        if game.over:
+            problems.append(f"move {number} ({move.action!r}) comes after the end of the game")
+            break
+        if move.seat != game.to_move:
+            problems.append(f"move {number} is recorded for seat {move.seat}, not {game.to_move}")
+        try:
+            game.play(move.action)
+        except RulesError as exc:
+            problems.append(f"move {number}: {exc}")
+            break
+    ending = record.ending
+    if ending in (GameEndReason.VOID, GameEndReason.DOUBLE_FORFEIT):
+        if ending is GameEndReason.DOUBLE_FORFEIT and record.moves:
+            problems.append("moves are recorded for a game nobody started")
+        return problems
+    if record.forfeit is not None:
+        if game.over:
+            problems.append("the game is over by the rules, yet a forfeit is recorded")
+        return problems
+    if not game.over:
+        return [*problems, "the recorded moves do not finish the game"]
+    if game.reason is None or GameEndReason.from_rules(game.reason) is not ending:
+        problems.append(f"replay ends by {game.reason!r}, the record says {ending.value!r}")
+    if game.loser != record.loser:
+        problems.append(f"replay gives loser {game.loser!r}, the record {record.loser!r}")
+    if sorted(game.pairwise_results()) != sorted(record.pairwise):
+        problems.append(
+            f"replay gives pairwise {game.pairwise_results()!r}, the record {record.pairwise!r}"
+        )
+    return problems
