@@ -5,6 +5,7 @@ leaderboard from the CLI and its replays on the web page in a real Chromium.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -149,7 +150,7 @@ def test_every_seating_plays_its_games_once_and_every_game_replays(
                     check = verify(stored_record(g))
                     assert check.ok, (g.id, check.problems)
                 # The loser deals the next game; a game without one keeps the dealer.
-                for a, b in zip(games, games[1:], strict=False):
+                for a, b in itertools.pairwise(games):
                     assert b.dealer == (a.dealer if a.loser_seat is None else a.loser_seat)
     db.close()
 
