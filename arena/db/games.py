@@ -120,13 +120,14 @@ def _validate(record: GameRecord, place: GamePlace) -> None:
         )
     ids = place.seats
     n = record.seats
+    seats = "0 or 1" if n == 2 else f"a seat 0..{n - 1}"
     _check(
         isinstance(ids, tuple) and len(ids) == n and len(set(ids)) == n,
-        f"seats must be {n} different submission ids, got {ids!r}",
+        f"seats must be {'two' if n == 2 else n} different submission ids, got {ids!r}",
     )
     _check(
         type(record.dealer) is int and 0 <= record.dealer < n,
-        f"dealer must be a seat 0..{n - 1}, got {record.dealer!r}",
+        f"dealer must be {seats}, got {record.dealer!r}",
     )
     deck = list(record.deck)
     _check(len(deck) == DECK_SIZE, f"deck must have {DECK_SIZE} cards, got {len(deck)}")
@@ -140,7 +141,7 @@ def _validate(record: GameRecord, place: GamePlace) -> None:
     for move in record.moves:
         _check(
             type(move.seat) is int and 0 <= move.seat < n,
-            f"move seat must be a seat 0..{n - 1}, got {move.seat!r}",
+            f"move seat must be {seats}, got {move.seat!r}",
         )
         _check(
             isinstance(move.action, str) and 0 < len(move.action) <= 200,

@@ -67,20 +67,6 @@ class TournamentConfig:
     """Seats at each table (classic: 2-4); ``games_per_pair`` games per seating."""
 
     def __post_init__(self) -> None:
-        if self.ruleset not in RULESETS:
-            raise ConfigError(f"unknown ruleset {self.ruleset!r}; choose one of {list(RULESETS)}")
-        if self.table_size not in RULESETS[self.ruleset]:
-            raise ConfigError(
-                f"the {self.ruleset} ruleset seats {list(RULESETS[self.ruleset])} players, "
-                f"got a table size of {self.table_size!r}"
-            )
-        if self.ruleset != "default" and self.format is not SeriesFormat.STANDARD:
-            raise ConfigError(f"the {self.ruleset} ruleset plays the standard format only")
-        if len(self.bots) < self.table_size:
-            raise ConfigError(
-                f"a table of {self.table_size} needs at least {self.table_size} bots, "
-                f"got {len(self.bots)}"
-            )
         if not self.name.strip():
             raise ConfigError("the tournament needs a name")
         if len(self.bots) < 2:
@@ -100,6 +86,20 @@ class TournamentConfig:
             raise ConfigError(f"turn limit must be >= 1, got {self.turn_limit}")
         if not 0 <= self.seed < 2**62:
             raise ConfigError(f"seed must be an integer in [0, 2**62), got {self.seed}")
+        if self.ruleset not in RULESETS:
+            raise ConfigError(f"unknown ruleset {self.ruleset!r}; choose one of {list(RULESETS)}")
+        if self.table_size not in RULESETS[self.ruleset]:
+            raise ConfigError(
+                f"the {self.ruleset} ruleset seats {list(RULESETS[self.ruleset])} players, "
+                f"got a table size of {self.table_size!r}"
+            )
+        if self.ruleset != "default" and self.format is not SeriesFormat.STANDARD:
+            raise ConfigError(f"the {self.ruleset} ruleset plays the standard format only")
+        if len(self.bots) < self.table_size:
+            raise ConfigError(
+                f"a table of {self.table_size} needs at least {self.table_size} bots, "
+                f"got {len(self.bots)}"
+            )
         if self.sandbox.backend not in BACKENDS:
             raise ConfigError(
                 f"unknown sandbox backend {self.sandbox.backend!r}; choose one of {BACKENDS}"
