@@ -217,6 +217,7 @@ def lean_referee_decision(addresses: list[str], games: int, seed: str, pids: lis
                     assert isinstance(data, bytes)
                     reply = decode_bot_message(data)
                     assert isinstance(reply, Decision)
+                    assert isinstance(reply.action, str | Action)
                     action = Action.parse(reply.action)
                     assert action in view.legal_actions
                     game.play(action)

@@ -21,8 +21,13 @@ from arena.db import (
     game_outcomes,
     get_series,
     get_submission,
+    get_tournament,
     pair_counts,
     save_rating_snapshot,
+    table_forfeit_counts,
+    table_games,
+    table_outcomes,
+    table_pair_counts,
 )
 from arena.db import bot_of as _bot_of
 from leaderboard.ratings import (
@@ -133,13 +138,50 @@ class Leaderboard:
         }
 
 
+def board_kind(
+    *, session: Session, tournament_id: int | None, ruleset: str | None, table_size: int | None
+) -> tuple[str, int]:
+    """(ruleset, table size) of a leaderboard: as asked, else the tournament's, else the
+    default two-player game."""
+    if ruleset is None and tournament_id is not None:
+        config = get_tournament(tournament_id, session=session).config
+        ruleset = str(config.get("ruleset", "default"))
+        table_size = table_size or int(config.get("table_size", 2))
+    ruleset = ruleset or "default"
+    return ruleset, table_size or 2
+
+
 def standings(
-    *, session: Session, tournament_id: int | None = None, offset: float = DEFAULT_OFFSET
+    *,
+    session: Session,
+    tournament_id: int | None = None,
+    offset: float = DEFAULT_OFFSET,
+    ruleset: str | None = None,
+    table_size: int | None = None,
 ) -> Leaderboard:
     """The leaderboard of one tournament, or of every counted game when ``tournament_id`` is
     None. Ratings of record come from a batch BayesElo fit (order-independent); Elo replays
-    the games in the order they finished."""
-    counts = pair_counts(session=session, tournament_id=tournament_id)
+    the games in the order they finished.
+
+    One leaderboard per ruleset and table size (``ruleset``/``table_size``; by default the
+    tournament's, or the default game). A classic table's games enter as their pairwise
+    record (rules-classic.md): each pair of seats with a result is one game of the fit, every
+    other pair of a game a draw; W/D/L count those pairwise results.
+    """
+    kind = board_kind(
+        session=session, tournament_id=tournament_id, ruleset=ruleset, table_size=table_size
+    )
+    if kind == ("default", 2):
+        counts = pair_counts(session=session, tournament_id=tournament_id)
+        outcomes = game_outcomes(session=session, tournament_id=tournament_id)
+        forfeits = forfeit_counts(session=session, tournament_id=tournament_id)
+    else:
+        played = table_games(
+            session=session, ruleset=kind[0], players=kind[1], tournament_id=tournament_id
+        )
+        counts = table_pair_counts(played)
+        outcomes = table_outcomes(played)
+        forfeits = table_forfeit_counts(played)
     mapping = {
         (str(c.first_submission_id), str(c.second_submission_id)): (c.wins, c.draws, c.losses)
         for c in counts
@@ -161,10 +203,8 @@ def standings(
         except RatingsError as exc:
             note = f"no rating fit: {exc}"
     wins, draws, losses = table.player_totals()
-    outcomes = game_outcomes(session=session, tournament_id=tournament_id)
     elo = {r.name: r for r in elo_ratings(_rated(o) for o in outcomes)}
-    forfeits = forfeit_counts(session=session, tournament_id=tournament_id)
-    pairs = _deal_pairs(outcomes, session=session)
+    pairs = _deal_pairs(outcomes, session=session) if kind == ("default", 2) else None
     paired: dict[str, float] = {}
     if pairs is not None and fit is not None:
         try:

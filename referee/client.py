@@ -30,6 +30,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from referee.protocol.messages import (
     MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
+    AnyAction,
+    AnyView,
     BotError,
     BotMessage,
     Clock,
@@ -44,7 +46,6 @@ from referee.protocol.messages import (
 )
 from referee.protocol.wire import PLAY_PATH, SERVICE, MalformedMessageError, decode_bot_message
 from referee.protocol.wire import encode_referee_message as _encode
-from referee.rules import Action, View
 
 T = TypeVar("T")
 
@@ -114,7 +115,7 @@ class UnexpectedReplyError(MalformedReplyError):
 class Reply:
     """A bot's decision and the seconds from sending the request to receiving the reply."""
 
-    action: str | Action
+    action: str | AnyAction
     """Text as the bot sent it, or the action it sent in structured form (checked by the
     engine's legality gate, not here)."""
     elapsed: float
@@ -404,6 +405,13 @@ class BotClient:
                 f"(upgrade the bot's SDK: {message.sdk or 'unknown SDK'})",
                 repr(message),
             )
+        if not message.plays(handshake.ruleset):
+            raise IncompatibleProtocolError(
+                f"bot {message.name!r} {message.version} plays the rulesets "
+                f"{list(message.rulesets or ('default',))}, not {handshake.ruleset!r} "
+                f"(its Bot class must list {handshake.ruleset!r} in `rulesets`)",
+                repr(message),
+            )
         return message
 
     def send(self, message: RefereeMessage, timeout: float = SEND_TIMEOUT) -> None:
@@ -425,7 +433,7 @@ class BotClient:
                 found.append(message)
         return found
 
-    def decide(self, view: View, clock: Clock, *, game_number: int, timeout: float) -> Reply:
+    def decide(self, view: AnyView, clock: Clock, *, game_number: int, timeout: float) -> Reply:
         """Ask for a decision and wait at most ``timeout`` seconds for the reply.
 
         Raises BotTimeoutError, MalformedReplyError, UnexpectedReplyError (a message that
@@ -557,6 +565,6 @@ class RemotePlayer:
         """A message that gets no reply."""
         self.client.send(message)
 
-    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
+    def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
         """The bot's reply within ``timeout`` seconds; raises BotFault."""
         return self.client.decide(view, clock, game_number=game_number, timeout=timeout)

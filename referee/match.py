@@ -15,6 +15,7 @@ from typing import Protocol
 
 from referee.client import BotFault, Reply
 from referee.protocol.messages import (
+    AnyView,
     Clock,
     GameEnd,
     GameEndReason,
@@ -26,7 +27,7 @@ from referee.protocol.messages import (
     TimeControl,
 )
 from referee.record import Forfeit, GameRecord, Move, clip
-from referee.rules import Card, Game, IllegalActionError, InvalidActionError, View
+from referee.rules import Action, Card, Game, IllegalActionError, InvalidActionError
 from referee.timecontrol import GameClock
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class Player(Protocol):
         """A message that gets no reply; raises BotFault."""
         ...
 
-    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
+    def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
         """The bot's action for ``view`` within ``timeout`` seconds; raises BotFault."""
         ...
 
@@ -144,7 +145,10 @@ def _one_move(
         detail = f"replied after {reply.elapsed:.3f}s; the limit was {timeout:.3f}s"
         raise _forfeit(seat, GameEndReason.TIMEOUT, sent, detail)
     try:  # the engine's one legality gate: parse, check, play
-        action = game.play(reply.action)
+        # A classic action's text is never an action of this game: the gate says why.
+        action = game.play(
+            reply.action if isinstance(reply.action, str | Action) else str(reply.action)
+        )
     except InvalidActionError as exc:
         raise _forfeit(seat, GameEndReason.MALFORMED_REPLY, sent, str(exc)) from None
     except IllegalActionError as exc:

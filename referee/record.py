@@ -4,6 +4,11 @@ A :class:`GameRecord` is complete enough to replay and verify the game: the deal
 with the time the bot took, how it ended (one :class:`GameEndReason`), the forfeit (offender,
 what it sent, why) or the void reason as separate fields, and the automatic final cover of a
 drawn game as a field of its own (it is not a move: no bot played it).
+
+The same record holds a game of the classic table (``ruleset="classic"``, 2-4 ``seats``): its
+``loser`` and its ``pairwise`` results (rules-classic.md: each winner beats the loser; at the
+turn limit every seat that is out beats every seat still holding cards) are fields; ``winner``
+is the other seat at a table of two and ``None`` at a larger table.
 """
 
 from __future__ import annotations
@@ -67,14 +72,33 @@ class GameRecord:
     drawn by the final answer (rules.md); not a move."""
     void_reason: str = ""
     referee_version: str = REFEREE_VERSION
-    players: tuple[str, str] = field(default=("", ""))
-    """Names (or submission ids) at seats 0 and 1."""
+    players: tuple[str, ...] = field(default=("", ""))
+    """Names (or submission ids) at seats 0 and 1 (and 2, 3 at a table)."""
     started: float = 0.0
     """Wall-clock start (seconds since the epoch)."""
     finished: float = 0.0
     """Wall-clock end (seconds since the epoch)."""
+    ruleset: str = "default"
+    """``default`` (rules.md) or ``classic`` (rules-classic.md)."""
+    seats: int = 2
+    """Seats at the table (2 for the default game)."""
+    loser: int | None = None
+    """Classic table: the seat that lost (the last holder or the offender); ``None`` on a draw,
+    at the turn limit, after a double forfeit and in a voided game. Unused (None) by the
+    default game, whose loser is ``1 - winner``."""
+    pairwise: tuple[tuple[int, int], ...] = ()
+    """Classic table: the game as (winning seat, losing seat) pairs ([ruling] of the rules
+    page); empty for the default game (see :meth:`pair_results`)."""
 
     def __post_init__(self) -> None:
+        if self.ruleset != "default":
+            self._check_table()
+            return
+        if self.seats != 2 or self.loser is not None or self.pairwise:
+            raise ValueError(
+                f"a default-ruleset game has 2 seats and no loser/pairwise fields, got seats="
+                f"{self.seats!r} loser={self.loser!r} pairwise={self.pairwise!r}"
+            )
         if (self.forfeit is not None) != self.ending.is_forfeit:
             raise ValueError(f"ending {self.ending.value!r} with forfeit {self.forfeit!r}")
         if self.forfeit is not None and self.forfeit.reason is not self.ending:
@@ -86,6 +110,8 @@ class GameRecord:
                 f"seat {self.forfeit.seat} forfeited, so seat {1 - self.forfeit.seat} wins,"
                 f" not {self.winner!r}"
             )
+        if self.ending in (GameEndReason.LAST_HOLDER, GameEndReason.ALL_OUT):
+            raise ValueError(f"{self.ending.value!r} is an ending of the classic table only")
         if self.ending is GameEndReason.OUT and self.winner is None:
             raise ValueError(f"a game won by going out needs a winner, got {self.winner!r}")
         if self.ending in _NO_WINNER and self.winner is not None:
@@ -96,6 +122,70 @@ class GameRecord:
                 f" answer, and only to it; this game ended by {self.ending.value!r}"
             )
 
+    def _check_table(self) -> None:
+        """The invariants of a classic-table record (see the class docstring)."""
+        if self.ruleset != "classic" or self.seats not in (2, 3, 4):
+            raise ValueError(f"unknown table: ruleset {self.ruleset!r} with {self.seats!r} seats")
+        if len(self.players) != self.seats:
+            raise ValueError(f"{self.seats} seats need {self.seats} names, got {self.players!r}")
+        if not 0 <= self.dealer < self.seats:
+            raise ValueError(f"dealer {self.dealer!r} is not a seat of a {self.seats}-seat table")
+        if self.ending in _DEFAULT_ONLY or self.final_cover is not None:
+            raise ValueError(f"the classic table has no {self.ending.value!r} ending/final cover")
+        if (self.forfeit is not None) != self.ending.is_forfeit:
+            raise ValueError(f"ending {self.ending.value!r} with forfeit {self.forfeit!r}")
+        if (self.ending is GameEndReason.VOID) != bool(self.void_reason):
+            raise ValueError(f"ending {self.ending.value!r} with void reason {self.void_reason!r}")
+        others = (
+            ()
+            if self.loser is None
+            else tuple((s, self.loser) for s in range(self.seats) if s != self.loser)
+        )
+        if self.forfeit is not None and self.loser != self.forfeit.seat:
+            raise ValueError(f"seat {self.forfeit.seat} forfeited, so it loses, not {self.loser}")
+        if self.ending is GameEndReason.LAST_HOLDER and self.loser is None:
+            raise ValueError("a game lost by the last holder needs its loser")
+        if self.loser is not None and not 0 <= self.loser < self.seats:
+            raise ValueError(f"loser {self.loser!r} is not a seat of a {self.seats}-seat table")
+        if self.ending is GameEndReason.TURN_LIMIT:
+            winners = {w for w, _ in self.pairwise}
+            losers = {x for _, x in self.pairwise}
+            if (
+                self.loser is not None
+                or winners & losers
+                or not winners | losers <= set(range(self.seats))
+            ):
+                raise ValueError(f"inconsistent turn-limit results {self.pairwise!r}")
+        elif tuple(sorted(self.pairwise)) != others:
+            raise ValueError(f"pairwise results {self.pairwise!r} must be {others!r}")
+        expected = 1 - self.loser if self.seats == 2 and self.loser is not None else None
+        if self.ending is GameEndReason.TURN_LIMIT and self.seats == 2 and self.pairwise:
+            expected = self.pairwise[0][0]
+        if self.winner != expected:
+            raise ValueError(f"winner must be {expected!r} at this table, got {self.winner!r}")
+
+    def pair_results(self) -> tuple[tuple[int, int], ...]:
+        """The counted game as (winning seat, losing seat) pairs: the one source of ratings.
+
+        The default game: its winner beats the other seat (nothing on a draw). The classic
+        table: :attr:`pairwise`. A voided game has none.
+        """
+        if self.voided:
+            return ()
+        if self.ruleset != "default":
+            return self.pairwise
+        return () if self.winner is None else ((self.winner, 1 - self.winner),)
+
+    def outcome(self, seat: int) -> str:
+        """``win``, ``loss`` or ``draw`` of ``seat`` in a counted game: a loss when it lost
+        to anyone, a win when it beat someone and lost to nobody, else a draw."""
+        pairs = self.pair_results()
+        if any(x == seat for _, x in pairs):
+            return "loss"
+        if any(w == seat for w, _ in pairs):
+            return "win"
+        return "draw"
+
     @property
     def voided(self) -> bool:
         """An infrastructure failure: the game does not count and is replayed with this deal."""
@@ -103,10 +193,15 @@ class GameRecord:
 
     def score(self, seat: int) -> float:
         """1 for a win, ½ for a draw, 0 for a loss (from ``seat``'s side)."""
+        if self.ruleset != "default":
+            return {"win": 1.0, "draw": 0.5, "loss": 0.0}[self.outcome(seat)]
         if self.winner is None:
             return 0.5
         return 1.0 if self.winner == seat else 0.0
 
+
+_DEFAULT_ONLY: Final = frozenset({GameEndReason.OUT, GameEndReason.DRAW_BY_FINAL_ANSWER})
+"""Endings of the default game only."""
 
 _NO_WINNER: Final = frozenset(
     {

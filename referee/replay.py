@@ -26,7 +26,12 @@ def verify(record: GameRecord) -> Verification:
     can happen any time); a finished game must end exactly as stored (winner, reason,
     automatic final cover); a double forfeit has no moves and is a draw.
     """
-    problems: list[str] = []
+    if record.ruleset != "default":  # a classic table: replayed by its own engine
+        from referee.table import table_problems
+
+        problems = table_problems(record)
+        return Verification(not problems, problems, None)
+    problems = []
     try:
         game = Game.from_deck(list(record.deck), record.dealer, turn_limit=record.turn_limit)
     except RulesError as exc:

@@ -24,7 +24,7 @@ from referee.protocol.messages import (
     TimeControl,
 )
 from referee.record import REFEREE_VERSION, Forfeit, GameRecord, clip
-from referee.rules import DEFAULT_TURN_LIMIT, Card, shuffled_deck
+from referee.rules import DEFAULT_RULESET, DEFAULT_TURN_LIMIT, RULESETS, Card, shuffled_deck
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,20 @@ class SeriesConfig:
     turn_limit: int = DEFAULT_TURN_LIMIT
     max_attempts: int = 3
     """How many times a game voided by an infrastructure failure is tried before giving up."""
+    ruleset: str = DEFAULT_RULESET
+    """``default`` (two players, :func:`run_series`) or ``classic`` (a table of ``players``
+    seats, :func:`referee.table.run_table_series`)."""
+    players: int = 2
+    """Seats at the table."""
 
     def __post_init__(self) -> None:
+        if self.ruleset not in RULESETS or self.players not in RULESETS[self.ruleset]:
+            raise SeriesConfigError(
+                f"unknown ruleset {self.ruleset!r} or table size {self.players!r} "
+                f"(known: {dict(RULESETS)})"
+            )
+        if self.ruleset != DEFAULT_RULESET and self.format is SeriesFormat.DUPLICATE:
+            raise SeriesConfigError(f"the {self.ruleset} ruleset plays the standard format only")
         if type(self.games) is not int or self.games < 1:
             raise SeriesConfigError(f"a series needs at least one game, got {self.games!r}")
         if self.format is SeriesFormat.DUPLICATE and self.games % 2:

@@ -22,11 +22,23 @@ from referee.protocol.messages import (
     SeriesScore,
     TimeControl,
 )
-from referee.rules import Action, ActionKind, Card, Game, Rank, Suit, View
+from referee.rules import (
+    Action,
+    ActionKind,
+    Card,
+    ClassicAction,
+    ClassicActionKind,
+    ClassicGame,
+    ClassicView,
+    Game,
+    Rank,
+    Suit,
+    View,
+)
 from sdk.bot import Bot, GameContext, GameResult, SeriesInfo
 from sdk.server import BotServer, serve
-from sdk.sim import sample_game, sample_hidden
-from sdk.tracker import CardTracker
+from sdk.sim import sample_game, sample_hidden, sample_table_game, sample_table_hidden
+from sdk.tracker import CardTracker, TableTracker
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -36,6 +48,10 @@ __all__ = [
     "BotServer",
     "Card",
     "CardTracker",
+    "ClassicAction",
+    "ClassicActionKind",
+    "ClassicGame",
+    "ClassicView",
     "Clock",
     "Game",
     "GameContext",
@@ -45,9 +61,12 @@ __all__ = [
     "SeriesInfo",
     "SeriesScore",
     "Suit",
+    "TableTracker",
     "TimeControl",
     "View",
     "sample_game",
     "sample_hidden",
+    "sample_table_game",
+    "sample_table_hidden",
     "serve",
 ]

@@ -7,8 +7,15 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from referee.protocol.messages import Clock, GameEndReason, GameStart, SeriesScore, TimeControl
-from referee.rules import Action, Card, View
+from referee.protocol.messages import (
+    AnyView,
+    Clock,
+    GameEndReason,
+    GameStart,
+    SeriesScore,
+    TimeControl,
+)
+from referee.rules import Action, Card, ClassicAction, ClassicView, View
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,33 +27,51 @@ class SeriesInfo:
     time_control: TimeControl
     referee_version: str
     protocol_version: int
+    ruleset: str = "default"
+    """``default`` (two players: :meth:`Bot.act`) or ``classic`` (a table: ``act_table``)."""
+    players: int = 2
+    """Seats at the table."""
+    seat_names: tuple[str, ...] = ()
+    """Tables: every seat's bot name, seat 0 first."""
+    seat: int = 0
+    """Tables: this bot's seat for the whole series."""
 
 
 GameContext = GameStart
 """The game about to be played (see ``Bot.on_game_start``): the referee's ``GameStart``, with
 ``game_number`` (1-based), ``seat``, ``dealer``, ``score``, ``opponent_name``,
-``time_control`` and ``turn_limit``."""
+``time_control``, ``turn_limit``, ``ruleset``, ``players`` and ``seat_names``."""
 
 
 @dataclass(frozen=True, slots=True)
 class GameResult:
     """How a game ended, for ``Bot.on_game_end``. ``deck`` is the full deal (top first) when
-    the referee reveals it, else empty; ``score`` already counts this game."""
+    the referee reveals it, else empty; ``score`` already counts this game. At a table,
+    ``loser`` is the seat that lost (``winner`` is ``None`` when more than two sit)."""
 
     game_number: int
     seat: int
     winner: int | None
     reason: GameEndReason
     detail: str
-    view: View | None
+    view: AnyView | None
     deck: tuple[Card, ...]
     score: SeriesScore
+    loser: int | None = None
 
     @property
     def result(self) -> Literal["win", "loss", "draw", "void"]:
-        """This bot's result."""
+        """This bot's result (at the turn limit of a table: a win when this seat was out
+        and another was not, a loss when it was not out and another was)."""
         if self.reason is GameEndReason.VOID:
             return "void"
+        if isinstance(self.view, ClassicView):
+            if self.loser is not None:
+                return "loss" if self.loser == self.seat else "win"
+            out = self.view.out
+            if self.reason is GameEndReason.TURN_LIMIT and any(out) and not all(out):
+                return "win" if out[self.seat] else "loss"
+            return "draw"
         if self.winner is None:
             return "draw"
         return "win" if self.winner == self.seat else "loss"
@@ -62,6 +87,9 @@ class Bot(ABC):
 
     name: ClassVar[str] = ""
     version: ClassVar[str] = ""
+    rulesets: ClassVar[tuple[str, ...]] = ("default",)
+    """The rulesets this bot plays (told to the referee at the handshake): add ``"classic"``
+    and implement :meth:`act_table` to sit at a classic table."""
 
     series: SeriesInfo | None = None
     context: GameContext | None = None
@@ -71,6 +99,14 @@ class Bot(ABC):
     @abstractmethod
     def act(self, view: View) -> Action | str:
         """Choose one of ``view.legal_actions`` (an :class:`Action` or its canonical text)."""
+
+    def act_table(self, view: ClassicView) -> ClassicAction | str:
+        """At a classic table: choose one of ``view.legal_actions`` (a ClassicAction or its
+        text). Only called when :attr:`rulesets` lists ``"classic"``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not play the classic table (implement act_table and "
+            "add 'classic' to rulesets)"
+        )
 
     def on_handshake(self, series: SeriesInfo) -> None:  # noqa: B027 - optional hook, empty by design
         """Called once when the referee connects, before the first game."""

@@ -20,7 +20,7 @@ from referee.protocol.messages import (
     RefereeMessage,
     Shutdown,
 )
-from referee.rules import Action
+from referee.rules import Action, ClassicAction, ClassicView
 from sdk.bot import Bot, GameResult, SeriesInfo
 
 SDK_VERSION = "kryt-sdk-python 0.1.0"
@@ -54,13 +54,17 @@ class BotDriver:
         match message:
             case DecisionRequest():
                 bot.start_move(message.clock, received_at)
-                choice = bot.act(message.view)
-                if isinstance(choice, Action):
+                view = message.view
+                choice: object = (
+                    bot.act_table(view) if isinstance(view, ClassicView) else bot.act(view)
+                )
+                if isinstance(choice, Action | ClassicAction):
                     text = str(choice)
                 elif isinstance(choice, str):
                     text = choice
                 else:
-                    return BotError(f"act() returned {choice!r}; expected an Action or its text")
+                    hook = "act_table" if isinstance(view, ClassicView) else "act"
+                    return BotError(f"{hook}() returned {choice!r}; expected an action or its text")
                 return Decision(request_id=message.request_id, action=text)
             case Handshake():
                 if message.protocol_version != PROTOCOL_VERSION:
@@ -75,6 +79,10 @@ class BotDriver:
                     time_control=message.time_control,
                     referee_version=message.referee_version,
                     protocol_version=message.protocol_version,
+                    ruleset=message.ruleset,
+                    players=message.players,
+                    seat_names=message.seat_names,
+                    seat=message.seat,
                 )
                 bot.on_handshake(bot.series)
                 return HandshakeReply(
@@ -82,6 +90,7 @@ class BotDriver:
                     name=self.name,
                     version=self.version,
                     sdk=SDK_VERSION,
+                    rulesets=tuple(bot.rulesets),
                 )
             case GameStart():
                 self._seat = message.seat
@@ -100,6 +109,7 @@ class BotDriver:
                         view=message.view,
                         deck=message.deck,
                         score=message.score,
+                        loser=message.loser,
                     )
                 )
                 bot.context = None

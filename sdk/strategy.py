@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from referee.rules import Action, ActionKind, Card, Suit
+from referee.rules import Action, ActionKind, Card, ClassicAction, ClassicActionKind, Suit
 
 
 def card_value(card: Card, trump: Suit) -> int:
@@ -41,3 +41,22 @@ def greedy_action(actions: Sequence[Action], trump: Suit) -> Action:
     if not actions:
         raise ValueError("greedy_action needs at least one legal action, got none")
     return min(actions, key=lambda a: greedy_key(a, trump))
+
+
+def table_key(action: ClassicAction, trump: Suit) -> tuple[int, int, int, int]:
+    """Sort key of :func:`greedy_table_action` (smaller is better)."""
+    if action.kind is ClassicActionKind.TAKE:
+        return (2, 0, 0, 0)
+    if action.kind is ClassicActionKind.COVER:
+        return (0, sum(card_value(c, trump) for c in action.covers), 0, 0)
+    first, rank = lead_key(action.led[0], trump)
+    return (1, first, rank, -len(action.led))  # several cards of a low rank at once
+
+
+def greedy_table_action(actions: Sequence[ClassicAction], trump: Suit) -> ClassicAction:
+    """The classic table's greedy choice: cover whenever possible with the cheapest cards
+    (keeping trumps), lead the lowest non-trump rank with every card of it, take only when
+    nothing covers."""
+    if not actions:
+        raise ValueError("greedy_table_action needs at least one legal action, got none")
+    return min(actions, key=lambda a: table_key(a, trump))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from referee.rules import Card, View
+from referee.rules import Card, ClassicView, View
 
 
 class InconsistentViewError(ValueError):
@@ -74,3 +74,56 @@ class CardTracker:
         """True when a card the opponent is known to hold covers ``card``."""
         trump = self.view.trump
         return any(c.covers(card, trump) for c in self.view.opponent_known)
+
+
+@dataclass(frozen=True, slots=True)
+class TableTracker:
+    """Card knowledge of one seat at a classic table (:class:`ClassicView`).
+
+    Seen: my hand, the led cards, the discard (public), the face-up trump and the cards each
+    other seat is known to hold. Everything else is *unseen*: in another seat's hidden cards
+    or in the stock, equally likely as far as the view tells.
+    """
+
+    view: ClassicView
+    unseen: frozenset[Card]
+    hidden: tuple[int, ...]
+    """Per seat: how many of its cards are unknown to this seat (0 for this seat)."""
+
+    @classmethod
+    def from_view(cls, view: ClassicView) -> TableTracker:
+        """The tracker of ``view``; raises :class:`InconsistentViewError` if counts disagree."""
+        seen = set(view.hand) | set(view.led) | set(view.discard)
+        for seat, cards in enumerate(view.known):
+            if seat != view.seat:
+                seen |= set(cards)
+        if view.face_up is not None:
+            seen.add(view.face_up)
+        unseen = frozenset(c for c in Card.all() if c not in seen)
+        hidden = tuple(
+            0 if s == view.seat else view.hand_sizes[s] - len(view.known[s])
+            for s in range(view.players)
+        )
+        stock = view.stock_count - (1 if view.face_up is not None else 0)
+        if min(hidden, default=0) < 0 or stock < 0 or len(unseen) != sum(hidden) + stock:
+            raise InconsistentViewError(
+                f"table view of seat {view.seat} does not add up: {len(unseen)} unseen cards "
+                f"but {list(hidden)} hidden in hands and {stock} in the stock"
+            )
+        return cls(view=view, unseen=unseen, hidden=hidden)
+
+    @property
+    def stock_hidden_count(self) -> int:
+        """How many stock cards are face down (the face-up trump is known)."""
+        return self.view.stock_count - (1 if self.view.face_up is not None else 0)
+
+    def possible_cards(self, seat: int) -> frozenset[Card]:
+        """Every card ``seat`` may hold: its known cards plus the unseen ones."""
+        if seat == self.view.seat:
+            return frozenset(self.view.hand)
+        return self.unseen | frozenset(self.view.known[seat])
+
+    def may_cover(self, seat: int, card: Card) -> bool:
+        """True when ``seat`` may hold a card covering ``card``."""
+        trump = self.view.trump
+        return any(c.covers(card, trump) for c in self.possible_cards(seat))

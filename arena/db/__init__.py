@@ -92,6 +92,13 @@ from arena.db.results import (
     pair_counts,
     series_tallies,
 )
+from arena.db.table_results import (
+    TableGame,
+    table_forfeit_counts,
+    table_games,
+    table_outcomes,
+    table_pair_counts,
+)
 from arena.db.tournaments import (
     add_series,
     create_tournament,
@@ -141,6 +148,7 @@ __all__ = [
     "SubmissionArchive",
     "SubmissionStatus",
     "SubmitResult",
+    "TableGame",
     "Tournament",
     "TournamentSpec",
     "TournamentStatus",
@@ -186,6 +194,10 @@ __all__ = [
     "stored_record",
     "submission_labels",
     "submit",
+    "table_forfeit_counts",
+    "table_games",
+    "table_outcomes",
+    "table_pair_counts",
     "unfinished_series",
     "void_game",
 ]

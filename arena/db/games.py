@@ -35,13 +35,14 @@ class GamePlace:
     """Where a game belongs: its series, number and attempt, and who sat where.
 
     ``number`` is the game's index in its series; ``attempt`` starts at 1 and grows each
-    time a voided game is replayed; ``seats[s]`` is the submission that played seat ``s``.
+    time a voided game is replayed; ``seats[s]`` is the submission that played seat ``s``
+    (two seats, or 2-4 at a classic table).
     """
 
     series_id: int
     number: int
     attempt: int
-    seats: tuple[int, int]
+    seats: tuple[int, ...]
 
 
 def record_game(record: GameRecord, place: GamePlace, *, session: Session) -> RecordResult:
@@ -56,7 +57,13 @@ def record_game(record: GameRecord, place: GamePlace, *, session: Session) -> Re
     values = _game_values(record, place)
     series = get_or_raise(session, Series, place.series_id, "series")
     pair = {series.submission_a_id, series.submission_b_id}
-    if set(place.seats) != pair:
+    if series.seats is not None:
+        if list(place.seats) != list(series.seats):
+            raise InvalidRecordError(
+                f"seat submissions {place.seats} do not match series {series.id}, whose "
+                f"table seats submissions {series.seats} in that order"
+            )
+    elif set(place.seats) != pair:
         raise InvalidRecordError(
             f"seat submissions {place.seats} do not match series "
             f"{series.id}, which is between submissions {sorted(pair)}"
@@ -112,11 +119,16 @@ def _validate(record: GameRecord, place: GamePlace) -> None:
             f"{name} must be a non-negative integer (attempt >= 1), got {value!r}",
         )
     ids = place.seats
+    n = record.seats
+    seats = "0 or 1" if n == 2 else f"a seat 0..{n - 1}"
     _check(
-        isinstance(ids, tuple) and len(ids) == 2 and ids[0] != ids[1],
-        f"seats must be two different submission ids, got {ids!r}",
+        isinstance(ids, tuple) and len(ids) == n and len(set(ids)) == n,
+        f"seats must be {'two' if n == 2 else n} different submission ids, got {ids!r}",
     )
-    _check(record.dealer in (0, 1), f"dealer must be 0 or 1, got {record.dealer!r}")
+    _check(
+        type(record.dealer) is int and 0 <= record.dealer < n,
+        f"dealer must be {seats}, got {record.dealer!r}",
+    )
     deck = list(record.deck)
     _check(len(deck) == DECK_SIZE, f"deck must have {DECK_SIZE} cards, got {len(deck)}")
     bad = [c for c in deck if not isinstance(c, str) or CARD_RE.fullmatch(c) is None]
@@ -127,7 +139,10 @@ def _validate(record: GameRecord, place: GamePlace) -> None:
         f"turn_limit must be a positive integer, got {record.turn_limit!r}",
     )
     for move in record.moves:
-        _check(move.seat in (0, 1), f"move seat must be 0 or 1, got {move.seat!r}")
+        _check(
+            type(move.seat) is int and 0 <= move.seat < n,
+            f"move seat must be {seats}, got {move.seat!r}",
+        )
         _check(
             isinstance(move.action, str) and 0 < len(move.action) <= 200,
             f"move action must be text of 1 to 200 characters, got {move.action!r}",
@@ -160,18 +175,21 @@ def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
     _validate(record, place)
     forfeit = record.forfeit
     started = record.started or record.finished
+    table = record.ruleset != "default"
     if record.voided:
         result = None
-    elif record.winner is None:
-        result = GameResult.DRAW.value
-    else:
+    elif record.winner is not None:
         result = GameResult.win_for(record.winner).value
+    elif table and record.pairwise:
+        result = TABLE_RESULT
+    else:
+        result = GameResult.DRAW.value
     return {
         "series_id": place.series_id,
         "number": place.number,
         "attempt": place.attempt,
         "dealer": record.dealer,
-        "first_mover": 1 - record.dealer,
+        "first_mover": (record.dealer + 1) % record.seats,
         "turn_limit": record.turn_limit,
         "deck": list(record.deck),
         "actions": [
@@ -190,10 +208,19 @@ def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
         "seat1_submission_id": place.seats[1],
         "started_at": _stamp(started),
         "finished_at": _stamp(max(record.finished, started)),
+        "ruleset": record.ruleset,
+        "players": record.seats,
+        "seats": list(place.seats) if table else None,
+        "loser_seat": record.loser,
+        "pairwise": [list(p) for p in record.pairwise] if table else None,
     }
 
 
-def stored_record(game: Game, players: tuple[str, str] = ("", "")) -> GameRecord:
+TABLE_RESULT = "table"
+"""``games.result`` of a table game with pairwise results (see ``games.pairwise``)."""
+
+
+def stored_record(game: Game, players: tuple[str, ...] | None = None) -> GameRecord:
     """A stored game as the referee's one record (for replay, verification and resumption).
 
     A game voided after it was recorded (:func:`void_game`) comes back with the ``VOID``
@@ -206,7 +233,7 @@ def stored_record(game: Game, players: tuple[str, str] = ("", "")) -> GameRecord
         raise InvalidRecordError(f"game {game.id} is stored inconsistently: {exc}") from None
 
 
-def _stored_record(game: Game, players: tuple[str, str]) -> GameRecord:
+def _stored_record(game: Game, players: tuple[str, ...] | None) -> GameRecord:
     ending = GameEndReason(game.end_reason)
     forfeit = None
     if game.voided:
@@ -216,6 +243,9 @@ def _stored_record(game: Game, players: tuple[str, str]) -> GameRecord:
             game.forfeit_seat, ending, game.forfeit_input or "", game.forfeit_detail or ""
         )
     winners = {GameResult.SEAT0.value: 0, GameResult.SEAT1.value: 1}
+    table = game.ruleset != "default"
+    names = players if players is not None else ("",) * game.players
+    voided = game.voided
     return GameRecord(
         deck=tuple(game.deck),
         dealer=game.dealer,
@@ -229,9 +259,15 @@ def _stored_record(game: Game, players: tuple[str, str]) -> GameRecord:
         final_cover=game.final_cover,
         void_reason=(game.void_reason or "voided") if game.voided else "",
         referee_version=game.referee_version,
-        players=players,
+        players=names,
         started=game.started_at.timestamp(),
         finished=game.finished_at.timestamp(),
+        ruleset=game.ruleset,
+        seats=game.players,
+        loser=None if voided else game.loser_seat,
+        pairwise=()
+        if voided or not table
+        else tuple((int(w), int(x)) for w, x in game.pairwise or ()),
     )
 
 

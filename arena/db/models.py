@@ -1,8 +1,9 @@
 """Tables of the results database (sqlmodel). Migrations in ``migrations/`` create them.
 
 Statuses, formats and results are stored as the string values of the enums in
-:mod:`arena.db.enums`; seats are 0 and 1. Every change to a table here needs a new
-migration (see ``docs/database.md``).
+:mod:`arena.db.enums`; seats are 0 and 1 in the default game, 0..3 at a classic table (whose
+series and games also list every seat's submission in ``seats``). Every change to a table
+here needs a new migration (see ``docs/database.md``).
 """
 
 from __future__ import annotations
@@ -108,6 +109,11 @@ class Series(SQLModel, table=True):
     status: str = Field(sa_type=String(16))
     started_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    ruleset: str = Field(
+        default="default", sa_type=String(16), sa_column_kwargs={"server_default": "default"}
+    )
+    seats: list[int] | None = Field(default=None, sa_type=JSON)
+    """Classic table: every seat's submission, seat 0 first (a and b are seats 0 and 1)."""
 
 
 class Game(SQLModel, table=True):
@@ -133,15 +139,18 @@ class Game(SQLModel, table=True):
             sqlite_where=text("NOT voided"),
             postgresql_where=text("NOT voided"),
         ),
-        CheckConstraint("dealer IN (0, 1)", name="ck_games_dealer"),
-        CheckConstraint("first_mover IN (0, 1)", name="ck_games_first_mover"),
+        CheckConstraint("dealer >= 0 AND dealer < players", name="ck_games_dealer"),
+        CheckConstraint("first_mover >= 0 AND first_mover < players", name="ck_games_first_mover"),
         CheckConstraint(
-            "result IS NULL OR result IN ('seat0', 'seat1', 'draw')", name="ck_games_result"
+            "result IS NULL OR result IN ('seat0', 'seat1', 'draw', 'table')",
+            name="ck_games_result",
         ),
         CheckConstraint("voided OR result IS NOT NULL", name="ck_games_result_unless_voided"),
         CheckConstraint(
-            "forfeit_seat IS NULL OR forfeit_seat IN (0, 1)", name="ck_games_forfeit_seat"
+            "forfeit_seat IS NULL OR (forfeit_seat >= 0 AND forfeit_seat < players)",
+            name="ck_games_forfeit_seat",
         ),
+        CheckConstraint("players BETWEEN 2 AND 4", name="ck_games_players"),
         CheckConstraint("attempt >= 1", name="ck_games_attempt"),
     )
 
@@ -168,6 +177,21 @@ class Game(SQLModel, table=True):
     started_at: datetime = Field(sa_type=UTCDateTime)
     finished_at: datetime = Field(sa_type=UTCDateTime)
     recorded_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    ruleset: str = Field(
+        default="default",
+        sa_type=String(16),
+        sa_column_kwargs={"server_default": "default"},
+        index=True,
+    )
+    players: int = Field(default=2, sa_column_kwargs={"server_default": "2"}, index=True)
+    """Seats at the table (2 for the default game)."""
+    seats: list[int] | None = Field(default=None, sa_type=JSON)
+    """Classic table: every seat's submission, seat 0 first (seat0/seat1 columns as well)."""
+    loser_seat: int | None = None
+    """Classic table: the seat that lost, if one did."""
+    pairwise: list[list[int]] | None = Field(default=None, sa_type=JSON)
+    """Classic table: the game's (winning seat, losing seat) pairs; ``result`` is ``table``
+    when there are any, else ``draw``."""
 
 
 class RatingSnapshot(SQLModel, table=True):

@@ -106,15 +106,35 @@ class NewSubmission:
 
 @dataclass(frozen=True)
 class SeriesSpec:
-    """One series to create: two submissions, how many games, its seed and format."""
+    """One series to create: two submissions, how many games, its seed and format.
+
+    A series at a classic table names the ruleset and every seat's submission in ``seats``
+    (seat 0 first); its ``submission_a_id`` and ``submission_b_id`` are seats 0 and 1.
+    """
 
     submission_a_id: int
     submission_b_id: int
     games_planned: int
     seed: int
     format: SeriesFormat = SeriesFormat.STANDARD
+    ruleset: str = "default"
+    seats: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        _check(
+            self.ruleset in ("default", "classic"),
+            f"ruleset must be 'default' or 'classic', got {self.ruleset!r}",
+        )
+        if self.ruleset == "default":
+            _check(not self.seats, f"a default-ruleset series has no seats list: {self.seats!r}")
+        else:
+            _check(
+                2 <= len(self.seats) <= 4
+                and len(set(self.seats)) == len(self.seats)
+                and tuple(self.seats[:2]) == (self.submission_a_id, self.submission_b_id),
+                f"a table series seats 2-4 different submissions, seats 0 and 1 being a and b;"
+                f" got seats={self.seats!r}, a={self.submission_a_id}, b={self.submission_b_id}",
+            )
         _check(
             self.submission_a_id != self.submission_b_id,
             f"a series needs two different submissions, got {self.submission_a_id} twice",

@@ -30,7 +30,11 @@ _FIRST_LOST = ((col(Game.result) == "seat1") & (col(Game.first_mover) == 0)) | (
 
 
 def _counted(tournament_id: int | None) -> list[ColumnElement[bool]]:
-    conditions: list[ColumnElement[bool]] = [col(Game.voided).is_(False)]
+    # The default two-player game only: tables are aggregated by arena.db.table_results.
+    conditions: list[ColumnElement[bool]] = [
+        col(Game.voided).is_(False),
+        col(Game.ruleset) == "default",
+    ]
     if tournament_id is not None:
         conditions.append(col(Series.tournament_id) == tournament_id)
     return conditions

@@ -59,11 +59,13 @@ def _series_row(tournament_id: int, position: int, spec: SeriesSpec) -> Series:
         games_planned=spec.games_planned,
         seed=spec.seed,
         status=SeriesStatus.PENDING.value,
+        ruleset=spec.ruleset,
+        seats=list(spec.seats) if spec.seats else None,
     )
 
 
 def _require_submissions(spec: SeriesSpec, *, session: Session) -> None:
-    for submission_id in (spec.submission_a_id, spec.submission_b_id):
+    for submission_id in {spec.submission_a_id, spec.submission_b_id, *spec.seats}:
         get_or_raise(session, Submission, submission_id, "submission")
 
 

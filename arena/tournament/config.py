@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.protocol.messages import TimeControl
+from referee.rules import RULESETS
 from referee.series import SeriesFormat
 from sandbox import SandboxLimits
 from sandbox.limits import DEFAULT_STARTUP_SECONDS
@@ -62,6 +63,10 @@ class TournamentConfig:
     turn_limit: int = 1000
     time_control: TimeControl = field(default_factory=TimeControl)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    ruleset: str = "default"
+    """``default`` (round robin of pairs) or ``classic`` (round robin of tables)."""
+    table_size: int = 2
+    """Seats at each table (classic: 2-4); ``games_per_pair`` games per seating."""
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -83,6 +88,20 @@ class TournamentConfig:
             raise ConfigError(f"turn limit must be >= 1, got {self.turn_limit}")
         if self.seed is not None and (type(self.seed) is not int or not 0 <= self.seed < 2**62):
             raise ConfigError(f"seed must be an integer in [0, 2**62), got {self.seed}")
+        if self.ruleset not in RULESETS:
+            raise ConfigError(f"unknown ruleset {self.ruleset!r}; choose one of {list(RULESETS)}")
+        if self.table_size not in RULESETS[self.ruleset]:
+            raise ConfigError(
+                f"the {self.ruleset} ruleset seats {list(RULESETS[self.ruleset])} players, "
+                f"got a table size of {self.table_size!r}"
+            )
+        if self.ruleset != "default" and self.format is not SeriesFormat.STANDARD:
+            raise ConfigError(f"the {self.ruleset} ruleset plays the standard format only")
+        if len(self.bots) < self.table_size:
+            raise ConfigError(
+                f"a table of {self.table_size} needs at least {self.table_size} bots, "
+                f"got {len(self.bots)}"
+            )
         if self.sandbox.backend not in BACKENDS:
             raise ConfigError(
                 f"unknown sandbox backend {self.sandbox.backend!r}; choose one of {BACKENDS}"

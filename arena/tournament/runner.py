@@ -144,7 +144,23 @@ def create(
     ids = resolve_bots(config.bots, db=db, store=store, submitted_by=submitted_by)
     seed = draw_seed() if config.seed is None else config.seed
     stored = config.to_json() | {"seed_commitment": commitment(seed)}
-    specs = [
+    if config.ruleset != "default":  # a round robin of tables (arena.tournament.seatings)
+        from arena.tournament.table_runner import table_specs
+
+        specs = table_specs(config, ids, seed)
+    else:
+        specs = _pair_specs(config, ids, seed)
+    with db.session() as session:
+        tournament = create_tournament(
+            TournamentSpec(name=config.name, seed=seed, config=stored, series=specs),
+            session=session,
+        )
+        assert tournament.id is not None
+        return tournament.id
+
+
+def _pair_specs(config: TournamentConfig, ids: list[int], seed: int) -> list[SeriesSpec]:
+    return [
         SeriesSpec(
             submission_a_id=a,
             submission_b_id=b,
@@ -155,13 +171,6 @@ def create(
         for i, a in enumerate(ids)
         for b in ids[i + 1 :]
     ]
-    with db.session() as session:
-        tournament = create_tournament(
-            TournamentSpec(name=config.name, seed=seed, config=stored, series=specs),
-            session=session,
-        )
-        assert tournament.id is not None
-        return tournament.id
 
 
 # ---------------------------------------------------------------------------- one series
@@ -235,6 +244,24 @@ def play_series_task(
     the best sandbox available (as configured), and never raises for a bot's misbehaviour.
     """
     config = TournamentConfig.from_json(dict(task.config))
+    if config.ruleset != "default":  # a table of 2-4 seats
+        from arena.tournament.table_runner import play_table_series_task
+
+        status, games, message = play_table_series_task(
+            database_url=task.database_url,
+            tournament_id=task.tournament_id,
+            series_id=task.series_id,
+            config=config,
+            store=Path(task.store),
+            database=_database,
+            active_add=ACTIVE.add,
+            active_discard=ACTIVE.discard,
+            backend_of=_backend,
+            label_prefix=label_prefix(task.database_url, task.tournament_id),
+            stop=stop,
+            on_game=on_game,
+        )
+        return SeriesOutcome(task.series_id, status, games, message)
     db = _database(task.database_url)
     store = Path(task.store)
     with db.read_session() as session:

@@ -9,13 +9,13 @@ import time
 from referee.client import BotClient, BotFault, Reply
 from referee.match import Player
 from referee.protocol.messages import (
+    AnyView,
     Clock,
     GameEndReason,
     Handshake,
     HandshakeReply,
     RefereeMessage,
 )
-from referee.rules import View
 from referee.series import BotStartError, InfrastructureError
 from sandbox import (
     BotStartupError,
@@ -173,7 +173,7 @@ class _Watched:
             self._slot.failed()
             raise
 
-    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
+    def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
         try:
             return self._client.decide(view, clock, game_number=game_number, timeout=timeout)
         except BotFault:

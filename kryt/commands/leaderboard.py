@@ -131,6 +131,13 @@ def leaderboard(
         typer.Option("--tournament", "-t", help="Only this tournament (default: all games)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    ruleset: Annotated[
+        str | None,
+        typer.Option(help="default or classic (default: the tournament's, else default)."),
+    ] = None,
+    table_size: Annotated[
+        int | None, typer.Option("--table-size", help="Seats at the table (classic: 2-4).")
+    ] = None,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -158,11 +165,23 @@ def leaderboard(
                     title = f"Leaderboard: {name} (#{tournament})"
                 else:
                     title = "Leaderboard: all tournaments"
+                if ruleset is not None or table_size is not None:
+                    title += f" ({ruleset or 'default'}, table of {table_size or 2})"
                 if as_json:
-                    data = leaderboard_json(session=session, tournament_id=tournament)
+                    data = leaderboard_json(
+                        session=session,
+                        tournament_id=tournament,
+                        ruleset=ruleset,
+                        table_size=table_size,
+                    )
                     typer.echo(json.dumps(data, indent=2))
                     return
-                board = standings(session=session, tournament_id=tournament)
+                board = standings(
+                    session=session,
+                    tournament_id=tournament,
+                    ruleset=ruleset,
+                    table_size=table_size,
+                )
                 done = progress(session=session, tournament_id=tournament)
         except DatabaseError as exc:
             known = classify(exc)

@@ -18,6 +18,7 @@ from arena.db import (
     submission_labels,
 )
 from arena.tournament.runner import series_seed
+from arena.tournament.table_runner import table_series_seed
 from arena.tournament.seeds import deal_problems
 from kryt.errors import ExitCode
 from kryt.options import DatabaseOption, open_db
@@ -55,8 +56,10 @@ def replay(
             tournament_seed=tournament.seed,
             stored_commitment=commitment if isinstance(commitment, str) else None,
             series_seed=series.seed,
-            expected_series_seed=series_seed(
-                tournament.seed, series.submission_a_id, series.submission_b_id
+            expected_series_seed=(
+                table_series_seed(tournament.seed, tuple(series.seats))
+                if series.ruleset != "default" and series.seats
+                else series_seed(tournament.seed, series.submission_a_id, series.submission_b_id)
             ),
             series_format=series.format,
             games_planned=series.games_planned,

@@ -54,7 +54,10 @@ def _label(submission_id: int, labels: dict[int, tuple[str, str]]) -> str:
 
 
 def series_table(tournament_id: int, db: Database) -> Table:
-    """One row per series: the pair, games, W/D/L from the first bot's side, forfeits."""
+    """One row per series: the pair, games, W/D/L from the first bot's side, forfeits (at a
+    classic table: the seats in order and each seat's losses)."""
+    if tournament_config(tournament_id, db).ruleset != "default":
+        return _table_series_table(tournament_id, db)
     table = Table(title=f"Series of tournament {tournament_id}")
     for column in ("bot A", "bot B", "games", "A wins", "draws", "B wins", "forfeits", "status"):
         table.add_column(column, justify="left" if column.startswith("bot") else "right")
@@ -68,6 +71,26 @@ def series_table(tournament_id: int, db: Database) -> Table:
             str(tally.a_wins),
             str(tally.draws),
             str(tally.b_wins),
+            str(tally.forfeits),
+            tally.status,
+        )
+    return table
+
+
+def _table_series_table(tournament_id: int, db: Database) -> Table:
+    from arena.tournament.table_runner import table_tallies
+
+    table = Table(title=f"Series of tournament {tournament_id} (tables)")
+    for column in ("seats (clockwise)", "games", "losses by seat", "draws", "forfeits", "status"):
+        table.add_column(column, justify="left" if column.startswith("seats") else "right")
+    with db.read_session() as session:
+        labels = submission_labels(session=session)
+    for tally in table_tallies(tournament_id, db):
+        table.add_row(
+            Text(", ".join(_label(s, labels) for s in tally.seats)),
+            f"{tally.played}/{tally.games_planned}",
+            " ".join(str(n) for n in tally.losses),
+            str(tally.draws),
             str(tally.forfeits),
             tally.status,
         )
@@ -179,7 +202,16 @@ def run(
         typer.Option("--config", "-c", help="TOML file with the settings (flags override it)."),
     ] = None,
     name: Annotated[str | None, typer.Option(help="Tournament name.")] = None,
-    games: Annotated[int | None, typer.Option("--games", "-n", help="Games per pair.")] = None,
+    games: Annotated[
+        int | None, typer.Option("--games", "-n", help="Games per pair (per seating at tables).")
+    ] = None,
+    ruleset: Annotated[
+        str | None,
+        typer.Option(help="default (pairs) or classic (tables of --table-size, 2-4 seats)."),
+    ] = None,
+    table_size: Annotated[
+        int | None, typer.Option("--table-size", help="Seats per table (classic ruleset).")
+    ] = None,
     format: Annotated[
         SeriesFormat | None, typer.Option("--format", help="standard or duplicate.")
     ] = None,
@@ -210,6 +242,8 @@ def run(
             bots=bots or None,
             name=name,
             games_per_pair=games,
+            ruleset=ruleset,
+            table_size=table_size,
             format=format.value if format else None,
             seed=seed,
             move_seconds=move_seconds,

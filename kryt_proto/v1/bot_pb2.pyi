@@ -17,6 +17,11 @@ bidirectional stream (Bot.Play) per series and sends every message of the series
 Cards are strings in canonical form: rank then suit, ranks 6 7 8 9 T J Q K A, suits C D H S
 ("TH" = ten of hearts, "6C" = six of clubs). Actions are canonical text: "lead 7S",
 "cover 9H 6C", "cover 9H", "take", each optionally prefixed by "swap ".
+The classic table (ruleset "classic", 2-4 seats) travels in the same version: the handshake and
+GameStart name the ruleset and the seats, decisions carry a TableView instead of a View, and
+its actions are "lead 7C 7S", "cover 7C:9C 7S:6H", "take". A bot lists the rulesets it plays in
+HandshakeReply.rulesets (empty: the default game only); the referee refuses a bot that does not
+list the series' ruleset with a clear handshake error (a startup failure).
 Messages are limited to 64 KiB in both directions. docs/protocol.md is the full description.
 """
 
@@ -50,6 +55,10 @@ class _EndReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EndReason.V
     """the last lead was covered by the other's last card"""
     END_REASON_TURN_LIMIT: _EndReason.ValueType  # 3
     """adjudicated a draw after turn_limit actions"""
+    END_REASON_LAST_HOLDER: _EndReason.ValueType  # 4
+    """classic table: one player still holds cards; he lost"""
+    END_REASON_ALL_OUT: _EndReason.ValueType  # 5
+    """classic table: nobody holds cards (a draw)"""
     END_REASON_TIMEOUT: _EndReason.ValueType  # 10
     END_REASON_ILLEGAL_ACTION: _EndReason.ValueType  # 11
     END_REASON_MALFORMED_REPLY: _EndReason.ValueType  # 12
@@ -82,6 +91,10 @@ END_REASON_DRAW_BY_FINAL_ANSWER: EndReason.ValueType  # 2
 """the last lead was covered by the other's last card"""
 END_REASON_TURN_LIMIT: EndReason.ValueType  # 3
 """adjudicated a draw after turn_limit actions"""
+END_REASON_LAST_HOLDER: EndReason.ValueType  # 4
+"""classic table: one player still holds cards; he lost"""
+END_REASON_ALL_OUT: EndReason.ValueType  # 5
+"""classic table: nobody holds cards (a draw)"""
 END_REASON_TIMEOUT: EndReason.ValueType  # 10
 END_REASON_ILLEGAL_ACTION: EndReason.ValueType  # 11
 END_REASON_MALFORMED_REPLY: EndReason.ValueType  # 12
@@ -239,6 +252,10 @@ class Handshake(_message.Message):
     GAMES_FIELD_NUMBER: _builtins.int
     OPPONENT_NAME_FIELD_NUMBER: _builtins.int
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
+    PLAYERS_FIELD_NUMBER: _builtins.int
+    SEAT_NAMES_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
     protocol_version: _builtins.int
     """the referee's protocol version (this file: 1)"""
     referee_version: _builtins.str
@@ -247,8 +264,18 @@ class Handshake(_message.Message):
     """number of games in the series"""
     opponent_name: _builtins.str
     """name of the other bot"""
+    ruleset: _builtins.str
+    """"" or "default": the two-player game; "classic": the table"""
+    players: _builtins.int
+    """seats at the table (0 means 2)"""
+    seat: _builtins.int
+    """the recipient's seat for the whole series (tables only)"""
     @_builtins.property
     def time_control(self) -> Global___TimeControl: ...
+    @_builtins.property
+    def seat_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """every seat's bot name, seat 0 first (tables only)"""
+
     def __init__(
         self,
         *,
@@ -257,10 +284,14 @@ class Handshake(_message.Message):
         games: _builtins.int = ...,
         opponent_name: _builtins.str = ...,
         time_control: Global___TimeControl | None = ...,
+        ruleset: _builtins.str = ...,
+        players: _builtins.int = ...,
+        seat_names: _abc.Iterable[_builtins.str] | None = ...,
+        seat: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["games", b"games", "opponent_name", b"opponent_name", "protocol_version", b"protocol_version", "referee_version", b"referee_version", "time_control", b"time_control"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["games", b"games", "opponent_name", b"opponent_name", "players", b"players", "protocol_version", b"protocol_version", "referee_version", b"referee_version", "ruleset", b"ruleset", "seat", b"seat", "seat_names", b"seat_names", "time_control", b"time_control"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -274,6 +305,7 @@ class HandshakeReply(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     VERSION_FIELD_NUMBER: _builtins.int
     SDK_FIELD_NUMBER: _builtins.int
+    RULESETS_FIELD_NUMBER: _builtins.int
     protocol_version: _builtins.int
     """the bot's protocol version; must equal the referee's"""
     name: _builtins.str
@@ -282,6 +314,10 @@ class HandshakeReply(_message.Message):
     """bot version (as in bot.toml)"""
     sdk: _builtins.str
     """free text, e.g. "kryt-sdk-python 0.1.0" """
+    @_builtins.property
+    def rulesets(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """rulesets the bot plays; empty means ["default"]"""
+
     def __init__(
         self,
         *,
@@ -289,10 +325,11 @@ class HandshakeReply(_message.Message):
         name: _builtins.str = ...,
         version: _builtins.str = ...,
         sdk: _builtins.str = ...,
+        rulesets: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "protocol_version", b"protocol_version", "sdk", b"sdk", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "protocol_version", b"protocol_version", "rulesets", b"rulesets", "sdk", b"sdk", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -336,6 +373,9 @@ class GameStart(_message.Message):
     OPPONENT_NAME_FIELD_NUMBER: _builtins.int
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
     TURN_LIMIT_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
+    PLAYERS_FIELD_NUMBER: _builtins.int
+    SEAT_NAMES_FIELD_NUMBER: _builtins.int
     game_number: _builtins.int
     """1-based number of the game in the series"""
     seat: _builtins.int
@@ -345,12 +385,20 @@ class GameStart(_message.Message):
     opponent_name: _builtins.str
     turn_limit: _builtins.int
     """the game is a draw after this many actions"""
+    ruleset: _builtins.str
+    """as in Handshake"""
+    players: _builtins.int
+    """as in Handshake"""
     @_builtins.property
     def score(self) -> Global___SeriesScore:
         """before this game"""
 
     @_builtins.property
     def time_control(self) -> Global___TimeControl: ...
+    @_builtins.property
+    def seat_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """as in Handshake"""
+
     def __init__(
         self,
         *,
@@ -361,10 +409,13 @@ class GameStart(_message.Message):
         opponent_name: _builtins.str = ...,
         time_control: Global___TimeControl | None = ...,
         turn_limit: _builtins.int = ...,
+        ruleset: _builtins.str = ...,
+        players: _builtins.int = ...,
+        seat_names: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["score", b"score", "time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["dealer", b"dealer", "game_number", b"game_number", "opponent_name", b"opponent_name", "score", b"score", "seat", b"seat", "time_control", b"time_control", "turn_limit", b"turn_limit"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dealer", b"dealer", "game_number", b"game_number", "opponent_name", b"opponent_name", "players", b"players", "ruleset", b"ruleset", "score", b"score", "seat", b"seat", "seat_names", b"seat_names", "time_control", b"time_control", "turn_limit", b"turn_limit"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -475,6 +526,165 @@ class View(_message.Message):
 Global___View: _TypeAlias = View  # noqa: Y015
 
 @_typing.final
+class SeatCards(_message.Message):
+    """The cards one seat of a table is known to hold (TableView.known)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CARDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatCards: _TypeAlias = SeatCards  # noqa: Y015
+
+@_typing.final
+class TableView(_message.Message):
+    """What one seat of a classic table may see. Same content as the rules engine's ClassicView."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RULESET_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    PLAYERS_FIELD_NUMBER: _builtins.int
+    DEALER_FIELD_NUMBER: _builtins.int
+    HAND_FIELD_NUMBER: _builtins.int
+    HAND_SIZES_FIELD_NUMBER: _builtins.int
+    OUT_FIELD_NUMBER: _builtins.int
+    KNOWN_FIELD_NUMBER: _builtins.int
+    LEADER_FIELD_NUMBER: _builtins.int
+    DEFENDER_FIELD_NUMBER: _builtins.int
+    LED_FIELD_NUMBER: _builtins.int
+    DISCARD_FIELD_NUMBER: _builtins.int
+    TRUMP_FIELD_NUMBER: _builtins.int
+    FACE_UP_FIELD_NUMBER: _builtins.int
+    STOCK_COUNT_FIELD_NUMBER: _builtins.int
+    TO_MOVE_FIELD_NUMBER: _builtins.int
+    LEGAL_ACTIONS_FIELD_NUMBER: _builtins.int
+    HISTORY_FIELD_NUMBER: _builtins.int
+    MOVERS_FIELD_NUMBER: _builtins.int
+    TURN_LIMIT_FIELD_NUMBER: _builtins.int
+    OVER_FIELD_NUMBER: _builtins.int
+    LOSER_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    ruleset: _builtins.str
+    """"classic" """
+    seat: _builtins.int
+    players: _builtins.int
+    """2, 3 or 4; seats 0..players-1 clockwise"""
+    dealer: _builtins.int
+    leader: _builtins.int
+    """absent once the game is over"""
+    defender: _builtins.int
+    """absent once the game is over"""
+    trump: _builtins.str
+    """C, D, H or S"""
+    face_up: _builtins.str
+    """the face-up trump while in the stock, else "" """
+    stock_count: _builtins.int
+    """face-up card included"""
+    to_move: _builtins.int
+    """absent when the game is over"""
+    turn_limit: _builtins.int
+    over: _builtins.bool
+    loser: _builtins.int
+    """absent while running and on a draw"""
+    reason: Global___EndReason.ValueType
+    """LAST_HOLDER, ALL_OUT or TURN_LIMIT once over"""
+    @_builtins.property
+    def hand(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def hand_sizes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """per seat"""
+
+    @_builtins.property
+    def out(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bool]:
+        """per seat: finished safely"""
+
+    @_builtins.property
+    def known(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatCards]:
+        """per seat: cards everyone saw go to that hand"""
+
+    @_builtins.property
+    def led(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """the cards led in the current trick (suit order)"""
+
+    @_builtins.property
+    def discard(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """covered tricks: led card, its cover, ... (public)"""
+
+    @_builtins.property
+    def legal_actions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """empty unless this seat is to move"""
+
+    @_builtins.property
+    def history(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """every action so far"""
+
+    @_builtins.property
+    def movers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """movers[i] played history[i]"""
+
+    def __init__(
+        self,
+        *,
+        ruleset: _builtins.str = ...,
+        seat: _builtins.int = ...,
+        players: _builtins.int = ...,
+        dealer: _builtins.int = ...,
+        hand: _abc.Iterable[_builtins.str] | None = ...,
+        hand_sizes: _abc.Iterable[_builtins.int] | None = ...,
+        out: _abc.Iterable[_builtins.bool] | None = ...,
+        known: _abc.Iterable[Global___SeatCards] | None = ...,
+        leader: _builtins.int | None = ...,
+        defender: _builtins.int | None = ...,
+        led: _abc.Iterable[_builtins.str] | None = ...,
+        discard: _abc.Iterable[_builtins.str] | None = ...,
+        trump: _builtins.str = ...,
+        face_up: _builtins.str = ...,
+        stock_count: _builtins.int = ...,
+        to_move: _builtins.int | None = ...,
+        legal_actions: _abc.Iterable[_builtins.str] | None = ...,
+        history: _abc.Iterable[_builtins.str] | None = ...,
+        movers: _abc.Iterable[_builtins.int] | None = ...,
+        turn_limit: _builtins.int = ...,
+        over: _builtins.bool = ...,
+        loser: _builtins.int | None = ...,
+        reason: Global___EndReason.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_defender", b"_defender", "_leader", b"_leader", "_loser", b"_loser", "_to_move", b"_to_move", "defender", b"defender", "leader", b"leader", "loser", b"loser", "to_move", b"to_move"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_defender", b"_defender", "_leader", b"_leader", "_loser", b"_loser", "_to_move", b"_to_move", "dealer", b"dealer", "defender", b"defender", "discard", b"discard", "face_up", b"face_up", "hand", b"hand", "hand_sizes", b"hand_sizes", "history", b"history", "known", b"known", "leader", b"leader", "led", b"led", "legal_actions", b"legal_actions", "loser", b"loser", "movers", b"movers", "out", b"out", "over", b"over", "players", b"players", "reason", b"reason", "ruleset", b"ruleset", "seat", b"seat", "stock_count", b"stock_count", "to_move", b"to_move", "trump", b"trump", "turn_limit", b"turn_limit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__defender: _TypeAlias = _typing.Literal["defender"]  # noqa: Y015
+    _WhichOneofArgType__defender: _TypeAlias = _typing.Literal["_defender", b"_defender"]  # noqa: Y015
+    _WhichOneofReturnType__leader: _TypeAlias = _typing.Literal["leader"]  # noqa: Y015
+    _WhichOneofArgType__leader: _TypeAlias = _typing.Literal["_leader", b"_leader"]  # noqa: Y015
+    _WhichOneofReturnType__loser: _TypeAlias = _typing.Literal["loser"]  # noqa: Y015
+    _WhichOneofArgType__loser: _TypeAlias = _typing.Literal["_loser", b"_loser"]  # noqa: Y015
+    _WhichOneofReturnType__to_move: _TypeAlias = _typing.Literal["to_move"]  # noqa: Y015
+    _WhichOneofArgType__to_move: _TypeAlias = _typing.Literal["_to_move", b"_to_move"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__defender) -> _WhichOneofReturnType__defender | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__leader) -> _WhichOneofReturnType__leader | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__loser) -> _WhichOneofReturnType__loser | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__to_move) -> _WhichOneofReturnType__to_move | None: ...
+
+Global___TableView: _TypeAlias = TableView  # noqa: Y015
+
+@_typing.final
 class Clock(_message.Message):
     """The clock for one move. The hard deadline is move_ms + bank_ms (plus a small transport
     grace); time used beyond move_ms is taken from the bank.
@@ -509,13 +719,20 @@ class DecisionRequest(_message.Message):
     GAME_NUMBER_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     CLOCK_FIELD_NUMBER: _builtins.int
+    TABLE_VIEW_FIELD_NUMBER: _builtins.int
     request_id: _builtins.int
     """unique within the stream, drawn at random; the reply must echo it"""
     game_number: _builtins.int
     @_builtins.property
-    def view(self) -> Global___View: ...
+    def view(self) -> Global___View:
+        """the default game"""
+
     @_builtins.property
     def clock(self) -> Global___Clock: ...
+    @_builtins.property
+    def table_view(self) -> Global___TableView:
+        """the classic table (then view is absent)"""
+
     def __init__(
         self,
         *,
@@ -523,10 +740,11 @@ class DecisionRequest(_message.Message):
         game_number: _builtins.int = ...,
         view: Global___View | None = ...,
         clock: Global___Clock | None = ...,
+        table_view: Global___TableView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "view", b"view"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "table_view", b"table_view", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "game_number", b"game_number", "request_id", b"request_id", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "game_number", b"game_number", "request_id", b"request_id", "table_view", b"table_view", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -606,12 +824,16 @@ class GameEnd(_message.Message):
     VIEW_FIELD_NUMBER: _builtins.int
     DECK_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
+    TABLE_VIEW_FIELD_NUMBER: _builtins.int
+    LOSER_FIELD_NUMBER: _builtins.int
     game_number: _builtins.int
     winner: _builtins.int
     """absent on a draw or a void game"""
     reason: Global___EndReason.ValueType
     detail: _builtins.str
     """human-readable detail, e.g. what the offender sent"""
+    loser: _builtins.int
+    """tables: the seat that lost (absent on a draw)"""
     @_builtins.property
     def view(self) -> Global___View:
         """the recipient's final view"""
@@ -624,6 +846,10 @@ class GameEnd(_message.Message):
     def score(self) -> Global___SeriesScore:
         """after this game"""
 
+    @_builtins.property
+    def table_view(self) -> Global___TableView:
+        """the classic table's final view (then view is absent)"""
+
     def __init__(
         self,
         *,
@@ -634,13 +860,20 @@ class GameEnd(_message.Message):
         view: Global___View | None = ...,
         deck: _abc.Iterable[_builtins.str] | None = ...,
         score: Global___SeriesScore | None = ...,
+        table_view: Global___TableView | None = ...,
+        loser: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_winner", b"_winner", "score", b"score", "view", b"view", "winner", b"winner"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_loser", b"_loser", "_winner", b"_winner", "loser", b"loser", "score", b"score", "table_view", b"table_view", "view", b"view", "winner", b"winner"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_winner", b"_winner", "deck", b"deck", "detail", b"detail", "game_number", b"game_number", "reason", b"reason", "score", b"score", "view", b"view", "winner", b"winner"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_loser", b"_loser", "_winner", b"_winner", "deck", b"deck", "detail", b"detail", "game_number", b"game_number", "loser", b"loser", "reason", b"reason", "score", b"score", "table_view", b"table_view", "view", b"view", "winner", b"winner"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__loser: _TypeAlias = _typing.Literal["loser"]  # noqa: Y015
+    _WhichOneofArgType__loser: _TypeAlias = _typing.Literal["_loser", b"_loser"]  # noqa: Y015
     _WhichOneofReturnType__winner: _TypeAlias = _typing.Literal["winner"]  # noqa: Y015
     _WhichOneofArgType__winner: _TypeAlias = _typing.Literal["_winner", b"_winner"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__loser) -> _WhichOneofReturnType__loser | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__winner) -> _WhichOneofReturnType__winner | None: ...
 
 Global___GameEnd: _TypeAlias = GameEnd  # noqa: Y015

@@ -17,6 +17,11 @@ bidirectional stream (Bot.Play) per series and sends every message of the series
 Cards are strings in canonical form: rank then suit, ranks 6 7 8 9 T J Q K A, suits C D H S
 ("TH" = ten of hearts, "6C" = six of clubs). Actions are canonical text: "lead 7S",
 "cover 9H 6C", "cover 9H", "take", each optionally prefixed by "swap ".
+The classic table (ruleset "classic", 2-4 seats) travels in the same version: the handshake and
+GameStart name the ruleset and the seats, decisions carry a TableView instead of a View, and
+its actions are "lead 7C 7S", "cover 7C:9C 7S:6H", "take". A bot lists the rulesets it plays in
+HandshakeReply.rulesets (empty: the default game only); the referee refuses a bot that does not
+list the series' ruleset with a clear handshake error (a startup failure).
 Messages are limited to 64 KiB in both directions. docs/protocol.md is the full description.
 """
 

@@ -46,6 +46,7 @@ from leaderboard.web.queries import (
 )
 from leaderboard.web.render import Links, render
 from leaderboard.web.replay import Replay, replay_game
+from leaderboard.web.table_replay import replay_table_game
 
 RECENT_GAMES = 20
 SERIES_ON_PAGE = 500
@@ -88,7 +89,17 @@ def _label(labels: dict[int, tuple[str, str]], submission_id: int) -> str:
 
 
 def result_text(row: GameRow | Game, labels: dict[int, tuple[str, str]]) -> str:
-    """``greedy 1.0.0 won`` / ``draw`` / ``voided``, for game lists and the game page."""
+    """``greedy 1.0.0 won`` / ``draw`` / ``voided``, for game lists and the game page
+    (a table game: ``mc 1.0.0 lost`` or the turn limit's pairwise results)."""
+    if isinstance(row, Game) and row.ruleset != "default" and not row.voided:
+        table_seats = row.seats or [row.seat0_submission_id, row.seat1_submission_id]
+        if row.loser_seat is not None:
+            return f"{_label(labels, table_seats[row.loser_seat])} lost"
+        if row.pairwise:
+            beaten = sorted({x for _, x in row.pairwise})
+            return "turn limit: " + ", ".join(
+                f"{_label(labels, table_seats[x])} lost" for x in beaten
+            )
     seats = (
         row.seat_submission_ids
         if isinstance(row, GameRow)
@@ -123,10 +134,19 @@ def _leaderboard_json(
     return data
 
 
-def leaderboard_json(*, session: Session, tournament_id: int | None = None) -> dict[str, Any]:
-    """The standings (overall or of one tournament) with model parameters and progress."""
+def leaderboard_json(
+    *,
+    session: Session,
+    tournament_id: int | None = None,
+    ruleset: str | None = None,
+    table_size: int | None = None,
+) -> dict[str, Any]:
+    """The standings (overall or of one tournament; per ruleset and table size) with model
+    parameters and progress."""
     tournament = None if tournament_id is None else get_tournament(tournament_id, session=session)
-    board = standings(session=session, tournament_id=tournament_id)
+    board = standings(
+        session=session, tournament_id=tournament_id, ruleset=ruleset, table_size=table_size
+    )
     return _leaderboard_json(
         board, progress(session=session, tournament_id=tournament_id), tournament
     )
@@ -317,8 +337,20 @@ def game_json(game_id: int, *, session: Session) -> dict[str, Any]:
 def _game_data(
     game: Game, series: Series, tournament: Tournament, labels: dict[int, tuple[str, str]]
 ) -> dict[str, Any]:
-    seats = (game.seat0_submission_id, game.seat1_submission_id)
+    table = game.ruleset != "default"
+    seats = tuple(game.seats or (game.seat0_submission_id, game.seat1_submission_id))
+    replay = (
+        replay_table_game(
+            game.deck, game.dealer, game.players, game.actions, turn_limit=game.turn_limit
+        )
+        if table
+        else game_replay(game, tournament).to_dict()
+    )
     return {
+        "ruleset": game.ruleset,
+        "seats": game.players,
+        "loser_seat": game.loser_seat,
+        "pairwise": game.pairwise,
         "id": game.id,
         "tournament_id": tournament.id,
         "series_id": series.id,
@@ -349,7 +381,7 @@ def _game_data(
         "finished_at": game.finished_at.isoformat(),
         "actions": list(game.actions),
         "final_cover": game.final_cover,
-        "replay": game_replay(game, tournament).to_dict(),
+        "replay": replay,
     }
 
 
@@ -360,7 +392,7 @@ def game_page(game_id: int, *, session: Session, links: Links) -> str:
     tournament = get_tournament(series.tournament_id, session=session)
     labels = submission_labels(session=session)
     return render(
-        "game.html",
+        "table_game.html" if game.ruleset != "default" else "game.html",
         links=links,
         title=f"Game {game_id}",
         game=game,

@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from referee.rules import Action, Card, EndReason, View
+from referee.rules import (
+    DEFAULT_RULESET,
+    Action,
+    Card,
+    ClassicAction,
+    ClassicEndReason,
+    ClassicView,
+    EndReason,
+    View,
+)
 
 PROTOCOL_VERSION: Final = 1
 """The protocol version spoken by this SDK; both ends must use the same number."""
@@ -32,6 +41,10 @@ class GameEndReason(Enum):
     OUT = "out"
     DRAW_BY_FINAL_ANSWER = "draw by final answer"
     TURN_LIMIT = "turn limit"
+    LAST_HOLDER = "last holder"
+    """Classic table: the stock is empty and one player still holds cards; he lost."""
+    ALL_OUT = "all out"
+    """Classic table: the last lead was covered with the defender's last cards; a draw."""
     TIMEOUT = "timeout"
     """No reply within the time the clock allowed."""
     ILLEGAL_ACTION = "illegal action"
@@ -54,8 +67,10 @@ class GameEndReason(Enum):
     """A failure on the referee's side: the game does not count and is replayed."""
 
     @classmethod
-    def from_rules(cls, reason: EndReason) -> GameEndReason:
-        """The ending of a game played out under the rules."""
+    def from_rules(cls, reason: EndReason | ClassicEndReason) -> GameEndReason:
+        """The ending of a game played out under the rules (either ruleset)."""
+        if isinstance(reason, ClassicEndReason):
+            return _CLASSIC_ENDINGS[reason]
         return cls[reason.name]
 
     @property
@@ -68,6 +83,12 @@ class GameEndReason(Enum):
         """True for every ending but ``VOID`` (a voided game is replayed)."""
         return self is not GameEndReason.VOID
 
+
+_CLASSIC_ENDINGS: Final = {
+    ClassicEndReason.LOSER: GameEndReason.LAST_HOLDER,
+    ClassicEndReason.ALL_OUT: GameEndReason.ALL_OUT,
+    ClassicEndReason.TURN_LIMIT: GameEndReason.TURN_LIMIT,
+}
 
 FORFEITS: Final = frozenset(
     {
@@ -192,6 +213,14 @@ class Handshake:
     games: int
     opponent_name: str
     time_control: TimeControl
+    ruleset: str = DEFAULT_RULESET
+    """``default`` (the two-player game) or ``classic`` (the table of 2-4 seats)."""
+    players: int = 2
+    """Seats at the table."""
+    seat_names: tuple[str, ...] = ()
+    """Tables: every seat's bot name, seat 0 first (empty for the default game)."""
+    seat: int = 0
+    """Tables: the recipient's seat for the whole series."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +231,12 @@ class HandshakeReply:
     name: str
     version: str
     sdk: str
+    rulesets: tuple[str, ...] = ()
+    """The rulesets the bot plays; empty means the default game only."""
+
+    def plays(self, ruleset: str) -> bool:
+        """True when the bot says it plays ``ruleset``."""
+        return ruleset in (self.rulesets or (DEFAULT_RULESET,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +250,19 @@ class GameStart:
     opponent_name: str
     time_control: TimeControl
     turn_limit: int
+    ruleset: str = DEFAULT_RULESET
+    """As in :class:`Handshake`."""
+    players: int = 2
+    """As in :class:`Handshake`."""
+    seat_names: tuple[str, ...] = ()
+    """As in :class:`Handshake`."""
+
+
+AnyView = View | ClassicView
+"""A view of either ruleset: the default game's :class:`View` or a table's ClassicView."""
+
+AnyAction = Action | ClassicAction
+"""An action of either ruleset."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +271,7 @@ class DecisionRequest:
 
     request_id: int
     game_number: int
-    view: View
+    view: AnyView
     clock: Clock
 
 
@@ -232,20 +280,23 @@ class Decision:
     """Bot → referee: the chosen action, as text or structured (the referee checks it)."""
 
     request_id: int
-    action: str | Action
+    action: str | AnyAction
 
 
 @dataclass(frozen=True, slots=True)
 class GameEnd:
-    """Referee → bot after each game (no reply). ``winner`` is ``None`` on a draw or void."""
+    """Referee → bot after each game (no reply). ``winner`` is ``None`` on a draw or void,
+    and at a table of more than two (see ``loser``)."""
 
     game_number: int
     winner: int | None
     reason: GameEndReason
     detail: str
-    view: View | None
+    view: AnyView | None
     deck: tuple[Card, ...]
     score: SeriesScore
+    loser: int | None = None
+    """Tables: the seat that lost (``None`` on a draw or void)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,9 +33,13 @@ from referee.protocol.messages import (
     TimeControl,
 )
 from referee.rules import (
+    RULESETS,
     Action,
     ActionKind,
     Card,
+    ClassicAction,
+    ClassicEndReason,
+    ClassicView,
     EndReason,
     InvalidActionError,
     InvalidCardError,
@@ -64,6 +68,8 @@ _REASON_TO_PB: Final[dict[GameEndReason, pb.EndReason.ValueType]] = {
     GameEndReason.OUT: pb.END_REASON_OUT,
     GameEndReason.DRAW_BY_FINAL_ANSWER: pb.END_REASON_DRAW_BY_FINAL_ANSWER,
     GameEndReason.TURN_LIMIT: pb.END_REASON_TURN_LIMIT,
+    GameEndReason.LAST_HOLDER: pb.END_REASON_LAST_HOLDER,
+    GameEndReason.ALL_OUT: pb.END_REASON_ALL_OUT,
     GameEndReason.TIMEOUT: pb.END_REASON_TIMEOUT,
     GameEndReason.ILLEGAL_ACTION: pb.END_REASON_ILLEGAL_ACTION,
     GameEndReason.MALFORMED_REPLY: pb.END_REASON_MALFORMED_REPLY,
@@ -82,6 +88,11 @@ _RULES_REASON_FROM_PB_OR_NONE: Final[dict[pb.EndReason.ValueType, EndReason | No
     pb.END_REASON_UNSPECIFIED: None,
     **_RULES_REASON_FROM_PB,
 }
+
+_CLASSIC_REASON_TO_PB: Final = {
+    r: _REASON_TO_PB[GameEndReason.from_rules(r)] for r in ClassicEndReason
+}
+_CLASSIC_REASON_FROM_PB: Final = {v: k for k, v in _CLASSIC_REASON_TO_PB.items()}
 
 _KIND_FROM_PB: Final[dict[pb.ActionKind.ValueType, ActionKind]] = {
     pb.ACTION_KIND_LEAD: ActionKind.LEAD,
@@ -145,10 +156,33 @@ def _suit(text: str) -> Suit:
         raise MalformedMessageError(f"view.trump: {exc}") from None
 
 
-def _seat(value: int, what: str) -> int:
-    if value not in (0, 1):
-        raise MalformedMessageError(f"{what}: a seat is 0 or 1, got {value!r}")
+def _seat(value: int, what: str, players: int = 2) -> int:
+    if not 0 <= value < players:
+        if players == 2:
+            raise MalformedMessageError(f"{what}: a seat is 0 or 1, got {value!r}")
+        raise MalformedMessageError(
+            f"{what}: a seat of a {players}-seat table is 0..{players - 1}, got {value!r}"
+        )
     return value
+
+
+def _ruleset(name: str, players: int, what: str) -> tuple[str, int]:
+    """(ruleset, players) of a handshake or game start; "" and 0 mean the default game."""
+    ruleset = name or "default"
+    count = players or 2
+    if ruleset not in RULESETS or count not in RULESETS[ruleset]:
+        raise MalformedMessageError(
+            f"{what}: unknown ruleset {ruleset!r} or table size {count} "
+            f"(known: {', '.join(f'{r} {list(n)}' for r, n in RULESETS.items())})"
+        )
+    return ruleset, count
+
+
+def _classic_action(text: str, what: str) -> ClassicAction:
+    try:
+        return ClassicAction.parse(text)
+    except InvalidActionError as exc:
+        raise MalformedMessageError(f"{what}: {exc}") from None
 
 
 # ---------------------------------------------------------------------------- view
@@ -257,6 +291,108 @@ def _view_from_pb_checked(msg: pb.View) -> View:
     )
 
 
+# ---------------------------------------------------------------------------- table view
+
+
+def _fill_table_view(msg: pb.TableView, view: ClassicView) -> None:
+    msg.ruleset = view.ruleset
+    msg.seat = view.seat
+    msg.players = view.players
+    msg.dealer = view.dealer
+    msg.hand.extend(map(_TEXT, view.hand))
+    msg.hand_sizes.extend(view.hand_sizes)
+    msg.out.extend(view.out)
+    for cards in view.known:
+        msg.known.add().cards.extend(map(_TEXT, cards))
+    if view.leader is not None:
+        msg.leader = view.leader
+    if view.defender is not None:
+        msg.defender = view.defender
+    msg.led.extend(map(_TEXT, view.led))
+    msg.discard.extend(map(_TEXT, view.discard))
+    msg.trump = view.trump.letter
+    if view.face_up is not None:
+        msg.face_up = view.face_up.text
+    msg.stock_count = view.stock_count
+    if view.to_move is not None:
+        msg.to_move = view.to_move
+    msg.legal_actions.extend(map(_TEXT, view.legal_actions))
+    msg.history.extend(map(_TEXT, view.history))
+    msg.movers.extend(view.movers)
+    msg.turn_limit = view.turn_limit
+    msg.over = view.over
+    if view.loser is not None:
+        msg.loser = view.loser
+    if view.reason is not None:
+        msg.reason = _CLASSIC_REASON_TO_PB[view.reason]
+
+
+def table_view_to_pb(view: ClassicView) -> pb.TableView:
+    """The protobuf form of a classic table's :class:`~referee.rules.ClassicView`."""
+    msg = pb.TableView()
+    _fill_table_view(msg, view)
+    return msg
+
+
+def table_view_from_pb(msg: pb.TableView) -> ClassicView:
+    """The engine's ClassicView of a protobuf table view (structure checked, not the game)."""
+    ruleset, players = _ruleset(msg.ruleset, msg.players, "table_view")
+    if ruleset != "classic":
+        raise MalformedMessageError(f"table_view.ruleset: expected 'classic', got {ruleset!r}")
+
+    def seat(value: int, what: str) -> int:
+        return _seat(value, f"table_view.{what}", players)
+
+    def optional_seat(present: bool, value: int, what: str) -> int | None:
+        return seat(value, what) if present else None
+
+    for name in ("hand_sizes", "out", "known"):
+        if len(getattr(msg, name)) != players:
+            raise MalformedMessageError(
+                f"table_view.{name}: one entry per seat ({players}), got {len(getattr(msg, name))}"
+            )
+    reason: ClassicEndReason | None = None
+    if msg.reason:
+        found = _CLASSIC_REASON_FROM_PB.get(msg.reason)
+        if found is None:
+            raise MalformedMessageError(
+                f"table_view.reason: not an ending of the classic table: {msg.reason}"
+            )
+        reason = found
+    movers = tuple(seat(m, "movers") for m in msg.movers)
+    if len(movers) != len(msg.history):
+        raise MalformedMessageError(
+            f"table_view.movers: one per action ({len(msg.history)}), got {len(movers)}"
+        )
+    return ClassicView(
+        ruleset=ruleset,
+        seat=seat(msg.seat, "seat"),
+        players=players,
+        dealer=seat(msg.dealer, "dealer"),
+        hand=_cards(msg.hand, "table_view.hand"),
+        hand_sizes=tuple(msg.hand_sizes),
+        out=tuple(msg.out),
+        known=tuple(_cards(k.cards, "table_view.known") for k in msg.known),
+        leader=optional_seat(msg.HasField("leader"), msg.leader, "leader"),
+        defender=optional_seat(msg.HasField("defender"), msg.defender, "defender"),
+        led=_cards(msg.led, "table_view.led"),
+        discard=_cards(msg.discard, "table_view.discard"),
+        trump=_suit(msg.trump),
+        face_up=_optional_card(msg.face_up, "table_view.face_up"),
+        stock_count=msg.stock_count,
+        to_move=optional_seat(msg.HasField("to_move"), msg.to_move, "to_move"),
+        legal_actions=tuple(
+            _classic_action(t, "table_view.legal_actions") for t in msg.legal_actions
+        ),
+        history=tuple(_classic_action(t, "table_view.history") for t in msg.history),
+        movers=movers,
+        turn_limit=msg.turn_limit,
+        over=msg.over,
+        loser=optional_seat(msg.HasField("loser"), msg.loser, "loser"),
+        reason=reason,
+    )
+
+
 # ---------------------------------------------------------------------------- small parts
 
 
@@ -310,6 +446,10 @@ def referee_message_to_pb(message: RefereeMessage) -> pb.RefereeMessage:
                     games=message.games,
                     opponent_name=message.opponent_name,
                     time_control=_time_control_to_pb(message.time_control),
+                    ruleset=message.ruleset,
+                    players=message.players,
+                    seat_names=message.seat_names,
+                    seat=message.seat,
                 )
             )
         case GameStart():
@@ -322,6 +462,9 @@ def referee_message_to_pb(message: RefereeMessage) -> pb.RefereeMessage:
                     opponent_name=message.opponent_name,
                     time_control=_time_control_to_pb(message.time_control),
                     turn_limit=message.turn_limit,
+                    ruleset=message.ruleset,
+                    players=message.players,
+                    seat_names=message.seat_names,
                 )
             )
         case DecisionRequest():
@@ -329,7 +472,10 @@ def referee_message_to_pb(message: RefereeMessage) -> pb.RefereeMessage:
             request = msg.decision_request
             request.request_id = message.request_id
             request.game_number = message.game_number
-            _fill_view(request.view, message.view)
+            if isinstance(message.view, ClassicView):
+                _fill_table_view(request.table_view, message.view)
+            else:
+                _fill_view(request.view, message.view)
             request.clock.move_ms = message.clock.move_ms
             request.clock.bank_ms = message.clock.bank_ms
             return msg
@@ -343,7 +489,11 @@ def referee_message_to_pb(message: RefereeMessage) -> pb.RefereeMessage:
             )
             if message.winner is not None:
                 end.winner = message.winner
-            if message.view is not None:
+            if message.loser is not None:
+                end.loser = message.loser
+            if isinstance(message.view, ClassicView):
+                _fill_table_view(end.table_view, message.view)
+            elif message.view is not None:
                 _fill_view(end.view, message.view)
             return pb.RefereeMessage(game_end=end)
         case Shutdown():
@@ -356,32 +506,46 @@ def referee_message_from_pb(msg: pb.RefereeMessage) -> RefereeMessage:
     which = msg.WhichOneof("body")
     if which == "handshake":
         h = msg.handshake
+        ruleset, players = _ruleset(h.ruleset, h.players, "handshake")
         return Handshake(
             protocol_version=h.protocol_version,
             referee_version=h.referee_version,
             games=h.games,
             opponent_name=h.opponent_name,
             time_control=_time_control_from_pb(h.time_control),
+            ruleset=ruleset,
+            players=players,
+            seat_names=tuple(h.seat_names),
+            seat=_seat(h.seat, "handshake.seat", players),
         )
     if which == "game_start":
         g = msg.game_start
+        ruleset, players = _ruleset(g.ruleset, g.players, "game_start")
         return GameStart(
             game_number=g.game_number,
-            seat=_seat(g.seat, "game_start.seat"),
-            dealer=_seat(g.dealer, "game_start.dealer"),
+            seat=_seat(g.seat, "game_start.seat", players),
+            dealer=_seat(g.dealer, "game_start.dealer", players),
             score=_score_from_pb(g.score),
             opponent_name=g.opponent_name,
             time_control=_time_control_from_pb(g.time_control),
             turn_limit=g.turn_limit,
+            ruleset=ruleset,
+            players=players,
+            seat_names=tuple(g.seat_names),
         )
     if which == "decision_request":
         d = msg.decision_request
-        if not d.HasField("view"):
+        view: View | ClassicView
+        if d.HasField("table_view"):
+            view = table_view_from_pb(d.table_view)
+        elif d.HasField("view"):
+            view = view_from_pb(d.view)
+        else:
             raise MalformedMessageError("decision_request carries no view")
         return DecisionRequest(
             request_id=d.request_id,
             game_number=d.game_number,
-            view=view_from_pb(d.view),
+            view=view,
             clock=Clock(move_ms=d.clock.move_ms, bank_ms=d.clock.bank_ms),
         )
     if which == "game_end":
@@ -389,14 +553,21 @@ def referee_message_from_pb(msg: pb.RefereeMessage) -> RefereeMessage:
         reason = _REASON_FROM_PB.get(e.reason)
         if reason is None:
             raise MalformedMessageError(f"game_end.reason: unknown end reason {e.reason}")
+        final: View | ClassicView | None = None
+        if e.HasField("table_view"):
+            final = table_view_from_pb(e.table_view)
+        elif e.HasField("view"):
+            final = view_from_pb(e.view)
+        seats = final.players if isinstance(final, ClassicView) else 4
         return GameEnd(
             game_number=e.game_number,
             winner=_seat(e.winner, "game_end.winner") if e.HasField("winner") else None,
             reason=reason,
             detail=e.detail,
-            view=view_from_pb(e.view) if e.HasField("view") else None,
+            view=final,
             deck=_cards(e.deck, "game_end.deck"),
             score=_score_from_pb(e.score),
+            loser=_seat(e.loser, "game_end.loser", seats) if e.HasField("loser") else None,
         )
     if which == "shutdown":
         return Shutdown(reason=msg.shutdown.reason)
@@ -416,6 +587,7 @@ def bot_message_to_pb(message: BotMessage) -> pb.BotMessage:
                     name=message.name,
                     version=message.version,
                     sdk=message.sdk,
+                    rulesets=message.rulesets,
                 )
             )
         case Decision():
@@ -433,7 +605,11 @@ def bot_message_from_pb(msg: pb.BotMessage) -> BotMessage:
     if which == "handshake_reply":
         h = msg.handshake_reply
         return HandshakeReply(
-            protocol_version=h.protocol_version, name=h.name, version=h.version, sdk=h.sdk
+            protocol_version=h.protocol_version,
+            name=h.name,
+            version=h.version,
+            sdk=h.sdk,
+            rulesets=tuple(h.rulesets),
         )
     if which == "decision":
         d = msg.decision

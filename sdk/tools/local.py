@@ -15,6 +15,7 @@ from typing import Final
 from referee.client import BotCrashedError, BotFault, Reply
 from referee.match import Player
 from referee.protocol.messages import (
+    AnyView,
     BotError,
     Clock,
     Decision,
@@ -25,9 +26,10 @@ from referee.protocol.messages import (
     RefereeMessage,
     TimeControl,
 )
-from referee.rules import DEFAULT_TURN_LIMIT, View
+from referee.rules import CLASSIC_TURN_LIMIT, DEFAULT_TURN_LIMIT
 from referee.series import BotStartError, SeriesConfig, SeriesResult
 from referee.series import run_series as referee_series
+from referee.table import TableSeriesResult, run_table_series
 from sdk.bot import Bot
 from sdk.driver import BotDriver
 from sdk.server import bot_identity
@@ -38,6 +40,7 @@ __all__ = [
     "PlayerSlot",
     "SeriesResult",
     "play_local",
+    "play_table_local",
     "run_series",
 ]
 
@@ -65,7 +68,7 @@ class LocalPlayer:
         if isinstance(reply, BotError):
             raise BotCrashedError(f"{self.name}: {reply.message}", reply.message)
 
-    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
+    def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
         self._ids += 1
         start = time.monotonic()
         request = DecisionRequest(self._ids, game_number, view, clock)
@@ -155,7 +158,7 @@ class _Watched:
             self._slot.failed()
             raise
 
-    def decide(self, view: View, clock: Clock, game_number: int, timeout: float) -> Reply:
+    def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
         try:
             reply = self._inner.decide(view, clock, game_number, timeout)
         except BotFault:
@@ -215,3 +218,42 @@ def play_local(
         raise ValueError("play_local needs two bot objects (each keeps its own game context)")
     players = (LocalPlayer(bot_a), LocalPlayer(bot_b))
     return run_series(players, games, seed, time_control=time_control, turn_limit=turn_limit)
+
+
+def play_table_local(
+    bots: Sequence[Bot],
+    games: int = 10,
+    seed: int | str = 0,
+    *,
+    time_control: TimeControl = DEFAULT_TIME_CONTROL,
+    turn_limit: int = CLASSIC_TURN_LIMIT,
+    on_move: MoveHook | None = None,
+) -> TableSeriesResult:
+    """Play a series at a classic table in-process: ``bots[s]`` sits at seat ``s`` (2-4 bot
+    objects, each listing ``"classic"`` in its ``rulesets``).
+
+    The referee's own table loop (:func:`referee.table.run_table_series`): the first dealer
+    from ``seed``, then the loser deals, a draw keeps the dealer; a forfeit makes the offender
+    the loser of that game.
+    """
+    if len({id(b) for b in bots}) != len(bots):
+        raise ValueError("play_table_local needs one bot object per seat")
+    config = SeriesConfig(
+        games=games,
+        seed=seed,
+        time_control=time_control,
+        turn_limit=turn_limit,
+        ruleset="classic",
+        players=len(bots),
+    )
+    slots = [
+        PlayerSlot(
+            _given(LocalPlayer(bot)),
+            bot_identity(bot)[0],
+            seat=seat,
+            restart=False,
+            on_move=on_move,
+        )
+        for seat, bot in enumerate(bots)
+    ]
+    return run_table_series(config, slots)

@@ -1,0 +1,128 @@
+"""Aggregated results of classic-table games: their pairwise record, for the same ratings.
+
+rules-classic.md scores a game as pairwise results (each winner beats the loser; at the turn
+limit every seat that is out beats every seat still holding cards). Each pair becomes one
+two-player result between submissions, so the BayesElo fit of the default game consumes it
+unchanged. The "first" of a pair is the seat that plays earlier in the game (clockwise from
+the dealer's left): the seatings of a table round robin rotate it, like the first mover.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlmodel import Session, col, select
+
+from arena.db.models import Game, Series
+from arena.db.records import GameOutcome, PairCounts
+
+
+@dataclass(frozen=True)
+class TableGame:
+    """A counted table game in compact form."""
+
+    game_id: int
+    series_id: int
+    number: int
+    dealer: int
+    seats: tuple[int, ...]
+    pairwise: tuple[tuple[int, int], ...]
+    forfeit_seat: int | None
+    end_reason: str
+    finished_at: datetime
+
+    def order(self, seat: int) -> int:
+        """Position of ``seat`` in the order of play (0: the dealer's left)."""
+        return (seat - self.dealer - 1) % len(self.seats)
+
+    def pair_scores(self) -> list[tuple[int, int, float]]:
+        """(first submission, second submission, first's score) for each pair of seats with
+        a result, and ½ for every other pair (winners among themselves, holders at the turn
+        limit, everyone in a draw)."""
+        n = len(self.seats)
+        decided = {frozenset(p): p[0] for p in self.pairwise}
+        out = []
+        for a in range(n):
+            for b in range(a + 1, n):
+                first, second = (a, b) if self.order(a) < self.order(b) else (b, a)
+                winner = decided.get(frozenset((a, b)))
+                score = 0.5 if winner is None else (1.0 if winner == first else 0.0)
+                out.append((self.seats[first], self.seats[second], score))
+        return out
+
+
+def table_games(
+    *, session: Session, ruleset: str, players: int, tournament_id: int | None = None
+) -> list[TableGame]:
+    """Counted games of this ruleset and table size (one tournament's or all), by finish."""
+    query = (
+        select(Game)
+        .join(Series, col(Series.id) == col(Game.series_id))
+        .where(
+            col(Game.voided).is_(False),
+            col(Game.ruleset) == ruleset,
+            col(Game.players) == players,
+        )
+        .order_by(col(Game.finished_at), col(Game.id))
+    )
+    if tournament_id is not None:
+        query = query.where(col(Series.tournament_id) == tournament_id)
+    found = []
+    for g in session.exec(query):
+        assert g.id is not None
+        seats = tuple(g.seats or (g.seat0_submission_id, g.seat1_submission_id))
+        found.append(
+            TableGame(
+                g.id,
+                g.series_id,
+                g.number,
+                g.dealer,
+                seats,
+                tuple((int(w), int(x)) for w, x in g.pairwise or ()),
+                g.forfeit_seat,
+                g.end_reason,
+                g.finished_at,
+            )
+        )
+    return found
+
+
+def table_pair_counts(games: list[TableGame]) -> list[PairCounts]:
+    """W/D/L of every ordered pair (first to play, second) over these games: the pairwise
+    record as the BayesElo fit consumes it. Sorted by (first, second) id."""
+    counts: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for game in games:
+        for first, second, score in game.pair_scores():
+            counts[first, second][{1.0: 0, 0.5: 1, 0.0: 2}[score]] += 1
+    return [PairCounts(f, s, *counts[f, s]) for f, s in sorted(counts)]
+
+
+def table_outcomes(games: list[TableGame]) -> list[GameOutcome]:
+    """Each pair of each game as a two-player outcome, in the order the games finished."""
+    out = []
+    for game in games:
+        for first, second, score in game.pair_scores():
+            out.append(
+                GameOutcome(
+                    game.game_id,
+                    game.series_id,
+                    game.number,
+                    first,
+                    second,
+                    score,
+                    game.finished_at,
+                )
+            )
+    return out
+
+
+def table_forfeit_counts(games: list[TableGame]) -> dict[int, dict[str, int]]:
+    """For each submission that forfeited counted table games: ``{reason: count}``."""
+    counts: dict[int, dict[str, int]] = {}
+    for game in games:
+        if game.forfeit_seat is not None:
+            by_reason = counts.setdefault(game.seats[game.forfeit_seat], {})
+            by_reason[game.end_reason] = by_reason.get(game.end_reason, 0) + 1
+    return counts

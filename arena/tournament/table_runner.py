@@ -1,0 +1,206 @@
+"""Table tournaments (the classic ruleset): the series of a round robin of tables, and one
+series task played at a table of 2-4 sandboxed bots.
+
+The same service as :mod:`arena.tournament.runner` (tasks, executors, resume, Dask): a
+task's series lists its seats, each seat gets its own sandbox, and every game is committed
+as it ends, so a run killed at any point resumes with exactly the missing games.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.db import (
+    Database,
+    GamePlace,
+    SeriesSpec,
+    SeriesStatus,
+    games_of_series,
+    get_series,
+    get_submission,
+    next_attempt,
+    record_game,
+    series_of_tournament,
+    set_series_status,
+    stored_record,
+)
+from arena.tournament.config import TournamentConfig
+from arena.tournament.seatings import seating_key, table_seatings
+from arena.tournament.seats import SandboxSlot
+from arena.tournament.store import bundled_hashes, materialize
+from referee.record import GameRecord
+from referee.series import SeriesAborted, SeriesConfig, SeriesInterrupted
+from referee.table import run_table_series
+from sandbox.backend import Backend
+
+log = logging.getLogger(__name__)
+
+
+def table_series_seed(tournament_seed: int, seats: Sequence[int]) -> int:
+    """The seed of the series of one seating (submissions in seat order)."""
+    text = f"kryt:{tournament_seed}:table:{seating_key(seats)}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 2
+
+
+def table_specs(config: TournamentConfig, ids: Sequence[int], seed: int) -> list[SeriesSpec]:
+    """One series per set of ``table_size`` entrants and clockwise seating order; series seeds
+    derive from the tournament's ``seed``."""
+    return [
+        SeriesSpec(
+            submission_a_id=seats[0],
+            submission_b_id=seats[1],
+            games_planned=config.games_per_pair,
+            seed=table_series_seed(seed, seats),
+            ruleset=config.ruleset,
+            seats=seats,
+        )
+        for seats in table_seatings(ids, config.table_size)
+    ]
+
+
+def play_table_series_task(
+    *,
+    database_url: str,
+    tournament_id: int,
+    series_id: int,
+    config: TournamentConfig,
+    store: Path,
+    database: Callable[[str], Database],
+    active_add: Callable[[SandboxSlot], None],
+    active_discard: Callable[[SandboxSlot], None],
+    backend_of: Callable[[str, bool], Backend],
+    label_prefix: str,
+    stop: threading.Event | None = None,
+    on_game: Callable[[int, int, GameRecord], None] | None = None,
+) -> tuple[str, int, str]:
+    """Play what is missing of one table series; returns (status, games played, message).
+
+    ``status`` is ``finished``, ``interrupted`` (resumable) or ``aborted``.
+    """
+    db = database(database_url)
+    with db.read_session() as session:
+        series = get_series(series_id, session=session)
+        already_finished = series.status == SeriesStatus.FINISHED.value
+        seats = tuple(series.seats or (series.submission_a_id, series.submission_b_id))
+        names = []
+        for sid in seats:
+            row = get_submission(sid, session=session)
+            names.append(f"{row.manifest.get('name', sid)}@{row.version}")
+        series_config = SeriesConfig(
+            games=series.games_planned,
+            seed=series.seed,
+            time_control=config.time_control,
+            turn_limit=config.turn_limit,
+            ruleset=series.ruleset,
+            players=len(seats),
+        )
+        done = {
+            g.number: stored_record(g, tuple(names))
+            for g in games_of_series(series_id, session=session)
+        }
+    if already_finished:
+        return "finished", 0, "already finished"
+    backend = backend_of(config.sandbox.backend, config.sandbox.allow_unsafe)
+    trusted = bundled_hashes()
+    slots = []
+    for seat, sid in enumerate(seats):
+        submission = materialize(sid, db=db, store=store)
+        slots.append(
+            SandboxSlot(
+                backend,
+                submission,
+                name=names[seat],
+                limits=config.sandbox.limits(),
+                label=f"{label_prefix}s{series_id}-{seat}",
+                trusted=submission.sha256 in trusted,
+            )
+        )
+    played = 0
+
+    def recorder(number: int, _attempt: int, record: GameRecord) -> None:
+        nonlocal played
+        with db.session() as session:
+            attempt = next_attempt(series_id, number, session=session)
+            record_game(record, GamePlace(series_id, number, attempt, seats), session=session)
+        if not record.voided:
+            played += 1
+            if on_game is not None:
+                on_game(series_id, number, record)
+
+    for slot in slots:
+        active_add(slot)
+    try:
+        with db.session() as session:
+            set_series_status(series_id, SeriesStatus.RUNNING, session=session)
+        run_table_series(
+            series_config,
+            slots,
+            recorder=recorder,
+            done=done,
+            should_stop=(stop.is_set if stop is not None else None),
+        )
+    except SeriesInterrupted as exc:
+        return "interrupted", played, str(exc)
+    except SeriesAborted as exc:
+        log.error("table series %s aborted: %s", series_id, exc)
+        return "aborted", played, str(exc)
+    finally:
+        for slot in slots:
+            active_discard(slot)
+            slot.close()
+    with db.session() as session:
+        set_series_status(series_id, SeriesStatus.FINISHED, session=session)
+    return "finished", played, ""
+
+
+@dataclass(frozen=True, slots=True)
+class TableTally:
+    """One table series of a tournament with its counted games."""
+
+    series_id: int
+    position: int
+    seats: tuple[int, ...]
+    games_planned: int
+    status: str
+    played: int
+    losses: tuple[int, ...]
+    """Per seat: games it lost (as the last holder or by forfeit)."""
+    draws: int
+    forfeits: int
+
+
+def table_tallies(tournament_id: int, db: Database) -> list[TableTally]:
+    """Every series of a table tournament in position order, with its counted results."""
+    found = []
+    with db.read_session() as session:
+        for series in series_of_tournament(tournament_id, session=session):
+            assert series.id is not None
+            seats = tuple(series.seats or (series.submission_a_id, series.submission_b_id))
+            games = games_of_series(series.id, session=session)
+            found.append(
+                TableTally(
+                    series.id,
+                    series.position,
+                    seats,
+                    series.games_planned,
+                    series.status,
+                    len(games),
+                    tuple(
+                        sum(1 for g in games if g.loser_seat == s)
+                        + sum(
+                            1
+                            for g in games
+                            if g.loser_seat is None and s in {x for _, x in g.pairwise or ()}
+                        )
+                        for s in range(len(seats))
+                    ),
+                    sum(1 for g in games if not g.pairwise),
+                    sum(1 for g in games if g.forfeit_seat is not None),
+                )
+            )
+    return found

@@ -1,0 +1,540 @@
+"""Games and series at a classic table of 2-4 seats (rules-classic.md), under the referee.
+
+The same authority as :mod:`referee.match` and :mod:`referee.series`, for N seats: only the
+mover gets a view, every decision runs under the one time control, the engine's legality
+gate checks each reply, every misbehaviour is a forfeit and a failure on our side voids the
+game (it is replayed with the same deal).
+
+[ruling] A forfeit makes the offender the loser: he deals the next game, the game ends at
+once and every other seat beats him. A series is a fixed number of games at one table with
+fixed seats; the first dealer comes from the series seed, then the loser deals, and after a
+game without a single loser (a draw, the turn limit) the same dealer deals again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from referee.client import BotFault
+from referee.match import Diagnose, Player
+from referee.protocol.messages import (
+    PROTOCOL_VERSION,
+    Clock,
+    GameEnd,
+    GameEndReason,
+    GameStart,
+    Handshake,
+    SeriesScore,
+    TimeControl,
+)
+from referee.record import REFEREE_VERSION, Forfeit, GameRecord, Move, clip
+from referee.rules import (
+    CLASSIC_RULESET,
+    Card,
+    ClassicAction,
+    ClassicGame,
+    IllegalActionError,
+    InvalidActionError,
+    RulesError,
+)
+from referee.series import (
+    BotSlot,
+    BotStartError,
+    InfrastructureError,
+    Recorder,
+    SeriesAborted,
+    SeriesConfig,
+    SeriesConfigError,
+    SeriesInterrupted,
+    game_deck,
+)
+from referee.timecontrol import GameClock
+
+log = logging.getLogger(__name__)
+
+
+class _Forfeited(Exception):
+    def __init__(self, forfeit: Forfeit) -> None:
+        super().__init__(forfeit.detail)
+        self.forfeit = forfeit
+
+
+def _forfeit(seat: int, reason: GameEndReason, offending: str, detail: str) -> _Forfeited:
+    return _Forfeited(Forfeit(seat, reason, clip(offending), clip(detail)))
+
+
+def _fault(seat: int, fault: BotFault, diagnose: Diagnose | None) -> _Forfeited:
+    reason = fault.reason
+    if reason is GameEndReason.CRASH and diagnose is not None:
+        reason = diagnose(seat) or reason
+    return _forfeit(seat, reason, fault.offending, str(fault))
+
+
+def forfeit_results(seats: int, offender: int) -> tuple[tuple[int, int], ...]:
+    """[ruling] The pairwise results of a game forfeited by ``offender``: everyone beats him."""
+    return tuple((s, offender) for s in range(seats) if s != offender)
+
+
+def play_table_game(
+    players: Sequence[Player],
+    *,
+    number: int,
+    deck: Sequence[Card | str],
+    dealer: int,
+    scores: Sequence[SeriesScore],
+    time_control: TimeControl,
+    turn_limit: int,
+    diagnose: Diagnose | None = None,
+) -> GameRecord:
+    """Play game ``number`` of a series at a classic table; ``players[s]`` sits at seat ``s``.
+
+    ``scores`` are each seat's series score before this game. Returns the record; never
+    raises for anything a bot does. An unexpected exception on our side voids the game.
+    """
+    started = time.time()
+    seats = len(players)
+    game = ClassicGame.from_deck(deck, dealer, players=seats, turn_limit=turn_limit)
+    names = tuple(p.name for p in players)
+    clock = GameClock(time_control, seats=seats)
+    moves: list[Move] = []
+    forfeit: Forfeit | None = None
+    void_reason = ""
+    try:
+        for seat, player in enumerate(players):
+            try:
+                player.send(
+                    GameStart(
+                        game_number=number,
+                        seat=seat,
+                        dealer=dealer,
+                        score=scores[seat],
+                        opponent_name=", ".join(n for s, n in enumerate(names) if s != seat),
+                        time_control=time_control,
+                        turn_limit=turn_limit,
+                        ruleset=CLASSIC_RULESET,
+                        players=seats,
+                        seat_names=names,
+                    )
+                )
+            except BotFault as exc:
+                raise _fault(seat, exc, diagnose) from None
+        while not game.over:
+            mover = game.to_move
+            assert mover is not None
+            moves.append(_one_move(game, players[mover], mover, number, clock, diagnose))
+    except _Forfeited as exc:
+        forfeit = exc.forfeit
+    except Exception as exc:  # our side failed: not the bot's fault
+        log.exception("table game %s voided by an internal error", number)
+        void_reason = clip(f"{type(exc).__name__}: {exc}")
+    record = _record(game, moves, forfeit, void_reason, names, started)
+    _announce_end(players, game, record, number, scores)
+    return record
+
+
+def _one_move(
+    game: ClassicGame,
+    player: Player,
+    seat: int,
+    number: int,
+    clock: GameClock,
+    diagnose: Diagnose | None,
+) -> Move:
+    view = game.view(seat)
+    wire_clock = Clock(move_ms=clock.control.move_ms, bank_ms=round(clock.banks[seat] * 1000))
+    timeout = clock.deadline(seat)
+    try:
+        reply = player.decide(view, wire_clock, number, timeout)
+    except BotFault as exc:
+        raise _fault(seat, exc, diagnose) from None
+    sent = str(reply.action)
+    if not clock.charge(seat, reply.elapsed):
+        detail = f"replied after {reply.elapsed:.3f}s; the limit was {timeout:.3f}s"
+        raise _forfeit(seat, GameEndReason.TIMEOUT, sent, detail)
+    try:  # the engine's one legality gate: parse, check, play
+        answer = reply.action if isinstance(reply.action, str | ClassicAction) else sent
+        action = game.play(answer)
+    except InvalidActionError as exc:
+        raise _forfeit(seat, GameEndReason.MALFORMED_REPLY, sent, str(exc)) from None
+    except IllegalActionError as exc:
+        shown = ", ".join(str(a) for a in view.legal_actions[:10])
+        more = ", ..." if len(view.legal_actions) > 10 else ""
+        raise _forfeit(
+            seat, GameEndReason.ILLEGAL_ACTION, sent, f"{exc} (legal: {shown}{more})"
+        ) from None
+    return Move(seat, str(action), round(reply.elapsed, 6))
+
+
+def _record(
+    game: ClassicGame,
+    moves: list[Move],
+    forfeit: Forfeit | None,
+    void_reason: str,
+    names: tuple[str, ...],
+    started: float,
+) -> GameRecord:
+    seats = game.players
+
+    def make(
+        ending: GameEndReason,
+        loser: int | None,
+        pairwise: tuple[tuple[int, int], ...],
+        forfeit: Forfeit | None = None,
+    ) -> GameRecord:
+        winner = None
+        if seats == 2 and pairwise:
+            winner = pairwise[0][0]
+        return GameRecord(
+            deck=tuple(str(c) for c in game.deck or ()),
+            dealer=game.dealer,
+            turn_limit=game.turn_limit,
+            moves=tuple(moves),
+            ending=ending,
+            winner=winner,
+            forfeit=forfeit,
+            void_reason=void_reason,
+            players=names,
+            started=started,
+            finished=time.time(),
+            ruleset=CLASSIC_RULESET,
+            seats=seats,
+            loser=loser,
+            pairwise=pairwise,
+        )
+
+    if void_reason:
+        return make(GameEndReason.VOID, None, ())
+    if forfeit is not None:
+        return make(forfeit.reason, forfeit.seat, forfeit_results(seats, forfeit.seat), forfeit)
+    assert game.reason is not None
+    return make(GameEndReason.from_rules(game.reason), game.loser, game.pairwise_results())
+
+
+def _after(before: SeriesScore, outcome: str) -> SeriesScore:
+    return SeriesScore(
+        wins=before.wins + (outcome == "win"),
+        draws=before.draws + (outcome == "draw"),
+        losses=before.losses + (outcome == "loss"),
+    )
+
+
+def _announce_end(
+    players: Sequence[Player],
+    game: ClassicGame,
+    record: GameRecord,
+    number: int,
+    scores: Sequence[SeriesScore],
+) -> None:
+    detail = record.forfeit.detail if record.forfeit else record.void_reason
+    for seat, player in enumerate(players):
+        after = scores[seat] if record.voided else _after(scores[seat], record.outcome(seat))
+        # A bot that cannot take GameEnd fails its next request, which is recorded then.
+        with contextlib.suppress(BotFault):
+            player.send(
+                GameEnd(
+                    game_number=number,
+                    winner=record.winner,
+                    reason=record.ending,
+                    detail=detail,
+                    view=game.view(seat),
+                    deck=game.deck or (),
+                    score=after,
+                    loser=record.loser,
+                )
+            )
+
+
+# ---------------------------------------------------------------------------- series
+
+
+def first_table_dealer(seed: int | str, seats: int) -> int:
+    """[ruling] Dealer of the first game of a table series, drawn from the series seed."""
+    if seats == 2:  # the same draw as the two-player series
+        return random.Random(f"kryt:{seed}:first-dealer").randrange(2)
+    return random.Random(f"kryt:{seed}:first-dealer:{seats}").randrange(seats)
+
+
+def next_table_dealer(dealer: int, record: GameRecord) -> int:
+    """The loser deals next (the offender after a forfeit); otherwise the same dealer."""
+    return dealer if record.loser is None else record.loser
+
+
+def planned_table_dealer(
+    config: SeriesConfig, number: int, previous: Mapping[int, GameRecord]
+) -> int:
+    """Dealer of game ``number`` given the counted games before it."""
+    dealer = first_table_dealer(config.seed, config.players)
+    for n in range(1, number):
+        dealer = next_table_dealer(dealer, previous[n])
+    return dealer
+
+
+def table_handshake(config: SeriesConfig, names: Sequence[str], seat: int) -> Handshake:
+    """The handshake that opens seat ``seat``'s stream for a table series."""
+    return Handshake(
+        protocol_version=PROTOCOL_VERSION,
+        referee_version=REFEREE_VERSION,
+        games=config.games,
+        opponent_name=", ".join(n for s, n in enumerate(names) if s != seat),
+        time_control=config.time_control,
+        ruleset=config.ruleset,
+        players=config.players,
+        seat_names=tuple(names),
+        seat=seat,
+    )
+
+
+@dataclass(slots=True)
+class TableSeriesResult:
+    """The counted games of a table series, in order."""
+
+    config: SeriesConfig
+    names: tuple[str, ...]
+    games: dict[int, GameRecord] = field(default_factory=dict)
+
+    def score(self, seat: int) -> SeriesScore:
+        """Wins, draws, losses of ``seat`` over the counted games (see GameRecord.outcome)."""
+        outcomes = [g.outcome(seat) for g in self.games.values()]
+        return SeriesScore(
+            wins=outcomes.count("win"), draws=outcomes.count("draw"), losses=outcomes.count("loss")
+        )
+
+    @property
+    def forfeits(self) -> list[GameRecord]:
+        """Counted games lost by a forfeit."""
+        return [g for g in self.games.values() if g.ending.is_forfeit]
+
+    def __str__(self) -> str:
+        parts = []
+        for seat, name in enumerate(self.names):
+            s = self.score(seat)
+            parts.append(f"{name} +{s.wins} ={s.draws} -{s.losses}")
+        return f"table of {len(self.names)}: {', '.join(parts)} over {len(self.games)} games"
+
+
+class _StartFailures(InfrastructureError):
+    """Some bots of the table could not start: retried, since the sandbox may be at fault."""
+
+    def __init__(self, failures: list[Forfeit], seats: int) -> None:
+        super().__init__("; ".join(f.detail for f in failures))
+        self.failures = failures
+        self.everyone = len(failures) == seats
+
+
+def run_table_series(
+    config: SeriesConfig,
+    slots: Sequence[BotSlot],
+    *,
+    recorder: Recorder | None = None,
+    done: Mapping[int, GameRecord] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> TableSeriesResult:
+    """Play every game of a table series not already in ``done`` (resumption), in order.
+
+    ``slots[s]`` sits at seat ``s`` for the whole series. A crashed bot is restarted for the
+    next game; one that cannot be started forfeits the game. A voided game is replayed with
+    the same deal up to ``config.max_attempts`` times, then SeriesAborted is raised.
+    """
+    if config.ruleset != CLASSIC_RULESET or len(slots) != config.players:
+        raise SeriesConfigError(
+            f"a table series needs the classic ruleset and {config.players} bots, got "
+            f"{config.ruleset!r} with {len(slots)}"
+        )
+    stopping = should_stop or (lambda: False)
+    result = TableSeriesResult(config, tuple(s.name for s in slots), dict(done or {}))
+    for number in range(1, config.games + 1):
+        if number in result.games:
+            continue
+        if stopping():
+            raise SeriesInterrupted(f"stopped before game {number}")
+        dealer = planned_table_dealer(config, number, result.games)
+        deck = game_deck(config.seed, number)
+        record = _play_with_retries(config, slots, number, deck, dealer, result, recorder, stopping)
+        result.games[number] = record
+    return result
+
+
+def _play_with_retries(
+    config: SeriesConfig,
+    slots: Sequence[BotSlot],
+    number: int,
+    deck: tuple[Card, ...],
+    dealer: int,
+    result: TableSeriesResult,
+    recorder: Recorder | None,
+    stopping: Callable[[], bool],
+) -> GameRecord:
+    last = ""
+    for attempt in range(1, config.max_attempts + 1):
+        try:
+            record = _play_once(config, slots, number, deck, dealer, result)
+        except _StartFailures as exc:
+            last = str(exc)
+            log.warning("table game %s attempt %s: %s", number, attempt, last)
+            if attempt < config.max_attempts:
+                continue
+            record = _unplayed(config, deck, dealer, result.names, exc)
+        except InfrastructureError as exc:
+            last = str(exc)
+            log.warning("table game %s attempt %s failed on our side: %s", number, attempt, last)
+            continue
+        if stopping():
+            raise SeriesInterrupted(f"stopped during game {number}; it will be replayed")
+        if recorder is not None:
+            try:
+                recorder(number, attempt, record)
+            except Exception as exc:  # a failed write is ours: replay the same deal
+                last = f"recording failed: {type(exc).__name__}: {exc}"
+                continue
+        if not record.voided:
+            return record
+        last = record.void_reason
+    raise SeriesAborted(
+        f"game {number} of the table {', '.join(result.names)} failed {config.max_attempts}"
+        f" times on our side; last error: {last}"
+    )
+
+
+def _play_once(
+    config: SeriesConfig,
+    slots: Sequence[BotSlot],
+    number: int,
+    deck: tuple[Card, ...],
+    dealer: int,
+    result: TableSeriesResult,
+) -> GameRecord:
+    players: list[Player] = []
+    failures: list[Forfeit] = []
+    for seat, slot in enumerate(slots):
+        try:
+            players.append(slot.player(table_handshake(config, result.names, seat)))
+        except BotStartError as exc:
+            failures.append(Forfeit(seat, exc.reason, "", clip(str(exc))))
+    if len(failures) == 1:
+        log.warning("%s forfeits: %s", result.names[failures[0].seat], failures[0].detail)
+        return _forfeited(config, deck, dealer, result.names, failures[0])
+    if failures:
+        # Healthy bots start; when several do not, the sandbox may be the culprit: retry.
+        raise _StartFailures(failures, len(slots))
+
+    def diagnose(seat: int) -> GameEndReason | None:
+        return slots[seat].diagnose()
+
+    return play_table_game(
+        players,
+        number=number,
+        deck=deck,
+        dealer=dealer,
+        scores=[result.score(s) for s in range(len(slots))],
+        time_control=config.time_control,
+        turn_limit=config.turn_limit,
+        diagnose=diagnose,
+    )
+
+
+def _forfeited(
+    config: SeriesConfig,
+    deck: tuple[Card, ...],
+    dealer: int,
+    names: tuple[str, ...],
+    forfeit: Forfeit,
+) -> GameRecord:
+    """A game one seat could not start: it forfeits, everyone else beats it."""
+    now = time.time()
+    seats = len(names)
+    pairwise = forfeit_results(seats, forfeit.seat)
+    return GameRecord(
+        deck=tuple(str(c) for c in deck),
+        dealer=dealer,
+        turn_limit=config.turn_limit,
+        moves=(),
+        ending=forfeit.reason,
+        winner=pairwise[0][0] if seats == 2 else None,
+        forfeit=forfeit,
+        players=names,
+        started=now,
+        finished=now,
+        ruleset=CLASSIC_RULESET,
+        seats=seats,
+        loser=forfeit.seat,
+        pairwise=pairwise,
+    )
+
+
+def _unplayed(
+    config: SeriesConfig,
+    deck: tuple[Card, ...],
+    dealer: int,
+    names: tuple[str, ...],
+    failures: _StartFailures,
+) -> GameRecord:
+    """Still several bots fail to start after every attempt. Nobody can play: when all of
+    them fail, a double forfeit (a draw); when only some do, the first of them (clockwise
+    from the dealer's left, the order of play) forfeits the game."""
+    if not failures.everyone:
+        seats = len(names)
+        first = min(failures.failures, key=lambda f: (f.seat - dealer - 1) % seats)
+        return _forfeited(config, deck, dealer, names, first)
+    now = time.time()
+    return GameRecord(
+        deck=tuple(str(c) for c in deck),
+        dealer=dealer,
+        turn_limit=config.turn_limit,
+        moves=(),
+        ending=GameEndReason.DOUBLE_FORFEIT,
+        winner=None,
+        players=names,
+        started=now,
+        finished=now,
+        ruleset=CLASSIC_RULESET,
+        seats=len(names),
+    )
+
+
+def table_problems(record: GameRecord) -> list[str]:
+    """Replay a classic-table record from its deal and list every way it disagrees with the
+    rules: moves by the wrong seat or illegal, a forfeit recorded after the end, or an
+    ending, loser or pairwise result the rules do not give."""
+    problems: list[str] = []
+    try:
+        game = ClassicGame.from_deck(
+            list(record.deck), record.dealer, players=record.seats, turn_limit=record.turn_limit
+        )
+    except RulesError as exc:
+        return [f"stored deal is invalid: {exc}"]
+    for number, move in enumerate(record.moves, start=1):
+        if game.over:
+            problems.append(f"move {number} ({move.action!r}) comes after the end of the game")
+            break
+        if move.seat != game.to_move:
+            problems.append(f"move {number} is recorded for seat {move.seat}, not {game.to_move}")
+        try:
+            game.play(move.action)
+        except RulesError as exc:
+            problems.append(f"move {number}: {exc}")
+            break
+    ending = record.ending
+    if ending in (GameEndReason.VOID, GameEndReason.DOUBLE_FORFEIT):
+        if ending is GameEndReason.DOUBLE_FORFEIT and record.moves:
+            problems.append("moves are recorded for a game nobody started")
+        return problems
+    if record.forfeit is not None:
+        if game.over:
+            problems.append("the game is over by the rules, yet a forfeit is recorded")
+        return problems
+    if not game.over:
+        return [*problems, "the recorded moves do not finish the game"]
+    if game.reason is None or GameEndReason.from_rules(game.reason) is not ending:
+        problems.append(f"replay ends by {game.reason!r}, the record says {ending.value!r}")
+    if game.loser != record.loser:
+        problems.append(f"replay gives loser {game.loser!r}, the record {record.loser!r}")
+    if sorted(game.pairwise_results()) != sorted(record.pairwise):
+        problems.append(
+            f"replay gives pairwise {game.pairwise_results()!r}, the record {record.pairwise!r}"
+        )
+    return problems
