@@ -18,8 +18,8 @@ from arena.db import (
     submission_labels,
 )
 from arena.tournament.runner import series_seed
-from arena.tournament.table_runner import table_series_seed
 from arena.tournament.seeds import deal_problems
+from arena.tournament.table_runner import table_series_seed
 from kryt.errors import ExitCode
 from kryt.options import DatabaseOption, open_db
 from referee.replay import verify
