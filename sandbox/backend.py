@@ -311,11 +311,6 @@ class RunningBot(ABC):
             self._channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
         return self._channel
 
-    @property
-    def socket_path(self) -> Path:
-        """The bot's socket on the host (informational; connect through :attr:`channel`)."""
-        return self.sock_dir / SOCKET_NAME
-
     @abstractmethod
     def _poll(self) -> DeathReport | None:
         """The death report if the bot has ended, else None (must not block)."""

@@ -53,11 +53,3 @@ class GameResult(StrEnum):
         if seat not in (0, 1):
             raise ValueError(f"seat must be 0 or 1, got {seat!r}")
         return cls.SEAT0 if seat == 0 else cls.SEAT1
-
-    def score_for(self, seat: int) -> float:
-        """1, ½ or 0: the points ``seat`` scored."""
-        if seat not in (0, 1):
-            raise ValueError(f"seat must be 0 or 1, got {seat!r}")
-        if self is GameResult.DRAW:
-            return 0.5
-        return 1.0 if self is GameResult.win_for(seat) else 0.0

@@ -6,7 +6,6 @@ the rules core works on those indices and hands out interned :class:`Card` objec
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from enum import IntEnum
 from typing import Final
 
@@ -188,14 +187,6 @@ COVER_MASKS: Final[tuple[tuple[int, ...], ...]] = tuple(_cover_masks(t) for t in
 
 ACE_RANK: Final = int(Rank.ACE)
 SIX_RANK: Final = int(Rank.SIX)
-
-
-def mask_of(cards: Iterable[Card | str]) -> int:
-    """Bit mask of an iterable of cards (``Card`` or text)."""
-    mask = 0
-    for item in cards:
-        mask |= 1 << Card.parse(item).index
-    return mask
 
 
 def _suit_tables() -> tuple[tuple[tuple[Card, ...], ...], ...]:

@@ -510,10 +510,6 @@ class Game:
         """Cards in ``seat``'s hand that are public (taken from the pile, the face-up card)."""
         return cards_of(self._known[_check_seat(seat, "seat")])
 
-    def seat_of(self, turn: int) -> int:
-        """The seat that made action number ``turn`` (0-based)."""
-        return (1 - self._dealer + turn) % 2
-
     def view(self, seat: int) -> View:
         """What ``seat`` may know: own hand, public cards, counts, and the legal actions."""
         _check_seat(seat, "seat")

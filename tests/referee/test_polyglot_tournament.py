@@ -24,6 +24,15 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 
 def test_a_round_robin_of_five_languages_under_docker(tmp_path: Path) -> None:
     docker_backend_or_skip()
+    from sandbox.base_image import BaseImageError
+    from sandbox.runtimes.images import build_image
+    from tests.services import require
+
+    for runtime in ("node", "java", "cpp", "go"):  # cached: CI provisioning built them
+        try:
+            build_image(runtime)
+        except BaseImageError as exc:
+            require(False, f"the {runtime} runtime image", str(exc))
     url = f"sqlite:///{tmp_path / 'k.db'}"
     db = open_database(url)
     bots = [
