@@ -126,7 +126,7 @@ class MatchStats:
         """One line: ``Elo +35.2 ± 40.1 (95%), LOS 91.2%, draw ratio 10.0%``."""
         margin = self.elo_margin
         bound = f"± {margin:.1f}" if math.isfinite(margin) else "± inf"
-        elo = f"{self.elo:+.1f}" if math.isfinite(self.elo) else ("+inf" if self.elo > 0 else "-inf")
+        elo = f"{self.elo:+.1f}" if math.isfinite(self.elo) else f"{self.elo:+}"
         return (
             f"Elo {elo} {bound} (95%, {self.model}), LOS {100 * self.los:.1f}%,"
             f" draw ratio {100 * self.draw_ratio:.1f}%"
