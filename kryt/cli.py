@@ -89,7 +89,7 @@ if typer is not None:
         if isinstance(target, typer.Typer):
             command = typer.main.get_group(target)
         else:
-            single = typer.Typer(rich_markup_mode="rich")
+            single = typer.Typer(rich_markup_mode="rich", add_completion=False)
             single.command(name)(target)
             command = typer.main.get_command(single)
         command.name = name
