@@ -41,6 +41,7 @@ DatabaseOption = Annotated[
     typer.Option(
         "--database",
         "--db",
+        "-d",
         help="Database URL or SQLite path (default: KRYT_DATABASE_URL, then ./kryt.db).",
         show_default=False,
     ),
