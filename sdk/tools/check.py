@@ -171,9 +171,8 @@ def check_bot(
     With ``sandbox`` (``"auto"``, ``"docker"``, ``"bwrap"`` or ``"process"``) a bot folder is
     started in that sandbox backend, as a tournament would (your own bot: trusted).
     """
-    from sdk.examples.greedy.bot import GreedyBot
-
     from sdk.examples import UnknownBuiltinError, resolve_bot_ref
+    from sdk.examples.greedy.bot import GreedyBot
 
     report = CheckReport(target=str(target))
     try:
