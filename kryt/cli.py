@@ -3,62 +3,135 @@
 User errors (bad flags, malformed files, invalid bots, unreachable services) print one line with
 what to do and exit with a meaningful code (see :class:`kryt.errors.ExitCode`); ``--verbose``
 adds the traceback. Anything else is a bug and is shown in full.
+
+Start-up is kept short: this module imports only typer (and what it needs). Each command's
+module is imported when that command runs (:class:`LazyGroup`), so ``kryt --help`` or a usage
+error never pays for scipy, the database or the web server.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
+from typing import Annotated, Any, Final
 
 # gRPC's C core logs an INFO line whenever a sandbox process is forked while its threads run;
 # that is expected here, so keep its log to errors (the user can still override both).
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-from typing import Annotated
 
-import typer
-
-from kryt.commands import arena, bot, demo, leaderboard, play, ratings, replay, submit, tournament
 from kryt.errors import ExitCode, classify
 
-app = typer.Typer(
-    name="kryt",
-    help="Kryt Arena: tournaments for Kryt'-navalivat' card-game bots.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
-)
-app.add_typer(bot.app, name="bot", help="Bot authors: create and check bots.")
-app.command("play")(play.play)
-app.command("submit")(submit.submit)
-app.add_typer(tournament.app, name="tournament", help="Organisers: run round-robin tournaments.")
-app.command("replay")(replay.replay)
-app.add_typer(leaderboard.app, name="leaderboard", help="Everyone: the leaderboard.")
-app.add_typer(ratings.app, name="ratings", help="Rate any result set (BayesElo model).")
-app.command("demo")(demo.demo)
-app.add_typer(arena.app, name="arena", help="Organisers: run the arena server, add authors.")
-app.command("submissions")(arena.submissions)
+INSTALL_HINT: Final = "pip install 'kryt-arena[arena]'"
+"""What an SDK-only install lacks for the ``kryt`` command (typer, rich, the database...)."""
 
-_state = {"verbose": False}
+try:
+    import typer
+    from typer.core import TyperGroup
+except ImportError as _missing:  # an SDK-only install: name the extra instead of a traceback
+    typer = None  # type: ignore[assignment]
+    _MISSING: ImportError | None = _missing
+else:
+    _MISSING = None
 
 
-@app.callback()
-def root(
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show details and tracebacks.")
-    ] = False,
-) -> None:
-    """Kryt Arena: write bots, run tournaments, read the leaderboard."""
-    _state["verbose"] = verbose
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
+COMMANDS: Final[dict[str, tuple[str, str, str]]] = {
+    "bot": ("kryt.commands.bot", "app", "Bot authors: create and check bots."),
+    "play": ("kryt.commands.play", "play", "Play a series between your own bots."),
+    "submit": ("kryt.commands.submit", "submit", "Validate a bot and store it."),
+    "tournament": (
+        "kryt.commands.tournament",
+        "app",
+        "Organisers: run round-robin tournaments.",
+    ),
+    "games": ("kryt.commands.games", "app", "List, export and import stored games."),
+    "replay": ("kryt.commands.replay", "replay", "Print a stored game move by move."),
+    "leaderboard": ("kryt.commands.leaderboard", "app", "Everyone: the leaderboard."),
+    "ratings": ("kryt.commands.ratings", "app", "Rate any result set (BayesElo model)."),
+    "demo": ("kryt.commands.demo", "demo", "Run the bundled bots in a round robin."),
+    "arena": ("kryt.commands.arena", "app", "Organisers: run the arena server, add authors."),
+    "submissions": ("kryt.commands.arena", "submissions", "Your submissions on an arena server."),
+}
+"""Command name -> (module, attribute: a Typer app or a command function, one-line help)."""
+
+
+if typer is not None:
+
+    class LazyGroup(TyperGroup):
+        """A command group whose commands are imported only when one of them is invoked.
+
+        ``--help`` lists the commands from :data:`COMMANDS` (names and one-line help) without
+        importing them; resolving a command for invocation imports its module and builds the
+        real click command in its place.
+        """
+
+        def list_commands(self, ctx: Any) -> list[str]:
+            return [*super().list_commands(ctx), *(n for n in COMMANDS if n not in self.commands)]
+
+        def get_command(self, ctx: Any, cmd_name: str) -> Any:
+            found = super().get_command(ctx, cmd_name)
+            if found is not None or cmd_name not in COMMANDS:
+                return found
+            # A listing: a placeholder carrying the help line, replaced when resolved.
+            help_line = COMMANDS[cmd_name][2]
+            return typer.core.TyperCommand(name=cmd_name, help=help_line, short_help=help_line)
+
+        def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+            if args and args[0] in COMMANDS and args[0] not in self.commands:
+                self.add_command(load_command(args[0]), args[0])
+            return super().resolve_command(ctx, args)
+
+    def load_command(name: str) -> Any:
+        """Import command ``name``'s module and build its click command."""
+        module_name, attribute, help_line = COMMANDS[name]
+        target = getattr(importlib.import_module(module_name), attribute)
+        command: Any
+        if isinstance(target, typer.Typer):
+            command = typer.main.get_group(target)
+        else:
+            single = typer.Typer(rich_markup_mode="rich", add_completion=False)
+            single.command(name)(target)
+            command = typer.main.get_command(single)
+        command.name = name
+        command.short_help = help_line
+        return command
+
+    app = typer.Typer(
+        name="kryt",
+        cls=LazyGroup,
+        help="Kryt Arena: tournaments for Kryt'-navalivat' card-game bots.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode="rich",
     )
+
+    _state = {"verbose": False}
+
+    @app.callback()
+    def root(
+        verbose: Annotated[
+            bool, typer.Option("--verbose", "-v", help="Show details and tracebacks.")
+        ] = False,
+    ) -> None:
+        """Kryt Arena: write bots, run tournaments, read the leaderboard."""
+        _state["verbose"] = verbose
+        logging.basicConfig(
+            level=logging.INFO if verbose else logging.WARNING,
+            format="%(levelname)s %(name)s: %(message)s",
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kryt`` console script; returns the exit code."""
+    if _MISSING is not None or typer is None:
+        print(
+            f"error: the kryt command needs the arena extra ({_MISSING}); install it with:"
+            f" {INSTALL_HINT}",
+            file=sys.stderr,
+        )
+        return ExitCode.UNAVAILABLE
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
     verbose = "--verbose" in args or "-v" in args

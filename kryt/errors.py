@@ -53,6 +53,11 @@ def classify(exc: BaseException) -> UserError | None:
 
     if isinstance(exc, SubmissionError | ConfigError | TournamentError | RatingsError):
         return UserError(str(exc))
+    from referee.series import SeriesConfigError
+    from sdk.examples import UnknownBuiltinError
+
+    if isinstance(exc, SeriesConfigError | UnknownBuiltinError):
+        return UserError(str(exc))
 
     if isinstance(exc, SandboxInfrastructureError):
         return UserError(str(exc), code=ExitCode.UNAVAILABLE)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from arena.db import Database, open_database
+if TYPE_CHECKING:
+    from arena.db import Database
 
 DatabaseOption = Annotated[
     str | None,
@@ -27,4 +28,25 @@ StoreOption = Annotated[
 
 def open_db(url: str | None, *, create: bool = True) -> Database:
     """Open the results database; with ``create=False`` a missing SQLite file is an error."""
+    from arena.db import open_database  # here, not at start-up: sqlalchemy is slow to import
+
     return open_database(url, create=create)
+
+
+BackendOption = Annotated[
+    str,
+    typer.Option(
+        "--backend",
+        help="Sandbox backend: auto (docker, then bwrap, then process), docker, bwrap or process.",
+    ),
+]
+"""The one name of the sandbox choice in every command (``--sandbox`` is a hidden alias)."""
+
+BackendAliasOption = Annotated[
+    str | None, typer.Option("--sandbox", hidden=True, show_default=False)
+]
+
+
+def backend_choice(backend: str, alias: str | None) -> str:
+    """The sandbox backend asked for by ``--backend`` or its hidden alias ``--sandbox``."""
+    return alias if alias is not None else backend

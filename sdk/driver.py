@@ -3,6 +3,7 @@ and by anything else that feeds a bot with messages)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -26,6 +27,16 @@ from sdk.bot import Bot, GameResult, SeriesInfo
 SDK_VERSION = "kryt-sdk-python 0.1.0"
 
 
+def where_raised(exc: BaseException) -> str:
+    """`` at bot.py:12 in act``: the innermost frame of ``exc``'s traceback (file name only),
+    so that a forfeit's one-line detail points at the line that failed."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f" at {os.path.basename(last.filename)}:{last.lineno} in {last.name}"
+
+
 class BotDriver:
     """Feeds one bot with the messages of one stream and returns its replies.
 
@@ -47,7 +58,9 @@ class BotDriver:
             return self._handle(message, time.monotonic() if received_at is None else received_at)
         except Exception as exc:  # the bot's own code failed: tell the referee, keep serving
             traceback.print_exc(file=sys.stderr)
-            return BotError(f"{type(message).__name__}: {type(exc).__name__}: {exc}")
+            return BotError(
+                f"{type(message).__name__}: {type(exc).__name__}: {exc}{where_raised(exc)}"
+            )
 
     def _handle(self, message: RefereeMessage, received_at: float) -> BotMessage | None:
         bot = self.bot

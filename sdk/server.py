@@ -77,11 +77,18 @@ def _unix_path(address: str) -> Path | None:
 
 def bot_identity(bot: Bot) -> tuple[str, str]:
     """Name and version of ``bot``: its class attributes, else the ``bot.toml`` beside the
-    running script (or in the working directory), else the class name and ``0.0.0``."""
+    file that defines its class, else beside the running script, else in the working
+    directory, else the class name and ``0.0.0``.
+
+    The class's own folder comes first so that two bots played in one process (a local
+    series, ``check``) do not both take the name of the working directory's ``bot.toml``."""
     name, version = bot.name, bot.version
     if not (name and version):
-        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-        places = [Path(main_file).resolve().parent] if main_file else []
+        places: list[Path] = []
+        for module in (sys.modules.get(type(bot).__module__), sys.modules.get("__main__")):
+            source = getattr(module, "__file__", None)
+            if source:
+                places.append(Path(source).resolve().parent)
         places.append(Path.cwd())
         for place in places:
             manifest = place / "bot.toml"

@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 from arena.db._util import get_or_raise
 from arena.db.enums import GameResult, SeriesStatus
 from arena.db.errors import ConflictError, InvalidRecordError
-from arena.db.models import Game, Series
+from arena.db.models import Bot, Game, Series, Submission
 from arena.db.records import CARD_RE, DECK_SIZE
 from arena.db.types import utcnow
 from referee.protocol.messages import GameEndReason
@@ -406,3 +406,77 @@ def counted_games(series_id: int, numbers: Sequence[int], *, session: Session) -
             .order_by(col(Game.number))
         )
     )
+
+
+def find_games(
+    *,
+    session: Session,
+    bot: str | None = None,
+    tournament_id: int | None = None,
+    result: str | None = None,
+    reasons: Sequence[str] = (),
+    include_voided: bool = True,
+    limit: int | None = None,
+    newest_first: bool = False,
+) -> list[Game]:
+    """Stored games matching every given filter, by id (oldest first unless ``newest_first``).
+
+    ``bot`` keeps games in which a version of that bot sat; ``result`` is ``seat0``,
+    ``seat1``, ``draw`` or ``void``, or, with ``bot``, ``win`` or ``loss`` from that bot's
+    side; ``reasons`` keeps games that ended by one of these :class:`GameEndReason` values.
+    """
+    query = select(Game)
+    bot_submissions: list[int] = []
+    if bot is not None:
+        found = session.exec(
+            select(Submission.id)
+            .join(Bot, col(Bot.id) == col(Submission.bot_id))
+            .where(Bot.name == bot)
+        )
+        bot_submissions = [sid for sid in found if sid is not None]
+        query = query.where(
+            col(Game.seat0_submission_id).in_(bot_submissions)
+            | col(Game.seat1_submission_id).in_(bot_submissions)
+        )
+    if tournament_id is not None:
+        query = query.join(Series, col(Series.id) == col(Game.series_id)).where(
+            Series.tournament_id == tournament_id
+        )
+    if result is not None:
+        seat0_won = col(Game.result) == GameResult.SEAT0.value
+        seat1_won = col(Game.result) == GameResult.SEAT1.value
+        in_seat0 = col(Game.seat0_submission_id).in_(bot_submissions)
+        in_seat1 = col(Game.seat1_submission_id).in_(bot_submissions)
+        if result in ("win", "loss") and bot is None:
+            raise InvalidRecordError(f"result {result!r} needs a bot to be seen from")
+        conditions = {
+            "seat0": seat0_won & (col(Game.voided).is_(False)),
+            "seat1": seat1_won & (col(Game.voided).is_(False)),
+            "draw": (col(Game.result) == GameResult.DRAW.value) & (col(Game.voided).is_(False)),
+            "void": col(Game.voided).is_(True),
+            "win": ((in_seat0 & seat0_won) | (in_seat1 & seat1_won))
+            & (col(Game.voided).is_(False)),
+            "loss": ((in_seat0 & seat1_won) | (in_seat1 & seat0_won))
+            & (col(Game.voided).is_(False)),
+        }
+        if result not in conditions:
+            raise InvalidRecordError(
+                f"result must be one of {', '.join(conditions)}; got {result!r}"
+            )
+        query = query.where(conditions[result])
+    if reasons:
+        known = {reason.value for reason in GameEndReason}
+        unknown = sorted(set(reasons) - known)
+        if unknown:
+            raise InvalidRecordError(
+                f"unknown ending {', '.join(map(repr, unknown))};"
+                f" endings: {', '.join(sorted(known))}"
+            )
+        query = query.where(col(Game.end_reason).in_(list(reasons)))
+    if not include_voided:
+        query = query.where(col(Game.voided).is_(False))
+    order = col(Game.id).desc() if newest_first else col(Game.id)
+    query = query.order_by(order)
+    if limit is not None:
+        query = query.limit(limit)
+    return list(session.exec(query))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from arena.db._util import get_or_raise
 from arena.db.enums import SeriesStatus, TournamentStatus
+from arena.db.errors import ConflictError
 from arena.db.models import Series, Submission, Tournament
 from arena.db.records import SeriesSpec, TournamentSpec
 from arena.db.types import utcnow
@@ -136,3 +139,50 @@ def set_series_status(series_id: int, status: SeriesStatus, *, session: Session)
     session.add(series)
     session.flush()
     return series
+
+
+def find_or_create_tournament(
+    name: str, seed: int, *, session: Session, config: dict[str, Any] | None = None
+) -> tuple[Tournament, bool]:
+    """The oldest tournament called ``name`` with ``seed``, or a new one (pending, no series)
+    with ``config``; the flag says whether it was created. Imports use it so that importing
+    the same games twice adds nothing."""
+    found = session.exec(
+        select(Tournament)
+        .where(Tournament.name == name, Tournament.seed == seed)
+        .order_by(col(Tournament.id))
+    ).first()
+    if found is not None:
+        return found, False
+    spec = TournamentSpec(name=name, seed=seed, config=config or {})
+    return create_tournament(spec, session=session), True
+
+
+def ensure_series(
+    tournament_id: int, position: int, spec: SeriesSpec, *, session: Session
+) -> Series:
+    """The tournament's series at ``position``, created from ``spec`` if there is none; an
+    existing one must be the same series (pair, format, games, seed) or ConflictError."""
+    get_tournament(tournament_id, session=session)
+    existing = session.exec(
+        select(Series).where(Series.tournament_id == tournament_id, Series.position == position)
+    ).first()
+    if existing is None:
+        _require_submissions(spec, session=session)
+        row = _series_row(tournament_id, position, spec)
+        session.add(row)
+        session.flush()
+        return row
+    same = (
+        existing.submission_a_id == spec.submission_a_id
+        and existing.submission_b_id == spec.submission_b_id
+        and existing.format == spec.format.value
+        and existing.games_planned == spec.games_planned
+        and existing.seed == spec.seed
+    )
+    if not same:
+        raise ConflictError(
+            f"tournament {tournament_id} already has a different series at position {position}"
+            f" (series {existing.id})"
+        )
+    return existing

@@ -51,6 +51,7 @@ from referee.series import (
 )
 from sandbox import choose_backend
 from sandbox.backend import Backend
+from sdk.examples import resolve_bot_ref
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def resolve_bots(refs: Iterable[str], *, db: Database, store: Path, submitted_by
     (idempotently); ``name`` or ``name@version`` names a stored submission."""
     ids = []
     for ref in refs:
-        path = Path(ref)
+        path = Path(resolve_bot_ref(ref))  # builtin:NAME names a bundled example bot
         if path.exists():
             ids.append(register(path, db=db, submitted_by=submitted_by, store=store).submission_id)
             continue

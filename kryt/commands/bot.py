@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kryt.errors import ExitCode, UserError
+from kryt.options import BackendAliasOption, backend_choice
 
 app = typer.Typer(help="Write and check bots.", no_args_is_help=True)
 
@@ -42,18 +43,23 @@ def check(
     target: Annotated[str, typer.Argument(help="Bot folder (with bot.toml) or its address.")],
     games: Annotated[int, typer.Option("--games", "-n", min=1, help="Games to play.")] = 10,
     seed: Annotated[str, typer.Option(help="Series seed (decks and first dealer).")] = "0",
-    sandbox: Annotated[
+    backend: Annotated[
         str,
-        typer.Option(help="Sandbox for a bot folder: auto, docker, bwrap, process or none."),
+        typer.Option(
+            "--backend",
+            help="Sandbox backend for a bot folder: auto, docker, bwrap, process, or none"
+            " (a plain subprocess).",
+        ),
     ] = "auto",
+    sandbox_alias: BackendAliasOption = None,
 ) -> None:
     """Start the bot in the sandbox, play GAMES games over gRPC against the greedy bot and
-    report problems (crashes, timeouts, slow replies, illegal or malformed actions)."""
+    report problems (crashes, timeouts, slow replies, illegal or malformed actions).
+    TARGET may be builtin:NAME for a bundled bot."""
     from sdk.tools.check import check_bot
 
-    report = check_bot(
-        target, games=games, seed=seed, sandbox=None if sandbox == "none" else sandbox
-    )
+    chosen = backend_choice(backend, sandbox_alias)
+    report = check_bot(target, games=games, seed=seed, sandbox=None if chosen == "none" else chosen)
     if report.sandbox:
         typer.echo(f"sandbox: {report.sandbox}")
     typer.echo(report.format())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -41,6 +42,7 @@ DatabaseOption = Annotated[
     typer.Option(
         "--database",
         "--db",
+        "-d",
         help="Database URL or SQLite path (default: KRYT_DATABASE_URL, then ./kryt.db).",
         show_default=False,
     ),
@@ -72,9 +74,26 @@ def _forfeits(forfeits: dict[str, int]) -> str:
     return ", ".join(f"{reason.replace('_', ' ')} {n}" for reason, n in sorted(forfeits.items()))
 
 
-def standings_table(board: Leaderboard, *, title: str, done: Progress | None = None) -> Table:
+DROP_FIRST = ("Elo", "LOS", "Version", "±", "Score%")
+"""Columns given up, in this order, when the table does not fit the terminal: the Forfeits
+column is kept (a bot that wins by its opponents' crashes must show it)."""
+
+FORFEITS_MIN = 14
+"""Narrowest Forfeits column (reasons wrap onto more lines below that)."""
+
+
+def standings_table(
+    board: Leaderboard,
+    *,
+    title: str,
+    done: Progress | None = None,
+    width: int | None = None,
+) -> Table:
     """The rich table of the standings: rank, bot, version, BayesElo rating ± interval, live
-    Elo (``*`` provisional), games, W/D/L, score %, LOS over the next bot, forfeits."""
+    Elo (``*`` provisional), games, W/D/L, score %, LOS over the next bot, forfeits.
+
+    With ``width`` (a terminal's columns) the table fits it: the columns of
+    :data:`DROP_FIRST` go first, the Forfeits column stays (its reasons wrap)."""
     caption = []
     if done is not None:
         caption.append(
@@ -90,6 +109,7 @@ def standings_table(board: Leaderboard, *, title: str, done: Progress | None = N
         )
     if board.note:
         caption.append(board.note)
+    headers = ["#", "Bot", "Version", "Rating", "±", "Elo", "Games", "W/D/L", "Score%", "LOS"]
     rows = [
         [
             str(row.rank),
@@ -102,25 +122,49 @@ def standings_table(board: Leaderboard, *, title: str, done: Progress | None = N
             f"{row.wins}/{row.draws}/{row.losses}",
             f"{100 * row.score:.1f}",
             "" if row.los_next is None else f"{row.los_next:.2f}",
-            _forfeits(row.forfeits),
         ]
         for row in board.rows
     ]
-    headers = ("#", "Bot", "Version", "Rating", "±", "Elo", "Games", "W/D/L", "Score%", "LOS")
+    forfeits = [_forfeits(row.forfeits) for row in board.rows]
+    widths = [max([len(h), *(len(cells[i]) for cells in rows)]) for i, h in enumerate(headers)]
+    keep = list(range(len(headers)))
+    if width is not None:
+        forfeit_width = max([len("Forfeits"), *(len(f) for f in forfeits)])
+        wanted = min(forfeit_width, FORFEITS_MIN)
+
+        def total() -> int:
+            # Each column takes its text plus one space of padding on each side and a rule.
+            return sum(widths[i] + 3 for i in keep) + wanted + 4
+
+        for header in DROP_FIRST:
+            if total() <= width:
+                break
+            keep.remove(headers.index(header))
     table = Table(title=title, caption="\n".join(caption))
-    for i, header in enumerate(headers):
-        # Never cut a name or a number short: narrow terminals squeeze the forfeits instead.
-        width = max([len(header), *(len(cells[i]) for cells in rows)])
+    for i in keep:
+        # Never cut a name or a number short: the forfeits wrap instead.
         table.add_column(
-            header,
-            justify="left" if header in ("Bot", "Version") else "right",
+            headers[i],
+            justify="left" if headers[i] in ("Bot", "Version") else "right",
             no_wrap=True,
-            min_width=width,
+            min_width=widths[i],
         )
-    table.add_column("Forfeits", justify="left")
-    for cells in rows:
-        table.add_row(*(Text(c) for c in cells))
+    table.add_column("Forfeits", justify="left", min_width=len("Forfeits"))
+    for cells, forfeit in zip(rows, forfeits, strict=True):
+        table.add_row(*(Text(cells[i]) for i in keep), Text(forfeit))
     return table
+
+
+def print_standings(console: Console, table_of: Callable[[int | None], Table]) -> None:
+    """Print the standings table made by ``table_of(width)``: fitted to a terminal, whole
+    (no width limit) when the output is piped or captured."""
+    if console.is_terminal:
+        console.print(table_of(console.width))
+        return
+    table = table_of(None)
+    wide = console.options.update_width(10_000)
+    whole = max(console.width, console.measure(table, options=wide).maximum)
+    Console(file=console.file, width=whole, color_system=None).print(table)
 
 
 @app.callback()
@@ -187,13 +231,9 @@ def leaderboard(
             known = classify(exc)
             assert known is not None
             raise _fail(known) from None
-    table = standings_table(board, title=title, done=done)
-    console = Console()
-    if not console.is_terminal:
-        # Piped or captured output has no width to respect: print the table whole.
-        wide = console.options.update_width(10_000)
-        console = Console(width=max(console.width, console.measure(table, options=wide).maximum))
-    console.print(table)
+    print_standings(
+        Console(), lambda width: standings_table(board, title=title, done=done, width=width)
+    )
 
 
 def _export(directory: Path, database: str | None) -> None:

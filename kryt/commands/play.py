@@ -1,99 +1,292 @@
-"""``kryt play A B``: a quick series between two bot folders, with the table of results."""
+"""``kryt play A B``: a quick run between two bots, printed as it goes, with the statistics
+engine testers expect (Elo difference ± 95% interval, LOS, draw ratio, pentanomial for
+duplicate deals) and an optional SPRT that stops the run once the answer is clear.
+
+``-j N`` plays N games at once: the run is split into N independent series of the pair with
+seeds derived from ``--seed``, each keeping the loser-deals order (see
+:mod:`referee.pairing`). Heavy modules are imported inside the command, so ``kryt play
+--help`` stays fast.
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from arena.tournament.config import SandboxSettings
-from arena.tournament.seats import SandboxSlot
-from arena.tournament.seeds import draw_seed
-from referee.protocol.messages import TimeControl
-from referee.series import SeriesConfig, SeriesFormat, run_series
-from sandbox import choose_backend, load_submission
-from sandbox.death import printable
+from kryt.errors import UserError
+from kryt.options import BackendAliasOption, BackendOption, backend_choice
 
-out = Console()
-err = Console(stderr=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from leaderboard.ratings.match_stats import ScoreSample, Sprt
+    from referee.record import GameRecord
+
+SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
+
+
+@dataclass(slots=True)
+class _Tally:
+    """Results of a run from bot A's side (seat 0 of every series), updated by the series'
+    threads as games end."""
+
+    games: int
+    duplicate: bool
+    sprt: Sprt | None
+    verbose: bool
+    report_every: int
+    names: tuple[str, str]
+    out: Console
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    scores: dict[tuple[int, int], float] = field(default_factory=dict)
+    records: dict[tuple[int, int], GameRecord] = field(default_factory=dict)
+    decided: bool = False
+
+    def pentanomial(self) -> list[int]:
+        """Deal pairs (games 2k-1, 2k of a series) scoring 0, ½, 1, 1½, 2 for A."""
+        counts = [0] * 5
+        for (series, number), score in self.scores.items():
+            if number % 2 == 0 and (series, number - 1) in self.scores:
+                counts[round(2 * (score + self.scores[(series, number - 1)]))] += 1
+        return counts
+
+    def sample(self) -> ScoreSample:
+        """What the SPRT and the interval are computed from."""
+        from leaderboard.ratings.match_stats import pentanomial_sample, trinomial_sample
+
+        if self.duplicate:
+            return pentanomial_sample(self.pentanomial())
+        return trinomial_sample(self.wins, self.draws, self.losses)
+
+    def add(self, series: int, number: int, record: GameRecord) -> None:
+        """Count one game and print its line or the running standings (thread-safe)."""
+        from rich.text import Text
+
+        from sandbox.death import printable as visible
+
+        with self.lock:
+            score = 0.5 if record.winner is None else 1.0 - record.winner
+            self.scores[(series, number)] = score
+            self.records[(series, number)] = record
+            self.wins += score == 1.0
+            self.losses += score == 0.0
+            self.draws += score == 0.5
+            done = self.wins + self.draws + self.losses
+            if self.verbose:
+                winner = "draw" if record.winner is None else f"{self.names[record.winner]} wins"
+                detail = ""
+                if record.forfeit is not None:
+                    detail = f": seat {record.forfeit.seat} {record.forfeit.detail}"[:120]
+                self.out.print(
+                    Text(
+                        f"game {done}/{self.games} (series {series + 1} game {number},"
+                        f" dealer seat {record.dealer}): {visible(winner)} by"
+                        f" {record.ending.value}, {len(record.moves)} actions{visible(detail)}"
+                    )
+                )
+            llr_text = ""
+            if self.sprt is not None:
+                llr = self.sprt.llr(self.sample())
+                llr_text = f"  LLR {llr:.2f} ({self.sprt.lower:.2f}, {self.sprt.upper:.2f})"
+                if self.sprt.decide(llr).value != "continue":
+                    self.decided = True
+            if not self.verbose and (done % self.report_every == 0 or done == self.games):
+                self.out.print(Text(self.standings() + llr_text))
+            elif self.verbose and llr_text:
+                self.out.print(Text(llr_text.strip()))
+
+    def standings(self) -> str:
+        """``Score of A vs B: +W =D -L [0.550] 20/100``."""
+        done = self.wins + self.draws + self.losses
+        score = (self.wins + self.draws / 2) / done if done else 0.5
+        return (
+            f"Score of {self.names[0]} vs {self.names[1]}: +{self.wins} ={self.draws}"
+            f" -{self.losses} [{score:.3f}] {done}/{self.games}"
+        )
+
+
+def _split_refs(refs: list[str], sprt_words: list[str]) -> tuple[list[str], list[str]]:
+    """Bot references and SPRT settings: words like ``elo1=5`` after ``--sprt`` land among
+    the positional arguments (``--sprt elo0=0 elo1=5 alpha=0.05 beta=0.05``)."""
+    bots, settings = [], list(sprt_words)
+    for ref in refs:
+        key = ref.partition("=")[0]
+        if "=" in ref and key in SPRT_KEYS:
+            if not sprt_words:
+                raise UserError(f"{ref!r} is an SPRT setting: give it after --sprt")
+            settings.append(ref)
+        else:
+            bots.append(ref)
+    if len(bots) != 2:
+        raise UserError(f"kryt play needs exactly two bots, got {len(bots)}: {bots}")
+    return bots, settings
 
 
 def play(
-    bot_a: Annotated[Path, typer.Argument(help="First bot folder or archive (seat 0).")],
-    bot_b: Annotated[Path, typer.Argument(help="Second bot folder or archive (seat 1).")],
+    bots: Annotated[
+        list[str],
+        typer.Argument(
+            help="Two bots (seat 0, seat 1): folders, archives or bundled bots as"
+            " builtin:NAME (builtin:greedy, builtin:random, builtin:mc).",
+            show_default=False,
+        ),
+    ],
     games: Annotated[int, typer.Option("--games", "-n", min=1, help="Games to play.")] = 10,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            help="Games at once: the run is split into this many independent series.",
+        ),
+    ] = 1,
     seed: Annotated[
-        int | None,
-        typer.Option(help="Series seed (deals, first dealer); default: a secret random one."),
+        str | None,
+        typer.Option(help="Run seed (deals, first dealers); default: a secret random one."),
     ] = None,
-    format: Annotated[SeriesFormat, typer.Option("--format")] = SeriesFormat.STANDARD,
+    format: Annotated[
+        str, typer.Option("--format", help="standard, or duplicate (each deal twice).")
+    ] = "standard",
     move_seconds: Annotated[float, typer.Option(help="Time per move.")] = 1.0,
     bank_seconds: Annotated[float, typer.Option(help="Time bank per game.")] = 10.0,
-    backend: Annotated[str, typer.Option(help="Sandbox: auto, docker, bwrap or process.")] = "auto",
+    sprt: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--sprt",
+            help="Stop early by SPRT: --sprt elo0=0 elo1=5 alpha=0.05 beta=0.05"
+            " (trinomial model; pentanomial with --format duplicate).",
+            show_default=False,
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="One line per game as it ends.")
+    ] = False,
+    report_every: Annotated[
+        int, typer.Option(min=1, help="Print the running score every N games.")
+    ] = 10,
+    backend: BackendOption = "auto",
+    sandbox_alias: BackendAliasOption = None,
 ) -> None:
-    """Play a series between your own bots (trusted: they may run without isolation)."""
+    """Play a run between your own bots (trusted: they may run without isolation).
+
+    Prints the running score (each game with --verbose), then the Elo difference with its
+    95% interval, LOS and draw ratio (and the pentanomial for duplicate deals)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from arena.tournament.config import SandboxSettings
+    from arena.tournament.seats import SandboxSlot
+    from leaderboard.ratings.match_stats import Sprt, match_stats
+    from referee.pairing import pairing_configs, run_pairing
+    from referee.protocol.messages import TimeControl
+    from referee.series import SeriesConfig, SeriesFormat
+    from sandbox import choose_backend, load_submission
+    from sandbox.death import printable as visible
+    from sdk.examples import resolve_bot_ref
+
+    out = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True)
+    refs, sprt_words = _split_refs(bots, sprt or [])
+    test = Sprt.parse(sprt_words) if sprt is not None else None
+    try:
+        series_format = SeriesFormat(format)
+    except ValueError:
+        raise UserError(f"--format must be standard or duplicate, got {format!r}") from None
     if seed is None:
-        seed = draw_seed()
-    config = SeriesConfig(
+        from arena.tournament.seeds import draw_seed
+
+        seed = str(draw_seed())
+    base = SeriesConfig(
         games=games,
-        seed=seed,
-        format=format,
+        seed=int(seed) if seed.lstrip("-").isdigit() else seed,
+        format=series_format,
         time_control=TimeControl.from_seconds(move_seconds, bank_seconds),
     )
-    sandbox = choose_backend(backend, allow_unsafe=False)
+    configs = pairing_configs(base, jobs)
+    sandbox = choose_backend(backend_choice(backend, sandbox_alias), allow_unsafe=False)
     err.print(f"sandbox: [bold]{sandbox.describe()}[/bold]")
     limits = SandboxSettings().limits()
-    slots: list[SandboxSlot] = []
-    # Archives are unpacked into a temporary folder that lives as long as the series.
+
+    # Archives are unpacked into a temporary folder that lives as long as the run.
     with tempfile.TemporaryDirectory(prefix="kryt-play-") as tmp:
-        for seat, path in enumerate((bot_a, bot_b)):
+        submissions = []
+        names: list[str] = []
+        for seat, ref in enumerate(refs):
+            path = Path(resolve_bot_ref(ref))
             unpack = None if path.is_dir() else Path(tmp) / f"bot{seat}"
             submission = load_submission(path, unpack_dir=unpack)
             name = f"{submission.manifest.name} {submission.manifest.version}"
-            if seat == 1 and slots and slots[0].name == name:
+            if seat == 1 and names and names[0] == name:
                 name += " (2)"
-            slots.append(
+            submissions.append(submission)
+            names.append(name)
+
+        def make_slots(index: int) -> tuple[SandboxSlot, SandboxSlot]:
+            slots = tuple(
                 SandboxSlot(
                     sandbox,
-                    submission,
-                    name=name,
+                    submissions[seat],
+                    name=names[seat],
                     limits=limits,
-                    label=f"kryt-play-{os.getpid()}-{seat}",
+                    label=f"kryt-play-{os.getpid()}-{index}-{seat}",
                     trusted=True,
                 )
+                for seat in (0, 1)
             )
-        try:
-            result = run_series(config, (slots[0], slots[1]))
-        finally:
-            for slot in slots:
-                slot.close()
-    table = Table(title=f"{slots[0].name} (seat 0) vs {slots[1].name} (seat 1), seed {seed}")
-    for column in ("game", "dealer", "winner", "ending", "actions", "details"):
-        table.add_column(column)
-    for number, record in sorted(result.games.items()):
-        winner = "draw" if record.winner is None else slots[record.winner].name
-        detail = ""
-        if record.forfeit is not None:
-            detail = f"seat {record.forfeit.seat}: {record.forfeit.detail}"
-        table.add_row(
-            str(number),
-            str(record.dealer),
-            Text(winner),
-            record.ending.value,
-            str(len(record.moves)),
-            Text(printable(detail[:80])),
+            return slots[0], slots[1]
+
+        tally = _Tally(
+            games=games,
+            duplicate=series_format is SeriesFormat.DUPLICATE,
+            sprt=test,
+            verbose=verbose,
+            report_every=report_every,
+            names=(names[0], names[1]),
+            out=out,
         )
-    out.print(table)
-    score = result.score(0)
-    out.print(
-        f"[bold]{slots[0].name}[/bold] +{score.wins} ={score.draws} -{score.losses}"
-        f" [bold]{slots[1].name}[/bold]"
-    )
-    if format is SeriesFormat.DUPLICATE:
-        out.print(f"pentanomial (0, ½, 1, 1½, 2 points per deal pair): {result.pentanomial(0)}")
+        if len(configs) > 1:
+            sizes = ", ".join(str(c.games) for c in configs)
+            err.print(f"{len(configs)} series in parallel ({sizes} games)")
+        outcome = run_pairing(configs, make_slots, tally.add, should_stop=lambda: tally.decided)
+    if not verbose and tally.records and len(tally.records) <= 20:
+        table = Table(title=f"{names[0]} (seat 0) vs {names[1]} (seat 1), seed {seed}")
+        for column in ("series", "game", "dealer", "winner", "ending", "actions", "details"):
+            table.add_column(column)
+        for (series, number), record in sorted(tally.records.items()):
+            winner = "draw" if record.winner is None else names[record.winner]
+            detail = ""
+            if record.forfeit is not None:
+                detail = f"seat {record.forfeit.seat}: {record.forfeit.detail}"
+            table.add_row(
+                str(series + 1),
+                str(number),
+                str(record.dealer),
+                Text(winner),
+                record.ending.value,
+                str(len(record.moves)),
+                Text(visible(detail[:80])),
+            )
+        out.print(table)
+    for error in outcome.errors:
+        err.print(Text(f"error: {error}"))
+    out.print(Text(tally.standings()))
+    pentanomial = tally.pentanomial() if tally.duplicate else None
+    stats = match_stats(tally.wins, tally.draws, tally.losses, pentanomial=pentanomial)
+    out.print(Text(f"{names[0]} vs {names[1]}: {stats.format()}"))
+    if pentanomial is not None:
+        out.print(f"pentanomial (0, ½, 1, 1½, 2 points per deal pair): {pentanomial}")
+    if test is not None:
+        out.print(Text(test.format(tally.sample())))
+        if outcome.stopped:
+            out.print(f"stopped early by the SPRT after {len(tally.records)} of {games} games")

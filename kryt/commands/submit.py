@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import getpass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from arena.tournament.store import DEFAULT_STORE, register
 from kryt.errors import ExitCode, UserError
-from kryt.options import DatabaseOption, StoreOption, open_db
-
-out = Console()
+from kryt.options import DatabaseOption, open_db
 
 
 def submit(
@@ -23,7 +19,13 @@ def submit(
         str | None, typer.Option("--by", help="Who submits (default: your user).")
     ] = None,
     database: DatabaseOption = None,
-    store: StoreOption = DEFAULT_STORE,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where unpacked bot submissions are kept [default: .kryt/submissions].",
+            show_default=False,
+        ),
+    ] = None,
     server: Annotated[
         str | None,
         typer.Option(
@@ -36,22 +38,43 @@ def submit(
         bool, typer.Option(help="With --server: wait for the validation games' verdict.")
     ] = True,
 ) -> None:
-    """Validate the bot (manifest, paths, size) and store it; nothing is stored if it is bad."""
+    """Validate the bot (manifest, paths, size, Python sources compile) and store it; nothing
+    is stored if it is bad. With --server, upload it to an arena server instead."""
+    import tempfile
+
+    from sandbox import load_submission
+    from sandbox.source_check import check_python_sources
+
+    # Compile-check first: a syntax error would otherwise surface as a forfeit of every game.
+    with tempfile.TemporaryDirectory(prefix="kryt-submit-check-") as tmp:
+        unpack = None if path.is_dir() else Path(tmp) / "unpacked"
+        check_python_sources(load_submission(path, unpack_dir=unpack))
     if server is not None:
         _submit_remote(path, server, wait=wait)
         return
+    from arena.tournament.store import DEFAULT_STORE, register
+
     db = open_db(database)
-    registered = register(path, db=db, submitted_by=by or getpass.getuser(), store=store)
+    registered = register(
+        path, db=db, submitted_by=by or getpass.getuser(), store=store or DEFAULT_STORE
+    )
     state = "stored" if registered.created else "already stored (same content)"
-    out.print(
+    _out().print(
         f"{registered.name} {registered.version}: {state} as submission"
         f" {registered.submission_id} (sha256 {registered.sha256[:16]}…)"
     )
 
 
+def _out() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
 def _submit_remote(path: Path, server: str, *, wait: bool) -> None:
     from arena.service.server import Client, ClientError, archive_of, read_token
 
+    out = _out()
     try:
         client = Client(server, read_token())
         archive, filename = archive_of(path)

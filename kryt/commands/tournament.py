@@ -179,12 +179,13 @@ def _report(tournament_id: int, db: Database, outcomes: list[SeriesOutcome]) -> 
     aborted = [o for o in outcomes if o.status == "aborted"]
     for outcome in aborted:
         console.print(f"[red]series {outcome.series_id} aborted:[/red] {outcome.message}")
-    from kryt.commands.leaderboard import standings_table
+    from kryt.commands.leaderboard import print_standings, standings_table
 
     with db.read_session() as session:
         board = standings(session=session, tournament_id=tournament_id)
         name = get_tournament(tournament_id, session=session).name
-    out.print(standings_table(board, title=f"Leaderboard: {name} (tournament {tournament_id})"))
+    title = f"Leaderboard: {name} (tournament {tournament_id})"
+    print_standings(out, lambda width: standings_table(board, title=title, width=width))
     if aborted:
         console.print(f"resume with: kryt tournament resume {tournament_id}")
         return ExitCode.FAILED

@@ -7,9 +7,11 @@ of the standings come from :func:`leaderboard.standings.standings`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from markupsafe import Markup
 from sqlmodel import Session
 
 from arena.db import (
@@ -45,7 +47,7 @@ from leaderboard.web.queries import (
     series_of_submission,
 )
 from leaderboard.web.render import Links, render
-from leaderboard.web.replay import Replay, replay_game
+from leaderboard.web.replay import Replay, pack_steps, replay_game
 from leaderboard.web.table_replay import replay_table_game
 
 RECENT_GAMES = 20
@@ -398,5 +400,19 @@ def game_page(game_id: int, *, session: Session, links: Links) -> str:
         game=game,
         series=series,
         tournament=tournament,
-        data=_game_data(game, series, tournament, labels),
+        data=(data := _game_data(game, series, tournament, labels)),
+        data_json=page_json(data),
     )
+
+
+def page_json(data: dict[str, Any]) -> Markup:
+    """The game data as the page embeds it, compact: the steps packed
+    (:func:`~leaderboard.web.replay.pack_steps`, unpacked by the viewer), the actions only
+    once (in the steps), no spaces; escaped for a ``<script>`` element."""
+    replay = dict(data["replay"])
+    replay["packed"] = pack_steps(replay.pop("steps"))
+    compact = {k: v for k, v in data.items() if k != "actions"} | {"replay": replay}
+    text = json.dumps(compact, separators=(",", ":"), ensure_ascii=False)
+    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027")):
+        text = text.replace(raw, safe)
+    return Markup(text)

@@ -195,3 +195,65 @@ def replay_game(
         rules_outcome=game.outcome if game.over else None,
         rules_reason=game.reason.value if game.reason is not None else None,
     )
+
+
+# The game page embeds the steps packed: a static export stores one page per game, and the
+# per-step states repeat almost everything from one step to the next. Each packed step keeps
+# only the fields that changed since the previous step, under one-letter keys, and writes a
+# list of cards as one string of two-character codes ("6HTSAC"). ``unpack_steps`` (and the
+# viewer's JavaScript) restore the full steps of ``Replay.to_dict()``.
+_PACK_KEYS = {
+    "seat": "s",
+    "action": "a",
+    "seconds": "t",
+    "auto": "u",
+    "pile": "p",
+    "stock": "n",
+    "face_up": "f",
+    "to_move": "m",
+    "over": "o",
+}
+_PER_SEAT = {"hands": "h", "known": "k"}
+"""Card lists per seat, packed as ``h0``, ``h1``, ``k0``, ``k1`` (usually one changes)."""
+
+
+def _split_cards(text: str) -> list[str]:
+    return [text[i : i + 2] for i in range(0, len(text), 2)]
+
+
+def pack_steps(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The steps of ``Replay.to_dict()["steps"]``, each with only what changed since the
+    previous one (the first one whole), cards as strings of two-character codes."""
+    packed: list[dict[str, Any]] = []
+    previous: Mapping[str, Any] = {}
+    for step in steps:
+        changes: dict[str, Any] = {}
+        for key, short in _PACK_KEYS.items():
+            if key not in previous or previous[key] != step[key]:
+                changes[short] = "".join(step[key]) if key == "pile" else step[key]
+        for key, short in _PER_SEAT.items():
+            for seat in (0, 1):
+                if key not in previous or previous[key][seat] != step[key][seat]:
+                    changes[f"{short}{seat}"] = "".join(step[key][seat])
+        packed.append(changes)
+        previous = step
+    return packed
+
+
+def unpack_steps(packed: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The full steps from :func:`pack_steps`' output."""
+    steps: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
+    for index, changes in enumerate(packed):
+        current = dict(current)
+        for key, short in _PACK_KEYS.items():
+            if short in changes:
+                current[key] = _split_cards(changes[short]) if key == "pile" else changes[short]
+        for key, short in _PER_SEAT.items():
+            pair = list(current.get(key, [[], []]))
+            for seat in (0, 1):
+                if f"{short}{seat}" in changes:
+                    pair[seat] = _split_cards(changes[f"{short}{seat}"])
+            current[key] = pair
+        steps.append({"index": index, **current})
+    return steps

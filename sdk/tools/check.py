@@ -105,7 +105,7 @@ def _started(folder: Path, report: CheckReport) -> Iterator[tuple[str, subproces
     env = dict(os.environ)
     env[ADDRESS_ENV] = address
     # Let the bot import this very SDK even when it is not installed (a source checkout).
-    here = str(Path(__file__).resolve().parent.parent)
+    here = str(Path(__file__).resolve().parents[2])  # the folder that holds ``sdk/``
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     err: IO[bytes] = (tmp / "stderr.log").open("w+b")
@@ -172,9 +172,15 @@ def check_bot(
     With ``sandbox`` (``"auto"``, ``"docker"``, ``"bwrap"`` or ``"process"``) a bot folder is
     started in that sandbox backend, as a tournament would (your own bot: trusted).
     """
+    from sdk.examples import UnknownBuiltinError, resolve_bot_ref
     from sdk.examples.greedy.bot import GreedyBot
 
     report = CheckReport(target=str(target))
+    try:
+        target = resolve_bot_ref(str(target))  # builtin:NAME names a bundled bot
+    except UnknownBuiltinError as exc:
+        report.problems.append(Problem("not found", str(exc)))
+        return report
     path = Path(target)
     text = str(target)
     looks_like_address = text.startswith("unix:") or re.fullmatch(r"[\w.\-\[\]:]+:\d+", text)
@@ -197,6 +203,8 @@ def check_bot(
             client = BotClient(address)
             _wait_ready(client, proc, startup_timeout)
             remote = RemotePlayer(client, handshake_timeout=HANDSHAKE_TIMEOUT)
+            if report.name != "?":  # a folder: its manifest names it before the handshake
+                remote.name = report.name
             reference = LocalPlayer(opponent if opponent is not None else GreedyBot())
 
             def record(game: int, seat: int, reply: Reply) -> None:

@@ -186,8 +186,11 @@ def run_series(
     if games < 1:
         raise ValueError(f"a series needs at least one game, got {games!r}")
     config = SeriesConfig(games=games, seed=seed, time_control=time_control, turn_limit=turn_limit)
+    names = [player.name for player in players]
+    if names[0] == names[1]:  # two copies of one bot: tell them apart in results
+        names[1] += " (2)"
     slots = [
-        PlayerSlot(_given(player), player.name, seat=seat, restart=False, on_move=on_move)
+        PlayerSlot(_given(player), names[seat], seat=seat, restart=False, on_move=on_move)
         for seat, player in enumerate(players)
     ]
     return referee_series(config, (slots[0], slots[1]))

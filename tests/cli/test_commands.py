@@ -141,3 +141,51 @@ def test_an_archive_and_its_folder_are_the_same_submission(
     code, out, _ = kryt(capsys, "submit", str(EXAMPLES / "random"))
     assert code == 0 and "already stored" in out and "submission 1" in out
     assert set(Path(tempfile.gettempdir()).glob("kryt-submit-*")) == leftovers
+
+
+def test_submit_refuses_a_bot_that_does_not_compile(
+    capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path
+) -> None:
+    bot = tmp_path / "broken"
+    bot.mkdir()
+    (bot / "bot.toml").write_text(
+        'name = "broken"\nversion = "1.0.0"\nlanguage = "python"\nentry = "bot.py"\n'
+    )
+    (bot / "helpers.py").write_text("X = 1\n")
+    (bot / "bot.py").write_text("from sdk import Bot\n\ndef act(view)\n    return 'take'\n")
+    code, out, err = kryt(capsys, "submit", str(bot))
+    assert code == ExitCode.BAD_INPUT, out
+    assert "bot.py:3" in err and "SyntaxError" in err and "Traceback" not in err
+    assert not db.exists() or sqlite3.connect(db).execute(
+        "select count(*) from submissions"
+    ).fetchone() == (0,)
+    (bot / "bot.py").write_text("from sdk import Bot\n\ndef act(view):\n    return 'take'\n")
+    code, out, _ = kryt(capsys, "submit", str(bot))
+    assert code == 0 and "stored as submission" in out
+
+
+def test_leaderboard_takes_d_and_keeps_forfeits_at_80_columns(
+    capsys: pytest.CaptureFixture[str], db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = kryt(
+        capsys, "tournament", "run", str(EXAMPLES / "random"), str(EXAMPLES / "greedy"),
+        "--games", "2", "--backend", "process", "--seed", "4", "-d", str(db),
+    )  # fmt: skip
+    assert code == 0, err
+    code, out, err = kryt(capsys, "leaderboard", "-d", str(db))
+    assert code == 0, err
+    assert "greedy" in out and "Forfeits" in out
+
+
+def test_one_backend_option_everywhere_with_the_old_name_hidden(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for command in (("play",), ("bot", "check"), ("tournament", "run")):
+        code, out, _ = kryt(capsys, *command, "--help")
+        assert code == 0
+        assert "--backend" in out and "--sandbox" not in out, command
+    code, out, err = kryt(
+        capsys, "bot", "check", "builtin:random", "--games", "1", "--sandbox", "process"
+    )
+    assert code == 0, out + err
+    assert "sandbox: process" in out and "OK" in out

@@ -14,16 +14,19 @@ from sqlalchemy import create_engine
 from arena.db import Database, get_game
 from leaderboard.standings import standings
 from leaderboard.web import create_app, pages
+from leaderboard.web.replay import unpack_steps
 from tests.web.world import RUNNING_NAME, World
 
 
 def embedded_replay(page: str) -> dict[str, Any]:
-    """The JSON the game page embeds for its viewer."""
+    """The JSON the game page embeds for its viewer, with its packed steps unpacked."""
     match = re.search(
         r'<script type="application/json" id="replay-data">(.*?)</script>', page, re.S
     )
     assert match is not None, "no embedded replay data"
     data: dict[str, Any] = json.loads(match.group(1))
+    assert "steps" not in data["replay"] and "actions" not in data  # compact: packed once
+    data["replay"]["steps"] = unpack_steps(data["replay"]["packed"])
     return data
 
 
@@ -126,8 +129,10 @@ def test_game_page_embeds_engine_states_for_every_step(
     assert data["replay"]["rules_outcome"] == winner
     for seat in (0, 1):  # the moves are listed, with cards drawn as suit symbols
         assert f"seat {seat}" in page
-    assert 'id="btn-next"' in page and "replay.js" in page
-    assert len(re.findall(r'<tr data-step="\d+"', page)) == len(steps)
+    assert 'id="btn-next"' in page and 'id="btn-play"' in page and "replay.js" in page
+    # The embedded steps are exactly the API's (the page only packs them).
+    full = client.get(f"/api/games/{world.won_game}").json()
+    assert steps == full["replay"]["steps"]
 
 
 def test_drawn_game_shows_the_automatic_final_cover_as_its_own_step(

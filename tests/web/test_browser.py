@@ -109,8 +109,9 @@ def _wait(driver: Any, condition: Any, timeout: float = 10) -> Any:
 
 
 def _replay_data(driver: Any) -> dict[str, Any]:
+    # The page embeds the steps packed; the viewer exposes them unpacked.
     data: dict[str, Any] = driver.execute_script(
-        "return JSON.parse(document.getElementById('replay-data').textContent)"
+        "var r = window.KRYT_REPLAY; var g = r.game; g.replay.steps = r.steps; return g;"
     )
     return data
 
@@ -243,3 +244,77 @@ def test_static_export_works_from_disk(
     assert felt.replace(" ", "") in {"rgba(47,107,69,1)", "rgb(47,107,69)"}
     _no_script_errors(driver)
     _shot(driver, "export-replay.png")
+
+
+def test_replay_highlights_moved_cards_and_autoplays(
+    driver: Any, server: tuple[str, World]
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    base, world = server
+    driver.get(f"{base}/games/{world.won_game}")
+    steps = _replay_data(driver)["replay"]["steps"]
+    label = driver.find_element(By.ID, "step-label")
+    assert driver.find_elements(By.CSS_SELECTOR, ".card.moved") == []  # the deal: nothing moved
+    # The moves list is drawn from the data: one row per step.
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#moves tbody tr")) == len(steps)
+    for step in (1, 2, 3):
+        driver.find_element(By.ID, "btn-next").click()
+        assert label.text == f"Step {step} / {len(steps) - 1}"
+
+        def place(s: dict[str, Any]) -> dict[str, str]:
+            at = {c: "h0" for c in s["hands"][0]} | {c: "h1" for c in s["hands"][1]}
+            at |= {c: "p" for c in s["pile"]}
+            return at | ({s["face_up"]: "f"} if s["face_up"] else {})
+
+        before, now = place(steps[step - 1]), place(steps[step])
+        expected = sorted(c for c, where in now.items() if before.get(c) != where)
+        shown = sorted(
+            e.get_attribute("data-card")
+            for e in driver.find_elements(By.CSS_SELECTOR, ".card.moved")
+        )
+        assert shown == expected and expected != []
+        # The acting seat's card (a lead or a cover) is among them unless it took.
+        action = steps[step]["action"]
+        for word in action.split()[1:]:
+            assert word in shown or action.startswith("swap")
+    # Autoplay at 16x reaches the last step by itself and stops there.
+    Select(driver.find_element(By.ID, "speed-select")).select_by_value("16")
+    play = driver.find_element(By.ID, "btn-play")
+    play.click()
+    assert "Pause" in play.text
+    _wait(driver, lambda d: label.text == f"Step {len(steps) - 1} / {len(steps) - 1}", 60)
+    _wait(driver, lambda d: "Play" in play.text and "Pause" not in play.text)
+    assert driver.find_element(By.TAG_NAME, "body").get_attribute("data-playing") is None
+    # Pause holds the step.
+    driver.find_element(By.ID, "btn-first").click()
+    Select(driver.find_element(By.ID, "speed-select")).select_by_value("0.5")
+    play.click()
+    play.click()
+    held = label.text
+    import time
+
+    time.sleep(2.5)
+    assert label.text == held
+    _no_script_errors(driver)
+
+
+def test_the_leaderboard_fits_a_phone(driver: Any, server: tuple[str, World]) -> None:
+    from selenium.webdriver.common.by import By
+
+    base, _ = server
+    driver.set_window_size(390, 844)
+    try:
+        driver.get(base + "/")
+        width = driver.execute_script("return document.documentElement.clientWidth")
+        first = driver.find_element(By.CSS_SELECTOR, "#standings tbody tr")
+        for column in (".col-rating", ".col-forfeits"):
+            cell = first.find_element(By.CSS_SELECTOR, column)
+            rect = driver.execute_script("return arguments[0].getBoundingClientRect().right", cell)
+            assert cell.is_displayed() and rect <= width + 1, (column, rect, width)
+        for column in (".col-version", ".col-elo", ".col-los"):
+            assert not first.find_element(By.CSS_SELECTOR, column).is_displayed()
+        _shot(driver, "leaderboard-phone.png")
+    finally:
+        driver.set_window_size(1280, 1400)

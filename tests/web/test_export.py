@@ -70,3 +70,24 @@ def test_export_to_a_file_is_a_clear_error(sqlite_world: tuple[str, World], tmp_
     with open_database(path, create=False) as db, pytest.raises(ExportError, match="not a folder"):
         export_html(db, target)
     assert target.read_text() == "not a folder"
+
+
+def test_exported_game_pages_are_a_small_fraction_of_the_full_game_data(
+    sqlite_world: tuple[str, World], tmp_path: Path
+) -> None:
+    from leaderboard.web.pages import game_json
+
+    path, world = sqlite_world
+    out = tmp_path / "site"
+    with open_database(path, create=False) as db:
+        export_html(db, out)
+        with db.read_session() as session:
+            full = {
+                game_id: len(json.dumps(game_json(game_id, session=session), indent=None))
+                for game_id in (world.won_game, world.drawn_game)
+            }
+    for game_id, full_bytes in full.items():
+        page = (out / "games" / f"{game_id}.html").read_bytes()
+        # Before: the page embedded this JSON whole and listed every move in HTML besides.
+        assert len(page) < 0.5 * full_bytes + 6000, (game_id, len(page), full_bytes)
+    assert (out / "static" / "replay.js").is_file()  # the viewer is shared, not per page

@@ -1,0 +1,206 @@
+"""``kryt games``: find stored games (with their ids, for ``kryt replay``), export them as a
+game file (plain text, see docs/games-format.md), CSV or JSON, and import a game file.
+
+    kryt games list [--bot NAME] [--tournament ID] [--result win|loss|draw|void|seat0|seat1]
+                    [--reason ENDING] [--limit N]
+    kryt games export FILE [--format text|csv|json] [the same filters]
+    kryt games import FILE
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from kryt.errors import UserError
+from kryt.options import DatabaseOption, open_db
+
+if TYPE_CHECKING:
+    from leaderboard.games_io import GameFilter
+
+app = typer.Typer(
+    help="List, export and import stored games (ids for kryt replay).", no_args_is_help=True
+)
+
+BotFilter = Annotated[
+    str | None, typer.Option("--bot", "-b", help="Only games of this bot (any version).")
+]
+TournamentFilter = Annotated[
+    int | None, typer.Option("--tournament", "-t", help="Only games of this tournament.")
+]
+ResultFilter = Annotated[
+    str | None,
+    typer.Option(
+        "--result",
+        "-r",
+        help="seat0, seat1, draw or void; with --bot also win or loss (from that bot's side).",
+    ),
+]
+ReasonFilter = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--reason",
+        help="Only games that ended this way (out, timeout, crash, illegal_action, ...);"
+        " repeatable.",
+        show_default=False,
+    ),
+]
+
+FORMATS = ("text", "csv", "json")
+WORDS = {"result", "ending"}
+
+
+def _filter(
+    bot: str | None,
+    tournament: int | None,
+    result: str | None,
+    reason: list[str] | None,
+    limit: int | None,
+    newest_first: bool = False,
+) -> GameFilter:
+    from leaderboard.games_io import GameFilter
+
+    return GameFilter(
+        bot=bot,
+        tournament_id=tournament,
+        result=result,
+        reasons=tuple(reason or ()),
+        limit=limit,
+        newest_first=newest_first,
+    )
+
+
+@app.command("list")
+def list_games(
+    bot: BotFilter = None,
+    tournament: TournamentFilter = None,
+    result: ResultFilter = None,
+    reason: ReasonFilter = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 50,
+    oldest: Annotated[
+        bool, typer.Option("--oldest", help="Oldest first (default newest).")
+    ] = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Stored games with their ids (newest first): tournament, series, seats, result, ending."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from arena.db import get_series, submission_labels
+    from leaderboard.games_io import select_games
+    from sandbox.death import printable as visible
+
+    where = _filter(bot, tournament, result, reason, limit, newest_first=not oldest)
+    db = open_db(database, create=False)
+    results = {"seat0": "1-0", "seat1": "0-1", "draw": "½-½"}
+    table = Table(show_edge=False)
+    for column in ("id", "tourn.", "series", "game", "seat 0", "seat 1", "result", "ending"):
+        table.add_column(
+            column, justify="left" if " " in column or column in WORDS else "right", no_wrap=True
+        )
+    table.add_column("moves", justify="right", no_wrap=True)
+    with db.read_session() as session:
+        games = select_games(where, session=session)
+        labels = submission_labels(session=session)
+        tournaments: dict[int, int] = {}
+        for game in games:
+            if game.series_id not in tournaments:
+                series = get_series(game.series_id, session=session)
+                tournaments[game.series_id] = series.tournament_id
+            seats = (game.seat0_submission_id, game.seat1_submission_id)
+            names = ["{} {}".format(*labels.get(s, (str(s), "?"))) for s in seats]
+            table.add_row(
+                str(game.id),
+                str(tournaments[game.series_id]),
+                str(game.series_id),
+                f"{game.number}" + (f"/{game.attempt}" if game.attempt > 1 else ""),
+                Text(visible(names[0])),
+                Text(visible(names[1])),
+                "void" if game.voided else results.get(game.result or "", "?"),
+                game.end_reason,
+                str(len(game.actions)),
+            )
+    console = Console()
+    if not console.is_terminal:  # piped or captured: no width to respect, keep rows whole
+        console = Console(width=200)
+    if not games:
+        typer.echo("no games match")
+        return
+    console.print(table)
+    typer.echo(
+        f"{len(games)} games"
+        + (f" (the first {limit}; use --limit)" if len(games) == limit else "")
+        + "; see one with: kryt replay ID"
+    )
+
+
+@app.command("export")
+def export(
+    file: Annotated[str, typer.Argument(help="Output file, or - for standard output.")],
+    format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text (default; .kgn), csv or json (default: from the file's extension).",
+        ),
+    ] = None,
+    bot: BotFilter = None,
+    tournament: TournamentFilter = None,
+    result: ResultFilter = None,
+    reason: ReasonFilter = None,
+    database: DatabaseOption = None,
+) -> None:
+    """Write games (all, or those matching the filters) as a game file, CSV or JSON."""
+    from leaderboard.gamefile import format_games, to_csv, to_json
+    from leaderboard.games_io import export_entries, select_games
+
+    chosen = format or {".csv": "csv", ".json": "json"}.get(Path(file).suffix.lower(), "text")
+    if chosen not in FORMATS:
+        raise UserError(f"--format must be one of {', '.join(FORMATS)}, got {chosen!r}")
+    where = _filter(bot, tournament, result, reason, None)
+    db = open_db(database, create=False)
+    with db.read_session() as session:
+        entries = export_entries(select_games(where, session=session), session=session)
+    text = {"text": format_games, "csv": to_csv, "json": to_json}[chosen](entries)
+    if file == "-":
+        sys.stdout.write(text)
+        return
+    Path(file).write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {len(entries)} games to {file} ({chosen})", err=True)
+
+
+@app.command("import")
+def import_(
+    file: Annotated[
+        Path,
+        typer.Argument(help="A game file (text) or a JSON export.", exists=True, dir_okay=False),
+    ],
+    database: DatabaseOption = None,
+) -> None:
+    """Store the games of a game file with their tournaments, series and bot versions
+    (idempotent: importing the same file twice adds nothing)."""
+    from leaderboard.gamefile import GameFileError, from_json, parse_games
+    from leaderboard.games_io import import_entries
+
+    text = file.read_text(encoding="utf-8")
+    try:
+        is_json = file.suffix.lower() == ".json" or re.match(r"\s*\[\s*[{\]]", text)
+        if is_json:
+            entries = from_json(text, source=file.name)
+        else:
+            entries = parse_games(text, source=file.name)
+    except GameFileError as exc:
+        raise UserError(str(exc)) from None
+    db = open_db(database)
+    with db.session() as session:
+        summary = import_entries(entries, session=session)
+    typer.echo(
+        f"imported {summary.created} new games of {summary.games} read"
+        f" ({summary.tournaments_created} new tournaments) into {db.display_url}"
+    )

@@ -1,0 +1,203 @@
+"""Stored games out of the database as :class:`~leaderboard.gamefile.GameEntry` values, and
+entries back in: the database side of ``kryt games export`` and ``kryt games import``.
+
+An import recreates each game's place: the bot versions (by content hash, without their
+code: an imported submission has no archive and cannot be played again), the tournament
+(found by name and seed, else created), its series (by position) and the game (by series,
+number and attempt). Every step is idempotent, so importing a file twice adds nothing, and
+importing a whole export into an empty database gives the same ids, games and standings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlmodel import Session
+
+from arena.db import (
+    GamePlace,
+    NewSubmission,
+    SeriesFormat,
+    SeriesSpec,
+    SeriesStatus,
+    SubmissionStatus,
+    TournamentStatus,
+    ensure_series,
+    find_games,
+    find_or_create_tournament,
+    get_series,
+    get_submission,
+    get_tournament,
+    record_game,
+    set_series_status,
+    set_tournament_status,
+    stored_record,
+    submission_labels,
+    submit,
+)
+from arena.db.models import Game, Series, Tournament
+from leaderboard.gamefile import GameEntry, Seat
+
+IMPORTED_BY = "kryt games import"
+
+
+@dataclass(frozen=True, slots=True)
+class GameFilter:
+    """Which games: a bot's, a tournament's, by result or by ending (see ``find_games``)."""
+
+    bot: str | None = None
+    tournament_id: int | None = None
+    result: str | None = None
+    reasons: tuple[str, ...] = ()
+    limit: int | None = None
+    newest_first: bool = False
+
+
+def select_games(where: GameFilter, *, session: Session) -> list[Game]:
+    """The stored games matching ``where``."""
+    return find_games(
+        session=session,
+        bot=where.bot,
+        tournament_id=where.tournament_id,
+        result=where.result,
+        reasons=where.reasons,
+        limit=where.limit,
+        newest_first=where.newest_first,
+    )
+
+
+def export_entries(games: Sequence[Game], *, session: Session) -> list[GameEntry]:
+    """The entries of ``games`` (in the given order), with their places and seats."""
+    labels = submission_labels(session=session)
+    hashes: dict[int, str] = {}
+    series_rows: dict[int, Series] = {}
+    tournaments: dict[int, Tournament] = {}
+    entries = []
+    for game in games:
+        if game.series_id not in series_rows:
+            series_rows[game.series_id] = get_series(game.series_id, session=session)
+        series = series_rows[game.series_id]
+        if series.tournament_id not in tournaments:
+            tournaments[series.tournament_id] = get_tournament(
+                series.tournament_id, session=session
+            )
+        tournament = tournaments[series.tournament_id]
+        seats = []
+        for sid in (game.seat0_submission_id, game.seat1_submission_id):
+            if sid not in hashes:
+                hashes[sid] = get_submission(sid, session=session).sha256
+            name, version = labels[sid]
+            seats.append(Seat(name, version, hashes[sid]))
+        record = stored_record(game, (seats[0].label, seats[1].label))
+        entries.append(
+            GameEntry(
+                record=record,
+                seats=(seats[0], seats[1]),
+                number=game.number,
+                attempt=game.attempt,
+                tournament=tournament.name,
+                tournament_seed=tournament.seed,
+                tournament_status=tournament.status,
+                series_position=series.position,
+                series_format=series.format,
+                series_games=series.games_planned,
+                series_seed=series.seed,
+                series_status=series.status,
+                series_a_seat=0 if game.seat0_submission_id == series.submission_a_id else 1,
+                game_id=game.id,
+                tournament_id=tournament.id,
+                series_id=series.id,
+            )
+        )
+    return entries
+
+
+@dataclass(frozen=True, slots=True)
+class ImportSummary:
+    """What an import did: games read, games newly stored, tournaments newly created."""
+
+    games: int
+    created: int
+    tournaments_created: int
+
+
+def import_entries(entries: Sequence[GameEntry], *, session: Session) -> ImportSummary:
+    """Store ``entries`` with their places (one transaction: the caller's session).
+
+    Submissions, tournaments and series are created in the order of their ids in the source
+    (when the file has them), so an import into an empty database numbers them as the
+    source did; games are stored in file order.
+    """
+    submission_ids: dict[str, int] = {}
+    for entry in entries:
+        for seat in entry.seats:
+            if seat.sha256 not in submission_ids:
+                result = submit(
+                    NewSubmission(
+                        bot_name=seat.bot,
+                        version=seat.version,
+                        sha256=seat.sha256,
+                        submitted_by=IMPORTED_BY,
+                        status=SubmissionStatus.ACTIVE,
+                    ),
+                    session=session,
+                )
+                assert result.submission.id is not None
+                submission_ids[seat.sha256] = result.submission.id
+    tournament_ids: dict[tuple[str, int], int] = {}
+    created_tournaments = 0
+    places = sorted(
+        {(e.tournament_id or 0, e.tournament, e.tournament_seed, e.series_id or 0) for e in entries}
+    )
+    for _, name, seed, _ in places:
+        if (name, seed) not in tournament_ids:
+            tournament, new = find_or_create_tournament(
+                name, seed, session=session, config={"imported": True}
+            )
+            assert tournament.id is not None
+            tournament_ids[(name, seed)] = tournament.id
+            created_tournaments += int(new)
+    series_ids: dict[tuple[int, int], int] = {}
+    by_series = sorted(entries, key=lambda e: (e.series_id or 0, e.series_position))
+    for entry in by_series:
+        tournament_id = tournament_ids[(entry.tournament, entry.tournament_seed)]
+        place = (tournament_id, entry.series_position)
+        if place in series_ids:
+            continue
+        seat_ids = [submission_ids[s.sha256] for s in entry.seats]
+        a, b = seat_ids[entry.series_a_seat], seat_ids[1 - entry.series_a_seat]
+        spec = SeriesSpec(
+            submission_a_id=a,
+            submission_b_id=b,
+            games_planned=entry.series_games,
+            seed=entry.series_seed,
+            format=SeriesFormat(entry.series_format),
+        )
+        row = ensure_series(tournament_id, entry.series_position, spec, session=session)
+        assert row.id is not None
+        series_ids[place] = row.id
+    created = 0
+    for entry in entries:
+        tournament_id = tournament_ids[(entry.tournament, entry.tournament_seed)]
+        series_id = series_ids[(tournament_id, entry.series_position)]
+        seats = (submission_ids[entry.seats[0].sha256], submission_ids[entry.seats[1].sha256])
+        stored = record_game(
+            entry.record,
+            GamePlace(series_id, entry.number, entry.attempt, seats),
+            session=session,
+        )
+        created += int(stored.created)
+    # The statuses last: recording a game marks its series running.
+    for entry in by_series:
+        tournament_id = tournament_ids[(entry.tournament, entry.tournament_seed)]
+        series_id = series_ids[(tournament_id, entry.series_position)]
+        if get_series(series_id, session=session).status != entry.series_status:
+            set_series_status(series_id, SeriesStatus(entry.series_status), session=session)
+    for entry in entries:
+        tournament_id = tournament_ids[(entry.tournament, entry.tournament_seed)]
+        if get_tournament(tournament_id, session=session).status != entry.tournament_status:
+            set_tournament_status(
+                tournament_id, TournamentStatus(entry.tournament_status), session=session
+            )
+    return ImportSummary(len(entries), created, created_tournaments)

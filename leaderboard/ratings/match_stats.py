@@ -1,0 +1,276 @@
+"""Statistics of one pairing (A against B), as engine testers read them: the Elo difference
+with its 95% interval, the likelihood of superiority (LOS), the draw ratio, and the
+sequential probability ratio test (SPRT) that stops a run once the answer is clear.
+
+Pure functions of counts (standard library only: the command line imports this module while
+a run is going, without scipy).
+
+Two models of the same numbers:
+
+* **trinomial** - games are independent; each scores 1, ½ or 0 for A;
+* **pentanomial** - duplicate deal pairs are the independent unit; a pair scores 0, ½, 1, 1½
+  or 2 points for A. The two games of a deal are correlated, so this variance is the honest
+  one for the duplicate format (and usually smaller).
+
+Both reduce to the mean ``x`` and variance ``v`` of a per-unit score in [0, 1] (a pair's
+points are halved) over ``n`` units. Then, with ``elo(s) = -400 log10(1/s - 1)``:
+
+* Elo difference ``elo(x)``, interval ``elo(x ± 1.96 sqrt(v / n))``;
+* LOS ``Φ((x - ½) / sqrt(v / n))``;
+* SPRT in the logistic Elo model with the generalized-SPRT normal approximation used by
+  engine-testing tools: ``s_i = 1 / (1 + 10^(-elo_i / 400))`` for the two hypotheses and
+  ``LLR = (s1 - s0) (2x - s0 - s1) / (2 v / n)``; H1 (elo ≥ elo1) is accepted when
+  ``LLR ≥ log((1 - β) / α)``, H0 (elo ≤ elo0) when ``LLR ≤ log(β / (1 - α))``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Final
+
+from leaderboard.ratings.errors import RatingsError
+
+Z95: Final = 1.959963984540054
+"""The two-sided 95% quantile of the standard normal distribution."""
+
+
+class SprtSettingsError(RatingsError):
+    """An SPRT setting is missing, unknown or out of range."""
+
+
+def elo_from_score(score: float) -> float:
+    """The logistic Elo difference that gives expected ``score`` (0..1); ±inf at the ends."""
+    if score <= 0.0:
+        return -math.inf
+    if score >= 1.0:
+        return math.inf
+    return -400.0 * math.log10(1.0 / score - 1.0)
+
+
+def score_from_elo(elo: float) -> float:
+    """Expected score (0..1) of a player ``elo`` points stronger, logistic model."""
+    return 1.0 / (1.0 + math.pow(10.0, -elo / 400.0))
+
+
+def _normal_cdf(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreSample:
+    """``units`` independent results with mean ``mean`` and variance ``variance`` (per unit,
+    each in [0, 1]): games in the trinomial model, halved deal pairs in the pentanomial."""
+
+    units: int
+    mean: float
+    variance: float
+
+    @classmethod
+    def from_frequencies(cls, counts: Mapping[float, int]) -> ScoreSample:
+        """From ``{score of a unit: how many units}``."""
+        if any(c < 0 for c in counts.values()):
+            raise RatingsError(f"counts must not be negative: {dict(counts)!r}")
+        n = sum(counts.values())
+        if n == 0:
+            return cls(0, 0.5, 0.0)
+        mean = sum(s * c for s, c in counts.items()) / n
+        variance = sum(c * (s - mean) ** 2 for s, c in counts.items()) / n
+        return cls(n, mean, variance)
+
+    @property
+    def stderr(self) -> float:
+        """Standard error of the mean."""
+        return math.sqrt(self.variance / self.units) if self.units else math.inf
+
+
+@dataclass(frozen=True, slots=True)
+class MatchStats:
+    """What a pairing's results say: Elo difference with its 95% interval, LOS, draw ratio."""
+
+    wins: int
+    draws: int
+    losses: int
+    elo: float
+    elo_low: float
+    elo_high: float
+    los: float
+    """Probability that A is the stronger (0..1)."""
+    model: str
+    """``trinomial`` or ``pentanomial``."""
+    pentanomial: tuple[int, int, int, int, int] | None = None
+
+    @property
+    def games(self) -> int:
+        """Games counted."""
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float:
+        """A's mean points per game (0..1); ½ before any game."""
+        return (self.wins + self.draws / 2) / self.games if self.games else 0.5
+
+    @property
+    def draw_ratio(self) -> float:
+        """Share of drawn games (0..1)."""
+        return self.draws / self.games if self.games else 0.0
+
+    @property
+    def elo_margin(self) -> float:
+        """Half the width of the 95% interval (``inf`` when it is unbounded)."""
+        return (self.elo_high - self.elo_low) / 2
+
+    def format(self) -> str:
+        """One line: ``Elo +35.2 ± 40.1 (95%), LOS 91.2%, draw ratio 10.0%``."""
+        margin = self.elo_margin
+        bound = f"± {margin:.1f}" if math.isfinite(margin) else "± inf"
+        elo = f"{self.elo:+.1f}" if math.isfinite(self.elo) else f"{self.elo:+}"
+        return (
+            f"Elo {elo} {bound} (95%, {self.model}), LOS {100 * self.los:.1f}%,"
+            f" draw ratio {100 * self.draw_ratio:.1f}%"
+        )
+
+
+def trinomial_sample(wins: int, draws: int, losses: int) -> ScoreSample:
+    """Games as independent units scoring 1, ½ or 0."""
+    return ScoreSample.from_frequencies({1.0: wins, 0.5: draws, 0.0: losses})
+
+
+def pentanomial_sample(counts: Sequence[int]) -> ScoreSample:
+    """Deal pairs as independent units; ``counts[k]`` pairs scored ``k / 2`` points (k 0..4),
+    each pair's score halved to lie in [0, 1]."""
+    if len(counts) != 5:
+        raise RatingsError(f"a pentanomial has five counts (0, ½, 1, 1½, 2), got {counts!r}")
+    return ScoreSample.from_frequencies({k / 4: c for k, c in enumerate(counts)})
+
+
+def _stats(sample: ScoreSample) -> tuple[float, float, float, float]:
+    """(Elo, low, high, LOS) of a sample; an empty sample says nothing."""
+    if not sample.units:
+        return 0.0, -math.inf, math.inf, 0.5
+    elo = elo_from_score(sample.mean)
+    half = Z95 * sample.stderr
+    low = elo_from_score(sample.mean - half)
+    high = elo_from_score(sample.mean + half)
+    if sample.variance == 0.0:
+        # Every unit scored the same: the interval has no width to estimate from.
+        los = 1.0 if sample.mean > 0.5 else 0.0 if sample.mean < 0.5 else 0.5
+    else:
+        los = _normal_cdf((sample.mean - 0.5) / sample.stderr)
+    return elo, low, high, los
+
+
+def match_stats(
+    wins: int,
+    draws: int,
+    losses: int,
+    *,
+    pentanomial: Sequence[int] | None = None,
+) -> MatchStats:
+    """The statistics of A's ``wins``/``draws``/``losses``; with ``pentanomial`` (duplicate
+    format: counts of deal pairs scoring 0, ½, 1, 1½, 2 for A) the interval and LOS come from
+    the pairs."""
+    if min(wins, draws, losses) < 0:
+        raise RatingsError(f"counts must not be negative: +{wins} ={draws} -{losses}")
+    if pentanomial is not None and sum(pentanomial) > 0:
+        sample = pentanomial_sample(pentanomial)
+        model = "pentanomial"
+        penta: tuple[int, int, int, int, int] | None = (
+            pentanomial[0],
+            pentanomial[1],
+            pentanomial[2],
+            pentanomial[3],
+            pentanomial[4],
+        )
+    else:
+        sample = trinomial_sample(wins, draws, losses)
+        model, penta = "trinomial", None
+    elo, low, high, los = _stats(sample)
+    return MatchStats(wins, draws, losses, elo, low, high, los, model, penta)
+
+
+class SprtDecision(Enum):
+    """Where the test stands."""
+
+    CONTINUE = "continue"
+    H0 = "H0 accepted"
+    """The difference is at most ``elo0``."""
+    H1 = "H1 accepted"
+    """The difference is at least ``elo1``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sprt:
+    """A sequential probability ratio test of ``elo ≤ elo0`` (H0) against ``elo ≥ elo1``
+    (H1) with error rates ``alpha`` (false H1) and ``beta`` (false H0)."""
+
+    elo0: float = 0.0
+    elo1: float = 5.0
+    alpha: float = 0.05
+    beta: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not (0.0 < self.alpha < 0.5 and 0.0 < self.beta < 0.5):
+            raise SprtSettingsError(
+                f"alpha and beta must lie between 0 and 0.5, got {self.alpha} and {self.beta}"
+            )
+        if not self.elo0 < self.elo1:
+            raise SprtSettingsError(f"elo0 must be below elo1, got {self.elo0} and {self.elo1}")
+
+    @classmethod
+    def parse(cls, words: Sequence[str]) -> Sprt:
+        """From ``["elo0=0", "elo1=5", "alpha=0.05", "beta=0.05"]`` (any subset, any
+        order; missing ones keep their defaults)."""
+        values: dict[str, float] = {}
+        for word in words:
+            for item in word.replace(",", " ").split():
+                key, sep, text = item.partition("=")
+                if not sep or key not in {"elo0", "elo1", "alpha", "beta"}:
+                    raise SprtSettingsError(
+                        f"SPRT settings are elo0=, elo1=, alpha=, beta=; got {item!r}"
+                    )
+                try:
+                    values[key] = float(text)
+                except ValueError:
+                    raise SprtSettingsError(f"{key} must be a number, got {text!r}") from None
+        return cls(**values)
+
+    @property
+    def lower(self) -> float:
+        """The LLR at or below which H0 is accepted: ``log(β / (1 - α))``."""
+        return math.log(self.beta / (1.0 - self.alpha))
+
+    @property
+    def upper(self) -> float:
+        """The LLR at or above which H1 is accepted: ``log((1 - β) / α)``."""
+        return math.log((1.0 - self.beta) / self.alpha)
+
+    def llr(self, sample: ScoreSample) -> float:
+        """The log-likelihood ratio of H1 against H0 for ``sample`` (0 while it has no spread
+        to estimate a variance from)."""
+        if sample.units == 0 or sample.variance <= 0.0:
+            return 0.0
+        s0, s1 = score_from_elo(self.elo0), score_from_elo(self.elo1)
+        return (s1 - s0) * (2.0 * sample.mean - s0 - s1) / (2.0 * sample.variance / sample.units)
+
+    def decide(self, llr: float) -> SprtDecision:
+        """H1, H0, or go on."""
+        if llr >= self.upper:
+            return SprtDecision.H1
+        if llr <= self.lower:
+            return SprtDecision.H0
+        return SprtDecision.CONTINUE
+
+    def describe(self) -> str:
+        """``elo0=0 elo1=5 alpha=0.05 beta=0.05``."""
+        return f"elo0={self.elo0:g} elo1={self.elo1:g} alpha={self.alpha:g} beta={self.beta:g}"
+
+    def format(self, sample: ScoreSample) -> str:
+        """``SPRT elo0=0 elo1=5 alpha=0.05 beta=0.05: LLR 1.23 (-2.94, 2.94) continue``."""
+        llr = self.llr(sample)
+        return (
+            f"SPRT {self.describe()}: LLR {llr:.2f} ({self.lower:.2f}, {self.upper:.2f})"
+            f" {self.decide(llr).value}"
+        )

@@ -1,0 +1,120 @@
+"""Elo difference, interval, LOS and SPRT of one pairing, against values worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from leaderboard.ratings.match_stats import (
+    Sprt,
+    SprtDecision,
+    SprtSettingsError,
+    elo_from_score,
+    match_stats,
+    pentanomial_sample,
+    score_from_elo,
+    trinomial_sample,
+)
+
+
+def test_elo_and_score_are_inverse_and_match_the_logistic_formula() -> None:
+    # 0.75 = 1 / (1 + 10^(-d/400))  =>  d = 400 log10(3) = 190.848...
+    assert elo_from_score(0.75) == pytest.approx(190.8485, abs=1e-4)
+    assert score_from_elo(190.8485) == pytest.approx(0.75, abs=1e-7)
+    assert elo_from_score(0.5) == 0.0
+    assert elo_from_score(1.0) == math.inf and elo_from_score(0.0) == -math.inf
+
+
+def test_trinomial_sample_by_hand() -> None:
+    # +60 =20 -20: mean 0.6 + 0.1 = 0.7; E[x^2] = 0.6 + 0.05 = 0.65; variance 0.65 - 0.49.
+    sample = trinomial_sample(60, 20, 20)
+    assert sample.units == 100
+    assert sample.mean == pytest.approx(0.7)
+    assert sample.variance == pytest.approx(0.16)
+    assert sample.stderr == pytest.approx(0.04)
+
+
+def test_match_stats_by_hand() -> None:
+    stats = match_stats(60, 20, 20)
+    # Elo(0.7) = -400 log10(3/7) = 147.19; interval Elo(0.7 ± 1.96 * 0.04).
+    assert stats.elo == pytest.approx(147.19, abs=0.01)
+    assert stats.elo_low == pytest.approx(elo_from_score(0.7 - 1.959964 * 0.04), abs=1e-3)
+    assert stats.elo_high == pytest.approx(elo_from_score(0.7 + 1.959964 * 0.04), abs=1e-3)
+    # Elo(0.6216) = -400 log10(0.3784 / 0.6216) = 86.23
+    assert stats.elo_low == pytest.approx(86.23, abs=0.01)
+    assert stats.draw_ratio == pytest.approx(0.2)
+    # LOS = Phi(0.2 / 0.04) = Phi(5) = 0.9999997
+    assert stats.los == pytest.approx(0.9999997, abs=1e-7)
+    assert "draw ratio 20.0%" in stats.format() and "trinomial" in stats.format()
+
+
+def test_an_even_match_has_a_symmetric_interval_and_even_los() -> None:
+    stats = match_stats(10, 5, 10)
+    assert stats.elo == 0.0 and stats.los == pytest.approx(0.5)
+    assert stats.elo_low == pytest.approx(-stats.elo_high)
+
+
+def test_pentanomial_sample_by_hand() -> None:
+    # Pairs scoring 1/2, 1, 1, 3/2 (halved: 0.25, 0.5, 0.5, 0.75): mean 0.5, variance
+    # (0.0625 + 0 + 0 + 0.0625) / 4 = 0.03125.
+    sample = pentanomial_sample([0, 1, 2, 1, 0])
+    assert (sample.units, sample.mean) == (4, 0.5)
+    assert sample.variance == pytest.approx(0.03125)
+    stats = match_stats(2, 4, 2, pentanomial=[0, 1, 2, 1, 0])
+    assert stats.model == "pentanomial" and stats.pentanomial == (0, 1, 2, 1, 0)
+    # The pairs' spread is smaller than the games' (variance 0.25 * 4/8 = 0.125 per game
+    # over 8 games = 0.0156 vs 0.03125 / 4 = 0.0078 per pair): a narrower interval.
+    assert stats.elo_margin < match_stats(2, 4, 2).elo_margin
+
+
+def test_sprt_bounds_by_hand() -> None:
+    sprt = Sprt(elo0=0, elo1=5, alpha=0.05, beta=0.05)
+    assert sprt.lower == pytest.approx(math.log(0.05 / 0.95))
+    assert sprt.lower == pytest.approx(-2.944439, abs=1e-6)
+    assert sprt.upper == pytest.approx(2.944439, abs=1e-6)
+
+
+def test_sprt_llr_by_hand() -> None:
+    sprt = Sprt(elo0=0, elo1=5)
+    # s0 = 0.5; s1 = 1 / (1 + 10^(-5/400)) = 0.5071951; for +60 =20 -20 (x 0.7, v 0.16,
+    # n 100): LLR = (s1 - s0)(2x - s0 - s1) / (2 v / n)
+    #             = 0.0071951 * 0.3928049 / 0.0032 = 0.883207
+    assert sprt.llr(trinomial_sample(60, 20, 20)) == pytest.approx(0.883207, abs=1e-6)
+    assert sprt.decide(0.88) is SprtDecision.CONTINUE
+    # Ten times the games, same frequencies: the LLR grows tenfold and H1 is accepted.
+    assert sprt.llr(trinomial_sample(600, 200, 200)) == pytest.approx(8.83207, abs=1e-5)
+    assert sprt.decide(8.83) is SprtDecision.H1
+    # Losing as often as winning drifts towards H0: x = 0.5 gives
+    # LLR = 0.0071951 * (1 - 1.0071951) / (2 * 0.2 / n) with v = 0.2 for +40 =20 -40.
+    llr = sprt.llr(trinomial_sample(400, 200, 400))
+    assert llr == pytest.approx(0.0071951 * -0.0071951 / (2 * 0.2 / 1000), rel=1e-4)
+    assert sprt.decide(-3.0) is SprtDecision.H0
+
+
+def test_sprt_pentanomial_llr_by_hand() -> None:
+    sprt = Sprt(elo0=0, elo1=5)
+    # 40 pairs: 2 x 0, 6 x 1/2, 16 x 1, 10 x 3/2, 6 x 2 points. Halved scores 0, .25, .5, .75, 1
+    # mean = (6*.25 + 16*.5 + 10*.75 + 6*1) / 40 = 23 / 40 = 0.575
+    # E[x^2] = (6*.0625 + 16*.25 + 10*.5625 + 6) / 40 = 16 / 40 = 0.4; v = 0.4 - 0.330625
+    sample = pentanomial_sample([2, 6, 16, 10, 6])
+    assert sample.mean == pytest.approx(0.575) and sample.variance == pytest.approx(0.069375)
+    expected = 0.0071951 * (1.15 - 1.0071951) / (2 * 0.069375 / 40)
+    assert sprt.llr(sample) == pytest.approx(expected, rel=1e-4)
+
+
+def test_sprt_settings_parse_and_refuse_nonsense() -> None:
+    sprt = Sprt.parse(["elo0=0", "elo1=10", "alpha=0.1", "beta=0.2"])
+    assert (sprt.elo0, sprt.elo1, sprt.alpha, sprt.beta) == (0, 10, 0.1, 0.2)
+    assert Sprt.parse(["elo1=3"]) == Sprt(elo1=3)
+    assert Sprt.parse(["elo0=-1,elo1=4"]) == Sprt(elo0=-1, elo1=4)
+    with pytest.raises(SprtSettingsError, match="elo2"):
+        Sprt.parse(["elo2=3"])
+    with pytest.raises(SprtSettingsError, match="abc"):
+        Sprt.parse(["alpha=abc"])
+    with pytest.raises(SprtSettingsError, match="below"):
+        Sprt(elo0=5, elo1=5)
+    with pytest.raises(SprtSettingsError, match="alpha"):
+        Sprt(alpha=0.7)
+    text = Sprt().format(trinomial_sample(60, 20, 20))
+    assert "LLR 0.88 (-2.94, 2.94) continue" in text
