@@ -393,15 +393,18 @@ def game_page(game_id: int, *, session: Session, links: Links) -> str:
     series = get_series(game.series_id, session=session)
     tournament = get_tournament(series.tournament_id, session=session)
     labels = submission_labels(session=session)
+    data = _game_data(game, series, tournament, labels)
+    table = game.ruleset != "default"
     return render(
-        "table_game.html" if game.ruleset != "default" else "game.html",
+        "table_game.html" if table else "game.html",
         links=links,
         title=f"Game {game_id}",
         game=game,
         series=series,
         tournament=tournament,
-        data=(data := _game_data(game, series, tournament, labels)),
-        data_json=page_json(data),
+        data=data,
+        # The two-player viewer reads packed steps; the table viewer its own steps as they are.
+        data_json=None if table else page_json(data),
     )
 
 

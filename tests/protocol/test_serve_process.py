@@ -60,7 +60,7 @@ def test_python_m_sdk_serve_takes_the_address_argument_and_stops_on_sigterm() ->
         try:
             client = BotClient(address)
             client.wait_healthy(15)
-            assert client.handshake(_handshake(), timeout=5).name == "randombot"
+            assert client.handshake(_handshake(), timeout=5).name == "random"
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(10) == 0
             client.close()

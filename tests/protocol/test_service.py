@@ -110,9 +110,9 @@ def test_a_served_bot_plays_real_games(transport: str) -> None:
     starts = [e for e in bot.events if isinstance(e, GameContext)]
     ends = [e for e in bot.events if isinstance(e, GameResult)]
     views = [e for e in bot.events if isinstance(e, View)]
-    assert series == [SeriesInfo("randombot", 3, TimeControl(1000, 10_000), REFEREE_VERSION, 1)]
+    assert series == [SeriesInfo("random", 3, TimeControl(1000, 10_000), REFEREE_VERSION, 1)]
     assert [s.game_number for s in starts] == [1, 2, 3] == [e.game_number for e in ends]
-    assert all(s.seat == 0 and s.opponent_name == "randombot" for s in starts)
+    assert all(s.seat == 0 and s.opponent_name == "random" for s in starts)
     assert [e.winner for e in ends] == [result.games[n].winner for n in (1, 2, 3)]
     assert ends[-1].score == result.score(0)
     assert all(len(e.deck) == 36 and e.view is not None and e.view.over for e in ends)

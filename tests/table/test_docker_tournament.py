@@ -219,6 +219,10 @@ def test_table_leaderboard_and_replays_in_chromium(
         link = driver.find_element(By.CSS_SELECTOR, "a.game-link")
         link.click()
         time.sleep(0.5)
+        assert driver.find_elements(By.ID, "replay-data"), (
+            driver.current_url,
+            driver.page_source[:3000],
+        )
         data = driver.execute_script(
             "return JSON.parse(document.getElementById('replay-data').textContent)"
         )
