@@ -114,13 +114,14 @@ class SandboxSlot:
     def diagnose(self) -> GameEndReason | None:
         """The sandbox's verdict on a bot that died: memory or disk limit, if that is why.
 
-        Raises InfrastructureError (the game is voided, not forfeited) when the bot was
-        stopped by us: the runner closing the slot (Ctrl-C, a lost lease, shutdown), or its
-        sandbox stopped or removed from outside the bot (a sweep, the engine).
+        Raises InfrastructureError (the game is voided, not forfeited) when the bot's
+        sandbox was stopped or removed from outside the bot (a sweep, the engine). When this
+        runner closes the slot itself (Ctrl-C, a lost lease, shutdown), its stop flag is
+        already set, so the broken game is discarded, never recorded: nothing to say then.
         """
         running = self._running  # Ctrl-C may close the slot from another thread meanwhile
         if running is None or self._closing:
-            raise InfrastructureError(f"{self.name} was stopped by the runner")
+            return None
         # The connection usually breaks a moment before the engine reports the death.
         deadline = time.monotonic() + DEATH_REPORT_WAIT
         report = running.death()
@@ -129,7 +130,9 @@ class SandboxSlot:
             report = running.death()
         if report is None:
             return None
-        if report.cause in _STOPPED_BY_US or self._closing:
+        if self._closing:
+            return None
+        if report.cause in _STOPPED_BY_US:
             raise InfrastructureError(f"{self.name} was stopped by us: {report.describe()}")
         return _VERDICTS.get(report.cause)
 

@@ -310,6 +310,13 @@ class TournamentState:
     lease: LeaseInfo | None
 
     @property
+    def live_lease(self) -> LeaseInfo | None:
+        """The lease when a live run holds it (not expired, holder not known dead)."""
+        if self.lease is None or self.lease.expired() or holder_gone(self.lease):
+            return None
+        return self.lease
+
+    @property
     def shown(self) -> str:
         """The status as the organiser should read it: ``running`` only when a live run
         holds the lease; a run that died shows as ``stopped``."""

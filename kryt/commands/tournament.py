@@ -202,7 +202,8 @@ def run_tournament(
     except KeyboardInterrupt:
         console.print(
             f"interrupted: the games played so far are saved; resume with: "
-            f"kryt tournament resume {tournament_id}"
+            f"kryt tournament resume {tournament_id}",
+            soft_wrap=True,
         )
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     refit_and_store(db, tournament_id=tournament_id)
@@ -224,7 +225,7 @@ def _report(tournament_id: int, db: Database, result: RunResult) -> int:
         name = get_tournament(tournament_id, session=session).name
     out.print(standings_table(board, title=f"Leaderboard: {name} (tournament {tournament_id})"))
     for problem in result.problems:
-        console.print(f"[red]stopped early:[/red] {escape(problem)}")
+        console.print(f"[red]stopped early:[/red] {escape(problem)}", soft_wrap=True)
     if result.finished:
         return ExitCode.OK
     if tournament_state(tournament_id, db).status == TournamentStatus.CANCELLED.value:
@@ -232,7 +233,8 @@ def _report(tournament_id: int, db: Database, result: RunResult) -> int:
         return ExitCode.FAILED
     console.print(
         f"{result.unfinished} series not finished; resume with: "
-        f"kryt tournament resume {tournament_id}"
+        f"kryt tournament resume {tournament_id}",
+        soft_wrap=True,
     )
     return ExitCode.FAILED
 
@@ -328,6 +330,9 @@ def resume(
         raise UserError(f"tournament {tournament_id} was cancelled; it cannot be resumed")
     if state.status == TournamentStatus.FINISHED.value:
         console.print(f"tournament {tournament_id} is already finished")
+    if state.live_lease is not None and not take_over:
+        # Refused before anything else is prepared (the lease itself decides again below).
+        raise UserError(str(TournamentBusyError(state.live_lease)), code=ExitCode.UNAVAILABLE)
     config = tournament_config(tournament_id, db)  # a bad stored setting: one line, exit 2
     with _prepare(
         config, executor=executor, scheduler=scheduler, worker_store=worker_store
@@ -407,4 +412,7 @@ def set_command(
         raise UserError(str(exc), hint="see docs/configuration.md") from None
     for text in assignments:
         console.print(f"tournament {tournament_id}: {escape(text.strip())}")
-    console.print(f"resume with: kryt tournament resume {tournament_id} ({escape(config.name)})")
+    console.print(
+        f"resume with: kryt tournament resume {tournament_id} ({escape(config.name)})",
+        soft_wrap=True,
+    )
