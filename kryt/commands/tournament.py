@@ -9,6 +9,7 @@ setting (nothing is stored); 3 when the sandbox, the Dask cluster or the tournam
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Annotated
@@ -124,6 +125,14 @@ def _prepare(
     worker_store: str | None,
 ) -> PreparedExecutor:
     """Check the sandbox or the Dask cluster before anything is stored (one line if not)."""
+    if executor is ExecutorName.dask and not logging.getLogger().isEnabledFor(logging.INFO):
+        # Dask logs its own tracebacks when the scheduler goes away; the run reports that
+        # in one line with what to do (``--verbose`` shows Dask's logs).
+        import distributed  # noqa: F401  (creates its loggers, with levels of their own)
+
+        for name in ["distributed", *logging.root.manager.loggerDict]:
+            if name.split(".")[0] == "distributed":
+                logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
         return prepare_executor(
             config,
