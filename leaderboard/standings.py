@@ -283,31 +283,37 @@ def _rated(o: GameOutcome) -> Game:
 
 
 def refit_and_store(db: Database, *, tournament_id: int | None = None) -> StoredSnapshot | None:
-    """Fit from the database and store a rating snapshot; None when nothing is ratable."""
-    with db.session() as session:
+    """Fit from the database and store a rating snapshot; None when nothing is ratable.
+
+    The fit is computed in a read session (it takes no write lock, so game writers never
+    wait for it, however many games there are); only the finished snapshot is written, in
+    one short transaction. A game recorded meanwhile is simply in the next fit.
+    """
+    with db.read_session() as session:
         board = standings(session=session, tournament_id=tournament_id)
-        if board.fit is None:
-            return None
-        snapshot = NewRatingSnapshot(
-            model="bayeselo",
-            tournament_id=tournament_id,
-            parameters=board.to_dict()["model"],
-            entries=[
-                RatingLine(
-                    submission_id=row.submission_id,
-                    rank=row.rank,
-                    rating=row.rating if row.rating is not None else 0.0,
-                    games=row.games,
-                    wins=row.wins,
-                    draws=row.draws,
-                    losses=row.losses,
-                    score=row.score,
-                    error=row.interval,
-                    ci_low=None if row.interval is None else (row.rating or 0) - row.interval,
-                    ci_high=None if row.interval is None else (row.rating or 0) + row.interval,
-                    extra={"elo": row.elo, "los_next": row.los_next},
-                )
-                for row in board.rows
-            ],
-        )
+    if board.fit is None:
+        return None
+    snapshot = NewRatingSnapshot(
+        model="bayeselo",
+        tournament_id=tournament_id,
+        parameters=board.to_dict()["model"],
+        entries=[
+            RatingLine(
+                submission_id=row.submission_id,
+                rank=row.rank,
+                rating=row.rating if row.rating is not None else 0.0,
+                games=row.games,
+                wins=row.wins,
+                draws=row.draws,
+                losses=row.losses,
+                score=row.score,
+                error=row.interval,
+                ci_low=None if row.interval is None else (row.rating or 0) - row.interval,
+                ci_high=None if row.interval is None else (row.rating or 0) + row.interval,
+                extra={"elo": row.elo, "los_next": row.los_next},
+            )
+            for row in board.rows
+        ],
+    )
+    with db.session() as session:
         return save_rating_snapshot(snapshot, session=session)

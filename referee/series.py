@@ -183,17 +183,39 @@ failure to record is an infrastructure failure and the game is replayed."""
 
 @dataclass(slots=True)
 class SeriesResult:
-    """The games of a series in order (voided attempts are only passed to the recorder)."""
+    """The games of a series in order (voided attempts are only passed to the recorder).
+
+    ``winners`` has every counted game's winner (None: a draw); ``games`` has the full
+    records only when the series keeps them (``run_series(keep_records=True)``, the
+    default), so a long series run with ``keep_records=False`` stays small in memory.
+    """
 
     config: SeriesConfig
     names: tuple[str, str]
     games: dict[int, GameRecord] = field(default_factory=dict)
+    winners: dict[int, int | None] = field(default_factory=dict)
+    _wins: list[int] = field(default_factory=lambda: [0, 0], init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for number, record in self.games.items():
+            self.winners.setdefault(number, record.winner)
+        self._wins = [0, 0]
+        for winner in self.winners.values():
+            if winner is not None:
+                self._wins[winner] += 1
+
+    def add(self, number: int, record: GameRecord, *, keep: bool = True) -> None:
+        """Count game ``number`` (kept whole only when ``keep``)."""
+        if number not in self.winners and record.winner is not None:
+            self._wins[record.winner] += 1
+        self.winners[number] = record.winner
+        if keep:
+            self.games[number] = record
 
     def score(self, seat: int = 0) -> SeriesScore:
-        """Wins, draws, losses of ``seat`` over the counted games."""
-        wins = sum(1 for g in self.games.values() if g.winner == seat)
-        losses = sum(1 for g in self.games.values() if g.winner == 1 - seat)
-        return SeriesScore(wins=wins, draws=len(self.games) - wins - losses, losses=losses)
+        """Wins, draws, losses of ``seat`` over the counted games (kept or not)."""
+        wins, losses = self._wins[seat], self._wins[1 - seat]
+        return SeriesScore(wins=wins, draws=len(self.winners) - wins - losses, losses=losses)
 
     @property
     def forfeits(self) -> list[GameRecord]:
@@ -209,7 +231,7 @@ class SeriesResult:
         s = self.score(0)
         return (
             f"{self.names[0]} vs {self.names[1]}: +{s.wins} ={s.draws} -{s.losses}"
-            f" over {len(self.games)} games (seed {self.config.seed!r})"
+            f" over {len(self.winners)} games (seed {self.config.seed!r})"
         )
 
     def pentanomial(self, seat: int = 0) -> list[int]:
@@ -229,6 +251,7 @@ def run_series(
     recorder: Recorder | None = None,
     done: Mapping[int, GameRecord] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    keep_records: bool = True,
 ) -> SeriesResult:
     """Play every game of the series not already in ``done`` (resumption), in order.
 
@@ -237,20 +260,29 @@ def run_series(
     deal up to ``config.max_attempts`` times, then SeriesAborted is raised (resumable).
     When ``should_stop()`` turns true, SeriesInterrupted is raised before the next game and
     instead of recording a game that was in progress (its bots may have been killed).
+    With ``keep_records=False`` the result keeps only each game's winner (``winners``), not
+    its record: what a recorder that stores every game needs, for flat memory over a long
+    series.
     """
     stopping = should_stop or (lambda: False)
-    result = SeriesResult(config, (slots[0].name, slots[1].name), dict(done or {}))
-    previous = {n: g.winner for n, g in result.games.items()}
+    result = SeriesResult(config, (slots[0].name, slots[1].name))
+    for number, done_record in sorted((done or {}).items()):
+        result.add(number, done_record, keep=keep_records)
+    previous = result.winners
+    last: tuple[int, int] | None = None  # (number, dealer) of the game just played: O(1)
     for number in range(1, config.games + 1):
-        if number in result.games:
+        if number in result.winners:
             continue
         if stopping():
             raise SeriesInterrupted(f"stopped before game {number}")
-        dealer = planned_dealer(config, number, previous)
+        if config.format is SeriesFormat.STANDARD and last is not None and last[0] == number - 1:
+            dealer = next_dealer(last[1], previous[number - 1])
+        else:
+            dealer = planned_dealer(config, number, previous)
+        last = (number, dealer)
         deck = game_deck(config.seed, deal_number(config, number))
         record = _play_with_retries(config, slots, number, deck, dealer, result, recorder, stopping)
-        result.games[number] = record
-        previous[number] = record.winner
+        result.add(number, record, keep=keep_records)
     return result
 
 

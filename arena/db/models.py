@@ -88,6 +88,28 @@ class Tournament(SQLModel, table=True):
     finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
+class TournamentLease(SQLModel, table=True):
+    """Who runs a tournament right now: at most one runner per tournament.
+
+    A runner takes the lease before it plays anything and renews ``expires_at`` with a
+    heartbeat; each game is recorded only while its runner still holds the lease. A lease
+    whose ``expires_at`` has passed (its runner died) can be taken by the next runner.
+    ``process_token`` is the runner's :mod:`sandbox.runner` token, so a runner on the same
+    host can tell at once that the holder's process is gone.
+    """
+
+    __tablename__ = "tournament_leases"
+
+    tournament_id: int = Field(foreign_key="tournaments.id", primary_key=True)
+    runner_id: str = Field(sa_type=String(64))
+    host: str = Field(sa_type=String(255))
+    pid: int
+    process_token: str | None = Field(default=None, sa_type=String(64))
+    acquired_at: datetime = Field(sa_type=UTCDateTime)
+    heartbeat_at: datetime = Field(sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+
+
 class Series(SQLModel, table=True):
     """Games between two submissions within a tournament; ``position`` orders them."""
 

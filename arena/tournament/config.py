@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -21,9 +23,53 @@ class ConfigError(ValueError):
     """A tournament setting is missing, unknown or out of range (the message says which)."""
 
 
+# Bounds of every setting: what a tournament and its bots can sensibly use. Each is checked
+# before anything is stored, so a setting the series would choke on never reaches it.
+MAX_NAME = 200
+MAX_BOTS = 1000
+MAX_GAMES_PER_PAIR = 1_000_000
+MAX_CONCURRENCY = 1024
+MAX_TURN_LIMIT = 100_000
+MAX_SEED = 2**62
+MOVE_SECONDS = (0.001, 3600.0)
+BANK_SECONDS = (0.0, 86_400.0)
+GRACE_SECONDS = (0.0, 600.0)
+MEMORY_MB = (32, 65_536)
+PIDS = (8, 32_768)
+CPUS = (0.01, 1024.0)
+NOFILE = (16, 1_048_576)
+TMPFS_MB = (1, 65_536)
+FSIZE_MB = (1, 65_536)
+STARTUP_SECONDS = (0.1, 600.0)
+
+
+def _integer(name: str, value: object, low: int, high: int) -> int:
+    """``value`` as a whole number in [low, high], or ConfigError (a bool is not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name} must be a whole number in [{low}, {high}], got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(f"{name} must be in [{low}, {high}], got {value!r}")
+    return value
+
+
+def _number(name: str, value: object, low: float, high: float) -> float:
+    """``value`` as a finite number in [low, high], or ConfigError (a bool is not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}")
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ConfigError(f"{name} must be in [{low:g}, {high:g}], got {value!r}")
+    return float(value)
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class SandboxSettings:
-    """Which sandbox backend to use and the limits of each bot."""
+    """Which sandbox backend to use and the limits of each bot (checked when built)."""
 
     backend: str = "auto"
     allow_unsafe: bool = False
@@ -34,6 +80,22 @@ class SandboxSettings:
     tmpfs_mb: int = 16
     fsize_mb: int = 8
     startup_seconds: float = DEFAULT_STARTUP_SECONDS
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.backend, str) or self.backend not in BACKENDS:
+            raise ConfigError(f"unknown sandbox backend {self.backend!r}; choose one of {BACKENDS}")
+        _flag("sandbox.allow_unsafe", self.allow_unsafe)
+        _integer("sandbox.memory_mb", self.memory_mb, *MEMORY_MB)
+        _integer("sandbox.pids", self.pids, *PIDS)
+        _number("sandbox.cpus", self.cpus, *CPUS)
+        _integer("sandbox.nofile", self.nofile, *NOFILE)
+        _integer("sandbox.tmpfs_mb", self.tmpfs_mb, *TMPFS_MB)
+        _integer("sandbox.fsize_mb", self.fsize_mb, *FSIZE_MB)
+        _number("sandbox.startup_seconds", self.startup_seconds, *STARTUP_SECONDS)
+        try:
+            self.limits()
+        except ValueError as exc:  # a bound of the sandbox package we do not know of
+            raise ConfigError(f"sandbox limits: {exc}") from None
 
     def limits(self) -> SandboxLimits:
         """The sandbox package's form of these limits."""
@@ -50,7 +112,11 @@ class SandboxSettings:
 
 @dataclass(frozen=True, slots=True)
 class TournamentConfig:
-    """Everything that defines a tournament (stored with it, so ``resume`` needs no flags)."""
+    """Everything that defines a tournament (stored with it, so ``resume`` needs no flags).
+
+    Every field is checked when the object is built (type, range and upper bound), so a
+    config that exists is one the series can run.
+    """
 
     name: str = "tournament"
     bots: tuple[str, ...] = ()
@@ -69,28 +135,40 @@ class TournamentConfig:
     """Seats at each table (classic: 2-4); ``games_per_pair`` games per seating."""
 
     def __post_init__(self) -> None:
-        if not self.name.strip():
-            raise ConfigError("the tournament needs a name")
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ConfigError(f"the tournament needs a name (a non-empty text), got {self.name!r}")
+        if len(self.name) > MAX_NAME:
+            raise ConfigError(f"name is longer than {MAX_NAME} characters: {self.name[:40]!r}...")
+        if not isinstance(self.bots, tuple) or not all(isinstance(b, str) and b for b in self.bots):
+            raise ConfigError(f"bots must be a list of non-empty strings, got {self.bots!r}")
         if len(self.bots) < 2:
             raise ConfigError(f"a tournament needs at least two bots, got {len(self.bots)}")
+        if len(self.bots) > MAX_BOTS:
+            raise ConfigError(f"a tournament takes at most {MAX_BOTS} bots, got {len(self.bots)}")
         if len(set(self.bots)) != len(self.bots):
             raise ConfigError(f"a bot is listed twice: {sorted(self.bots)}")
-        if self.games_per_pair < 1:
-            raise ConfigError(f"games per pair must be >= 1, got {self.games_per_pair}")
+        if not isinstance(self.format, SeriesFormat):
+            raise ConfigError(f"format must be standard or duplicate, got {self.format!r}")
+        _integer("games per pair (games_per_pair)", self.games_per_pair, 1, MAX_GAMES_PER_PAIR)
         if self.format is SeriesFormat.DUPLICATE and self.games_per_pair % 2:
             raise ConfigError(
                 f"the duplicate format needs an even number of games per pair, "
                 f"got {self.games_per_pair}"
             )
-        if self.concurrency < 1:
-            raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
-        if self.turn_limit < 1:
-            raise ConfigError(f"turn limit must be >= 1, got {self.turn_limit}")
-        if self.seed is not None and (type(self.seed) is not int or not 0 <= self.seed < 2**62):
-            raise ConfigError(f"seed must be an integer in [0, 2**62), got {self.seed}")
-        if self.ruleset not in RULESETS:
+        _integer("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
+        _integer("turn limit (turn_limit)", self.turn_limit, 1, MAX_TURN_LIMIT)
+        if self.seed is not None:  # None: a secret seed is drawn when the tournament is made
+            if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+                raise ConfigError(f"seed must be an integer in [0, 2**62), got {self.seed!r}")
+            if not 0 <= self.seed < MAX_SEED:
+                raise ConfigError(f"seed must be an integer in [0, 2**62), got {self.seed}")
+        if not isinstance(self.time_control, TimeControl):
+            raise ConfigError(f"time_control must be a table, got {self.time_control!r}")
+        if not isinstance(self.sandbox, SandboxSettings):
+            raise ConfigError(f"sandbox must be a table, got {self.sandbox!r}")
+        if not isinstance(self.ruleset, str) or self.ruleset not in RULESETS:
             raise ConfigError(f"unknown ruleset {self.ruleset!r}; choose one of {list(RULESETS)}")
-        if self.table_size not in RULESETS[self.ruleset]:
+        if isinstance(self.table_size, bool) or self.table_size not in RULESETS[self.ruleset]:
             raise ConfigError(
                 f"the {self.ruleset} ruleset seats {list(RULESETS[self.ruleset])} players, "
                 f"got a table size of {self.table_size!r}"
@@ -101,10 +179,6 @@ class TournamentConfig:
             raise ConfigError(
                 f"a table of {self.table_size} needs at least {self.table_size} bots, "
                 f"got {len(self.bots)}"
-            )
-        if self.sandbox.backend not in BACKENDS:
-            raise ConfigError(
-                f"unknown sandbox backend {self.sandbox.backend!r}; choose one of {BACKENDS}"
             )
 
     def to_json(self) -> dict[str, Any]:
@@ -150,6 +224,9 @@ def _time_control(data: Any) -> TimeControl:
         )
     defaults = _time_control_json(TimeControl())
     values = defaults | data
+    _number("time_control.move_seconds", values["move_seconds"], *MOVE_SECONDS)
+    _number("time_control.bank_seconds", values["bank_seconds"], *BANK_SECONDS)
+    _number("time_control.grace_seconds", values["grace_seconds"], *GRACE_SECONDS)
     try:
         return TimeControl.from_seconds(
             values["move_seconds"], values["bank_seconds"], values["grace_seconds"]
@@ -169,6 +246,8 @@ def _section(data: Any, cls: type[Any], where: str) -> Any:
         )
     try:
         return cls(**data)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad value in {where}: {exc}") from None
 
@@ -181,6 +260,8 @@ def _build(data: dict[str, Any], *, source: str) -> TournamentConfig:
         if "sandbox" in data:
             data["sandbox"] = _section(data["sandbox"], SandboxSettings, "[sandbox]")
         if "format" in data:
+            if not isinstance(data["format"], str):
+                raise ConfigError(f"format must be standard or duplicate, got {data['format']!r}")
             data["format"] = SeriesFormat(data["format"])
         if "bots" in data:
             if not isinstance(data["bots"], list | tuple) or not all(
@@ -188,6 +269,8 @@ def _build(data: dict[str, Any], *, source: str) -> TournamentConfig:
             ):
                 raise ConfigError(f"bots must be a list of strings, got {data['bots']!r}")
             data["bots"] = tuple(data["bots"])
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     except ValueError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     config: TournamentConfig = _section(data, TournamentConfig, source)
@@ -209,10 +292,12 @@ def load_config(path: Path | None, **overrides: Any) -> TournamentConfig:
             raise ConfigError(f"{path} is not valid TOML: {exc}") from None
         if "bots" in data and isinstance(data["bots"], list):
             data["bots"] = [_relative_to(path.parent, b) for b in data["bots"]]
-    sandbox = dict(data.get("sandbox", {})) if isinstance(data.get("sandbox", {}), dict) else {}
-    time_control = (
-        dict(data.get("time_control", {})) if isinstance(data.get("time_control"), dict) else {}
-    )
+    where = str(path) if path else "options"
+    for table in ("sandbox", "time_control"):
+        if not isinstance(data.get(table, {}), dict):
+            raise ConfigError(f"{where}: [{table}] must be a table, got {data[table]!r}")
+    sandbox = dict(data.get("sandbox", {}))
+    time_control = dict(data.get("time_control", {}))
     for key, value in overrides.items():
         if value is None:
             continue
@@ -226,7 +311,64 @@ def load_config(path: Path | None, **overrides: Any) -> TournamentConfig:
         data["sandbox"] = sandbox
     if time_control:
         data["time_control"] = time_control
-    return _build(data, source=str(path) if path else "options")
+    return _build(data, source=where)
+
+
+FIXED_SETTINGS = ("bots", "games_per_pair", "format", "seed")
+"""Settings that made the tournament's series: they cannot change once it exists."""
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``kryt tournament set``: the key (``sandbox.memory_mb``) and the
+    value read as TOML (``512``, ``0.5``, ``true``, ``"text"``); an unquoted word that is
+    not TOML is taken as text (``name=spring``)."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"expected KEY=VALUE (e.g. sandbox.memory_mb=512), got {text!r}")
+    raw = raw.strip()
+    try:
+        value = tomllib.loads(f"value = {raw}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
+def with_changes(stored: dict[str, Any], changes: list[tuple[str, Any]]) -> TournamentConfig:
+    """The stored configuration with ``changes`` (``(dotted key, value)``) applied, checked
+    as a whole exactly as a new tournament's configuration is (ConfigError otherwise)."""
+    data = json.loads(json.dumps(stored))  # a deep copy of plain JSON
+    tables = {"sandbox", "time_control"}
+    top = {f.name for f in fields(TournamentConfig)} - set(tables)
+    for key, value in changes:
+        head, _, tail = key.partition(".")
+        if head in FIXED_SETTINGS:
+            raise ConfigError(
+                f"{key} cannot change: the tournament's series were made from it "
+                f"(settings that can change: {', '.join(settable_keys())})"
+            )
+        if (tail and head not in tables) or (not tail and head not in top):
+            raise ConfigError(f"unknown setting {key!r} (known: {', '.join(settable_keys())})")
+        if tail:
+            section = data.setdefault(head, {})
+            if not isinstance(section, dict):
+                section = data[head] = {}
+            section[tail] = value
+        else:
+            data[head] = value
+    return _build(data, source="new setting")
+
+
+def settable_keys() -> list[str]:
+    """Every key ``with_changes`` accepts, dotted for the tables."""
+    keys = [
+        f.name
+        for f in fields(TournamentConfig)
+        if f.name not in FIXED_SETTINGS and f.name not in {"sandbox", "time_control"}
+    ]
+    keys += [f"time_control.{k}" for k in TIME_CONTROL_KEYS]
+    keys += [f"sandbox.{f.name}" for f in fields(SandboxSettings)]
+    return keys
 
 
 def _relative_to(folder: Path, bot: Any) -> Any:

@@ -218,6 +218,8 @@ class DaskExecutor:
         self.worker_store = worker_store
         self._cluster: Any = None
         self._client: Any = None
+        self.scheduler_lost = False
+        """Set when a run lost its connection to the scheduler (its series are unfinished)."""
 
     # -- connection
 
@@ -372,6 +374,11 @@ class DaskExecutor:
             next_poll = time.monotonic()
             grace_until: float | None = None
             while not pending.is_empty():
+                if self._disconnected():
+                    # The client cancels every future when the scheduler goes away; collect
+                    # them below as interrupted, and stop waiting for anything else.
+                    self.scheduler_lost = True
+                    break
                 if stop.is_set() and grace_until is None:
                     remote_stop.set()
                     grace_until = time.monotonic() + self.stop_grace_seconds
@@ -397,8 +404,30 @@ class DaskExecutor:
             finally:
                 self._forget(remote_stop)
             raise
-        self._forget(remote_stop)
+        if self._disconnected():
+            self.scheduler_lost = True
+        if self.scheduler_lost:
+            log.error("lost the Dask scheduler at %s during the run", self._where())
+            reported = {o.series_id for o in outcomes}
+            for future in futures:
+                task = submitted[str(future.key)]
+                if task.series_id not in reported:
+                    played = progress.close(task.series_id, on_game)
+                    outcomes.append(
+                        SeriesOutcome(
+                            task.series_id, "interrupted", played, "lost the Dask scheduler"
+                        )
+                    )
+        else:
+            self._forget(remote_stop)
         return outcomes
+
+    def _disconnected(self) -> bool:
+        """True when the client is no longer connected to the scheduler."""
+        return self._client is not None and self._client.status not in (
+            "running",
+            "newly-created",
+        )
 
     def _forget(self, remote_stop: Any) -> None:
         """Drop this run's Event from the scheduler's memory.
@@ -413,14 +442,16 @@ class DaskExecutor:
         except Exception:  # the scheduler may be gone; nothing is left to free then
             log.debug("could not release %s", remote_stop.name, exc_info=True)
 
-    @staticmethod
-    def _outcome(future: Any, task: SeriesTask) -> SeriesOutcome:
+    def _outcome(self, future: Any, task: SeriesTask) -> SeriesOutcome:
         """The task's outcome; a task that failed even after its retries is ``aborted``."""
         if future.status == "finished":
             outcome = future.result()
             assert isinstance(outcome, SeriesOutcome)
             return outcome
         if future.status == "cancelled":
+            if self._disconnected():
+                self.scheduler_lost = True
+                return SeriesOutcome(task.series_id, "interrupted", 0, "lost the Dask scheduler")
             return SeriesOutcome(task.series_id, "interrupted", 0, "cancelled on the cluster")
         error = future.exception()
         log.error("series %s failed on the cluster: %r", task.series_id, error)

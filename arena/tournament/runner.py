@@ -9,13 +9,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from arena.db import (
     Database,
+    DatabaseError,
     GamePlace,
+    LeaseLostError,
     NotFoundError,
     SeriesSpec,
     SeriesStatus,
@@ -23,9 +26,11 @@ from arena.db import (
     TournamentStatus,
     create_tournament,
     games_of_series,
+    get_lease,
     get_series,
     get_submission,
     get_tournament,
+    hold_lease,
     latest_submission,
     list_submissions,
     next_attempt,
@@ -51,6 +56,7 @@ from referee.series import (
 )
 from sandbox import choose_backend
 from sandbox.backend import Backend
+from sandbox.errors import CleanupError
 from sdk.examples import resolve_bot_ref
 
 log = logging.getLogger(__name__)
@@ -72,6 +78,9 @@ class SeriesTask:
     series_id: int
     config: dict[str, object]
     store: str
+    runner_id: str = ""
+    """The run holding the tournament's lease; each game is recorded only while it still
+    does (empty: no lease, for direct use of the runner by tests and tools)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +97,26 @@ class SeriesOutcome:
 
 
 def label_prefix(database_url: str, tournament_id: int) -> str:
-    """The sandbox label prefix of a tournament's bots: unique per database and tournament,
-    so sweeping leftovers never touches another run's bots on the same machine."""
+    """The sandbox label prefix of a tournament's bots: unique per database and tournament.
+
+    A sweep with it removes only sandboxes whose runner process is dead (the sandbox's own
+    runner token, see :mod:`sandbox.runner`); never live bots of another run."""
     digest = hashlib.sha256(database_url.encode()).hexdigest()[:8]
     return f"kryt-{digest}-t{tournament_id}-"
+
+
+def series_label(task: SeriesTask, seat: int) -> str:
+    """The sandbox label of a seat's bot: the tournament's prefix, the run's id (the lease
+    holder), the series and the seat; every sandbox names the run that started it."""
+    run = f"r{task.runner_id}-" if task.runner_id else ""
+    return (
+        f"{label_prefix(task.database_url, task.tournament_id)}{run}s{task.series_id}-{'ab'[seat]}"
+    )
+
+
+LEASE_CHECK_SECONDS = 5.0
+"""How often a series (on a Dask worker too) reads whether its run still holds the lease,
+between games; every game's record checks it anyway."""
 
 
 def series_seed(tournament_seed: int, first: int, second: int) -> int:
@@ -233,6 +258,44 @@ def _done_games(series_id: int, db: Database) -> dict[int, GameRecord]:
         }
 
 
+class LeaseWatch:
+    """Whether a series' run still holds the tournament's lease, read at most every
+    ``every`` seconds (between games), and set for good once it was lost."""
+
+    def __init__(self, db: Database, task: SeriesTask, every: float = LEASE_CHECK_SECONDS):
+        self.db = db
+        self.task = task
+        self.every = every
+        self.lost = threading.Event()
+        self.reason = ""
+        self._next = time.monotonic() + every
+
+    def lose(self, reason: str) -> None:
+        """Mark the lease lost (a record was refused, or a check found it gone)."""
+        self.reason = self.reason or reason
+        self.lost.set()
+
+    def gone(self) -> bool:
+        """True once the run no longer holds the lease (checks the database when due)."""
+        if self.lost.is_set() or not self.task.runner_id:
+            return self.lost.is_set()
+        if time.monotonic() < self._next:
+            return False
+        self._next = time.monotonic() + self.every
+        try:
+            with self.db.read_session() as session:
+                lease = get_lease(self.task.tournament_id, session=session)
+                status = get_tournament(self.task.tournament_id, session=session).status
+        except DatabaseError:
+            return False  # a database hiccup: the record's own check decides
+        if status == "cancelled":
+            self.lose(f"tournament {self.task.tournament_id} was cancelled")
+        elif lease is None or lease.runner_id != self.task.runner_id:
+            holder = "nobody" if lease is None else lease.describe()
+            self.lose(f"the run lost the tournament's lease (now held by {holder})")
+        return self.lost.is_set()
+
+
 def play_series_task(
     task: SeriesTask,
     *,
@@ -293,58 +356,88 @@ def play_series_task(
                 submission,
                 name=names[seat],
                 limits=config.sandbox.limits(),
-                label=f"{label_prefix(task.database_url, task.tournament_id)}"
-                f"s{task.series_id}-{'ab'[seat]}",
+                label=series_label(task, seat),
                 trusted=submission.sha256 in trusted,
             )
         )
     played = 0
+    watch = LeaseWatch(db, task)
 
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
         nonlocal played
-        with db.session() as session:
-            attempt = next_attempt(task.series_id, number, session=session)
-            record_game(
-                record,
-                GamePlace(task.series_id, number, attempt, (a_id, b_id)),
-                session=session,
-            )
+        try:
+            with db.session() as session:
+                if task.runner_id:
+                    # In the game's own transaction: a run that lost the lease records
+                    # nothing, and nobody takes the lease while this record commits.
+                    hold_lease(task.tournament_id, task.runner_id, session=session)
+                attempt = next_attempt(task.series_id, number, session=session)
+                record_game(
+                    record,
+                    GamePlace(task.series_id, number, attempt, (a_id, b_id)),
+                    session=session,
+                )
+        except LeaseLostError as exc:
+            watch.lose(str(exc))
+            raise
         if not record.voided:
             played += 1
             if on_game is not None:
                 on_game(task.series_id, number, record)
 
+    def stopping() -> bool:
+        return (stop is not None and stop.is_set()) or watch.gone()
+
     for slot in slots:
         ACTIVE.add(slot)
     try:
         with db.session() as session:
+            if task.runner_id:
+                hold_lease(task.tournament_id, task.runner_id, session=session)
             set_series_status(task.series_id, SeriesStatus.RUNNING, session=session)
         run_series(
             series_config,
             (slots[0], slots[1]),
             recorder=recorder,
             done=_done_games(task.series_id, db),
-            should_stop=(stop.is_set if stop is not None else None),
+            should_stop=stopping,
+            keep_records=False,  # each game is in the database: keep only winners
         )
-    except SeriesInterrupted as exc:
+    except LeaseLostError as exc:
         return SeriesOutcome(task.series_id, "interrupted", played, str(exc))
+    except SeriesInterrupted as exc:
+        message = f"{exc}; {watch.reason}" if watch.lost.is_set() else str(exc)
+        return SeriesOutcome(task.series_id, "interrupted", played, message)
     except SeriesAborted as exc:
+        if watch.lost.is_set():  # records refused because the lease is gone: not a failure
+            return SeriesOutcome(task.series_id, "interrupted", played, watch.reason)
         log.error("series %s aborted: %s", task.series_id, exc)
         return SeriesOutcome(task.series_id, "aborted", played, str(exc))
     finally:
         for slot in slots:
             ACTIVE.discard(slot)
-            slot.close()
-    with db.session() as session:
-        set_series_status(task.series_id, SeriesStatus.FINISHED, session=session)
+            try:
+                slot.close()
+            except CleanupError as exc:  # ours: logged, the reaper / next sweep retries
+                log.error("cleanup after series %s: %s", task.series_id, exc)
+    try:
+        with db.session() as session:
+            if task.runner_id:
+                hold_lease(task.tournament_id, task.runner_id, session=session)
+            set_series_status(task.series_id, SeriesStatus.FINISHED, session=session)
+    except LeaseLostError as exc:
+        return SeriesOutcome(task.series_id, "interrupted", played, str(exc))
     return SeriesOutcome(task.series_id, "finished", played)
 
 
 # ---------------------------------------------------------------------------- a tournament
 
 
-def tasks_for(tournament_id: int, *, db: Database, store: Path = DEFAULT_STORE) -> list[SeriesTask]:
-    """One task per series still to play (pending or running), in position order."""
+def tasks_for(
+    tournament_id: int, *, db: Database, store: Path = DEFAULT_STORE, runner_id: str = ""
+) -> list[SeriesTask]:
+    """One task per series still to play (pending or running), in position order, for the
+    run ``runner_id`` (the lease holder; empty: no lease check)."""
     with db.read_session() as session:
         tournament = get_tournament(tournament_id, session=session)
         config = dict(tournament.config)
@@ -355,6 +448,7 @@ def tasks_for(tournament_id: int, *, db: Database, store: Path = DEFAULT_STORE) 
                 series_id=s.id,
                 config=config,
                 store=str(store.resolve()),
+                runner_id=runner_id,
             )
             for s in unfinished_series(tournament_id, session=session)
             if s.id is not None

@@ -26,6 +26,7 @@ from sandbox import (
 )
 from sandbox.backend import Backend, RunningBot
 from sandbox.death import printable
+from sandbox.errors import CleanupError
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,9 @@ _VERDICTS = {
     DeathCause.OOM: GameEndReason.MEMORY_LIMIT,
     DeathCause.FILE_SIZE: GameEndReason.DISK_LIMIT,
 }
+_STOPPED_BY_US = {DeathCause.STOPPED, DeathCause.VANISHED}
+"""Deaths we caused (our stop, a sweep or an engine removing the container): never the
+bot's fault, so the game they break is voided (replayed), never forfeited."""
 
 
 class SandboxSlot:
@@ -65,6 +69,7 @@ class SandboxSlot:
         self._running: RunningBot | None = None
         self._client: BotClient | None = None
         self._failed = False
+        self._closing = False
         self._lock = threading.Lock()
         self.starts = 0
 
@@ -72,7 +77,12 @@ class SandboxSlot:
         """The running, handshaken bot; (re)started when it is not running or has failed."""
         if self._client is not None and not self._failed and self._alive():
             return _Watched(self._client, self)
-        self._stop()
+        if self._closing:
+            raise InfrastructureError(f"{self.name} is being stopped by the runner")
+        try:
+            self._stop()
+        except CleanupError as exc:  # removing the old sandbox failed: ours, not the bot's
+            raise InfrastructureError(f"cleanup of {self.name} failed: {exc}") from None
         self.starts += 1
         try:
             running = self._backend.start(
@@ -112,9 +122,15 @@ class SandboxSlot:
         self._failed = True
 
     def diagnose(self) -> GameEndReason | None:
-        """The sandbox's verdict on a bot that died: memory or disk limit, if that is why."""
+        """The sandbox's verdict on a bot that died: memory or disk limit, if that is why.
+
+        Raises InfrastructureError (the game is voided, not forfeited) when the bot's
+        sandbox was stopped or removed from outside the bot (a sweep, the engine). When this
+        runner closes the slot itself (Ctrl-C, a lost lease, shutdown), its stop flag is
+        already set, so the broken game is discarded, never recorded: nothing to say then.
+        """
         running = self._running  # Ctrl-C may close the slot from another thread meanwhile
-        if running is None:
+        if running is None or self._closing:
             return None
         # The connection usually breaks a moment before the engine reports the death.
         deadline = time.monotonic() + DEATH_REPORT_WAIT
@@ -124,6 +140,10 @@ class SandboxSlot:
             report = running.death()
         if report is None:
             return None
+        if self._closing:
+            return None
+        if report.cause in _STOPPED_BY_US:
+            raise InfrastructureError(f"{self.name} was stopped by us: {report.describe()}")
         return _VERDICTS.get(report.cause)
 
     def logs(self) -> str:
@@ -141,7 +161,12 @@ class SandboxSlot:
             running.stop()
 
     def close(self) -> None:
-        """Say goodbye (when it still listens), then stop the bot and remove its sandbox."""
+        """Say goodbye (when it still listens), then stop the bot and remove its sandbox.
+
+        A game broken by this close is voided (see :meth:`diagnose`); cleanup failures are
+        ours and raise CleanupError after every step ran.
+        """
+        self._closing = True
         client = self._client
         if client is not None and not self._failed:
             try:

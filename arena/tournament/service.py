@@ -7,32 +7,50 @@ the tournament afterwards) and every count of results live here and in :mod:`are
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from arena.db import (
+    ConflictError,
     Database,
+    LeaseInfo,
+    LeaseLostError,
     SeriesStatus,
     SeriesTally,
     TournamentStatus,
+    all_leases,
+    cancel_tournament,
+    get_lease,
     get_tournament,
+    hold_lease,
     series_of_tournament,
     series_tallies,
+    set_tournament_status,
+    update_tournament_config,
 )
-from arena.tournament.config import TournamentConfig
+from arena.tournament.config import ConfigError, TournamentConfig, parse_assignment, with_changes
 from arena.tournament.executors import LocalExecutor, SeriesCallback
+from arena.tournament.lease import RunLease, holder_gone
 from arena.tournament.runner import (
     GameCallback,
     SeriesOutcome,
+    SeriesTask,
+    TournamentError,
     label_prefix,
-    mark_tournament,
     tasks_for,
 )
 from arena.tournament.store import DEFAULT_STORE
 from sandbox import choose_backend, sweep_leftovers
+
+log = logging.getLogger(__name__)
+
+DASK_CONNECT_SECONDS = 15.0
+"""How long a run waits for a Dask scheduler to answer before it gives up (creating nothing)."""
 
 
 class ExecutorName(StrEnum):
@@ -42,20 +60,36 @@ class ExecutorName(StrEnum):
     dask = "dask"
 
 
+class ClusterUnavailableError(TournamentError):
+    """The Dask cluster cannot run the tournament (no scheduler, no worker, no sandbox)."""
+
+
+class StoredConfigError(TournamentError):
+    """The stored configuration of a tournament is not valid (stored by an older release)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """How a run ended: every series outcome, and whether the tournament is finished."""
+    """How a run ended: every series outcome, whether the tournament is finished, and why
+    it stopped early (lease lost, scheduler lost, cancelled), if it did."""
 
     outcomes: list[SeriesOutcome]
     finished: bool
+    unfinished: int = 0
+    problems: list[str] = field(default_factory=list)
 
 
 def tournament_config(tournament_id: int, db: Database) -> TournamentConfig:
-    """The stored configuration of a tournament."""
+    """The stored configuration of a tournament (StoredConfigError when it is not valid)."""
     with db.read_session() as session:
-        return TournamentConfig.from_json(
-            dict(get_tournament(tournament_id, session=session).config)
-        )
+        stored = dict(get_tournament(tournament_id, session=session).config)
+    try:
+        return TournamentConfig.from_json(stored)
+    except ConfigError as exc:
+        raise StoredConfigError(
+            f"tournament {tournament_id} has an invalid stored setting: {exc}; change it with "
+            f"`kryt tournament set {tournament_id} KEY=VALUE`"
+        ) from None
 
 
 def progress(tournament_id: int, db: Database) -> tuple[int, int]:
@@ -71,6 +105,125 @@ def tallies(tournament_id: int, db: Database) -> list[SeriesTally]:
         return series_tallies(tournament_id, session=session)
 
 
+# ---------------------------------------------------------------------------- executors
+
+
+class PreparedExecutor:
+    """An executor whose machines were checked (sandbox available, cluster answering), so a
+    run can fail before anything is stored. Close it when done (``with``)."""
+
+    def __init__(
+        self, name: ExecutorName, local: LocalExecutor | None, dask: Any, where: str
+    ) -> None:
+        self.name = name
+        self._local = local
+        self._dask = dask
+        self.where = where
+
+    def sweep(self, prefix: str) -> int:
+        """Remove sandboxes of dead runners with this label prefix (on every worker)."""
+        if self._dask is not None:
+            removed: int = self._dask.sweep_workers(prefix)
+            return removed
+        return sweep_leftovers(prefix)
+
+    def run(
+        self,
+        tasks: Sequence[SeriesTask],
+        *,
+        stop: threading.Event,
+        on_game: GameCallback | None,
+        on_series: SeriesCallback | None,
+    ) -> list[SeriesOutcome]:
+        """Play the tasks (see :class:`~arena.tournament.executors.Executor`)."""
+        if self._dask is not None:
+            outcomes: list[SeriesOutcome] = self._dask.run(
+                tasks, stop=stop, on_game=on_game, on_series=on_series
+            )
+            return outcomes
+        assert self._local is not None
+        return self._local.run(tasks, stop=stop, on_game=on_game, on_series=on_series)
+
+    @property
+    def scheduler_lost(self) -> bool:
+        """True when a Dask run lost its scheduler."""
+        return bool(self._dask is not None and self._dask.scheduler_lost)
+
+    def close(self) -> None:
+        """Disconnect from the cluster (if any)."""
+        if self._dask is not None:
+            self._dask.close()
+
+    def __enter__(self) -> PreparedExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def prepare_executor(
+    config: TournamentConfig,
+    *,
+    executor: ExecutorName = ExecutorName.local,
+    scheduler: str | None = None,
+    worker_store: str | None = None,
+    say: Callable[[str], None] = lambda _line: None,
+    connect_seconds: float = DASK_CONNECT_SECONDS,
+) -> PreparedExecutor:
+    """Check where the series will run, before anything is stored: this machine's sandbox
+    (local), or the scheduler, its workers and their sandboxes (Dask). Raises
+    ClusterUnavailableError (one line) when the cluster cannot run the tournament."""
+    if executor is ExecutorName.local:
+        backend = choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
+        say(f"sandbox: {backend.describe()}")
+        return PreparedExecutor(executor, LocalExecutor(config.concurrency), None, "here")
+    from arena.tournament.dask_executor import (
+        DaskExecutor,
+        DaskExecutorError,
+        SchedulerUnavailableError,
+    )
+
+    try:
+        dask_executor = DaskExecutor(
+            scheduler,
+            workers=config.concurrency,
+            worker_store=worker_store,
+            connect_timeout=connect_seconds,
+        )
+    except DaskExecutorError as exc:
+        raise ClusterUnavailableError(str(exc)) from None
+    try:
+        sandboxes = dask_executor.worker_sandboxes(
+            config.sandbox.backend, config.sandbox.allow_unsafe
+        )
+    except (DaskExecutorError, SchedulerUnavailableError, OSError, TimeoutError) as exc:
+        dask_executor.close()
+        raise ClusterUnavailableError(f"{exc}".splitlines()[0] or type(exc).__name__) from None
+    except BaseException:
+        dask_executor.close()
+        raise
+    for worker, description in sorted(sandboxes.items()):
+        say(f"worker {worker}: sandbox {description}")
+    return PreparedExecutor(executor, None, dask_executor, scheduler or "a local cluster")
+
+
+# ---------------------------------------------------------------------------- running
+
+
+def _mark(tournament_id: int, status: TournamentStatus, *, db: Database, runner_id: str) -> None:
+    """Set the tournament's status, only while this run holds its lease."""
+    with db.session() as session:
+        hold_lease(tournament_id, runner_id, session=session)
+        set_tournament_status(tournament_id, status, session=session)
+
+
+def _all_finished(tournament_id: int, db: Database) -> tuple[bool, int]:
+    with db.read_session() as session:
+        series = series_of_tournament(tournament_id, session=session)
+        left = sum(1 for s in series if s.status != SeriesStatus.FINISHED.value)
+    return left == 0, left
+
+
 def run_tournament(
     tournament_id: int,
     db: Database,
@@ -78,7 +231,9 @@ def run_tournament(
     executor: ExecutorName = ExecutorName.local,
     scheduler: str | None = None,
     worker_store: str | None = None,
+    prepared: PreparedExecutor | None = None,
     store: Path = DEFAULT_STORE,
+    take_over: bool = False,
     stop: threading.Event | None = None,
     on_game: GameCallback | None = None,
     on_series: SeriesCallback | None = None,
@@ -86,44 +241,152 @@ def run_tournament(
 ) -> RunResult:
     """Play every unfinished series of the tournament; marks it finished when none is left.
 
-    ``say`` receives one-line notes for the organiser (the sandbox chosen, leftovers swept).
-    Setting ``stop`` ends the run cleanly (the games in progress are replayed on resume).
+    Takes the tournament's lease first (TournamentBusyError naming the holder when a live
+    run has it; ``take_over`` takes it anyway) and holds it with a heartbeat until the end;
+    if the lease is lost meanwhile (taken over, cancelled) the run stops and records
+    nothing more. ``prepared`` is an executor checked by :func:`prepare_executor` (else one
+    is prepared from the stored settings and the executor arguments, and closed at the end).
+    ``say`` receives one-line notes for the organiser. Setting ``stop`` ends the run cleanly
+    (the games in progress are replayed on resume). Afterwards the tournament is
+    ``finished``, or ``pending`` (resumable) when series are left.
     """
+    with db.read_session() as session:
+        status = get_tournament(tournament_id, session=session).status
+    if status == TournamentStatus.CANCELLED.value:
+        raise TournamentError(f"tournament {tournament_id} was cancelled; it cannot be run")
     config = tournament_config(tournament_id, db)
-    tasks = tasks_for(tournament_id, db=db, store=store)
-    prefix = label_prefix(db.url, tournament_id)
+    own = prepared is None
+    if prepared is None:
+        prepared = prepare_executor(
+            config, executor=executor, scheduler=scheduler, worker_store=worker_store, say=say
+        )
     stop = stop or threading.Event()
-    if executor is ExecutorName.dask:
-        from arena.tournament.dask_executor import DaskExecutor
+    problems: list[str] = []
 
-        dask_executor = DaskExecutor(
-            scheduler, workers=config.concurrency, worker_store=worker_store
-        )
-        sandboxes = dask_executor.worker_sandboxes(
-            config.sandbox.backend, config.sandbox.allow_unsafe
-        )
-        for worker, description in sorted(sandboxes.items()):
-            say(f"worker {worker}: sandbox {description}")
-        swept = dask_executor.sweep_workers(prefix)
-    else:
-        backend = choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
-        say(f"sandbox: {backend.describe()}")
-        swept = sweep_leftovers(prefix)
-    if swept:
-        say(f"removed {swept} sandbox(es) left over by an earlier run")
-    mark_tournament(tournament_id, TournamentStatus.RUNNING, db=db)
-    if executor is ExecutorName.dask:
-        with dask_executor:
-            outcomes = dask_executor.run(tasks, stop=stop, on_game=on_game, on_series=on_series)
-    else:
-        outcomes = LocalExecutor(config.concurrency).run(
-            tasks, stop=stop, on_game=on_game, on_series=on_series
+    def lost(reason: str) -> None:
+        problems.append(reason)
+        stop.set()
+
+    try:
+        with RunLease(db, tournament_id, take_over=take_over, on_lost=lost) as lease:
+            tasks = tasks_for(tournament_id, db=db, store=store, runner_id=lease.runner_id)
+            swept = prepared.sweep(label_prefix(db.url, tournament_id))
+            if swept:
+                say(f"removed {swept} sandbox(es) left over by a dead run")
+            finished, _ = _all_finished(tournament_id, db)
+            try:
+                if not finished:
+                    _mark(tournament_id, TournamentStatus.RUNNING, db=db, runner_id=lease.runner_id)
+                outcomes = prepared.run(tasks, stop=stop, on_game=on_game, on_series=on_series)
+            finally:
+                finished, left = _all_finished(tournament_id, db)
+                if not lease.lost:
+                    try:
+                        _mark(
+                            tournament_id,
+                            TournamentStatus.FINISHED if finished else TournamentStatus.PENDING,
+                            db=db,
+                            runner_id=lease.runner_id,
+                        )
+                    except LeaseLostError as exc:
+                        problems.append(str(exc))
+    finally:
+        if own:
+            prepared.close()
+    if prepared.scheduler_lost:
+        problems.append(f"lost the Dask scheduler at {prepared.where}")
+    return RunResult(outcomes, finished, left, problems)
+
+
+# ---------------------------------------------------------------------------- managing
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentState:
+    """A tournament's stored status and who runs it, as ``status`` shows it."""
+
+    tournament_id: int
+    status: str
+    lease: LeaseInfo | None
+
+    @property
+    def live_lease(self) -> LeaseInfo | None:
+        """The lease when a live run holds it (not expired, holder not known dead)."""
+        if self.lease is None or self.lease.expired() or holder_gone(self.lease):
+            return None
+        return self.lease
+
+    @property
+    def shown(self) -> str:
+        """The status as the organiser should read it: ``running`` only when a live run
+        holds the lease; a run that died shows as ``stopped``."""
+        running = self.status == TournamentStatus.RUNNING.value
+        if running and (self.lease is None or self.lease.expired() or holder_gone(self.lease)):
+            return "stopped"
+        return self.status
+
+    @property
+    def runner(self) -> str:
+        """Who runs it (``pid 12 on host h since 12:01``), whether the lease expired, or ``-``."""
+        if self.lease is None:
+            return "-"
+        if self.lease.expired() or holder_gone(self.lease):
+            return f"none (last: {self.lease.describe()}, lease expired)"
+        return self.lease.describe()
+
+
+def tournament_states(db: Database) -> dict[int, TournamentState]:
+    """Every tournament's state, with its lease."""
+    from arena.db import list_tournaments
+
+    with db.read_session() as session:
+        leases = all_leases(session=session)
+        return {
+            t.id: TournamentState(t.id, t.status, leases.get(t.id))
+            for t in list_tournaments(session=session)
+            if t.id is not None
+        }
+
+
+def tournament_state(tournament_id: int, db: Database) -> TournamentState:
+    """One tournament's state, with its lease."""
+    with db.read_session() as session:
+        status = get_tournament(tournament_id, session=session).status
+        return TournamentState(tournament_id, status, get_lease(tournament_id, session=session))
+
+
+def cancel(tournament_id: int, db: Database) -> int:
+    """Cancel an unfinished tournament; returns how many series were stopped. A run that is
+    playing it stops at its next heartbeat and records nothing more."""
+    try:
+        with db.session() as session:
+            return cancel_tournament(tournament_id, session=session)
+    except ConflictError as exc:
+        raise TournamentError(str(exc)) from None
+
+
+def change_settings(
+    tournament_id: int, assignments: Sequence[str], db: Database
+) -> TournamentConfig:
+    """Change stored settings (``KEY=VALUE``) of a tournament that has not finished and that
+    no live run holds; the result is checked as a whole, like a new tournament's."""
+    if not assignments:
+        raise ConfigError("give at least one KEY=VALUE (e.g. sandbox.memory_mb=512)")
+    changes = [parse_assignment(text) for text in assignments]
+    state = tournament_state(tournament_id, db)
+    if state.shown == TournamentStatus.RUNNING.value and state.lease is not None:
+        raise TournamentError(
+            f"tournament {tournament_id} is being run by {state.lease.describe()}; change its "
+            "settings after that run ends"
         )
     with db.read_session() as session:
-        finished = all(
-            s.status == SeriesStatus.FINISHED.value
-            for s in series_of_tournament(tournament_id, session=session)
-        )
-    if finished:
-        mark_tournament(tournament_id, TournamentStatus.FINISHED, db=db)
-    return RunResult(outcomes, finished)
+        stored = dict(get_tournament(tournament_id, session=session).config)
+    config = with_changes(stored, changes)
+    try:
+        with db.session() as session:
+            update_tournament_config(
+                tournament_id, config.to_json(), name=config.name, session=session
+            )
+    except ConflictError as exc:
+        raise TournamentError(str(exc)) from None
+    return config

@@ -15,8 +15,9 @@ from rich.console import Console
 
 from arena.tournament.config import load_config
 from arena.tournament.runner import create
+from arena.tournament.service import ExecutorName
 from arena.tournament.store import EXAMPLES
-from kryt.commands.tournament import _report, run_tournament
+from kryt.commands.tournament import _prepare, _report, run_tournament
 from kryt.options import DatabaseOption, open_db
 
 err = Console(stderr=True)
@@ -48,9 +49,12 @@ def demo(
     )
     db = open_db(database)
     err.print(f"database: {db.display_url}")
-    tournament_id = create(config, db=db, submitted_by="kryt demo")
-    outcomes = run_tournament(tournament_id, db)
-    code = _report(tournament_id, db, outcomes)
+    with _prepare(
+        config, executor=ExecutorName.local, scheduler=None, worker_store=None
+    ) as prepared:
+        tournament_id = create(config, db=db, submitted_by="kryt demo")
+        result = run_tournament(tournament_id, db, prepared=prepared)
+    code = _report(tournament_id, db, result)
     from leaderboard.export import export_html
 
     summary = export_html(db, html)

@@ -1,7 +1,15 @@
-"""``kryt tournament``: run a round robin, see its status, resume it after an interruption."""
+"""``kryt tournament``: run a round robin, see its status, resume it after an interruption,
+change a stored setting, cancel it.
+
+Exit status always matches the state: 0 only when the tournament is finished; 1 when series
+are left (with the resume command); 130 after Ctrl-C (with the resume command); 2 for a bad
+setting (nothing is stored); 3 when the sandbox, the Dask cluster or the tournament itself
+(another live run holds it) is unavailable.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Annotated
@@ -27,13 +35,22 @@ from arena.db import (
     list_tournaments,
     submission_labels,
 )
-from arena.tournament.config import ConfigError, load_config
+from arena.tournament.config import ConfigError, TournamentConfig, load_config
+from arena.tournament.lease import TournamentBusyError
 from arena.tournament.runner import SeriesOutcome, TournamentError, create
 from arena.tournament.service import (
+    ClusterUnavailableError,
     ExecutorName,
+    PreparedExecutor,
+    RunResult,
+    cancel,
+    change_settings,
+    prepare_executor,
     progress,
     tallies,
     tournament_config,
+    tournament_state,
+    tournament_states,
 )
 from arena.tournament.service import run_tournament as service_run
 from arena.tournament.store import DEFAULT_STORE
@@ -41,7 +58,6 @@ from kryt.errors import ExitCode, UserError
 from kryt.options import DatabaseOption, StoreOption, open_db
 from leaderboard.standings import refit_and_store, standings
 from referee.series import SeriesFormat
-from sandbox import choose_backend
 
 app = typer.Typer(help="Organisers: run round-robin tournaments.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -112,21 +128,64 @@ WorkerStoreOption = Annotated[
     typer.Option("--worker-store", help="Where Dask workers unpack bots (default: --store)."),
 ]
 
+TakeOverOption = Annotated[
+    bool,
+    typer.Option(
+        "--take-over",
+        help="Take the tournament from a run that holds it but is dead (its lease not expired).",
+    ),
+]
+
 REFIT_SECONDS = 30.0
 """Ratings are refitted from the database as series finish, at most this often."""
+
+
+def _prepare(
+    config: TournamentConfig,
+    *,
+    executor: ExecutorName,
+    scheduler: str | None,
+    worker_store: str | None,
+) -> PreparedExecutor:
+    """Check the sandbox or the Dask cluster before anything is stored (one line if not)."""
+    if executor is ExecutorName.dask and not logging.getLogger().isEnabledFor(logging.INFO):
+        # Dask logs its own tracebacks when the scheduler goes away; the run reports that
+        # in one line with what to do (``--verbose`` shows Dask's logs).
+        import distributed  # noqa: F401  (creates its loggers, with levels of their own)
+
+        for name in ["distributed", *logging.root.manager.loggerDict]:
+            if name.split(".")[0] == "distributed":
+                logging.getLogger(name).setLevel(logging.CRITICAL)
+    try:
+        return prepare_executor(
+            config,
+            executor=executor,
+            scheduler=scheduler,
+            worker_store=worker_store,
+            say=lambda line: console.print(Text(line)),
+        )
+    except ClusterUnavailableError as exc:
+        raise UserError(
+            str(exc),
+            code=ExitCode.UNAVAILABLE,
+            hint="start the scheduler and at least one worker (see docs/scaling.md)",
+        ) from None
 
 
 def run_tournament(
     tournament_id: int,
     db: Database,
     *,
-    executor: ExecutorName = ExecutorName.local,
-    scheduler: str | None = None,
-    worker_store: str | None = None,
+    prepared: PreparedExecutor,
     store: Path = DEFAULT_STORE,
+    take_over: bool = False,
     quiet: bool = False,
-) -> list[SeriesOutcome]:
-    """Play every unfinished series with a progress bar; Ctrl-C stops cleanly (resumable)."""
+) -> RunResult:
+    """Play every unfinished series with a progress bar.
+
+    Ctrl-C stops cleanly: every bot is stopped, the games in progress are not recorded, and
+    the command exits 130 with the resume command.
+    """
     config = tournament_config(tournament_id, db)
     done, planned = progress(tournament_id, db)
     started = time.monotonic()
@@ -143,42 +202,54 @@ def run_tournament(
         console=console,
         disable=quiet,
     )
-    with bar_columns:
-        bar = bar_columns.add_task(escape(config.name), total=planned, completed=done, rate=0.0)
-        played = 0
+    try:
+        with bar_columns:
+            bar = bar_columns.add_task(escape(config.name), total=planned, completed=done, rate=0.0)
+            played = 0
 
-        def on_game(series_id: int, number: int, record: object) -> None:
-            nonlocal played
-            played += 1
-            rate = played / max(1e-9, time.monotonic() - started)
-            bar_columns.update(bar, advance=1, rate=rate)
+            def on_game(series_id: int, number: int, record: object) -> None:
+                nonlocal played
+                played += 1
+                rate = played / max(1e-9, time.monotonic() - started)
+                bar_columns.update(bar, advance=1, rate=rate)
 
-        def on_series(outcome: SeriesOutcome) -> None:
-            nonlocal last_refit
-            if time.monotonic() - last_refit >= REFIT_SECONDS:
-                last_refit = time.monotonic()
-                refit_and_store(db, tournament_id=tournament_id)
+            def on_series(outcome: SeriesOutcome) -> None:
+                nonlocal last_refit
+                if time.monotonic() - last_refit >= REFIT_SECONDS:
+                    last_refit = time.monotonic()
+                    refit_and_store(db, tournament_id=tournament_id)
 
-        result = service_run(
-            tournament_id,
-            db,
-            executor=executor,
-            scheduler=scheduler,
-            worker_store=worker_store,
-            store=store,
-            on_game=on_game,
-            on_series=on_series,
-            say=lambda line: console.print(Text(line)),
+            result = service_run(
+                tournament_id,
+                db,
+                prepared=prepared,
+                store=store,
+                take_over=take_over,
+                on_game=on_game,
+                on_series=on_series,
+                say=lambda line: console.print(Text(line)),
+            )
+    except TournamentBusyError as exc:
+        raise UserError(str(exc), code=ExitCode.UNAVAILABLE) from None
+    except KeyboardInterrupt:
+        console.print(
+            f"interrupted: the games played so far are saved; resume with: "
+            f"kryt tournament resume {tournament_id}",
+            soft_wrap=True,
         )
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     refit_and_store(db, tournament_id=tournament_id)
-    return result.outcomes
+    return result
 
 
-def _report(tournament_id: int, db: Database, outcomes: list[SeriesOutcome]) -> int:
+def _report(tournament_id: int, db: Database, result: RunResult) -> int:
+    """Print the series and the leaderboard; the exit code matching the tournament's state."""
     out.print(series_table(tournament_id, db))
-    aborted = [o for o in outcomes if o.status == "aborted"]
-    for outcome in aborted:
-        console.print(f"[red]series {outcome.series_id} aborted:[/red] {outcome.message}")
+    for outcome in result.outcomes:
+        if outcome.status == "aborted":
+            console.print(
+                f"[red]series {outcome.series_id} aborted:[/red] {escape(outcome.message)}"
+            )
     from kryt.commands.leaderboard import print_standings, standings_table
 
     with db.read_session() as session:
@@ -186,10 +257,19 @@ def _report(tournament_id: int, db: Database, outcomes: list[SeriesOutcome]) -> 
         name = get_tournament(tournament_id, session=session).name
     title = f"Leaderboard: {name} (tournament {tournament_id})"
     print_standings(out, lambda width: standings_table(board, title=title, width=width))
-    if aborted:
-        console.print(f"resume with: kryt tournament resume {tournament_id}")
+    for problem in result.problems:
+        console.print(f"[red]stopped early:[/red] {escape(problem)}", soft_wrap=True)
+    if result.finished:
+        return ExitCode.OK
+    if tournament_state(tournament_id, db).status == TournamentStatus.CANCELLED.value:
+        console.print(f"tournament {tournament_id} was cancelled")
         return ExitCode.FAILED
-    return ExitCode.OK
+    console.print(
+        f"{result.unfinished} series not finished; resume with: "
+        f"kryt tournament resume {tournament_id}",
+        soft_wrap=True,
+    )
+    return ExitCode.FAILED
 
 
 @app.command()
@@ -230,6 +310,9 @@ def run(
     ] = None,
     memory_mb: Annotated[int | None, typer.Option(help="Memory limit per bot (MiB).")] = None,
     pids: Annotated[int | None, typer.Option(help="Process/thread limit per bot.")] = None,
+    grace_seconds: Annotated[
+        float | None, typer.Option(help="Per-game transport allowance (seconds).")
+    ] = None,
     executor: ExecutorOption = ExecutorName.local,
     scheduler: SchedulerOption = None,
     worker_store: WorkerStoreOption = None,
@@ -249,6 +332,7 @@ def run(
             seed=seed,
             move_seconds=move_seconds,
             bank_seconds=bank_seconds,
+            grace_seconds=grace_seconds,
             turn_limit=turn_limit,
             concurrency=concurrency,
             backend=backend,
@@ -259,23 +343,18 @@ def run(
     except ConfigError as exc:
         raise UserError(str(exc), hint="see docs/configuration.md") from None
     db = open_db(database)
-    if executor is ExecutorName.local:
-        # Check the sandbox before storing anything, so a missing engine fails fast.
-        choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
-    try:
-        tournament_id = create(config, db=db, store=store)
-    except TournamentError as exc:
-        raise UserError(str(exc)) from None
-    console.print(f"tournament [bold]{tournament_id}[/bold] created ({config.name})")
-    outcomes = run_tournament(
-        tournament_id,
-        db,
-        executor=executor,
-        scheduler=scheduler,
-        worker_store=worker_store,
-        store=store,
-    )
-    raise typer.Exit(_report(tournament_id, db, outcomes))
+    # Check the sandbox / the cluster before storing anything: a missing engine, an
+    # unreachable scheduler or a cluster without workers leaves no tournament behind.
+    with _prepare(
+        config, executor=executor, scheduler=scheduler, worker_store=worker_store
+    ) as prepared:
+        try:
+            tournament_id = create(config, db=db, store=store)
+        except TournamentError as exc:
+            raise UserError(str(exc)) from None
+        console.print(f"tournament [bold]{tournament_id}[/bold] created ({escape(config.name)})")
+        result = run_tournament(tournament_id, db, prepared=prepared, store=store)
+    raise typer.Exit(_report(tournament_id, db, result))
 
 
 @app.command()
@@ -284,25 +363,28 @@ def resume(
     executor: ExecutorOption = ExecutorName.local,
     scheduler: SchedulerOption = None,
     worker_store: WorkerStoreOption = None,
+    take_over: TakeOverOption = False,
     database: DatabaseOption = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Finish an interrupted tournament: plays exactly the games that are missing."""
     db = open_db(database, create=False)
-    with db.read_session() as session:
-        tournament = get_tournament(tournament_id, session=session)
-        status = tournament.status
-    if status == TournamentStatus.FINISHED.value:
+    state = tournament_state(tournament_id, db)
+    if state.status == TournamentStatus.CANCELLED.value:
+        raise UserError(f"tournament {tournament_id} was cancelled; it cannot be resumed")
+    if state.status == TournamentStatus.FINISHED.value:
         console.print(f"tournament {tournament_id} is already finished")
-    outcomes = run_tournament(
-        tournament_id,
-        db,
-        executor=executor,
-        scheduler=scheduler,
-        worker_store=worker_store,
-        store=store,
-    )
-    raise typer.Exit(_report(tournament_id, db, outcomes))
+    if state.live_lease is not None and not take_over:
+        # Refused before anything else is prepared (the lease itself decides again below).
+        raise UserError(str(TournamentBusyError(state.live_lease)), code=ExitCode.UNAVAILABLE)
+    config = tournament_config(tournament_id, db)  # a bad stored setting: one line, exit 2
+    with _prepare(
+        config, executor=executor, scheduler=scheduler, worker_store=worker_store
+    ) as prepared:
+        result = run_tournament(
+            tournament_id, db, prepared=prepared, store=store, take_over=take_over
+        )
+    raise typer.Exit(_report(tournament_id, db, result))
 
 
 @app.command()
@@ -312,20 +394,69 @@ def status(
     ] = None,
     database: DatabaseOption = None,
 ) -> None:
-    """Tournaments with their progress, or one tournament's series."""
+    """Tournaments with their progress and who runs them, or one tournament's series."""
     db = open_db(database, create=False)
     if tournament_id is not None:
+        state = tournament_state(tournament_id, db)
         out.print(series_table(tournament_id, db))
+        out.print(Text(f"status: {state.shown}; runner: {state.runner}"))
         return
     table = Table(title="Tournaments")
-    for column in ("id", "name", "status", "games", "created"):
+    for column in ("id", "name", "status", "runner", "games", "created"):
         table.add_column(column)
     with db.read_session() as session:
-        tournaments = [
-            (t.id, t.name, t.status, t.created_at) for t in list_tournaments(session=session)
-        ]
-    for tid, name, state, created in tournaments:
+        tournaments = [(t.id, t.name, t.created_at) for t in list_tournaments(session=session)]
+    states = tournament_states(db)
+    for tid, name, created in tournaments:
         assert tid is not None
         done, planned = progress(tid, db)
-        table.add_row(str(tid), name, state, f"{done}/{planned}", f"{created:%Y-%m-%d %H:%M}")
+        state = states[tid]
+        table.add_row(
+            str(tid),
+            Text(name),
+            state.shown,
+            Text(state.runner),
+            f"{done}/{planned}",
+            f"{created:%Y-%m-%d %H:%M}",
+        )
     out.print(table)
+
+
+@app.command("cancel")
+def cancel_command(
+    tournament_id: Annotated[int, typer.Argument(help="The tournament to cancel.")],
+    database: DatabaseOption = None,
+) -> None:
+    """Cancel a tournament that has not finished: nothing more is played or recorded (a run
+    playing it stops within seconds); its recorded games stay."""
+    db = open_db(database, create=False)
+    stopped = cancel(tournament_id, db)
+    console.print(f"tournament {tournament_id} cancelled ({stopped} series stopped)")
+
+
+@app.command("set")
+def set_command(
+    tournament_id: Annotated[int, typer.Argument(help="The tournament to change.")],
+    assignments: Annotated[
+        list[str],
+        typer.Argument(
+            help="KEY=VALUE, e.g. sandbox.memory_mb=512 time_control.move_seconds=0.5 "
+            'concurrency=4 name="spring cup"',
+            show_default=False,
+        ),
+    ],
+    database: DatabaseOption = None,
+) -> None:
+    """Change stored settings of a tournament that has not finished (checked like a new
+    tournament's); bots, games per pair, format and seed cannot change."""
+    db = open_db(database, create=False)
+    try:
+        config = change_settings(tournament_id, assignments, db)
+    except ConfigError as exc:
+        raise UserError(str(exc), hint="see docs/configuration.md") from None
+    for text in assignments:
+        console.print(f"tournament {tournament_id}: {escape(text.strip())}")
+    console.print(
+        f"resume with: kryt tournament resume {tournament_id} ({escape(config.name)})",
+        soft_wrap=True,
+    )

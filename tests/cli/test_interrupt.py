@@ -3,6 +3,7 @@ half-recorded; ``kryt tournament resume`` then finishes with no game lost or dup
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import subprocess
@@ -36,8 +37,14 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
         "tournament", "run", str(EXAMPLES / "random"), str(EXAMPLES / "greedy"),
         str(EXAMPLES / "mc"), "--games", "6", "--backend", "process", "--move-seconds", "0.1",
     ]  # fmt: skip
+    # This checkout's code, though the command runs from a scratch folder.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     run = subprocess.Popen(
-        [*kryt, *args, *where], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [*kryt, *args, *where],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (len(counted(db)) >= 3 and processes_in(store)):
@@ -47,6 +54,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
     out, err = run.communicate(timeout=60)
     assert run.returncode == 130, (out, err)
     assert b"interrupted" in err and b"Traceback" not in err, err.decode(errors="replace")
+    assert b"resume with: kryt tournament resume 1" in err, err.decode(errors="replace")
     assert wait_no_processes_in(store) == []
     before = counted(db)
     assert 3 <= len(before) < 18
@@ -55,6 +63,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         timeout=300,
+        env=env,
     )
     assert resume.returncode == 0, resume.stderr
     after = counted(db)

@@ -1,0 +1,181 @@
+"""Tournament leases (migration 0003): one runner at a time, expiry, take-over, cancel,
+and the check that keeps a runner without the lease from recording anything."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from alembic import command
+from sqlalchemy import inspect
+
+from arena.db import (
+    ConflictError,
+    Database,
+    LeaseHeldError,
+    LeaseHolder,
+    LeaseLostError,
+    SeriesStatus,
+    TournamentStatus,
+    acquire_lease,
+    all_leases,
+    cancel_tournament,
+    get_lease,
+    get_tournament,
+    hold_lease,
+    open_database,
+    record_game,
+    release_lease,
+    renew_lease,
+    series_of_tournament,
+    set_tournament_status,
+    update_tournament_config,
+)
+from arena.db.migrate import alembic_config, current_revision, head_revision, upgrade_engine
+from tests.db.helpers import World, game
+
+MINUTE = timedelta(minutes=1)
+ONE = LeaseHolder("run-one", "host-a", 1234, None)
+TWO = LeaseHolder("run-two", "host-b", 5678, None)
+
+
+def test_a_second_runner_is_refused_with_the_holder_named(db: Database, world: World) -> None:
+    tid = world.tournament_id
+    with db.session() as session:
+        first = acquire_lease(tid, ONE, ttl=MINUTE, session=session)
+    assert first.runner_id == "run-one" and not first.expired()
+    with pytest.raises(LeaseHeldError) as caught, db.session() as session:
+        acquire_lease(tid, TWO, ttl=MINUTE, session=session)
+    assert caught.value.lease.pid == 1234 and caught.value.lease.host == "host-a"
+    assert "pid 1234 on host host-a since" in str(caught.value)
+    with db.read_session() as session:
+        lease = get_lease(tid, session=session)
+        assert lease is not None and lease.runner_id == "run-one"
+        assert set(all_leases(session=session)) == {tid}
+    # Taking one's own lease again renews it.
+    with db.session() as session:
+        again = acquire_lease(tid, ONE, ttl=MINUTE, session=session)
+    assert again.expires_at >= first.expires_at
+
+
+def test_an_expired_lease_is_free_and_its_old_holder_can_record_nothing(
+    db: Database, world: World
+) -> None:
+    tid = world.tournament_id
+    with db.session() as session:
+        acquire_lease(tid, ONE, ttl=timedelta(0), session=session)  # its heartbeat stopped
+    with db.session() as session:
+        taken = acquire_lease(tid, TWO, ttl=MINUTE, session=session)
+    assert taken.runner_id == "run-two"
+    with pytest.raises(LeaseLostError, match="no longer holds"), db.session() as session:
+        renew_lease(tid, "run-one", ttl=MINUTE, session=session)
+    record, place = game(world, 1)
+    with pytest.raises(LeaseLostError), db.session() as session:
+        hold_lease(tid, "run-one", session=session)
+        record_game(record, place, session=session)
+    with db.session() as session:  # the holder records
+        hold_lease(tid, "run-two", session=session)
+        record_game(record, place, session=session)
+    with db.session() as session:
+        assert not release_lease(tid, "run-one", session=session)
+        assert release_lease(tid, "run-two", session=session)
+    with db.read_session() as session:
+        assert get_lease(tid, session=session) is None
+
+
+def test_take_over_and_a_holder_known_gone(db: Database, world: World) -> None:
+    tid = world.tournament_id
+    with db.session() as session:
+        acquire_lease(tid, ONE, ttl=MINUTE, session=session)
+    with db.session() as session:
+        acquire_lease(tid, TWO, ttl=MINUTE, session=session, take_over=True)
+    with pytest.raises(LeaseLostError), db.session() as session:
+        hold_lease(tid, "run-one", session=session)
+    seen = []
+
+    def gone(lease: object) -> bool:
+        seen.append(lease)
+        return True
+
+    with db.session() as session:
+        acquire_lease(tid, ONE, ttl=MINUTE, session=session, holder_gone=gone)
+    assert len(seen) == 1
+    with pytest.raises(LeaseHeldError), db.session() as session:
+        acquire_lease(tid, TWO, ttl=MINUTE, session=session, holder_gone=lambda _lease: False)
+
+
+def test_runners_asking_at_once_get_one_lease(db: Database, world: World) -> None:
+    tid = world.tournament_id
+    barrier = threading.Barrier(6)
+    won: list[str] = []
+    refused: list[str] = []
+
+    def ask(n: int) -> None:
+        holder = LeaseHolder(f"run-{n}", "host", n, None)
+        barrier.wait(timeout=60)
+        try:
+            with db.session() as session:
+                acquire_lease(tid, holder, ttl=MINUTE, session=session)
+            won.append(holder.runner_id)
+        except LeaseHeldError:
+            refused.append(holder.runner_id)
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert len(won) == 1 and len(refused) == 5, (won, refused)
+    with db.read_session() as session:
+        lease = get_lease(tid, session=session)
+    assert lease is not None and lease.runner_id == won[0]
+
+
+def test_cancel_stops_the_holder_and_the_series(db: Database, world: World) -> None:
+    tid = world.tournament_id
+    with db.session() as session:
+        acquire_lease(tid, ONE, ttl=MINUTE, session=session)
+        set_tournament_status(tid, TournamentStatus.RUNNING, session=session)
+    with db.session() as session:
+        assert cancel_tournament(tid, session=session) == 1
+    with pytest.raises(LeaseLostError, match="cancelled"), db.session() as session:
+        renew_lease(tid, "run-one", ttl=MINUTE, session=session)
+    with db.read_session() as session:
+        assert get_tournament(tid, session=session).status == "cancelled"
+        statuses = {s.status for s in series_of_tournament(tid, session=session)}
+    assert statuses == {SeriesStatus.ABORTED.value}
+    with pytest.raises(ConflictError, match="already cancelled"), db.session() as session:
+        cancel_tournament(tid, session=session)
+    with pytest.raises(ConflictError, match="cannot change"), db.session() as session:
+        update_tournament_config(tid, {}, name="x", session=session)
+
+
+def test_a_finished_tournament_cannot_be_cancelled(db: Database, world: World) -> None:
+    tid = world.tournament_id
+    with db.session() as session:
+        update_tournament_config(tid, {"games": 3}, name="renamed", session=session)
+        set_tournament_status(tid, TournamentStatus.FINISHED, session=session)
+    with pytest.raises(ConflictError, match="finished"), db.session() as session:
+        cancel_tournament(tid, session=session)
+    with db.read_session() as session:
+        stored = get_tournament(tid, session=session)
+        assert (stored.name, stored.config) == ("renamed", {"games": 3})
+
+
+def test_migration_0003_adds_and_drops_the_lease_table(database_url: str) -> None:
+    db = open_database(database_url)
+    try:
+        with db.engine.connect() as connection:
+            assert current_revision(connection) == head_revision()
+            assert "tournament_leases" in inspect(connection).get_table_names()
+        with db.engine.begin() as connection:
+            command.downgrade(alembic_config(connection), "0002")
+        with db.engine.connect() as connection:
+            assert current_revision(connection) == "0002"
+            assert "tournament_leases" not in inspect(connection).get_table_names()
+        assert upgrade_engine(db.engine, where="the test database") == head_revision()
+        with db.engine.connect() as connection:
+            assert "tournament_leases" in inspect(connection).get_table_names()
+    finally:
+        db.close()

@@ -1,0 +1,191 @@
+"""A Dask cluster that is missing or fails: one line and nothing created when it cannot
+start, a non-zero exit with the resume command when the scheduler dies mid-run.
+
+The cluster is real (``dask scheduler`` / ``dask worker`` processes on loopback); the
+database is a SQLite file, which loopback workers share.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.scaling.conftest import BIN, LoopbackCluster
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "sdk" / "examples"
+KRYT = [sys.executable, "-m", "kryt"]
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+}
+DEADLINE = 240.0
+
+
+def tournaments(db: Path) -> list[tuple[int, str]]:
+    """``(id, status)`` of every stored tournament (none when nothing was created)."""
+    if not db.exists():
+        return []
+    with sqlite3.connect(db, timeout=30) as conn:
+        try:
+            return conn.execute("select id, status from tournaments order by id").fetchall()
+        except sqlite3.OperationalError:
+            return []
+
+
+def counted(db: Path) -> list[tuple[int, int]]:
+    with sqlite3.connect(db, timeout=30) as conn:
+        try:
+            rows = conn.execute("select series_id, number from games where not voided").fetchall()
+        except sqlite3.OperationalError:
+            return []
+    return sorted(rows)
+
+
+def kryt(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*KRYT, *args], cwd=tmp, capture_output=True, text=True, timeout=DEADLINE, env=ENV
+    )
+
+
+def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The error line of a failed command (its hint may follow); no traceback."""
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def run_args(db: Path, store: Path, scheduler: str, *bots: str) -> list[str]:
+    return [
+        "tournament", "run", *(str(EXAMPLES / b) for b in bots), "--backend", "process",
+        "--executor", "dask", "--scheduler", scheduler,
+        "--database", str(db), "--store", str(store),
+    ]  # fmt: skip
+
+
+def test_an_unreachable_scheduler_is_one_line_and_creates_nothing(tmp_path: Path) -> None:
+    db, store = tmp_path / "kryt.db", tmp_path / "store"
+    nowhere = f"tcp://127.0.0.1:{free_port()}"
+    result = kryt(tmp_path, *run_args(db, store, nowhere, "random", "greedy"))
+    assert result.returncode == 3, (result.stdout, result.stderr)
+    assert nowhere in one_error_line(result)
+    assert tournaments(db) == []
+    # resume of an existing tournament: refused the same way, nothing changes or is added.
+    made = kryt(
+        tmp_path,
+        "tournament", "run", str(EXAMPLES / "random"), str(EXAMPLES / "greedy"),
+        "--games", "2", "--backend", "process", "--database", str(db), "--store", str(store),
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    before = tournaments(db)
+    result = kryt(
+        tmp_path, "tournament", "resume", "1", "--executor", "dask", "--scheduler", nowhere,
+        "--database", str(db), "--store", str(store),
+    )  # fmt: skip
+    assert result.returncode == 3, (result.stdout, result.stderr)
+    one_error_line(result)
+    assert tournaments(db) == before == [(1, "finished")]
+
+
+@pytest.fixture
+def lonely_scheduler(tmp_path: Path) -> Iterator[str]:
+    """A ``dask scheduler`` with no worker."""
+    home = tmp_path / "scheduler"
+    home.mkdir()
+    address_file = home / "scheduler.json"
+    with (home / "scheduler.log").open("wb") as log:
+        process = subprocess.Popen(
+            [
+                str(BIN / "dask"),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(address_file),
+            ],
+            cwd=home,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while not address_file.exists():
+            assert process.poll() is None, (home / "scheduler.log").read_text()
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.1)
+        import json
+
+        time.sleep(0.5)  # the file is written in one go, but give the writer its moment
+        yield str(json.loads(address_file.read_text())["address"])
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)
+
+
+def test_a_scheduler_without_workers_is_one_line_and_creates_nothing(
+    tmp_path: Path, lonely_scheduler: str
+) -> None:
+    db, store = tmp_path / "kryt.db", tmp_path / "store"
+    result = kryt(tmp_path, *run_args(db, store, lonely_scheduler, "random", "greedy"))
+    assert result.returncode == 3, (result.stdout, result.stderr)
+    assert "no Dask worker" in one_error_line(result)
+    assert tournaments(db) == []
+
+
+def test_a_run_that_loses_its_scheduler_exits_non_zero_with_the_resume_command(
+    tmp_path: Path, loopback_cluster: LoopbackCluster
+) -> None:
+    db, store = tmp_path / "kryt.db", tmp_path / "store"
+    args = run_args(db, store, loopback_cluster.address, "random", "greedy", "mc")
+    run = subprocess.Popen(
+        [*KRYT, *args, "--games", "40", "--move-seconds", "0.3"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=ENV,
+    )
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while len(counted(db)) < 3:
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, loopback_cluster.log_text()
+            time.sleep(0.2)
+        os.killpg(loopback_cluster.scheduler.pid, signal.SIGKILL)
+        out, err = run.communicate(timeout=DEADLINE)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(30)
+    assert run.returncode == 1, (out, err)
+    assert "lost the Dask scheduler" in err, err
+    assert "kryt tournament resume 1" in err, err
+    assert "Traceback" not in err, err
+    (only,) = tournaments(db)
+    assert only == (1, "pending")  # not "running": nobody runs it now
+    games = counted(db)
+    assert len(games) == len(set(games)) < 3 * 40
