@@ -33,7 +33,13 @@ from arena.db import (
     set_tournament_status,
     update_tournament_config,
 )
-from arena.tournament.config import ConfigError, TournamentConfig, parse_assignment, with_changes
+from arena.tournament.config import (
+    STORED_ONLY,
+    ConfigError,
+    TournamentConfig,
+    parse_assignment,
+    with_changes,
+)
 from arena.tournament.executors import LocalExecutor, SeriesCallback
 from arena.tournament.lease import RunLease, holder_gone
 from arena.tournament.runner import (
@@ -381,11 +387,12 @@ def change_settings(
         )
     with db.read_session() as session:
         stored = dict(get_tournament(tournament_id, session=session).config)
+    records = {k: stored.pop(k) for k in STORED_ONLY if k in stored}  # not settings: kept
     config = with_changes(stored, changes)
     try:
         with db.session() as session:
             update_tournament_config(
-                tournament_id, config.to_json(), name=config.name, session=session
+                tournament_id, config.to_json() | records, name=config.name, session=session
             )
     except ConflictError as exc:
         raise TournamentError(str(exc)) from None

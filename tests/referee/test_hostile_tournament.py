@@ -40,13 +40,17 @@ def docker_backend_or_skip() -> None:
 
 
 def containers_labelled(prefix: str) -> list[str]:
+    """Ids of the containers with a label starting with ``prefix``.
+
+    Sparse listing: no inspect per container, which would race with containers that other
+    tests (in parallel) remove meanwhile."""
     import docker
 
     client = docker.from_env()
     return [
-        c.name
-        for c in client.containers.list(all=True)
-        if any(str(v).startswith(prefix) for v in c.labels.values())
+        str(c.id)
+        for c in client.containers.list(all=True, sparse=True)
+        if any(str(v).startswith(prefix) for v in (c.attrs.get("Labels") or {}).values())
     ]
 
 

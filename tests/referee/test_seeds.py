@@ -116,3 +116,15 @@ def test_replay_verify_checks_the_seed_chain(
     assert main(["replay", "1", "--verify"]) == ExitCode.FAILED
     out = capsys.readouterr().out
     assert "commitment" in out and "series seed" in out
+
+
+def test_changing_a_setting_keeps_the_seed_commitment(tmp_path: Path) -> None:
+    from arena.tournament.service import change_settings
+
+    seed, _, _, _ = _tournament(tmp_path, "kept")
+    db = open_database(f"sqlite:///{tmp_path / 'kryt.db'}")
+    change_settings(1, ["sandbox.memory_mb=512"], db=db)
+    with db.read_session() as session:
+        tournament = get_tournament(1, session=session)
+        assert tournament.config["sandbox"]["memory_mb"] == 512
+        assert tournament.config["seed_commitment"] == commitment(seed)
