@@ -105,6 +105,7 @@ from arena.db.results import (
     SeriesTally,
     forfeit_counts,
     game_outcomes,
+    never_played,
     pair_counts,
     series_tallies,
 )
@@ -208,6 +209,7 @@ __all__ = [
     "load_archive",
     "load_rating_snapshot",
     "mask_url",
+    "never_played",
     "next_attempt",
     "normalize_url",
     "open_database",

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import case, func, select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col
+from sqlmodel import select as select_rows
 
 from arena.db.models import Game, Series
 from arena.db.records import GameOutcome, PairCounts
@@ -170,3 +171,30 @@ def series_tallies(tournament_id: int, *, session: Session) -> list[SeriesTally]
         )
         for sid, pos, a, b, planned, status, *counts in session.connection().execute(query)
     ]
+
+
+def never_played(tournament_id: int, *, session: Session) -> dict[int, str]:
+    """Submissions of the tournament that played no move at all: every counted game of theirs
+    was their own start-up failure (or a double forfeit). ``{submission_id: a detail}``."""
+    games = session.exec(
+        select_rows(Game)
+        .join(Series, col(Series.id) == col(Game.series_id))
+        .where(col(Series.tournament_id) == tournament_id, col(Game.voided).is_(False))
+    ).all()
+    seen: dict[int, list[Game]] = {}
+    for game in games:
+        for sub in game.seats or [game.seat0_submission_id, game.seat1_submission_id]:
+            seen.setdefault(int(sub), []).append(game)
+    idle: dict[int, str] = {}
+    for sub, played in seen.items():
+        details = []
+        for game in played:
+            seats = game.seats or [game.seat0_submission_id, game.seat1_submission_id]
+            mine = game.forfeit_seat is not None and seats[game.forfeit_seat] == sub
+            if game.end_reason == "startup failure" and mine:
+                details.append(game.forfeit_detail or "")
+            elif game.end_reason != "double forfeit":
+                break
+        else:
+            idle[sub] = next((d for d in details if d), "it never started")
+    return idle

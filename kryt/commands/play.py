@@ -187,9 +187,10 @@ def play(
 
     from arena.tournament.config import SandboxSettings
     from arena.tournament.seats import SandboxSlot
+    from kryt.errors import ExitCode
     from leaderboard.ratings.match_stats import Sprt, match_stats
     from referee.pairing import pairing_configs, run_pairing
-    from referee.protocol.messages import TimeControl
+    from referee.protocol.messages import GameEndReason, TimeControl
     from referee.series import SeriesConfig, SeriesFormat
     from sandbox import choose_backend, load_submission
     from sandbox.death import printable as visible
@@ -290,3 +291,18 @@ def play(
         out.print(Text(test.format(tally.sample())))
         if outcome.stopped:
             out.print(f"stopped early by the SPRT after {len(tally.records)} of {games} games")
+    for seat in (0, 1):
+        own = [r for r in tally.records.values() if r.forfeit and r.forfeit.seat == seat]
+        if (
+            tally.records
+            and len(own) == len(tally.records)
+            and all(r.ending is GameEndReason.STARTUP_FAILURE for r in own)
+        ):
+            err.print(
+                Text(
+                    f"{names[seat]} never played: every game was its start-up failure"
+                    f" ({visible(own[0].forfeit.detail if own[0].forfeit else '')[:200]})",
+                    style="red",
+                )
+            )
+            raise typer.Exit(ExitCode.FAILED)

@@ -33,6 +33,7 @@ from arena.db import (
     TournamentStatus,
     get_tournament,
     list_tournaments,
+    never_played,
     submission_labels,
 )
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
@@ -58,6 +59,7 @@ from kryt.errors import ExitCode, UserError
 from kryt.options import DatabaseOption, StoreOption, open_db
 from leaderboard.standings import refit_and_store, standings
 from referee.series import SeriesFormat
+from sandbox.death import printable
 
 app = typer.Typer(help="Organisers: run round-robin tournaments.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -259,8 +261,18 @@ def _report(tournament_id: int, db: Database, result: RunResult) -> int:
     print_standings(out, lambda width: standings_table(board, title=title, width=width))
     for problem in result.problems:
         console.print(f"[red]stopped early:[/red] {escape(problem)}", soft_wrap=True)
+    with db.read_session() as session:
+        idle = never_played(tournament_id, session=session)
+        labels = submission_labels(session=session)
+    for submission_id, detail in sorted(idle.items()):
+        bot, version = labels.get(submission_id, (str(submission_id), "?"))
+        console.print(
+            Text(f"{bot} {version} never played: every game was its start-up failure"
+                 f" ({printable(detail)[:200]})", style="red"),
+            soft_wrap=True,
+        )  # fmt: skip
     if result.finished:
-        return ExitCode.OK
+        return ExitCode.FAILED if idle else ExitCode.OK
     if tournament_state(tournament_id, db).status == TournamentStatus.CANCELLED.value:
         console.print(f"tournament {tournament_id} was cancelled")
         return ExitCode.FAILED

@@ -102,7 +102,13 @@ def test_fork_bomb_is_capped_and_cleaned_up(sandbox_backend: Backend, make_bot: 
 
 def test_memory_hog_dies_out_of_memory(sandbox_backend: Backend, make_bot: MakeBot) -> None:
     limits = SandboxLimits(memory_bytes=128 * MiB, address_space_slack_bytes=512 * MiB)
-    bot = sandbox_backend.start(make_bot("memhog"), limits, "test-memhog")
+    try:
+        bot = sandbox_backend.start(make_bot("memhog"), limits, "test-memhog")
+    except BotCrashedError as exc:
+        # On a loaded machine the hog may die before the start-up wait saw it serving: the
+        # verdict must be the same either way.
+        assert exc.death is not None and exc.death.cause is DeathCause.OOM, exc
+        return
     try:
         death = wait_death(bot, 60)
         assert death.cause is DeathCause.OOM, death
