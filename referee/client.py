@@ -120,6 +120,8 @@ class Reply:
     engine's legality gate, not here)."""
     elapsed: float
     request_id: int
+    cpu: float | None = None
+    """CPU seconds the bot's process tree spent on the decision, where its sandbox counts it."""
 
 
 SEND_TIMEOUT: Final = 10.0

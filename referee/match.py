@@ -59,21 +59,43 @@ Diagnose = Callable[[int], GameEndReason | None]
 """Given a seat whose connection failed, the sandbox's verdict (e.g. MEMORY_LIMIT), if any."""
 
 
-class _Forfeited(Exception):
+class Forfeited(Exception):
+    """Raised inside a game loop when a seat forfeits; carries the forfeit."""
+
     def __init__(self, forfeit: Forfeit) -> None:
         super().__init__(forfeit.detail)
         self.forfeit = forfeit
 
 
-def _forfeit(seat: int, reason: GameEndReason, offending: str, detail: str) -> _Forfeited:
-    return _Forfeited(Forfeit(seat, reason, clip(offending), clip(detail)))
+def forfeited(seat: int, reason: GameEndReason, offending: str, detail: str) -> Forfeited:
+    """The forfeit of ``seat``, its texts cut to the record's limit."""
+    return Forfeited(Forfeit(seat, reason, clip(offending), clip(detail)))
 
 
-def _fault(seat: int, fault: BotFault, diagnose: Diagnose | None) -> _Forfeited:
+def faulted(seat: int, fault: BotFault, diagnose: Diagnose | None) -> Forfeited:
+    """The forfeit a bot's fault stands for, refined by the sandbox's verdict on a crash."""
     reason = fault.reason
     if reason is GameEndReason.CRASH and diagnose is not None:
         reason = diagnose(seat) or reason
-    return _forfeit(seat, reason, fault.offending, str(fault))
+    return forfeited(seat, reason, fault.offending, str(fault))
+
+
+def charge(clock: GameClock, seat: int, reply: Reply) -> None:
+    """Charge the reply's time to ``seat`` on the control's clock; a timeout forfeits."""
+    if clock.charge(seat, reply.elapsed, reply.cpu):
+        return
+    if clock.control.clock == "cpu" and reply.cpu is not None:
+        spent = f"used {reply.cpu:.3f}s of CPU"
+    else:
+        spent = f"replied after {reply.elapsed:.3f}s"
+    detail = f"{spent}; the limit was {clock.allowance(seat):.3f}s"
+    raise forfeited(seat, GameEndReason.TIMEOUT, str(reply.action), detail)
+
+
+def played(seat: int, action: object, reply: Reply) -> Move:
+    """The record of a move: its canonical text and the times the bot took."""
+    cpu = None if reply.cpu is None else round(reply.cpu, 6)
+    return Move(seat, str(action), round(reply.elapsed, 6), cpu)
 
 
 def play_game(
@@ -114,12 +136,12 @@ def play_game(
                     )
                 )
             except BotFault as exc:
-                raise _fault(seat, exc, diagnose) from None
+                raise faulted(seat, exc, diagnose) from None
         while not game.over:
             mover = game.to_move
             assert mover is not None
             moves.append(_one_move(game, players[mover], mover, number, clock, diagnose))
-    except _Forfeited as exc:
+    except Forfeited as exc:
         forfeit = exc.forfeit
     except Exception as exc:  # our side failed: not the bot's fault
         log.exception("game %s voided by an internal error", number)
@@ -139,24 +161,22 @@ def _one_move(
     try:
         reply = player.decide(view, wire_clock, number, timeout)
     except BotFault as exc:
-        raise _fault(seat, exc, diagnose) from None
+        raise faulted(seat, exc, diagnose) from None
     sent = str(reply.action)
-    if not clock.charge(seat, reply.elapsed):
-        detail = f"replied after {reply.elapsed:.3f}s; the limit was {timeout:.3f}s"
-        raise _forfeit(seat, GameEndReason.TIMEOUT, sent, detail)
+    charge(clock, seat, reply)
     try:  # the engine's one legality gate: parse, check, play
         # A classic action's text is never an action of this game: the gate says why.
         action = game.play(
             reply.action if isinstance(reply.action, str | Action) else str(reply.action)
         )
     except InvalidActionError as exc:
-        raise _forfeit(seat, GameEndReason.MALFORMED_REPLY, sent, str(exc)) from None
+        raise forfeited(seat, GameEndReason.MALFORMED_REPLY, sent, str(exc)) from None
     except IllegalActionError as exc:
         shown = ", ".join(str(a) for a in view.legal_actions[:10])
         more = ", ..." if len(view.legal_actions) > 10 else ""
         detail = f"{exc} (legal: {shown}{more})"
-        raise _forfeit(seat, GameEndReason.ILLEGAL_ACTION, sent, detail) from None
-    return Move(seat, str(action), round(reply.elapsed, 6))
+        raise forfeited(seat, GameEndReason.ILLEGAL_ACTION, sent, detail) from None
+    return played(seat, action, reply)
 
 
 def _record(

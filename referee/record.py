@@ -39,6 +39,9 @@ class Move:
     seat: int
     action: str
     seconds: float
+    """Wall seconds from request to reply, as the referee measured them."""
+    cpu_seconds: float | None = None
+    """CPU seconds of the bot's process tree on this decision, where its sandbox counts it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from referee.client import BotFault
-from referee.match import Diagnose, Player
+from referee.match import Diagnose, Forfeited, Player, charge, faulted, forfeited, played
 from referee.protocol.messages import (
     PROTOCOL_VERSION,
     Clock,
@@ -56,23 +56,6 @@ from referee.series import (
 from referee.timecontrol import GameClock
 
 log = logging.getLogger(__name__)
-
-
-class _Forfeited(Exception):
-    def __init__(self, forfeit: Forfeit) -> None:
-        super().__init__(forfeit.detail)
-        self.forfeit = forfeit
-
-
-def _forfeit(seat: int, reason: GameEndReason, offending: str, detail: str) -> _Forfeited:
-    return _Forfeited(Forfeit(seat, reason, clip(offending), clip(detail)))
-
-
-def _fault(seat: int, fault: BotFault, diagnose: Diagnose | None) -> _Forfeited:
-    reason = fault.reason
-    if reason is GameEndReason.CRASH and diagnose is not None:
-        reason = diagnose(seat) or reason
-    return _forfeit(seat, reason, fault.offending, str(fault))
 
 
 def forfeit_results(seats: int, offender: int) -> tuple[tuple[int, int], ...]:
@@ -122,12 +105,12 @@ def play_table_game(
                     )
                 )
             except BotFault as exc:
-                raise _fault(seat, exc, diagnose) from None
+                raise faulted(seat, exc, diagnose) from None
         while not game.over:
             mover = game.to_move
             assert mover is not None
             moves.append(_one_move(game, players[mover], mover, number, clock, diagnose))
-    except _Forfeited as exc:
+    except Forfeited as exc:
         forfeit = exc.forfeit
     except Exception as exc:  # our side failed: not the bot's fault
         log.exception("table game %s voided by an internal error", number)
@@ -151,23 +134,21 @@ def _one_move(
     try:
         reply = player.decide(view, wire_clock, number, timeout)
     except BotFault as exc:
-        raise _fault(seat, exc, diagnose) from None
+        raise faulted(seat, exc, diagnose) from None
     sent = str(reply.action)
-    if not clock.charge(seat, reply.elapsed):
-        detail = f"replied after {reply.elapsed:.3f}s; the limit was {timeout:.3f}s"
-        raise _forfeit(seat, GameEndReason.TIMEOUT, sent, detail)
+    charge(clock, seat, reply)
     try:  # the engine's one legality gate: parse, check, play
         answer = reply.action if isinstance(reply.action, str | ClassicAction) else sent
         action = game.play(answer)
     except InvalidActionError as exc:
-        raise _forfeit(seat, GameEndReason.MALFORMED_REPLY, sent, str(exc)) from None
+        raise forfeited(seat, GameEndReason.MALFORMED_REPLY, sent, str(exc)) from None
     except IllegalActionError as exc:
         shown = ", ".join(str(a) for a in view.legal_actions[:10])
         more = ", ..." if len(view.legal_actions) > 10 else ""
-        raise _forfeit(
+        raise forfeited(
             seat, GameEndReason.ILLEGAL_ACTION, sent, f"{exc} (legal: {shown}{more})"
         ) from None
-    return Move(seat, str(action), round(reply.elapsed, 6))
+    return played(seat, action, reply)
 
 
 def _record(

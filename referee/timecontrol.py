@@ -6,7 +6,7 @@ the grace absorbs transport jitter once the bank is empty, it is not granted aga
 
 from __future__ import annotations
 
-from referee.protocol.messages import TimeControl, TimeControlError
+from referee.protocol.messages import CPU_CLOCK_WALL_FACTOR, TimeControl, TimeControlError
 
 __all__ = ["GameClock", "TimeControl", "TimeControlError"]
 
@@ -19,16 +19,23 @@ class GameClock:
         self.banks = [control.bank_seconds] * seats
         self.graces = [control.grace_seconds] * seats
 
-    def deadline(self, seat: int) -> float:
-        """Seconds the referee waits for ``seat``'s reply before calling it a timeout."""
+    def allowance(self, seat: int) -> float:
+        """Seconds ``seat`` may spend on its next move (on the control's clock)."""
         return self.control.move_seconds + self.banks[seat] + self.graces[seat]
 
-    def charge(self, seat: int, elapsed: float) -> bool:
-        """Charge ``elapsed`` seconds to ``seat``; False when the move was too late.
+    def deadline(self, seat: int) -> float:
+        """Wall seconds the referee waits for ``seat``'s reply before calling it a timeout:
+        the allowance itself on the wall clock; a multiple of it on the CPU clock."""
+        factor = CPU_CLOCK_WALL_FACTOR if self.control.clock == "cpu" else 1
+        return self.allowance(seat) * factor
 
-        Time over the move limit comes out of the bank first, then out of the grace.
+    def charge(self, seat: int, elapsed: float, cpu: float | None = None) -> bool:
+        """Charge a move to ``seat``: ``elapsed`` wall seconds, or its ``cpu`` seconds under
+        the CPU clock (the wall time when the sandbox could not measure it). False when the
+        move was too late. Time over the move limit comes out of the bank, then the grace.
         """
-        over = elapsed - self.control.move_seconds
+        spent = cpu if self.control.clock == "cpu" and cpu is not None else elapsed
+        over = spent - self.control.move_seconds
         if over <= 0:
             return True
         if over > self.banks[seat] + self.graces[seat]:

@@ -311,6 +311,11 @@ class RunningBot(ABC):
             self._channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
         return self._channel
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time of the bot's whole process tree so far, where the backend accounts it
+        (a cgroup); None where it cannot."""
+        return None
+
     @abstractmethod
     def _poll(self) -> DeathReport | None:
         """The death report if the bot has ended, else None (must not block)."""

@@ -27,6 +27,7 @@ import os
 import socket
 import tarfile
 import threading
+from pathlib import Path
 from typing import Any
 
 from sandbox.backend import (
@@ -105,6 +106,28 @@ class DockerBot(RunningBot):
     def __init__(self, *, container: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.container = container
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time of the container so far, read from its cgroup (v1 cpuacct or v2 cpu.stat;
+        cgroupfs or systemd driver); None where neither is readable."""
+        cid = str(self.container.id)
+        root = Path("/sys/fs/cgroup")
+        for path in (
+            root / "cpuacct" / "docker" / cid / "cpuacct.usage",
+            root / "cpuacct" / "system.slice" / f"docker-{cid}.scope" / "cpuacct.usage",
+        ):
+            with contextlib.suppress(OSError, ValueError):
+                return int(path.read_text()) / 1e9
+        for path in (
+            root / "docker" / cid / "cpu.stat",
+            root / "system.slice" / f"docker-{cid}.scope" / "cpu.stat",
+        ):
+            with contextlib.suppress(OSError, ValueError):
+                for line in path.read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) / 1e6
+        return None
 
     def _state(self) -> dict[str, Any] | None:
         from docker.errors import DockerException, NotFound

@@ -193,7 +193,9 @@ def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
         "turn_limit": record.turn_limit,
         "deck": list(record.deck),
         "actions": [
-            {"seat": m.seat, "action": m.action, "seconds": float(m.seconds)} for m in record.moves
+            {"seat": m.seat, "action": m.action, "seconds": float(m.seconds)}
+            | ({} if m.cpu_seconds is None else {"cpu": float(m.cpu_seconds)})
+            for m in record.moves
         ],
         "result": result,
         "end_reason": record.ending.value,
@@ -251,7 +253,13 @@ def _stored_record(game: Game, players: tuple[str, ...] | None) -> GameRecord:
         dealer=game.dealer,
         turn_limit=game.turn_limit,
         moves=tuple(
-            Move(int(m["seat"]), str(m["action"]), float(m["seconds"])) for m in game.actions
+            Move(
+                int(m["seat"]),
+                str(m["action"]),
+                float(m["seconds"]),
+                None if m.get("cpu") is None else float(m["cpu"]),
+            )
+            for m in game.actions
         ),
         ending=ending,
         winner=None if game.voided else winners.get(game.result or ""),

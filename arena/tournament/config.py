@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from referee.protocol.messages import TimeControl
+from referee.protocol.messages import CLOCKS, TimeControl
 from referee.rules import RULESETS
 from referee.series import SeriesFormat
 from sandbox import SandboxLimits
@@ -200,15 +200,17 @@ class TournamentConfig:
 STORED_ONLY = ("seed_commitment",)
 """Keys of a stored tournament config that are records, not settings."""
 
-TIME_CONTROL_KEYS = ("move_seconds", "bank_seconds", "grace_seconds")
-"""The settings of ``[time_control]``, in seconds (TOML, flags and the stored config)."""
+TIME_CONTROL_KEYS = ("move_seconds", "bank_seconds", "grace_seconds", "clock")
+"""The settings of ``[time_control]``: times in seconds (TOML, flags and the stored config),
+and the clock moves are charged on (``wall`` or ``cpu``)."""
 
 
-def _time_control_json(control: TimeControl) -> dict[str, float]:
+def _time_control_json(control: TimeControl) -> dict[str, float | str]:
     return {
         "move_seconds": control.move_seconds,
         "bank_seconds": control.bank_seconds,
         "grace_seconds": control.grace_seconds,
+        "clock": control.clock,
     }
 
 
@@ -227,9 +229,16 @@ def _time_control(data: Any) -> TimeControl:
     _number("time_control.move_seconds", values["move_seconds"], *MOVE_SECONDS)
     _number("time_control.bank_seconds", values["bank_seconds"], *BANK_SECONDS)
     _number("time_control.grace_seconds", values["grace_seconds"], *GRACE_SECONDS)
+    if values["clock"] not in CLOCKS:
+        raise ConfigError(
+            f"time_control.clock must be one of {list(CLOCKS)}, got {values['clock']!r}"
+        )
     try:
         return TimeControl.from_seconds(
-            values["move_seconds"], values["bank_seconds"], values["grace_seconds"]
+            float(values["move_seconds"]),
+            float(values["bank_seconds"]),
+            float(values["grace_seconds"]),
+            str(values["clock"]),
         )
     except ValueError as exc:
         raise ConfigError(f"bad value in {where}: {exc}") from None

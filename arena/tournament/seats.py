@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 
 from referee.client import BotClient, BotFault, Reply
 from referee.match import Player
@@ -199,8 +200,15 @@ class _Watched:
             raise
 
     def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
+        running = self._slot._running
+        before = running.cpu_seconds() if running is not None else None
         try:
-            return self._client.decide(view, clock, game_number=game_number, timeout=timeout)
+            reply = self._client.decide(view, clock, game_number=game_number, timeout=timeout)
         except BotFault:
             self._slot.failed()
             raise
+        after = running.cpu_seconds() if running is not None else None
+        if before is None or after is None:
+            return reply
+        # The bot's CPU time over the decision (its whole process tree, by its cgroup).
+        return replace(reply, cpu=max(0.0, after - before))

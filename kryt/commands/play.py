@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from leaderboard.ratings.match_stats import ScoreSample, Sprt
+    from referee.protocol.messages import TimeControl as Control
     from referee.record import GameRecord
 
 SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
@@ -159,6 +160,9 @@ def play(
     ] = "standard",
     move_seconds: Annotated[float, typer.Option(help="Time per move.")] = 1.0,
     bank_seconds: Annotated[float, typer.Option(help="Time bank per game.")] = 10.0,
+    clock: Annotated[
+        str, typer.Option(help="What moves are charged: wall or cpu (the bot's CPU time).")
+    ] = "wall",
     sprt: Annotated[
         list[str] | None,
         typer.Option(
@@ -190,7 +194,7 @@ def play(
     from kryt.errors import ExitCode
     from leaderboard.ratings.match_stats import Sprt, match_stats
     from referee.pairing import pairing_configs, run_pairing
-    from referee.protocol.messages import GameEndReason, TimeControl
+    from referee.protocol.messages import GameEndReason
     from referee.series import SeriesConfig, SeriesFormat
     from sandbox import choose_backend, load_submission
     from sandbox.death import printable as visible
@@ -212,7 +216,7 @@ def play(
         games=games,
         seed=int(seed) if seed.lstrip("-").isdigit() else seed,
         format=series_format,
-        time_control=TimeControl.from_seconds(move_seconds, bank_seconds),
+        time_control=_time_control(move_seconds, bank_seconds, clock),
     )
     configs = pairing_configs(base, jobs)
     sandbox = choose_backend(backend_choice(backend, sandbox_alias), allow_unsafe=False)
@@ -306,3 +310,12 @@ def play(
                 )
             )
             raise typer.Exit(ExitCode.FAILED)
+
+
+def _time_control(move: float, bank: float, clock: str) -> Control:
+    from referee.protocol.messages import TimeControl as Control
+
+    try:
+        return Control.from_seconds(move, bank, clock=clock)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None

@@ -325,6 +325,10 @@ def run(
     grace_seconds: Annotated[
         float | None, typer.Option(help="Per-game transport allowance (seconds).")
     ] = None,
+    clock: Annotated[
+        str | None,
+        typer.Option(help="What moves are charged: wall (default) or cpu (the bot's CPU time)."),
+    ] = None,
     executor: ExecutorOption = ExecutorName.local,
     scheduler: SchedulerOption = None,
     worker_store: WorkerStoreOption = None,
@@ -345,6 +349,7 @@ def run(
             move_seconds=move_seconds,
             bank_seconds=bank_seconds,
             grace_seconds=grace_seconds,
+            clock=clock,
             turn_limit=turn_limit,
             concurrency=concurrency,
             backend=backend,

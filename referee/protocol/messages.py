@@ -113,6 +113,14 @@ MAX_TIME_MS: Final = 24 * 3600 * 1000
 """Upper bound of every time setting (a day): larger values are surely a mistake."""
 
 
+CLOCKS: Final = ("wall", "cpu")
+"""The clocks a time control may charge moves on (see :class:`TimeControl`)."""
+
+CPU_CLOCK_WALL_FACTOR: Final = 4
+"""Under the CPU clock a move still has a hard wall-time limit: this many times its CPU
+allowance (a bot that sleeps or waits is not charged, but cannot stall a game)."""
+
+
 class TimeControlError(ValueError):
     """A time control setting is out of range (the message names it and its value)."""
 
@@ -130,8 +138,14 @@ class TimeControl:
     move_ms: int = 1000
     bank_ms: int = 10_000
     grace_ms: int = DEFAULT_GRACE_MS
+    clock: str = "wall"
+    """What a move is charged: ``wall`` (the time from request to reply, as the referee
+    measures it) or ``cpu`` (the CPU time of the bot's whole process tree, as its sandbox
+    accounts it; where a sandbox cannot measure it, the wall time). Not on the wire."""
 
     def __post_init__(self) -> None:
+        if self.clock not in CLOCKS:
+            raise TimeControlError(f"clock must be one of {list(CLOCKS)}, got {self.clock!r}")
         for name in ("move_ms", "bank_ms", "grace_ms"):
             value = getattr(self, name)
             if type(value) is not int or not 0 <= value <= MAX_TIME_MS:
@@ -144,7 +158,11 @@ class TimeControl:
 
     @classmethod
     def from_seconds(
-        cls, move: float, bank: float, grace: float = DEFAULT_GRACE_MS / 1000
+        cls,
+        move: float,
+        bank: float,
+        grace: float = DEFAULT_GRACE_MS / 1000,
+        clock: str = "wall",
     ) -> TimeControl:
         """A time control from seconds (as configuration files and flags give them)."""
         values = {"move_seconds": move, "bank_seconds": bank, "grace_seconds": grace}
@@ -160,7 +178,7 @@ class TimeControl:
                     f" got {value!r}"
                 )
             ms[name] = round(value * 1000)
-        return cls(ms["move_seconds"], ms["bank_seconds"], ms["grace_seconds"])
+        return cls(ms["move_seconds"], ms["bank_seconds"], ms["grace_seconds"], clock)
 
     @property
     def move_seconds(self) -> float:

@@ -58,3 +58,19 @@ def test_time_controls_out_of_range_are_refused(kwargs: dict[str, object], fragm
 def test_seconds_out_of_range_are_refused(seconds: object) -> None:
     with pytest.raises(TimeControlError, match="move_seconds"):
         TimeControl.from_seconds(seconds, 10)  # type: ignore[arg-type]
+
+
+def test_the_cpu_clock_charges_cpu_time_and_keeps_a_wall_limit() -> None:
+    clock = GameClock(TimeControl(move_ms=100, bank_ms=0, grace_ms=0, clock="cpu"))
+    assert clock.deadline(0) == pytest.approx(0.4)  # a hard wall limit remains
+    assert clock.charge(0, elapsed=0.35, cpu=0.02)  # slow on the wall, cheap on the CPU
+    assert not clock.charge(0, elapsed=0.15, cpu=0.15)  # over on the CPU
+    # Where the sandbox cannot measure the CPU, the wall time is charged.
+    assert not GameClock(TimeControl(move_ms=100, bank_ms=0, grace_ms=0, clock="cpu")).charge(
+        0, elapsed=0.35, cpu=None
+    )
+
+
+def test_an_unknown_clock_is_refused() -> None:
+    with pytest.raises(TimeControlError, match="clock must be one of"):
+        TimeControl(clock="sundial")

@@ -1,0 +1,15 @@
+"""Test fixture: waits 0.3 s (asleep, using no CPU) before every move."""
+
+import time
+
+from sdk import Bot, serve
+
+
+class Napper(Bot):
+    def act(self, view):  # type: ignore[no-untyped-def]
+        time.sleep(0.3)
+        return view.legal_actions[0]
+
+
+if __name__ == "__main__":
+    serve(Napper())
