@@ -34,7 +34,7 @@ from referee.client import (
     Reply,
 )
 from referee.protocol.messages import TimeControl
-from sandbox.limits import DEFAULT_STARTUP_SECONDS
+from sandbox.limits import DEFAULT_STARTUP_SECONDS, SandboxLimits
 from sandbox.submission import SubmissionError, load_submission
 from sdk.bot import Bot
 from sdk.server import ADDRESS_ENV
@@ -66,6 +66,8 @@ class CheckReport:
     reply_times: list[float] = field(default_factory=list)
     stderr: str = ""
     sandbox: str = ""
+    limits: str = ""
+    """The limits the bot ran under, as numbers (when it ran in a sandbox)."""
     """The sandbox backend the bot ran in (empty: a plain subprocess or an address)."""
 
     @property
@@ -76,6 +78,10 @@ class CheckReport:
     def format(self) -> str:
         """A human-readable summary."""
         lines = [f"bot {self.name} {self.version} ({self.target})"]
+        if self.sandbox:
+            lines.append(f"  sandbox: {self.sandbox}")
+        if self.limits:
+            lines.append(f"  limits: {self.limits}")
         if self.series is not None:
             lines.append(f"  series: {self.series}")
         if self.reply_times:
@@ -266,6 +272,7 @@ def _sandboxed(
     backend = choose_backend(preference, allow_unsafe=False)
     report.sandbox = backend.describe()
     limits = SandboxLimits(startup_timeout=startup_timeout)
+    report.limits = describe_limits(limits, submission.manifest.runtime)
     try:
         running = backend.start(
             submission, limits, f"kryt-check-{submission.sha256[:12]}", trusted=True
@@ -288,3 +295,21 @@ def _maybe_started(
             yield address, proc
     else:
         yield str(path), None
+
+
+def describe_limits(limits: SandboxLimits, runtime: str) -> str:
+    """The limits a bot of ``runtime`` runs under, as one line of numbers (the runtime's
+    floors applied, as the sandbox applies them)."""
+    from sandbox.runtimes import containers, get_runtime
+    from sandbox.submission import SubmissionLimits
+
+    effective = containers.effective_limits(get_runtime(runtime), limits)
+    submission = SubmissionLimits()
+    mib = 1024 * 1024
+    return (
+        f"memory {effective.memory_bytes // mib} MiB, {effective.pids} processes,"
+        f" {effective.cpus:g} CPU, files up to {effective.fsize_bytes // mib} MiB,"
+        f" /tmp {effective.tmpfs_bytes // mib} MiB, start-up {effective.startup_timeout:g} s;"
+        f" submission up to {submission.max_total_bytes // mib} MiB"
+        f" ({submission.max_file_bytes // mib} MiB a file)"
+    )

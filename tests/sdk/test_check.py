@@ -102,6 +102,9 @@ def test_a_bot_folder_can_be_checked_inside_a_sandbox_backend(tmp_path: Path) ->
     report = check_bot(EXAMPLES / "greedy", games=2, sandbox="process")
     assert report.ok, report.format()
     assert report.sandbox.startswith("process")
+    # The limits it ran under, as numbers (issue 14: stated in the check's output).
+    assert "limits: memory 256 MiB, 64 processes" in report.format()
+    assert "submission up to 20 MiB (10 MiB a file)" in report.format()
     folder = _bot(tmp_path, "crasher", "        raise ZeroDivisionError('oops')")
     for path in [folder, *folder.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
