@@ -67,6 +67,18 @@ def _flag(name: str, value: object) -> bool:
     return value
 
 
+RUNTIME_SETTINGS = (
+    "memory_mb",
+    "pids",
+    "cpus",
+    "nofile",
+    "tmpfs_mb",
+    "fsize_mb",
+    "startup_seconds",
+)
+"""The sandbox settings a runtime may set for its own bots (``[sandbox.runtimes.NAME]``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SandboxSettings:
     """Which sandbox backend to use and the limits of each bot (checked when built)."""
@@ -80,8 +92,13 @@ class SandboxSettings:
     tmpfs_mb: int = 16
     fsize_mb: int = 8
     startup_seconds: float = DEFAULT_STARTUP_SECONDS
+    runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Limits that differ for bots of one runtime (``[sandbox.runtimes.java] memory_mb =
+    1024``): any of the settings above but the backend; the runtime's own floors (a JVM
+    needs at least 512 MiB) still apply."""
 
     def __post_init__(self) -> None:
+        self._check_runtimes()
         if not isinstance(self.backend, str) or self.backend not in BACKENDS:
             raise ConfigError(f"unknown sandbox backend {self.backend!r}; choose one of {BACKENDS}")
         _flag("sandbox.allow_unsafe", self.allow_unsafe)
@@ -97,16 +114,39 @@ class SandboxSettings:
         except ValueError as exc:  # a bound of the sandbox package we do not know of
             raise ConfigError(f"sandbox limits: {exc}") from None
 
-    def limits(self) -> SandboxLimits:
-        """The sandbox package's form of these limits."""
+    def _check_runtimes(self) -> None:
+        from sandbox.runtimes import get_runtime
+
+        if not isinstance(self.runtimes, dict):
+            raise ConfigError(f"sandbox.runtimes must be a table, got {self.runtimes!r}")
+        for name, values in self.runtimes.items():
+            try:
+                get_runtime(name)
+            except ValueError as exc:
+                raise ConfigError(f"sandbox.runtimes: {exc}") from None
+            if not isinstance(values, dict):
+                raise ConfigError(f"sandbox.runtimes.{name} must be a table, got {values!r}")
+            unknown = sorted(set(values) - set(RUNTIME_SETTINGS))
+            if unknown:
+                raise ConfigError(
+                    f"unknown setting(s) in sandbox.runtimes.{name}: {', '.join(unknown)}"
+                    f" (known: {list(RUNTIME_SETTINGS)})"
+                )
+            SandboxSettings(**{k: getattr(self, k) for k in RUNTIME_SETTINGS} | values)
+
+    def limits(self, runtime: str | None = None) -> SandboxLimits:
+        """The sandbox package's form of these limits, for bots of ``runtime`` (its own
+        settings from :attr:`runtimes` applied) or for every bot."""
+        own = self.runtimes.get(runtime, {}) if runtime is not None else {}
+        values = {k: getattr(self, k) for k in RUNTIME_SETTINGS} | own
         return SandboxLimits(
-            memory_bytes=self.memory_mb * MiB,
-            pids=self.pids,
-            cpus=self.cpus,
-            nofile=self.nofile,
-            tmpfs_bytes=self.tmpfs_mb * MiB,
-            fsize_bytes=self.fsize_mb * MiB,
-            startup_timeout=self.startup_seconds,
+            memory_bytes=values["memory_mb"] * MiB,
+            pids=values["pids"],
+            cpus=values["cpus"],
+            nofile=values["nofile"],
+            tmpfs_bytes=values["tmpfs_mb"] * MiB,
+            fsize_bytes=values["fsize_mb"] * MiB,
+            startup_timeout=values["startup_seconds"],
         )
 
 

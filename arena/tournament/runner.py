@@ -355,7 +355,7 @@ def play_series_task(
                 backend,
                 submission,
                 name=names[seat],
-                limits=config.sandbox.limits(),
+                limits=config.sandbox.limits(submission.manifest.runtime),
                 label=series_label(task, seat),
                 trusted=submission.sha256 in trusted,
             )

@@ -115,7 +115,7 @@ def play_table_series_task(
                 backend,
                 submission,
                 name=names[seat],
-                limits=config.sandbox.limits(),
+                limits=config.sandbox.limits(submission.manifest.runtime),
                 label=f"{label_prefix}s{series_id}-{seat}",
                 trusted=submission.sha256 in trusted,
             )
