@@ -20,11 +20,13 @@ ROOT = Path(__file__).resolve().parents[2]
 NAPPER = ROOT / "tests" / "referee" / "bots" / "napper"
 GREEDY = ROOT / "sdk" / "examples" / "greedy"
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(900)
 
 
 def _series(backend: Backend, clock: str, label: str) -> list[GameRecord]:
-    control = TimeControl(move_ms=150, bank_ms=0, grace_ms=50, clock=clock)
+    # 0.65 s a move: the 1 s naps are over it on the wall clock; on the CPU clock the hard
+    # wall limit (4x: 2.6 s) leaves room for a loaded machine.
+    control = TimeControl(move_ms=600, bank_ms=0, grace_ms=50, clock=clock)
     limits = SandboxSettings(startup_seconds=60).limits()
     slots = [
         SandboxSlot(backend, load_submission(path), name=name, limits=limits,
@@ -33,7 +35,7 @@ def _series(backend: Backend, clock: str, label: str) -> list[GameRecord]:
     ]  # fmt: skip
     try:
         result = run_series(
-            SeriesConfig(games=1, seed=5, time_control=control), (slots[0], slots[1])
+            SeriesConfig(games=1, seed=5, time_control=control, turn_limit=8), (slots[0], slots[1])
         )
     finally:
         for slot in slots:
@@ -52,7 +54,7 @@ def test_waiting_is_free_on_the_cpu_clock_and_a_timeout_on_the_wall_clock(
     assert on_cpu.forfeit is None, on_cpu.forfeit
     napper_moves = [m for m in on_cpu.moves if m.seat == 0]
     assert napper_moves and all(m.cpu_seconds is not None for m in napper_moves)
-    assert all(m.seconds >= 0.3 for m in napper_moves)
+    assert all(m.seconds >= 1.0 for m in napper_moves)
     cpu = sum(m.cpu_seconds or 0.0 for m in napper_moves)
     assert cpu < sum(m.seconds for m in napper_moves) / 3
     (on_wall,) = _series(backend, "wall", f"kryt-test-wallclock-{backend_name}")

