@@ -93,8 +93,11 @@ def _label(labels: dict[int, tuple[str, str]], submission_id: int) -> str:
 def result_text(row: GameRow | Game, labels: dict[int, tuple[str, str]]) -> str:
     """``greedy 1.0.0 won`` / ``draw`` / ``voided``, for game lists and the game page
     (a table game: ``mc 1.0.0 lost`` or the turn limit's pairwise results)."""
-    if isinstance(row, Game) and row.ruleset != "default" and not row.voided:
-        table_seats = row.seats or [row.seat0_submission_id, row.seat1_submission_id]
+    if row.ruleset != "default" and not row.voided:
+        if isinstance(row, GameRow):
+            table_seats = list(row.table_seats or row.seat_submission_ids)
+        else:
+            table_seats = list(row.seats or [row.seat0_submission_id, row.seat1_submission_id])
         if row.loser_seat is not None:
             return f"{_label(labels, table_seats[row.loser_seat])} lost"
         if row.pairwise:

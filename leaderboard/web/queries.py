@@ -78,6 +78,11 @@ class GameRow:
     voided: bool
     moves: int
     finished_at: datetime
+    ruleset: str = "default"
+    table_seats: tuple[int, ...] = ()
+    """Classic table: every seat's submission, seat 0 first (empty for the default game)."""
+    loser_seat: int | None = None
+    pairwise: tuple[tuple[int, int], ...] = ()
 
 
 def _game_row(game: Game, tournament_id: int) -> GameRow:
@@ -96,6 +101,10 @@ def _game_row(game: Game, tournament_id: int) -> GameRow:
         voided=game.voided,
         moves=len(game.actions),
         finished_at=game.finished_at,
+        ruleset=game.ruleset,
+        table_seats=tuple(game.seats or ()),
+        loser_seat=game.loser_seat,
+        pairwise=tuple((int(w), int(x)) for w, x in game.pairwise or ()),
     )
 
 
