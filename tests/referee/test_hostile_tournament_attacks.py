@@ -46,10 +46,20 @@ def _bwrap_or_skip() -> None:
     require(problem is None, "bubblewrap limits for untrusted bots", str(problem))
 
 
+ATTACK_AT_START = ("devfill", "sockfill")
+"""Fixtures that attack when probed: in a tournament nobody probes, so they attack at start
+(filling /dev/shm; filling the socket directory with bytes, files and a 5,000-level tree)."""
+
+
 def _attacker(name: str, into: Path) -> str:
     dest = into / name
     shutil.copytree(HOSTILE / name, dest, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(HOSTILE / "_serve.py", dest / "_serve.py")
+    if name in ATTACK_AT_START:
+        bot = dest / "bot.py"
+        text = bot.read_text(encoding="utf-8")
+        assert text.rstrip().endswith("serve(report)"), name
+        bot.write_text(text.rstrip()[: -len("serve(report)")] + "report()\nserve(report)\n")
     return str(dest)
 
 
