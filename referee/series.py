@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import partial
 from typing import Protocol
 
 from referee.match import Diagnose, Player, play_game
@@ -281,35 +282,53 @@ def run_series(
             dealer = planned_dealer(config, number, previous)
         last = (number, dealer)
         deck = game_deck(config.seed, deal_number(config, number))
-        record = _play_with_retries(config, slots, number, deck, dealer, result, recorder, stopping)
+        record = play_with_retries(
+            config,
+            number,
+            kind="game",
+            described=f"{result.names[0]} vs {result.names[1]}",
+            play_once=partial(_play_once, config, slots, number, deck, dealer, result),
+            start_failure=_NeitherStarted,
+            give_up=partial(_double_forfeit, config, deck, dealer, result.names),
+            recorder=recorder,
+            stopping=stopping,
+        )
         result.add(number, record, keep=keep_records)
     return result
 
 
-def _play_with_retries(
+def play_with_retries(
     config: SeriesConfig,
-    slots: tuple[BotSlot, BotSlot],
     number: int,
-    deck: tuple[Card, ...],
-    dealer: int,
-    result: SeriesResult,
+    *,
+    kind: str,
+    described: str,
+    play_once: Callable[[], GameRecord],
+    start_failure: type[InfrastructureError],
+    give_up: Callable[[InfrastructureError], GameRecord],
     recorder: Recorder | None,
     stopping: Callable[[], bool],
 ) -> GameRecord:
+    """Play game ``number`` (of any table size) until it counts, recording every attempt.
+
+    A game voided by a failure on our side is replayed with the same deal, up to
+    ``config.max_attempts`` times, then :class:`SeriesAborted` is raised (resumable). When
+    bots keep failing to start (``start_failure``), the last attempt is scored by
+    ``give_up``. ``kind`` and ``described`` name the game in logs and in the abort message.
+    """
     last = ""
     for attempt in range(1, config.max_attempts + 1):
         try:
-            record = _play_once(config, slots, number, deck, dealer, result)
-        except _NeitherStarted as exc:
+            record = play_once()
+        except start_failure as exc:
             last = str(exc)
-            log.warning("game %s attempt %s: %s", number, attempt, last)
+            log.warning("%s %s attempt %s: %s", kind, number, attempt, last)
             if attempt < config.max_attempts:
                 continue
-            # Still neither starts: both forfeit. Nobody can win, so it counts as a draw.
-            record = _unplayed(config, deck, dealer, result.names, None)
+            record = give_up(exc)
         except InfrastructureError as exc:
             last = str(exc)
-            log.warning("game %s attempt %s failed on our side: %s", number, attempt, last)
+            log.warning("%s %s attempt %s failed on our side: %s", kind, number, attempt, last)
             continue
         if stopping():
             raise SeriesInterrupted(f"stopped during game {number}; it will be replayed")
@@ -323,8 +342,8 @@ def _play_with_retries(
             return record
         last = record.void_reason
     raise SeriesAborted(
-        f"game {number} of {result.names[0]} vs {result.names[1]} failed {config.max_attempts}"
-        f" times on our side; last error: {last}"
+        f"game {number} of {described} failed {config.max_attempts} times on our side;"
+        f" last error: {last}"
     )
 
 
@@ -369,6 +388,17 @@ def _play_once(
         turn_limit=config.turn_limit,
         diagnose=diag,
     )
+
+
+def _double_forfeit(
+    config: SeriesConfig,
+    deck: tuple[Card, ...],
+    dealer: int,
+    names: tuple[str, str],
+    _failure: InfrastructureError,
+) -> GameRecord:
+    """Still neither starts: both forfeit. Nobody can win, so it counts as a draw."""
+    return _unplayed(config, deck, dealer, names, None)
 
 
 def _unplayed(

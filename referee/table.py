@@ -19,6 +19,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from referee.client import BotFault
 from referee.match import Diagnose, Forfeited, Player, charge, faulted, forfeited, played
@@ -47,11 +48,11 @@ from referee.series import (
     BotStartError,
     InfrastructureError,
     Recorder,
-    SeriesAborted,
     SeriesConfig,
     SeriesConfigError,
     SeriesInterrupted,
     game_deck,
+    play_with_retries,
 )
 from referee.timecontrol import GameClock
 
@@ -335,50 +336,19 @@ def run_table_series(
             raise SeriesInterrupted(f"stopped before game {number}")
         dealer = planned_table_dealer(config, number, result.games)
         deck = game_deck(config.seed, number)
-        record = _play_with_retries(config, slots, number, deck, dealer, result, recorder, stopping)
+        record = play_with_retries(
+            config,
+            number,
+            kind="table game",
+            described=f"the table {', '.join(result.names)}",
+            play_once=partial(_play_once, config, slots, number, deck, dealer, result),
+            start_failure=_StartFailures,
+            give_up=partial(_unplayed, config, deck, dealer, result.names),
+            recorder=recorder,
+            stopping=stopping,
+        )
         result.games[number] = record
     return result
-
-
-def _play_with_retries(
-    config: SeriesConfig,
-    slots: Sequence[BotSlot],
-    number: int,
-    deck: tuple[Card, ...],
-    dealer: int,
-    result: TableSeriesResult,
-    recorder: Recorder | None,
-    stopping: Callable[[], bool],
-) -> GameRecord:
-    last = ""
-    for attempt in range(1, config.max_attempts + 1):
-        try:
-            record = _play_once(config, slots, number, deck, dealer, result)
-        except _StartFailures as exc:
-            last = str(exc)
-            log.warning("table game %s attempt %s: %s", number, attempt, last)
-            if attempt < config.max_attempts:
-                continue
-            record = _unplayed(config, deck, dealer, result.names, exc)
-        except InfrastructureError as exc:
-            last = str(exc)
-            log.warning("table game %s attempt %s failed on our side: %s", number, attempt, last)
-            continue
-        if stopping():
-            raise SeriesInterrupted(f"stopped during game {number}; it will be replayed")
-        if recorder is not None:
-            try:
-                recorder(number, attempt, record)
-            except Exception as exc:  # a failed write is ours: replay the same deal
-                last = f"recording failed: {type(exc).__name__}: {exc}"
-                continue
-        if not record.voided:
-            return record
-        last = record.void_reason
-    raise SeriesAborted(
-        f"game {number} of the table {', '.join(result.names)} failed {config.max_attempts}"
-        f" times on our side; last error: {last}"
-    )
 
 
 def _play_once(
