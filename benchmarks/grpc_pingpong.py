@@ -66,6 +66,7 @@ BOTS = {
     "greedy": "sdk.examples.greedy.bot:GreedyBot",
 }
 TARGET = 1.25
+SDK_TARGET = 1.25
 
 
 def serve_echo(address: str) -> None:
@@ -289,6 +290,7 @@ def main() -> int:
     header += "".join(f"{'referee+' + bot:>17}{'ratio':>7}" for bot in opts.bots)
     print(header)
     cpu_lines = []
+    sdk_lines: list[str] = []
     try:
         for n, transport in enumerate(opts.transport):
             names = ["echo1", "echo2"] + [f"{bot}{i}" for bot in opts.bots for i in (1, 2)]
@@ -338,6 +340,18 @@ def main() -> int:
                 cpu += f"; {bot}: referee {best[1] * 1e6:.0f}, bots {best[2] * 1e6:.0f}"
                 cpu += f" ({decisions[bot]} decisions)"
             cpu_lines.append(cpu)
+            if "minimal" in opts.bots:
+                # Issue 15: an SDK bot's own CPU per decision against the raw-protobuf bot's.
+                raw = min(cost[2] for cost in referee["minimal"])
+                for bot in opts.bots:
+                    if bot != "minimal" and raw > 0:
+                        sdk_cpu = min(cost[2] for cost in referee[bot])
+                        verdict = "OK" if sdk_cpu / raw <= SDK_TARGET else "OVER TARGET"
+                        sdk_lines.append(
+                            f"{transport:<10}{bot}: {sdk_cpu * 1e6:.0f} µs of bot CPU per decision"
+                            f" against minimal's {raw * 1e6:.0f}: {sdk_cpu / raw:.2f}x"
+                            f" (target <= {SDK_TARGET}: {verdict})"
+                        )
             for p in procs:
                 p.terminate()
                 p.wait(5)
@@ -352,6 +366,9 @@ def main() -> int:
     )
     print("CPU µs per round trip or decision (all threads; /proc tick resolution):")
     print("\n".join(cpu_lines))
+    if sdk_lines:
+        print("SDK bot CPU per decision against the raw-protobuf minimal bot (best of the runs):")
+        print("\n".join(sdk_lines))
     return 0
 
 

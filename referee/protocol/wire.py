@@ -46,6 +46,7 @@ from referee.rules import (
     Suit,
     View,
 )
+from referee.rules.actions import BY_CODE
 
 SERVICE: Final = "kryt.v1.Bot"
 """Fully qualified gRPC service name."""
@@ -103,9 +104,10 @@ _KIND_FROM_PB: Final[dict[pb.ActionKind.ValueType, ActionKind]] = {
 
 # ---------------------------------------------------------------------------- cards, actions
 
-# Canonical action texts seen so far (at most ~2,700 exist), so that decoding a long history
-# is one dict lookup per action instead of a parse: this is on the per-decision hot path.
-_ACTIONS: dict[str, Action] = {}
+# Every canonical action text (2,666 exist, interned by the rules core at import), so that
+# decoding a long history is one dict lookup per action instead of a parse from the first
+# request on: this is on the per-decision hot path.
+_ACTIONS: Final[dict[str, Action]] = {a.text: a for a in BY_CODE if a is not None}
 _CARD_BY_TEXT: Final[dict[str, Card]] = {str(c): c for c in Card.all()}
 
 
@@ -132,12 +134,9 @@ def _action(text: str, what: str) -> Action:
     if action is not None:
         return action
     try:
-        action = Action.parse(text)
+        return Action.parse(text)
     except InvalidActionError as exc:
         raise MalformedMessageError(f"{what}: {exc}") from None
-    if str(action) == text:
-        _ACTIONS[text] = action
-    return action
 
 
 def _actions(texts: Sequence[str], what: str) -> tuple[Action, ...]:
@@ -256,6 +255,81 @@ def view_from_pb(msg: pb.View) -> View:
             reason=_RULES_REASON_FROM_PB_OR_NONE[msg.reason],
             final_cover=_CARD_OR_NONE[msg.final_cover],
         )
+    except KeyError:
+        return _view_from_pb_checked(msg)
+
+
+class _LazyView(View):
+    """A :class:`~referee.rules.View` whose card and action lists are decoded from the
+    protobuf view when first read (see :func:`lazy_view_from_pb`).
+
+    The lists are the view's slots left unset: reading one raises ``AttributeError``, which
+    Python turns into a call of :meth:`__getattr__`, which decodes and fills the slot, so
+    every later read is a plain slot read."""
+
+    __slots__ = ("_source",)
+    _source: pb.View
+
+    def __getattr__(self, name: str) -> Any:
+        what = _LAZY_FIELDS.get(name)
+        if what is None:
+            raise AttributeError(name)
+        texts = getattr(self._source, name)
+        value = _actions(texts, what) if name == "history" else _cards(texts, what)
+        object.__setattr__(self, name, value)
+        return value
+
+    def __eq__(self, other: object) -> bool:
+        # The dataclass's __eq__ wants the same class; a lazy view equals the eager one.
+        if not isinstance(other, View):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _VIEW_FIELDS)
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, f) for f in _VIEW_FIELDS))
+
+    def __repr__(self) -> str:
+        return "View" + View.__repr__(self).removeprefix(type(self).__qualname__)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Copies and pickles are plain (eager) views.
+        return (View, tuple(getattr(self, f) for f in _VIEW_FIELDS))
+
+
+_LAZY_FIELDS: Final = {
+    "hand": "view.hand",
+    "pile": "view.pile",
+    "opponent_known": "view.opponent_known",
+    "own_known": "view.own_known",
+    "history": "view.history",
+}
+_VIEW_FIELDS: Final = tuple(View.__dataclass_fields__)
+
+
+def lazy_view_from_pb(msg: pb.View) -> View:
+    """Like :func:`view_from_pb`, but the hand, pile, known cards and history are decoded
+    only if the bot reads them: a bot that looks at ``legal_actions`` alone pays for that.
+
+    Used by the SDK on the bot's side (a malformed list is then reported when first read);
+    the result is a ``View`` in every respect (equality, hashing, copying, pickling)."""
+    try:
+        view = object.__new__(_LazyView)
+        put = object.__setattr__
+        put(view, "_source", msg)
+        put(view, "seat", _SEATS[msg.seat])
+        put(view, "dealer", _SEATS[msg.dealer])
+        put(view, "trump", _TRUMPS[msg.trump])
+        put(view, "face_up", _CARD_OR_NONE[msg.face_up])
+        put(view, "stock_count", msg.stock_count)
+        put(view, "opponent_count", msg.opponent_count)
+        put(view, "to_move", _SEATS[msg.to_move] if msg.HasField("to_move") else None)
+        put(view, "legal_actions", tuple(map(_ACTIONS.__getitem__, msg.legal_actions)))
+        put(view, "turn_limit", msg.turn_limit)
+        put(view, "over", msg.over)
+        put(view, "outcome", _SEATS[msg.winner] if msg.HasField("winner") else None)
+        put(view, "reason", _RULES_REASON_FROM_PB_OR_NONE[msg.reason])
+        put(view, "final_cover", _CARD_OR_NONE[msg.final_cover])
+        return view
     except KeyError:
         return _view_from_pb_checked(msg)
 
@@ -501,8 +575,9 @@ def referee_message_to_pb(message: RefereeMessage) -> pb.RefereeMessage:
     raise WireError(f"not a referee message: {message!r}")
 
 
-def referee_message_from_pb(msg: pb.RefereeMessage) -> RefereeMessage:
-    """Python value of a protobuf referee message."""
+def referee_message_from_pb(msg: pb.RefereeMessage, *, lazy: bool = False) -> RefereeMessage:
+    """Python value of a protobuf referee message (with ``lazy``, a two-player view's lists
+    are decoded when first read: :func:`lazy_view_from_pb`)."""
     which = msg.WhichOneof("body")
     if which == "handshake":
         h = msg.handshake
@@ -539,7 +614,7 @@ def referee_message_from_pb(msg: pb.RefereeMessage) -> RefereeMessage:
         if d.HasField("table_view"):
             view = table_view_from_pb(d.table_view)
         elif d.HasField("view"):
-            view = view_from_pb(d.view)
+            view = lazy_view_from_pb(d.view) if lazy else view_from_pb(d.view)
         else:
             raise MalformedMessageError("decision_request carries no view")
         return DecisionRequest(
@@ -651,9 +726,10 @@ def encode_referee_message(message: RefereeMessage) -> bytes:
     return _serialize(message, referee_message_to_pb)
 
 
-def decode_referee_message(data: bytes) -> RefereeMessage:
-    """Parse bytes from the referee; raises :class:`MalformedMessageError`."""
-    return referee_message_from_pb(_parse(pb.RefereeMessage, data))
+def decode_referee_message(data: bytes, *, lazy: bool = False) -> RefereeMessage:
+    """Parse bytes from the referee; raises :class:`MalformedMessageError` (with ``lazy``,
+    see :func:`referee_message_from_pb`)."""
+    return referee_message_from_pb(_parse(pb.RefereeMessage, data), lazy=lazy)
 
 
 def encode_bot_message(message: BotMessage) -> bytes:

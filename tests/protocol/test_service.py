@@ -401,3 +401,25 @@ def test_a_bot_that_stops_reading_its_stream_is_a_crash_not_a_hang() -> None:
                 assert client.closed
         finally:
             release.set()
+
+
+def test_a_bot_stuck_in_its_own_code_does_not_hold_stop_forever() -> None:
+    """The SDK serves from one event loop; a bot that never returns holds it, so stop() gives
+    up after its grace plus a second instead of hanging the process that serves it."""
+    release = threading.Event()
+
+    class Stuck(Bot):
+        def act(self, view: View) -> str:
+            release.wait(60)
+            return "take"
+
+    with served(Stuck(), "uds") as (address, server), BotClient(address) as client:
+        client.handshake(_handshake(), timeout=5)
+        with pytest.raises(BotTimeoutError):
+            _decide(client, timeout=0.3)
+        started = time.monotonic()
+        server.stop(grace=0.2)
+        elapsed = time.monotonic() - started
+        release.set()
+    assert elapsed < 20, f"stop() took {elapsed:.1f} s"
+    assert elapsed >= 1.0, "stop() cannot have finished while the bot held the loop"

@@ -3,6 +3,9 @@ rejected clearly."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 import re
 
 import pytest
@@ -20,7 +23,7 @@ from referee.protocol.messages import (
     GameEndReason,
     RefereeMessage,
 )
-from referee.rules import EndReason, Game
+from referee.rules import EndReason, Game, View
 from tests.protocol import strategies as S
 
 REFEREE_MESSAGES: dict[str, st.SearchStrategy[RefereeMessage]] = {
@@ -192,3 +195,43 @@ def test_values_out_of_wire_range_fail_to_encode_clearly() -> None:
         wire.encode_bot_message(Decision(request_id=-1, action="take"))
     with pytest.raises(wire.WireError, match="not a bot message"):
         wire.encode_bot_message("take")  # type: ignore[arg-type]
+
+
+@settings(max_examples=60, deadline=None)
+@given(view=S.played_views())
+def test_a_lazy_view_is_the_eager_view_in_every_respect(view: View) -> None:
+    """The SDK decodes views lazily (issue 15): the same value, hash, repr, copies and
+    pickles, and dataclasses.replace, whichever field is read first."""
+    encoded = wire.view_to_pb(view).SerializeToString()
+    eager = wire.view_from_pb(pb.View.FromString(encoded))
+    assert eager == view
+
+    def lazy() -> View:
+        return wire.lazy_view_from_pb(pb.View.FromString(encoded))
+
+    assert lazy() == view and view == lazy() and hash(lazy()) == hash(view)
+    assert repr(lazy()) == repr(view)
+    for name in ("history", "hand", "pile", "own_known", "opponent_known", "legal_actions"):
+        assert getattr(lazy(), name) == getattr(view, name)
+    assert pickle.loads(pickle.dumps(lazy())) == view
+    assert type(copy.deepcopy(lazy())) is View
+    assert dataclasses.replace(lazy(), stock_count=99) == dataclasses.replace(view, stock_count=99)
+    assert isinstance(lazy(), View) and lazy().top == view.top
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"hand": ["ZZ"]}, "view.hand: not a card: 'ZZ'"),
+        ({"history": ["dance"]}, "view.history: malformed action 'dance'"),
+        ({"seat": 2}, "view.seat: a seat is 0 or 1, got 2"),
+    ],
+)
+def test_a_lazy_view_reports_a_malformed_field_when_read(
+    fields: dict[str, object], error: str
+) -> None:
+    data = _request_with(**fields)
+    with pytest.raises(wire.MalformedMessageError, match=re.escape(error)):
+        message = wire.decode_referee_message(data, lazy=True)
+        assert isinstance(message, DecisionRequest)
+        message.view.hand, message.view.history  # noqa: B018

@@ -20,9 +20,11 @@ class First(Bot):
 
 
 class RudeServer(BotServer):
-    def _play(self, requests, context):  # type: ignore[no-untyped-def]
+    async def _play(self, requests, context):  # type: ignore[no-untyped-def]
         # The first reply is the handshake's; every later one answers a decision request.
-        for index, item in enumerate(super()._play(requests, context)):
+        index = -1
+        async for item in super()._play(requests, context):
+            index += 1
             yield item
             if index == 0 and MODE == "early":
                 yield encode_bot_message(Decision(request_id=10**9, action="take"))
