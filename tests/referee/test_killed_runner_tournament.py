@@ -247,8 +247,9 @@ def test_killed_runner_leaves_no_bot_and_the_resumed_tournament_loses_no_game(
     second = Run(["tournament", "resume", str(tournament_id), *store], tmp_path / "resume1.log")
     second.wait_until(
         "a further game and two running bots",
-        lambda: len(_games(url, tournament_id)) > recorded
-        and len(_leftovers(backend, prefix, {})) >= 2,
+        lambda: (
+            len(_games(url, tournament_id)) > recorded and len(_leftovers(backend, prefix, {})) >= 2
+        ),
     )
     reaper = _reaper_of(second.process.pid)
     assert reaper is not None, "the resumed runner has no reaper"
