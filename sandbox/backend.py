@@ -224,7 +224,7 @@ def sweep_runtime(label_prefix: str) -> tuple[int, list[str]]:
                         link.unlink(missing_ok=True)
                         removed += 1
                 continue
-            if re.fullmatch(r"\.?lib-[0-9a-f]{16}|\.lib-.*", child.name):
+            if re.fullmatch(r"\.?lib(fs)?-[0-9a-f]{16}|\.lib(fs)?-.*", child.name):
                 continue  # staged bwrap runtimes (sandbox.local.stage_runtime), not a bot's
             if child.name.startswith(".probe-"):
                 remove_tree(child)

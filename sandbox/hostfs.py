@@ -1,7 +1,10 @@
 """Host file-system work the sandbox does for bots: small tmpfs mounts and safe deletion.
 
 - :func:`mount_tmpfs` gives each bot's socket directory its own tiny tmpfs (size and inode
-  caps), so nothing a bot writes there reaches the host's disk or inode table.
+  caps), so nothing a bot writes there reaches the host's disk or inode table. bwrap also
+  stages a bot's code and the shared runtime into their own (read-only,
+  :func:`remount_read_only`) tmpfs: a bind of a tmpfs root shows ``/`` as its root in
+  ``/proc/self/mountinfo``, where a bind of a host directory shows the host path.
 - :func:`remove_tree` deletes any tree a bot can build (5,000 levels deep, paths far beyond
   ``PATH_MAX``, directories chmod-ed to 0) without recursion and with O(1) open descriptors:
   it walks with ``openat``/``unlinkat`` relative to one directory descriptor at a time.
@@ -22,11 +25,13 @@ from pathlib import Path
 
 from sandbox.errors import CleanupError
 
-__all__ = ["mount_tmpfs", "mounts_under", "remove_tree", "unmount"]
+__all__ = ["mount_tmpfs", "mounts_under", "remount_read_only", "remove_tree", "unmount"]
 
+_MS_RDONLY = 0x1
 _MS_NOSUID = 0x2
 _MS_NODEV = 0x4
 _MS_NOEXEC = 0x8
+_MS_REMOUNT = 0x20
 _MNT_DETACH = 0x2
 _UMOUNT_NOFOLLOW = 0x8
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -36,23 +41,46 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def mount_tmpfs(path: Path, *, size_bytes: int, inodes: int, uid: int, gid: int) -> None:
-    """Mount a fresh tmpfs on ``path`` (needs CAP_SYS_ADMIN): ``nosuid,nodev,noexec``,
-    at most ``size_bytes`` and ``inodes`` entries, its root owned by ``uid:gid`` mode 0700.
+def mount_tmpfs(
+    path: Path,
+    *,
+    size_bytes: int,
+    inodes: int,
+    uid: int,
+    gid: int,
+    mode: int = 0o700,
+    executable: bool = False,
+) -> None:
+    """Mount a fresh tmpfs on ``path`` (needs CAP_SYS_ADMIN): ``nosuid,nodev`` (and
+    ``noexec`` unless ``executable``), at most ``size_bytes`` and ``inodes`` entries, its
+    root owned by ``uid:gid`` with ``mode``.
 
     Raises :class:`OSError` when the kernel refuses (not root, no capability).
     """
-    options = f"size={size_bytes},nr_inodes={inodes},mode=0700,uid={uid},gid={gid}"
+    options = f"size={size_bytes},nr_inodes={inodes},mode={mode:04o},uid={uid},gid={gid}"
     result = _libc().mount(
         b"tmpfs",
         os.fsencode(path),
         b"tmpfs",
-        ctypes.c_ulong(_MS_NOSUID | _MS_NODEV | _MS_NOEXEC),
+        ctypes.c_ulong(_flags(executable)),
         options.encode(),
     )
     if result != 0:
         code = ctypes.get_errno()
         raise OSError(code, f"mount tmpfs on {str(path)!r}: {os.strerror(code)}")
+
+
+def _flags(executable: bool) -> int:
+    return _MS_NOSUID | _MS_NODEV | (0 if executable else _MS_NOEXEC)
+
+
+def remount_read_only(path: Path, *, executable: bool = False) -> None:
+    """Make the tmpfs mounted at ``path`` (by :func:`mount_tmpfs`) read-only, keeping its
+    other flags. Raises :class:`OSError` when the kernel refuses."""
+    flags = _MS_REMOUNT | _MS_RDONLY | _flags(executable)
+    if _libc().mount(None, os.fsencode(path), None, ctypes.c_ulong(flags), None) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"remount {str(path)!r} read-only: {os.strerror(code)}")
 
 
 def unmount(path: Path) -> None:

@@ -32,8 +32,8 @@ class SandboxLimits:
     - ``max_message_bytes``: largest gRPC message the referee accepts from the bot.
     - ``socket_dir_bytes`` / ``socket_dir_inodes``: size and entry caps of the bot's own
       tmpfs at ``/run/kryt`` (where its socket lives; nothing there reaches the disk).
-    - ``shm_bytes``: size of ``/dev/shm`` under bwrap (Docker: the engine's 64 MiB default,
-      counted against the memory cgroup).
+    - ``shm_bytes``: size of ``/dev/shm`` (bwrap: a sized tmpfs; Docker: ``shm_size``, its
+      pages counted against the memory cgroup).
     """
 
     memory_bytes: int = 256 * MiB

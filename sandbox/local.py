@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import fcntl
 import importlib.util
 import os
 import pwd
@@ -62,7 +63,7 @@ from sandbox.errors import (
     SandboxInfrastructureError,
     UnsafeBackendError,
 )
-from sandbox.hostfs import remove_tree
+from sandbox.hostfs import mount_tmpfs, remount_read_only, remove_tree
 from sandbox.limits import SandboxLimits
 from sandbox.reaper import start_reaper
 from sandbox.submission import Submission
@@ -145,6 +146,14 @@ RUNTIME_MODULES = ("grpc", "grpc_health", "google/protobuf", "google/_upb", "typ
 _stage_lock = threading.Lock()
 
 
+#: Caps of the shared runtime's tmpfs while it is staged (about 20 MB in 200 files here);
+#: it is read-only afterwards.
+LIB_TMPFS_BYTES = 256 * 1024 * 1024
+LIB_TMPFS_INODES = 20_000
+#: Written last into a staged runtime tmpfs: a mount without it is a stager that died.
+STAGED_MARKER = ".staged"
+
+
 def stage_runtime() -> Path:
     """A world-readable copy of grpc, protobuf and the project's bot packages.
 
@@ -152,37 +161,82 @@ def stage_runtime() -> Path:
     runtime directory) means the sandbox uid never needs to reach the referee's virtualenv
     or source tree, which may live under a private home directory, and that bots see only
     what the Docker image would give them.
+
+    As root (where the socket tmpfs can be mounted) the copy is the root of its own
+    read-only tmpfs (``libfs-<key>``), so a bot's ``/proc/self/mountinfo`` shows no host
+    path for it; otherwise (trusted bots only) a plain directory ``lib-<key>``.
     """
     from sandbox.base_image import BaseImageSpec
 
     key = BaseImageSpec().project_key()
-    final = runtime_dir() / f"lib-{key}"
     with _stage_lock:
+        if os.geteuid() == 0 and socket_tmpfs_problem() is None:
+            return _stage_on_tmpfs(runtime_dir() / f"libfs-{key}")
+        final = runtime_dir() / f"lib-{key}"
         if final.is_dir():
             return final
         tmp = Path(tempfile.mkdtemp(prefix=".lib-", dir=runtime_dir()))
         try:
-            for site in _site_packages():
-                for rel in RUNTIME_MODULES:
-                    src = site / rel
-                    if src.is_dir() and not (tmp / rel).exists():
-                        shutil.copytree(src, tmp / rel, ignore=_IGNORE)
-                    elif src.is_file():
-                        shutil.copyfile(src, tmp / rel)
-            root = project_root()
-            for path in runtime_files(root):
-                dest = tmp / path.relative_to(root)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, dest)
-            for path in [tmp, *tmp.rglob("*")]:
-                if not path.is_symlink():
-                    path.chmod(0o755 if path.is_dir() else 0o644)
+            _stage_files(tmp)
             os.rename(tmp, final)
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)
             if not final.is_dir():
                 raise
     return final
+
+
+def _stage_files(dest: Path) -> None:
+    """Copy the runtime modules and the project's bot packages into ``dest``."""
+    for site in _site_packages():
+        for rel in RUNTIME_MODULES:
+            src = site / rel
+            if src.is_dir() and not (dest / rel).exists():
+                shutil.copytree(src, dest / rel, ignore=_IGNORE)
+            elif src.is_file():
+                shutil.copyfile(src, dest / rel)
+    root = project_root()
+    for path in runtime_files(root):
+        target = dest / path.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    for path in [dest, *dest.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _stage_on_tmpfs(final: Path) -> Path:
+    """Stage the runtime into a tmpfs mounted at ``final`` (once per key, across processes:
+    an ``flock`` serialises runners; a mount left without its marker is staged again)."""
+    lock = os.open(final.with_name(f".{final.name}.lock"), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.ismount(final) and (final / STAGED_MARKER).is_file():
+            return final
+        remove_tree(final)  # a stager that died half-way (detaches its mount first)
+        final.mkdir(mode=0o755)
+        try:
+            mount_tmpfs(
+                final,
+                size_bytes=LIB_TMPFS_BYTES,
+                inodes=LIB_TMPFS_INODES,
+                uid=0,
+                gid=0,
+                mode=0o755,
+                executable=True,  # grpc's extension module is mapped executable
+            )
+            _stage_files(final)
+            (final / STAGED_MARKER).write_text(final.name)
+            remount_read_only(final, executable=True)
+        except BaseException:
+            with contextlib.suppress(CleanupError):
+                remove_tree(final)
+            raise
+        return final
+    except OSError as exc:
+        raise SandboxInfrastructureError(f"cannot stage the bot runtime in {final}: {exc}") from exc
+    finally:
+        os.close(lock)
 
 
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -222,7 +276,7 @@ def _descendants(root: int) -> dict[int, str | None]:
 
 def _copy_readable(submission: Submission, dest: Path) -> None:
     """Copy a validated submission to ``dest``, world-readable, symlinks kept as links."""
-    dest.mkdir(mode=0o755)
+    dest.mkdir(mode=0o755, exist_ok=True)
     for rel in submission.files:
         src, target = submission.root / rel, dest / rel
         if src.is_symlink():
@@ -387,6 +441,30 @@ class LocalBot(RunningBot):
         return self._tail.text()
 
 
+def _mount_code_tmpfs(submission: Submission, code_dir: Path) -> None:
+    """A tmpfs at ``code_dir`` just big enough for the submission's copy.
+
+    Its root is what bwrap binds at ``/bot``, so the bot's ``/proc/self/mountinfo`` shows
+    ``/`` instead of the host path of its work directory (runtime directory, label and
+    runner token). Executable: a Python bot may ship an extension module.
+    """
+    files = [submission.root / rel for rel in submission.files]
+    size = sum(p.stat().st_size for p in files if p.is_file() and not p.is_symlink())
+    code_dir.mkdir(mode=0o755)
+    try:
+        mount_tmpfs(
+            code_dir,
+            size_bytes=size + 4096 * (len(files) + 1) + (1 << 20),
+            inodes=len(files) + 16,
+            uid=0,
+            gid=0,
+            mode=0o755,
+            executable=True,
+        )
+    except OSError as exc:
+        raise SandboxInfrastructureError(f"bot code tmpfs failed: {exc}") from exc
+
+
 #: Device nodes a bot gets in its read-only /dev (bound from the host's).
 DEV_NODES = ("null", "zero", "urandom", "random")
 
@@ -531,7 +609,14 @@ class BwrapBackend(Backend):
             # A private copy the sandbox uid can read, wherever the submission is stored;
             # the stored original also cannot change under a running bot.
             code_dir = work_dir / "code"
+            if problem is None:
+                _mount_code_tmpfs(sub, code_dir)
             _copy_readable(sub, code_dir)
+            if problem is None:
+                try:
+                    remount_read_only(code_dir, executable=True)
+                except OSError as exc:
+                    raise SandboxInfrastructureError(f"bot code tmpfs: {exc}") from exc
             if not isinstance(layout, str):
                 cgroup = BotCgroup.create(
                     layout, work_dir.name, memory_bytes=limits.memory_bytes, pids=limits.pids

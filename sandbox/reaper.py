@@ -73,21 +73,23 @@ def start_reaper() -> int:
         try:
             # A shell starts the reaper in the background and exits: the reaper is nobody's
             # child here (no zombie, no Popen object to outlive), in its own session so a
-            # Ctrl-C or killpg of the runner's group spares it.
+            # Ctrl-C or killpg of the runner's group spares it. The pipe comes in as the
+            # shell's stdin and is moved to fd 3: a background job's stdin is /dev/null
+            # unless redirected, and POSIX sh (dash) accepts only single-digit descriptors
+            # in a redirection (`<&13` is a syntax error, and the reaper never started).
             launcher = subprocess.run(
                 [
                     "/bin/sh",
                     "-c",
                     # No pipe of ours may stay open in the reaper, or run() waits for it.
-                    f'"$@" <&{read_end} >/dev/null 2>>"$0" & echo $!',
+                    'exec 3<&0 </dev/null; "$@" <&3 3<&- >/dev/null 2>>"$0" & echo $!',
                     log_path,
                     sys.executable,
                     "-m",
                     "sandbox.reaper",
                     current_runner().token,
                 ],
-                pass_fds=[read_end],
-                stdin=subprocess.DEVNULL,
+                stdin=read_end,
                 capture_output=True,
                 text=True,
                 start_new_session=True,

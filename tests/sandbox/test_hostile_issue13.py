@@ -243,3 +243,38 @@ def test_concurrent_stops_of_many_bots_leave_nothing(
     for thread in threads:
         thread.join(60)
     assert errors == []
+
+
+def test_mount_table_shows_no_host_path(sandbox_backend: Backend, make_bot: MakeBot) -> None:
+    """Issue 13.10: a bot reading /proc/self/mountinfo learns no host path of ours (runtime
+    directory, its work directory, its label, the runner token, the submission's folder)."""
+    from sandbox.backend import runtime_dir
+    from sandbox.runner import current_runner
+
+    folder = make_bot("mountspy")
+    bot = sandbox_backend.start(folder, SandboxLimits(), "t13-mountspy")
+    try:
+        result = report(bot)
+        seen = result["mountinfo"] + result["cgroup"]
+        secrets = [
+            str(runtime_dir()),
+            bot.work_dir.name,
+            "t13-mountspy",
+            current_runner().token,
+            str(folder),
+            str(Path(__file__).resolve().parents[2]),  # the project's source tree
+        ]
+        assert [s for s in secrets if s in seen] == [], seen
+        if sandbox_backend.name == "bwrap":
+            # Each of our binds is the root of its own tmpfs: root field "/", source tmpfs.
+            for point in ("/bot", "/opt/kryt/lib", "/run/kryt"):
+                (line,) = [
+                    line for line in result["mountinfo"].splitlines()
+                    if line.split(" ")[4] == point
+                ]  # fmt: skip
+                fields = line.split(" ")
+                assert fields[3] == "/" and " - tmpfs " in line, line
+                # The code and the runtime are read-only; only the socket dir is writable.
+                assert fields[5].split(",")[0] == ("rw" if point == "/run/kryt" else "ro"), line
+    finally:
+        stop_and_assert_gone(bot)
