@@ -1,7 +1,9 @@
 """Where series run: an executor takes series tasks and plays them, reporting as they finish.
 
-The local executor (threads in this process; bots are separate processes or containers) is
-the default. A distributed executor implements the same :class:`Executor` protocol.
+The local executor is the default: one series at a time in this process, or with a
+concurrency above one a referee process per series slot (:mod:`.process_executor`), so
+that N series use N cores. Bots are separate processes or containers either way. A
+distributed executor implements the same :class:`Executor` protocol.
 """
 
 from __future__ import annotations
@@ -38,12 +40,14 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Series in a thread pool of ``concurrency`` workers in this process."""
+    """Series on this machine: ``concurrency`` at once, in worker processes when that is
+    more than one (``processes=False``: threads of this process, sharing one core)."""
 
-    def __init__(self, concurrency: int) -> None:
+    def __init__(self, concurrency: int, *, processes: bool | None = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         self.concurrency = concurrency
+        self.processes = concurrency > 1 if processes is None else processes
 
     def run(
         self,
@@ -54,6 +58,12 @@ class LocalExecutor:
         on_series: SeriesCallback | None = None,
     ) -> list[SeriesOutcome]:
         """Play the tasks; Ctrl-C sets ``stop``, kills every bot and returns what finished."""
+        if self.processes:
+            from arena.tournament.process_executor import ProcessExecutor
+
+            return ProcessExecutor(self.concurrency).run(
+                tasks, stop=stop, on_game=on_game, on_series=on_series
+            )
         outcomes: list[SeriesOutcome] = []
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="kryt-series")
         pending: set[Future[SeriesOutcome]] = {
