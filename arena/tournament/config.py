@@ -367,7 +367,7 @@ def load_config(path: Path | None, **overrides: Any) -> TournamentConfig:
             raise ConfigError(f"{path} is not valid TOML: {exc}") from None
         if "bots" in data and isinstance(data["bots"], list):
             data["bots"] = [_relative_to(path.parent, b) for b in data["bots"]]
-        if "gauntlet" in data:
+        if isinstance(data.get("gauntlet"), str) and data["gauntlet"]:
             data["gauntlet"] = _relative_to(path.parent, data["gauntlet"])
     where = str(path) if path else "options"
     for table in ("sandbox", "time_control"):
