@@ -104,11 +104,12 @@ def test_a_gauntlet_at_the_classic_table_from_a_config_file(
     config = tmp_path / "gauntlet.toml"
     config.write_text(
         'name = "table gauntlet"\nruleset = "classic"\ntable_size = 2\ngames_per_pair = 1\n'
-        f'gauntlet = "rival"\nbots = ["builtin:greedy", "builtin:random", "rival"]\n'
+        'gauntlet = "rival"\nbots = ["builtin:greedy", "builtin:random", "rival"]\n'
         '[sandbox]\nbackend = "process"\nallow_unsafe = true\n'
     )
     code, out, err = kryt(capsys, "tournament", "run", "--config", str(config))
     assert code == ExitCode.OK, err
+    assert "Leaderboard: table gauntlet" in out
     ids = names(db)
     rows = series_rows(db)
     # Every table includes the gauntlet bot (a path relative to the file), seated first.
@@ -205,7 +206,7 @@ def test_extend_refuses_clearly(capsys: pytest.CaptureFixture[str], db: Path) ->
 
 # ---------------------------------------------------------------------------- tracebacks
 
-CRASHING_BOT = '''"""Test bot: its helper raises in the first decision (a KeyError with hostile text)."""
+CRASHING_BOT = '''"""Test bot: its helper raises in every decision (a KeyError, hostile text)."""
 
 from helper import pick
 from sdk import Bot, serve
