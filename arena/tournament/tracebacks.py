@@ -53,13 +53,15 @@ def with_traceback(
     wait: float = LOG_WAIT_SECONDS,
 ) -> GameRecord:
     """``record`` with the offender's traceback appended to its crash detail, when the bot
-    reported an exception of its own code and its output holds a traceback; else ``record``
-    unchanged. ``output_of(seat)`` reads the seat's output tail."""
+    reported an exception of its own code (the detail names where it was raised) and its
+    output holds a traceback; else ``record`` unchanged. ``output_of(seat)`` reads the
+    seat's output tail."""
     forfeit = record.forfeit
     if (
         forfeit is None
         or forfeit.reason is not GameEndReason.CRASH
         or not forfeit.detail.startswith(BOT_ERROR)
+        or not crash_site(forfeit.detail)  # the SDK names a frame when it printed a traceback
         or HEAD in forfeit.detail
     ):
         return record

@@ -97,3 +97,6 @@ def test_a_reported_crash_keeps_the_traceback_cut_at_max_text() -> None:
     other = crash("connection to bot at x lost: UNAVAILABLE")
     assert with_traceback(other, lambda _seat: TRACEBACK, wait=0) is other
     assert crash_site(other.forfeit.detail if other.forfeit else None) == ""
+    # A reported error that names no frame (act() returned None): no traceback to look for.
+    returned = crash("bot reported an error: act() returned None; expected an action")
+    assert with_traceback(returned, lambda _seat: TRACEBACK, wait=5) is returned
