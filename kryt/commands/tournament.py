@@ -445,8 +445,11 @@ def run(
     database: DatabaseOption = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """Run a round robin (every pair of bots plays a series) or, with --gauntlet, one bot
-    against the field; results go to the database and are printed as they come."""
+    """Run a round robin, or with --gauntlet one bot against the field.
+
+    In a round robin every pair of bots plays a series; in a gauntlet only the gauntlet bot's
+    pairs do. Results go to the database and are printed as they come (each game with -v).
+    """
     try:
         config = load_config(
             config_file,
@@ -561,9 +564,12 @@ def extend(
     database: DatabaseOption = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """Add N games per pair to a finished (or interrupted) tournament as new series with a
-    fresh secret seed (its commitment is printed), then play them like resume; the
-    leaderboard covers every game."""
+    """Add N games per pair to a finished (or interrupted) tournament, then play them.
+
+    The games are new series (one per pair, or per seating at tables) with a fresh secret
+    seed whose commitment is printed; they are played like resume and the leaderboard covers
+    every game.
+    """
     db = open_db(database, create=False)
     try:
         added = extend_tournament(tournament_id, games, db)
@@ -649,7 +655,7 @@ def set_command(
     database: DatabaseOption = None,
 ) -> None:
     """Change stored settings of a tournament that has not finished (checked like a new
-    tournament's); bots, games per pair, format and seed cannot change."""
+    tournament's); bots, games per pair, format, seed and gauntlet cannot change."""
     db = open_db(database, create=False)
     try:
         config = change_settings(tournament_id, assignments, db)
