@@ -117,6 +117,14 @@ def test_a_gauntlet_at_the_classic_table_from_a_config_file(
     assert len(rows) == 2
     # Not verbose: one line per finished series with its score.
     assert flat(err).count(" finished: ") == 2 and "losses" in err
+    # Extending a table tournament adds one series per seating, the gauntlet bot still first.
+    code, _, err = kryt(capsys, "tournament", "extend", "1", "--games", "1")
+    assert code == ExitCode.OK, err
+    rows = series_rows(db)
+    assert len(rows) == 4 and [r[3] for r in rows[2:]] == [r[3] for r in rows[:2]]
+    with sqlite3.connect(db) as conn:
+        seeds = [s for (s,) in conn.execute("select seed from series order by position")]
+    assert len(set(seeds)) == 4  # the extension's seeds are new
 
 
 @pytest.mark.parametrize("value", ['""', "3"])
