@@ -44,7 +44,7 @@ COMMANDS: Final[dict[str, tuple[str, str, str]]] = {
     "tournament": (
         "kryt.commands.tournament",
         "app",
-        "Organisers: run round-robin tournaments.",
+        "Organisers: run round-robin and gauntlet tournaments.",
     ),
     "games": ("kryt.commands.games", "app", "List, export and import stored games."),
     "replay": ("kryt.commands.replay", "replay", "Print a stored game move by move."),

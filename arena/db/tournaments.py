@@ -186,3 +186,25 @@ def ensure_series(
             f" (series {existing.id})"
         )
     return existing
+
+
+def extend_tournament(
+    tournament_id: int,
+    specs: list[SeriesSpec],
+    *,
+    config: dict[str, Any],
+    session: Session,
+) -> list[Series]:
+    """Append ``specs`` as new series (next free positions) to a tournament that was not
+    cancelled, store its new ``config`` (which records the extension) and mark it pending
+    again, so that a run plays the new series. ConflictError for a cancelled tournament."""
+    tournament = get_tournament(tournament_id, session=session)
+    if tournament.status == TournamentStatus.CANCELLED.value:
+        raise ConflictError(f"tournament {tournament_id} was cancelled; it cannot be extended")
+    added = [add_series(tournament_id, spec, session=session) for spec in specs]
+    tournament.config = dict(config)
+    tournament.status = TournamentStatus.PENDING.value
+    tournament.finished_at = None
+    session.add(tournament)
+    session.flush()
+    return added

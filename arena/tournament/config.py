@@ -173,6 +173,9 @@ class TournamentConfig:
     """``default`` (round robin of pairs) or ``classic`` (round robin of tables)."""
     table_size: int = 2
     """Seats at each table (classic: 2-4); ``games_per_pair`` games per seating."""
+    gauntlet: str | None = None
+    """None: a round robin. Else one of :attr:`bots`, which plays every other entrant (at a
+    classic table: every table includes it) while the others never meet."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -220,6 +223,7 @@ class TournamentConfig:
                 f"a table of {self.table_size} needs at least {self.table_size} bots, "
                 f"got {len(self.bots)}"
             )
+        _check_gauntlet(self.gauntlet, self.bots)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form stored with the tournament."""
@@ -237,8 +241,30 @@ class TournamentConfig:
         return _build(settings, source="stored configuration")
 
 
-STORED_ONLY = ("seed_commitment",)
-"""Keys of a stored tournament config that are records, not settings."""
+STORED_ONLY = ("seed_commitment", "extensions")
+"""Keys of a stored tournament config that are records, not settings (the seed commitment;
+the rounds ``kryt tournament extend`` added, see :mod:`arena.tournament.extend`)."""
+
+
+def _check_gauntlet(gauntlet: object, bots: tuple[str, ...]) -> None:
+    """A gauntlet bot is None or one of the entrants (``_build`` adds it when missing)."""
+    if gauntlet is None:
+        return
+    if not isinstance(gauntlet, str) or not gauntlet:
+        raise ConfigError(f"gauntlet must name a bot (a non-empty text), got {gauntlet!r}")
+    if gauntlet not in bots:
+        raise ConfigError(f"the gauntlet bot {gauntlet!r} is not among the bots {list(bots)}")
+
+
+def _with_gauntlet(data: dict[str, Any]) -> dict[str, Any]:
+    """The gauntlet bot is an entrant: listed first among ``bots`` when it is not there yet
+    (``kryt tournament run --gauntlet mine other1 other2``)."""
+    gauntlet = data.get("gauntlet")
+    bots = data.get("bots", ())
+    if isinstance(gauntlet, str) and gauntlet and isinstance(bots, tuple) and gauntlet not in bots:
+        data["bots"] = (gauntlet, *bots)
+    return data
+
 
 TIME_CONTROL_KEYS = ("move_seconds", "bank_seconds", "grace_seconds", "clock")
 """The settings of ``[time_control]``: times in seconds (TOML, flags and the stored config),
@@ -322,7 +348,7 @@ def _build(data: dict[str, Any], *, source: str) -> TournamentConfig:
         raise ConfigError(f"{source}: {exc}") from None
     except ValueError as exc:
         raise ConfigError(f"{source}: {exc}") from None
-    config: TournamentConfig = _section(data, TournamentConfig, source)
+    config: TournamentConfig = _section(_with_gauntlet(data), TournamentConfig, source)
     return config
 
 
@@ -341,6 +367,8 @@ def load_config(path: Path | None, **overrides: Any) -> TournamentConfig:
             raise ConfigError(f"{path} is not valid TOML: {exc}") from None
         if "bots" in data and isinstance(data["bots"], list):
             data["bots"] = [_relative_to(path.parent, b) for b in data["bots"]]
+        if isinstance(data.get("gauntlet"), str) and data["gauntlet"]:
+            data["gauntlet"] = _relative_to(path.parent, data["gauntlet"])
     where = str(path) if path else "options"
     for table in ("sandbox", "time_control"):
         if not isinstance(data.get(table, {}), dict):
@@ -363,7 +391,7 @@ def load_config(path: Path | None, **overrides: Any) -> TournamentConfig:
     return _build(data, source=where)
 
 
-FIXED_SETTINGS = ("bots", "games_per_pair", "format", "seed")
+FIXED_SETTINGS = ("bots", "games_per_pair", "format", "seed", "gauntlet")
 """Settings that made the tournament's series: they cannot change once it exists."""
 
 

@@ -1,4 +1,5 @@
-"""Round-robin tournaments: create from a config, run every series through an executor, resume.
+"""Tournaments (round robin or gauntlet): create from a config, run every series through an
+executor, resume, extend.
 
 Games are committed one by one as they finish, so a run stopped at any point (Ctrl-C, a crash,
 ``kill -9``) loses at most the games in progress; ``resume`` plays exactly what is missing.
@@ -43,9 +44,11 @@ from arena.db import (
 )
 from arena.db import SeriesFormat as DbSeriesFormat
 from arena.tournament.config import TournamentConfig
+from arena.tournament.gauntlet import gauntlet_pairs, gauntlet_seatings
 from arena.tournament.seats import SandboxSlot
 from arena.tournament.seeds import commitment, draw_seed
 from arena.tournament.store import DEFAULT_STORE, bundled_hashes, materialize, register
+from arena.tournament.tracebacks import with_traceback
 from referee.record import GameRecord
 from referee.series import (
     SeriesAborted,
@@ -170,12 +173,7 @@ def create(
     ids = resolve_bots(config.bots, db=db, store=store, submitted_by=submitted_by)
     seed = draw_seed() if config.seed is None else config.seed
     stored = config.to_json() | {"seed_commitment": commitment(seed)}
-    if config.ruleset != "default":  # a round robin of tables (arena.tournament.seatings)
-        from arena.tournament.table_runner import table_specs
-
-        specs = table_specs(config, ids, seed)
-    else:
-        specs = _pair_specs(config, ids, seed)
+    specs = series_specs(config, ids, seed)
     with db.session() as session:
         tournament = create_tournament(
             TournamentSpec(name=config.name, seed=seed, config=stored, series=specs),
@@ -185,7 +183,32 @@ def create(
         return tournament.id
 
 
-def _pair_specs(config: TournamentConfig, ids: list[int], seed: int) -> list[SeriesSpec]:
+def series_specs(config: TournamentConfig, ids: list[int], seed: int) -> list[SeriesSpec]:
+    """The series of a new tournament between submissions ``ids`` (in ``config.bots``
+    order): a round robin of pairs or of tables, or a gauntlet (``config.gauntlet``); series
+    seeds derive from ``seed``."""
+    gauntlet = None if config.gauntlet is None else ids[config.bots.index(config.gauntlet)]
+    if config.ruleset != "default":  # tables (arena.tournament.seatings / gauntlet)
+        from arena.tournament.table_runner import table_series_seed, table_specs
+
+        if gauntlet is None:
+            return table_specs(config, ids, seed)
+        return [
+            SeriesSpec(
+                submission_a_id=seats[0],
+                submission_b_id=seats[1],
+                games_planned=config.games_per_pair,
+                seed=table_series_seed(seed, seats),
+                ruleset=config.ruleset,
+                seats=seats,
+            )
+            for seats in gauntlet_seatings(ids, gauntlet, config.table_size)
+        ]
+    pairs = (
+        [(a, b) for i, a in enumerate(ids) for b in ids[i + 1 :]]
+        if gauntlet is None
+        else gauntlet_pairs(ids, gauntlet)
+    )
     return [
         SeriesSpec(
             submission_a_id=a,
@@ -194,8 +217,7 @@ def _pair_specs(config: TournamentConfig, ids: list[int], seed: int) -> list[Ser
             seed=series_seed(seed, a, b),
             format=DbSeriesFormat(config.format.value),
         )
-        for i, a in enumerate(ids)
-        for b in ids[i + 1 :]
+        for a, b in pairs
     ]
 
 
@@ -365,6 +387,8 @@ def play_series_task(
 
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
         nonlocal played
+        # A crash in the bot's own code: keep its traceback (from the sandbox's output).
+        record = with_traceback(record, lambda seat: slots[seat].logs())
         try:
             with db.session() as session:
                 if task.runner_id:

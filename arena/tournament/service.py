@@ -50,6 +50,7 @@ from arena.tournament.runner import (
     label_prefix,
     tasks_for,
 )
+from arena.tournament.seeds import draw_seed
 from arena.tournament.store import DEFAULT_STORE
 from sandbox import choose_backend, sweep_leftovers
 
@@ -397,3 +398,71 @@ def change_settings(
     except ConflictError as exc:
         raise TournamentError(str(exc)) from None
     return config
+
+
+# ---------------------------------------------------------------------------- extending
+
+
+@dataclass(frozen=True, slots=True)
+class Extended:
+    """What :func:`extend` added: the round's number (1 for the first extension), how many
+    series, and the commitment to the round's secret seed (to publish)."""
+
+    tournament_id: int
+    round: int
+    series_added: int
+    games_added: int
+    seed_commitment: str
+
+
+def extend(tournament_id: int, games: int, db: Database) -> Extended:
+    """Add ``games`` more games per pairing (per seating at a table) to a tournament that
+    was not cancelled, as new series with seeds from a fresh secret seed (see
+    :mod:`arena.tournament.extend`); the tournament is pending again, to be run like a
+    resumed one.
+
+    The series are added while this process holds the tournament's lease, so a live run
+    of the tournament refuses the extension (TournamentBusyError naming it) and nothing can
+    start it in between. TournamentError for a cancelled tournament or ``games`` < 1.
+    """
+    from arena.db.tournaments import extend_tournament
+    from arena.tournament.extend import (
+        EXTENSIONS_KEY,
+        extension_specs,
+        extensions,
+        new_extension,
+    )
+
+    if isinstance(games, bool) or games < 1:
+        raise TournamentError(f"--games must be at least 1 (games per pair to add), got {games}")
+    with db.read_session() as session:
+        status = get_tournament(tournament_id, session=session).status
+    if status == TournamentStatus.CANCELLED.value:
+        raise TournamentError(f"tournament {tournament_id} was cancelled; it cannot be extended")
+    config = tournament_config(tournament_id, db)  # a bad stored setting: StoredConfigError
+    if config.format.value == "duplicate" and games % 2:
+        raise TournamentError(
+            f"tournament {tournament_id} plays the duplicate format: add an even number of"
+            f" games per pair, got {games}"
+        )
+    with RunLease(db, tournament_id) as lease, db.session() as session:
+        hold_lease(tournament_id, lease.runner_id, session=session)
+        stored = dict(get_tournament(tournament_id, session=session).config)
+        series = series_of_tournament(tournament_id, session=session)
+        first = 1 + max((s.position for s in series), default=-1)
+        round_ = new_extension(games, first, draw_seed())
+        specs = extension_specs(series, games, round_.seed)
+        if not specs:
+            raise TournamentError(f"tournament {tournament_id} has no series to extend")
+        stored[EXTENSIONS_KEY] = [e.to_json() for e in extensions(stored)] + [round_.to_json()]
+        try:
+            extend_tournament(tournament_id, specs, config=stored, session=session)
+        except ConflictError as exc:
+            raise TournamentError(str(exc)) from None
+    return Extended(
+        tournament_id,
+        len(stored[EXTENSIONS_KEY]),
+        len(specs),
+        len(specs) * games,
+        round_.seed_commitment,
+    )

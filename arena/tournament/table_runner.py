@@ -33,6 +33,7 @@ from arena.tournament.config import TournamentConfig
 from arena.tournament.seatings import seating_key, table_seatings
 from arena.tournament.seats import SandboxSlot
 from arena.tournament.store import bundled_hashes, materialize
+from arena.tournament.tracebacks import with_traceback
 from referee.record import GameRecord
 from referee.series import SeriesAborted, SeriesConfig, SeriesInterrupted
 from referee.table import run_table_series
@@ -124,6 +125,7 @@ def play_table_series_task(
 
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
         nonlocal played
+        record = with_traceback(record, lambda seat: slots[seat].logs())  # a bot's crash
         with db.session() as session:
             attempt = next_attempt(series_id, number, session=session)
             record_game(record, GamePlace(series_id, number, attempt, seats), session=session)

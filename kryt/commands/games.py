@@ -74,6 +74,15 @@ def _filter(
     )
 
 
+def _ending(reason: str, detail: str | None) -> str:
+    """The ending, with where a crashed bot's code raised (``crash at bot.py:12``)."""
+    from arena.tournament.tracebacks import crash_site
+    from sandbox.death import printable
+
+    site = crash_site(detail)
+    return f"{reason} at {printable(site)}" if site else reason
+
+
 @app.command("list")
 def list_games(
     bot: BotFilter = None,
@@ -122,7 +131,7 @@ def list_games(
                 Text(visible(names[0])),
                 Text(visible(names[1])),
                 "void" if game.voided else results.get(game.result or "", "?"),
-                game.end_reason,
+                Text(_ending(game.end_reason, game.forfeit_detail)),
                 str(len(game.actions)),
             )
     console = Console()

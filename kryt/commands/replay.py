@@ -17,9 +17,8 @@ from arena.db import (
     stored_record,
     submission_labels,
 )
-from arena.tournament.runner import series_seed
+from arena.tournament.extend import seed_chain
 from arena.tournament.seeds import deal_problems
-from arena.tournament.table_runner import table_series_seed
 from kryt.errors import ExitCode
 from kryt.options import DatabaseOption, open_db
 from referee.replay import verify
@@ -51,16 +50,15 @@ def replay(
             out.print(Text("mismatch", style="red") + Text(f": {printable(str(exc))}"))
             raise typer.Exit(ExitCode.FAILED) from None
         tournament = get_tournament(series.tournament_id, session=session)
-        commitment = tournament.config.get("seed_commitment")
+        # The tournament's seed, or for a series added by `kryt tournament extend` its
+        # round's own seed and commitment (arena.tournament.extend).
+        chain = seed_chain(tournament.seed, tournament.config, series)
+        commitment = chain.commitment
         deal_check = deal_problems(
-            tournament_seed=tournament.seed,
-            stored_commitment=commitment if isinstance(commitment, str) else None,
+            tournament_seed=chain.seed,
+            stored_commitment=commitment,
             series_seed=series.seed,
-            expected_series_seed=(
-                table_series_seed(tournament.seed, tuple(series.seats))
-                if series.ruleset != "default" and series.seats
-                else series_seed(tournament.seed, series.submission_a_id, series.submission_b_id)
-            ),
+            expected_series_seed=chain.series_seed,
             series_format=series.format,
             games_planned=series.games_planned,
             number=row.number,
@@ -115,13 +113,17 @@ def replay(
     )
     if record.forfeit is not None:
         seat = record.forfeit.seat
+        # A tournament crash keeps the bot's traceback after the first line: shown below it.
+        first, _, rest = record.forfeit.detail.partition("\n")
         out.print(
             Text(
                 f"forfeit by seat {seat} ({printable(names[seat])}): {record.ending.value}:"
-                f" {printable(record.forfeit.detail)};"
+                f" {printable(first)};"
                 f" sent: {printable(record.forfeit.offending_input)!r}"
             )
         )
+        if rest:
+            out.print(Text(printable(rest, keep_newlines=True)), soft_wrap=True)
     if record.voided:
         out.print(Text("voided", style="yellow") + Text(f": {printable(record.void_reason)}"))
     if not verify_:

@@ -1,5 +1,5 @@
-"""``kryt tournament``: run a round robin, see its status, resume it after an interruption,
-change a stored setting, cancel it.
+"""``kryt tournament``: run a round robin or a gauntlet, see its status, resume it after an
+interruption, extend it with more games, change a stored setting, cancel it.
 
 Exit status always matches the state: 0 only when the tournament is finished; 1 when series
 are left (with the resume command); 130 after Ctrl-C (with the resume command); 2 for a bad
@@ -10,6 +10,7 @@ setting (nothing is stored); 3 when the sandbox, the Dask cluster or the tournam
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Annotated
@@ -30,10 +31,12 @@ from rich.text import Text
 
 from arena.db import (
     Database,
+    NotFoundError,
     TournamentStatus,
     get_tournament,
     list_tournaments,
     never_played,
+    series_of_tournament,
     submission_labels,
 )
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
@@ -53,15 +56,19 @@ from arena.tournament.service import (
     tournament_state,
     tournament_states,
 )
+from arena.tournament.service import extend as extend_tournament
 from arena.tournament.service import run_tournament as service_run
 from arena.tournament.store import DEFAULT_STORE
 from kryt.errors import ExitCode, UserError
 from kryt.options import DatabaseOption, StoreOption, open_db
 from leaderboard.standings import refit_and_store, standings
+from referee.record import GameRecord
 from referee.series import SeriesFormat
 from sandbox.death import printable
 
-app = typer.Typer(help="Organisers: run round-robin tournaments.", no_args_is_help=True)
+app = typer.Typer(
+    help="Organisers: run round-robin and gauntlet tournaments.", no_args_is_help=True
+)
 console = Console(stderr=True)
 out = Console()
 
@@ -115,6 +122,86 @@ def _table_series_table(tournament_id: int, db: Database) -> Table:
     return table
 
 
+class LiveLines:
+    """What a run prints as results come in: one line per game (``verbose``: bots, game
+    number, result, ending, moves, a forfeit's first line), else one line per finished
+    series with its score. Bot text is printed as plain text with control characters made
+    visible (never as Rich markup). Thread-safe: games end on the executor's threads."""
+
+    def __init__(self, tournament_id: int, db: Database, *, verbose: bool, console: Console):
+        self.tournament_id = tournament_id
+        self.db = db
+        self.verbose = verbose
+        self.console = console
+        self._lock = threading.Lock()
+        with db.read_session() as session:
+            labels = submission_labels(session=session)
+            self.seats = {
+                s.id: tuple(
+                    _label(sid, labels)
+                    for sid in (s.seats or (s.submission_a_id, s.submission_b_id))
+                )
+                for s in series_of_tournament(tournament_id, session=session)
+                if s.id is not None
+            }
+
+    def _names(self, series_id: int) -> tuple[str, ...]:
+        return self.seats.get(series_id, ("seat 0", "seat 1"))
+
+    def game(self, series_id: int, number: int, record: GameRecord) -> None:
+        """The line of one game (printed only when verbose)."""
+        if not self.verbose:
+            return
+        names = self._names(series_id)
+        if record.ruleset == "default":
+            result = "draw" if record.winner is None else f"{names[record.winner]} wins"
+        else:
+            result = "draw" if record.loser is None else f"{names[record.loser]} loses"
+        detail = ""
+        if record.forfeit is not None:
+            first = record.forfeit.detail.splitlines()[0] if record.forfeit.detail else ""
+            detail = f" ({names[record.forfeit.seat]}: {first})"[:160]
+        line = (
+            f"series {series_id} game {number}: {' vs '.join(names)}: {result} by"
+            f" {record.ending.value}, {len(record.moves)} moves{detail}"
+        )
+        with self._lock:
+            self.console.print(Text(printable(line)), soft_wrap=True)
+
+    def series(self, outcome: SeriesOutcome) -> None:
+        """The line of a finished (or stopped) series with its score so far."""
+        if self.verbose and outcome.status == "finished":
+            return  # every game was printed already
+        names = self._names(outcome.series_id)
+        score = self._score(outcome.series_id)
+        line = f"series {outcome.series_id} {outcome.status}: {score or ' vs '.join(names)}"
+        with self._lock:
+            self.console.print(Text(printable(line)), soft_wrap=True)
+
+    def _score(self, series_id: int) -> str:
+        names = self._names(series_id)
+        if len(names) == 2 and tournament_config(self.tournament_id, self.db).ruleset == "default":
+            for tally in tallies(self.tournament_id, self.db):
+                if tally.series_id == series_id:
+                    return (
+                        f"{names[0]} vs {names[1]} +{tally.a_wins} ={tally.draws}"
+                        f" -{tally.b_wins} ({tally.played}/{tally.games_planned} games)"
+                    )
+            return ""
+        from arena.tournament.table_runner import table_tallies
+
+        for table in table_tallies(self.tournament_id, self.db):
+            if table.series_id == series_id:
+                losses = ", ".join(
+                    f"{name} {lost}" for name, lost in zip(names, table.losses, strict=False)
+                )
+                return (
+                    f"{', '.join(names)}: losses {losses}, {table.draws} draws"
+                    f" ({table.played}/{table.games_planned} games)"
+                )
+        return ""
+
+
 ExecutorOption = Annotated[
     ExecutorName,
     typer.Option("--executor", help="local (threads here) or dask (a Dask cluster)."),
@@ -128,6 +215,13 @@ SchedulerOption = Annotated[
 WorkerStoreOption = Annotated[
     str | None,
     typer.Option("--worker-store", help="Where Dask workers unpack bots (default: --store)."),
+]
+
+VerboseOption = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="One line per game as it ends (default: one per finished series)."
+    ),
 ]
 
 TakeOverOption = Annotated[
@@ -182,13 +276,16 @@ def run_tournament(
     store: Path = DEFAULT_STORE,
     take_over: bool = False,
     quiet: bool = False,
+    verbose: bool = False,
 ) -> RunResult:
-    """Play every unfinished series with a progress bar.
+    """Play every unfinished series with a progress bar, printing results as they come: one
+    line per game with ``verbose``, else one line per finished series with its score.
 
     Ctrl-C stops cleanly: every bot is stopped, the games in progress are not recorded, and
     the command exits 130 with the resume command.
     """
     config = tournament_config(tournament_id, db)
+    lines = LiveLines(tournament_id, db, verbose=verbose, console=console)
     done, planned = progress(tournament_id, db)
     started = time.monotonic()
     last_refit = started
@@ -209,14 +306,18 @@ def run_tournament(
             bar = bar_columns.add_task(escape(config.name), total=planned, completed=done, rate=0.0)
             played = 0
 
-            def on_game(series_id: int, number: int, record: object) -> None:
+            def on_game(series_id: int, number: int, record: GameRecord) -> None:
                 nonlocal played
                 played += 1
                 rate = played / max(1e-9, time.monotonic() - started)
                 bar_columns.update(bar, advance=1, rate=rate)
+                if not quiet:
+                    lines.game(series_id, number, record)
 
             def on_series(outcome: SeriesOutcome) -> None:
                 nonlocal last_refit
+                if not quiet:
+                    lines.series(outcome)
                 if time.monotonic() - last_refit >= REFIT_SECONDS:
                     last_refit = time.monotonic()
                     refit_and_store(db, tournament_id=tournament_id)
@@ -329,17 +430,31 @@ def run(
         str | None,
         typer.Option(help="What moves are charged: wall (default) or cpu (the bot's CPU time)."),
     ] = None,
+    gauntlet: Annotated[
+        str | None,
+        typer.Option(
+            "--gauntlet",
+            help="A gauntlet: this bot (folder, archive or stored NAME[@VERSION]) plays every"
+            " other bot, which never meet each other (at tables: every table includes it).",
+        ),
+    ] = None,
     executor: ExecutorOption = ExecutorName.local,
     scheduler: SchedulerOption = None,
     worker_store: WorkerStoreOption = None,
+    verbose: VerboseOption = False,
     database: DatabaseOption = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """Run a round robin: every pair of bots plays a series; results go to the database."""
+    """Run a round robin, or with --gauntlet one bot against the field.
+
+    In a round robin every pair of bots plays a series; in a gauntlet only the gauntlet bot's
+    pairs do. Results go to the database and are printed as they come (each game with -v).
+    """
     try:
         config = load_config(
             config_file,
             bots=bots or None,
+            gauntlet=gauntlet,
             name=name,
             games_per_pair=games,
             ruleset=ruleset,
@@ -370,7 +485,7 @@ def run(
         except TournamentError as exc:
             raise UserError(str(exc)) from None
         console.print(f"tournament [bold]{tournament_id}[/bold] created ({escape(config.name)})")
-        result = run_tournament(tournament_id, db, prepared=prepared, store=store)
+        result = run_tournament(tournament_id, db, prepared=prepared, store=store, verbose=verbose)
     raise typer.Exit(_report(tournament_id, db, result))
 
 
@@ -381,6 +496,7 @@ def resume(
     scheduler: SchedulerOption = None,
     worker_store: WorkerStoreOption = None,
     take_over: TakeOverOption = False,
+    verbose: VerboseOption = False,
     database: DatabaseOption = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
@@ -394,14 +510,88 @@ def resume(
     if state.live_lease is not None and not take_over:
         # Refused before anything else is prepared (the lease itself decides again below).
         raise UserError(str(TournamentBusyError(state.live_lease)), code=ExitCode.UNAVAILABLE)
+    _run_stored(
+        tournament_id,
+        db,
+        executor=executor,
+        scheduler=scheduler,
+        worker_store=worker_store,
+        take_over=take_over,
+        verbose=verbose,
+        store=store,
+    )
+
+
+def _run_stored(
+    tournament_id: int,
+    db: Database,
+    *,
+    executor: ExecutorName,
+    scheduler: str | None,
+    worker_store: str | None,
+    take_over: bool,
+    verbose: bool,
+    store: Path,
+) -> None:
+    """Run what is left of a stored tournament, report, and exit with its state's code."""
     config = tournament_config(tournament_id, db)  # a bad stored setting: one line, exit 2
     with _prepare(
         config, executor=executor, scheduler=scheduler, worker_store=worker_store
     ) as prepared:
         result = run_tournament(
-            tournament_id, db, prepared=prepared, store=store, take_over=take_over
-        )
+            tournament_id, db, prepared=prepared, store=store, take_over=take_over,
+            verbose=verbose,
+        )  # fmt: skip
     raise typer.Exit(_report(tournament_id, db, result))
+
+
+@app.command()
+def extend(
+    tournament_id: Annotated[int, typer.Argument(help="The tournament to add games to.")],
+    games: Annotated[
+        int,
+        typer.Option(
+            "--games",
+            "-n",
+            help="Games to add per pair (per seating at tables).",
+            show_default=False,
+        ),
+    ],
+    executor: ExecutorOption = ExecutorName.local,
+    scheduler: SchedulerOption = None,
+    worker_store: WorkerStoreOption = None,
+    verbose: VerboseOption = False,
+    database: DatabaseOption = None,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Add N games per pair to a finished (or interrupted) tournament, then play them.
+
+    The games are new series (one per pair, or per seating at tables) with a fresh secret
+    seed whose commitment is printed; they are played like resume and the leaderboard covers
+    every game.
+    """
+    db = open_db(database, create=False)
+    try:
+        added = extend_tournament(tournament_id, games, db)
+    except TournamentBusyError as exc:
+        raise UserError(str(exc), code=ExitCode.UNAVAILABLE) from None
+    except NotFoundError as exc:
+        raise UserError(str(exc), hint="see kryt tournament status") from None
+    console.print(
+        f"tournament {tournament_id}: extension {added.round} adds {added.series_added} series"
+        f" ({added.games_added} games); seed commitment {added.seed_commitment}",
+        soft_wrap=True,
+    )
+    _run_stored(
+        tournament_id,
+        db,
+        executor=executor,
+        scheduler=scheduler,
+        worker_store=worker_store,
+        take_over=False,
+        verbose=verbose,
+        store=store,
+    )
 
 
 @app.command()
@@ -465,7 +655,7 @@ def set_command(
     database: DatabaseOption = None,
 ) -> None:
     """Change stored settings of a tournament that has not finished (checked like a new
-    tournament's); bots, games per pair, format and seed cannot change."""
+    tournament's); bots, games per pair, format, seed and gauntlet cannot change."""
     db = open_db(database, create=False)
     try:
         config = change_settings(tournament_id, assignments, db)

@@ -1,0 +1,85 @@
+"""Keep the traceback of a bot that crashed in its own code with the tournament game.
+
+When a bot's ``act()`` raises, the SDK prints the traceback to the bot's stderr and reports
+one line to the referee (``KeyError: 'AS' at bot.py:12 in act``); that line becomes the
+forfeit's detail. In a tournament nobody watches the bot's stderr, so before the game is
+recorded the runner looks up the traceback in the sandbox's output tail and appends it to
+the detail (cut at :data:`referee.record.MAX_TEXT`), so ``kryt replay`` shows every file
+and line and ``kryt games list`` the crash site. Everything here is bot text: it is stored
+as it is and made printable only where it is shown.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from referee.protocol.messages import GameEndReason
+from referee.record import GameRecord, clip
+
+HEAD = "Traceback (most recent call last):"
+"""How a Python traceback starts (the SDK prints it with :func:`traceback.print_exc`)."""
+BOT_ERROR = "bot reported an error: "
+"""How the referee's detail of a crash the bot reported itself starts (referee.client)."""
+MAX_LINES = 80
+"""Longest traceback kept, in lines (the detail is cut at MAX_TEXT characters anyway)."""
+LOG_WAIT_SECONDS = 1.0
+"""How long to wait for the traceback to reach the sandbox's output tail (it is read by
+a thread or from the engine's log, a moment after the bot printed it)."""
+
+_SITE = re.compile(r" at ([^\s:]+:\d+) in \S+$")
+
+
+def last_traceback(output: str) -> str:
+    """The last Python traceback in ``output`` (head, frames, exception line), or ''."""
+    start = output.rfind(HEAD)
+    if start < 0:
+        return ""
+    lines = output[start:].replace("\r\n", "\n").split("\n")
+    kept = [lines[0]]
+    for line in lines[1:MAX_LINES]:
+        kept.append(line)
+        if line and not line[0].isspace():  # the exception line ends the traceback
+            break
+    return "\n".join(kept).rstrip()
+
+
+def with_traceback(
+    record: GameRecord,
+    output_of: Callable[[int], str],
+    *,
+    wait: float = LOG_WAIT_SECONDS,
+) -> GameRecord:
+    """``record`` with the offender's traceback appended to its crash detail, when the bot
+    reported an exception of its own code (the detail names where it was raised) and its
+    output holds a traceback; else ``record`` unchanged. ``output_of(seat)`` reads the
+    seat's output tail."""
+    forfeit = record.forfeit
+    if (
+        forfeit is None
+        or forfeit.reason is not GameEndReason.CRASH
+        or not forfeit.detail.startswith(BOT_ERROR)
+        or not crash_site(forfeit.detail)  # the SDK names a frame when it printed a traceback
+        or HEAD in forfeit.detail
+    ):
+        return record
+    deadline = time.monotonic() + wait
+    found = last_traceback(output_of(forfeit.seat))
+    while not found and time.monotonic() < deadline:
+        time.sleep(0.05)
+        found = last_traceback(output_of(forfeit.seat))
+    if not found:
+        return record
+    detail = clip(f"{forfeit.detail}\n{found}")
+    return replace(record, forfeit=replace(forfeit, detail=detail))
+
+
+def crash_site(detail: str | None) -> str:
+    """``bot.py:12``: where the bot's code raised, from the first line of a crash detail
+    (the SDK names the innermost frame), or '' when the detail does not say."""
+    if not detail:
+        return ""
+    found = _SITE.search(detail.split("\n", 1)[0])
+    return found.group(1) if found else ""
