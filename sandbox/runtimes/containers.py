@@ -173,7 +173,7 @@ def build_failure(runtime: Runtime, submission: Submission, log: Iterable[Any]) 
     if reason is None:
         return None
     # Docker's own progress lines say nothing to the author.
-    noise = ("Step ", " ---> ", "Removing intermediate", "Sending build context")
+    noise = ("Step ", " ---> ", "Removing intermediate", "Sending build context", "The command ")
     # The build script's own summary line follows a command's more precise one: drop both.
     output = [
         line for line in lines if line.strip() and not line.startswith((*noise, BUILD_FAILED))

@@ -26,6 +26,44 @@ if [ ! -f package-lock.json ] && [ ! -f npm-shrinkwrap.json ]; then
   fail "package.json has no package-lock.json next to it: run npm install on your machine and submit package-lock.json too"
 fi
 
+# npm ci would first try to fetch what package.json adds: say plainly what is wrong instead.
+lock=package-lock.json
+[ -f npm-shrinkwrap.json ] && lock=npm-shrinkwrap.json
+node -e '
+const fs = require("fs");
+const read = (file) => {
+  try {
+    return JSON.parse(fs.readFileSync(file, "utf8"));
+  } catch (error) {
+    console.log(`${file}: ${error.message}`);
+    process.exit(2);
+  }
+};
+const manifest = read("package.json");
+const lock = read(process.argv[1]);
+if (!lock.packages) process.exit(0); // a version 1 lock file: npm ci checks it itself
+const root = lock.packages[""] || {};
+const kinds = ["dependencies", "devDependencies", "optionalDependencies", "peerDependencies"];
+const differ = [];
+for (const kind of kinds) {
+  const want = manifest[kind] || {};
+  const locked = root[kind] || {};
+  for (const name of new Set([...Object.keys(want), ...Object.keys(locked)])) {
+    if (want[name] !== locked[name]) {
+      differ.push(`${kind}.${name}: ${want[name] || "-"} in package.json, ${locked[name] || "-"} in the lock`);
+    }
+  }
+}
+if (differ.length) {
+  console.log(differ.sort().join("\n"));
+  process.exit(1);
+}' "$lock"
+case $? in
+  0) ;;
+  1) fail "package.json and $lock do not match: run npm install on your machine and submit both files" ;;
+  *) fail "package.json or $lock cannot be read as JSON (see above)" ;;
+esac
+
 if [ -e node_modules ]; then
   npm ls --all --omit=dev --offline --cache /tmp/kryt-npm-cache && exit 0
   fail "the shipped node_modules does not match package.json (missing or wrong versions, see npm ls above): run npm ci and submit node_modules again"
