@@ -35,7 +35,10 @@ def build_static_go_bot(client: Any, image: str, work: Path) -> Path:
     client.containers.run(
         image,
         ["go", "build", "-trimpath", "-ldflags=-s -w", "-o", "/out/bot", "."],
-        volumes={str(src): {"bind": "/src", "mode": "ro"}, str(out): {"bind": "/out", "mode": "rw"}},
+        volumes={
+            str(src): {"bind": "/src", "mode": "ro"},
+            str(out): {"bind": "/out", "mode": "rw"},
+        },
         working_dir="/src",
         environment={"HOME": "/tmp"},
         user="65534:65534",
@@ -97,3 +100,15 @@ def test_an_executable_built_elsewhere_plays_as_native(
     for record in result.games.values():
         assert record.forfeit is None, (record.forfeit, slots[0].logs())
         assert any(move.seat == 0 for move in record.moves)
+
+
+@pytest.mark.parametrize("language", ["rust", "Rust", "native"])
+def test_kryt_bot_new_points_rust_authors_to_native(language: str, tmp_path: Path) -> None:
+    from sdk.tools.template import BotTemplateError, new_bot
+
+    with pytest.raises(BotTemplateError) as info:
+        new_bot("my-rust-bot", tmp_path, language=language)
+    message = str(info.value)
+    assert message.startswith(f"no {language} starter: build the bot on your machine")
+    assert 'runtime = "native"' in message and "Rust: entered as native" in message
+    assert not (tmp_path / "my-rust-bot").exists()

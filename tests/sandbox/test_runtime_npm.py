@@ -190,10 +190,12 @@ def test_a_bot_with_a_vendored_dependency_builds_and_plays(
     from arena.tournament.seats import SandboxSlot
     from referee.protocol.messages import TimeControl
     from referee.series import SeriesConfig, run_series
+    from sandbox.docker_backend import DockerBackend
 
+    assert isinstance(docker_backend, DockerBackend)
     submission = load_submission(make_npm_bot(tmp_path / "bot"))
-    tag = docker_backend.image_for(submission)  # type: ignore[attr-defined]
-    client: Any = docker_backend.client  # type: ignore[attr-defined]
+    tag = docker_backend.image_for(submission)
+    client: Any = docker_backend.client
     listing = client.containers.run(
         tag,
         ["sh", "-c", f"readlink /bot/node_modules; cat /artifact/node_modules/{PACKAGE}/index.js"],
