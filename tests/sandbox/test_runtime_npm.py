@@ -334,3 +334,68 @@ def test_a_shipped_node_modules_is_checked_and_used(
         assert bot.alive()
     finally:
         bot.stop()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_shipped_npm_cache_is_installed_from_offline(
+    tmp_path: Path, node_image: str, docker_backend: Backend
+) -> None:
+    """A registry dependency whose tarball is in the submission's ``npm-cache/`` (as
+    ``npm ci --cache ./npm-cache`` leaves it on the author's machine). The lock's
+    ``resolved`` names a reserved ``.invalid`` host: only the cache can serve it."""
+    from sandbox.docker_backend import DockerBackend
+
+    assert isinstance(docker_backend, DockerBackend)
+    folder = make_npm_bot(tmp_path / "bot")
+    data = (folder / TARBALL).read_bytes()
+    incoming, cache = tmp_path / "in", folder / "npm-cache"
+    incoming.mkdir()
+    (incoming / "package.tgz").write_bytes(data)
+    (incoming / "package.tgz").chmod(0o644)
+    cache.mkdir()
+    cache.chmod(0o777)  # written by uid 65534
+    # The image's own npm fills the cache, with no network (the host may have no npm).
+    docker_backend.client.containers.run(
+        node_image,
+        [
+            "node",
+            "/opt/kryt/node/node_modules/npm/bin/npm-cli.js",
+            "cache",
+            "add",
+            "/in/package.tgz",
+            "--cache",
+            "/cache",
+        ],
+        volumes={
+            str(incoming): {"bind": "/in", "mode": "ro"},
+            str(cache): {"bind": "/cache", "mode": "rw"},
+        },
+        environment={"HOME": "/tmp"},
+        user="65534:65534",
+        network_mode="none",
+        remove=True,
+    )
+    shutil.rmtree(cache / "_logs", ignore_errors=True)
+    shutil.rmtree(folder / "vendor")
+    dependencies = {PACKAGE: "^1.0.0"}
+    (folder / "package.json").write_text(package_json("npm-bot", dependencies))
+    locked = {
+        f"node_modules/{PACKAGE}": {
+            "version": "1.0.0",
+            "resolved": f"http://registry.invalid/{PACKAGE}/-/{PACKAGE}-1.0.0.tgz",
+            "integrity": integrity(data),
+            "license": "MIT",
+        }
+    }
+    (folder / "package-lock.json").write_text(lock_file("npm-bot", dependencies, locked))
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    submission = load_submission(folder)
+    assert any(rel.startswith("npm-cache/_cacache/content-v2/") for rel in submission.files)
+    bot = docker_backend.start(submission, SandboxLimits(startup_timeout=30.0), "test-npm-cache")
+    try:
+        assert bot.alive()  # it required the package at start-up
+    finally:
+        bot.stop()
