@@ -399,3 +399,27 @@ def test_a_shipped_npm_cache_is_installed_from_offline(
         assert bot.alive()  # it required the package at start-up
     finally:
         bot.stop()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_build_the_organiser_lets_online_still_builds(
+    tmp_path: Path, node_image: str, docker_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``KRYT_BUILD_NETWORK=node``: the build gets a network and runs npm without
+    ``--offline``; vendored packages still come from the submission (no registry needed)."""
+    from sandbox.docker_backend import DockerBackend
+
+    assert isinstance(docker_backend, DockerBackend)
+    monkeypatch.setenv("KRYT_BUILD_NETWORK", "node")
+    submission = load_submission(make_npm_bot(tmp_path / "bot", name="npm-online"))
+    tag = docker_backend.image_for(submission)
+    out = docker_backend.client.containers.run(
+        tag,
+        ["node", "-e", f"console.log(require('{PACKAGE}').choose(['take', 'lead 6H']))"],
+        user="65534:65534",
+        network_mode="none",
+        remove=True,
+    )
+    assert out.decode().strip() == "lead 6H"

@@ -18,7 +18,8 @@ fail() {
 npm() {
   node "$npm_cli" --no-update-notifier --no-audit --no-fund "$@" >"$log" 2>&1
   status=$?
-  cat "$log"
+  # The debug log npm names stays inside the build container: no use to the author.
+  grep -v "A complete log of this run" "$log"
   return $status
 }
 
