@@ -264,7 +264,10 @@ class DockerBackend(Backend):
                     tag=tag,
                     rm=True,
                     forcerm=True,
-                    network_mode="none",
+                    # No network for the build unless the organiser allows it (npm registry).
+                    network_mode=(
+                        "default" if containers.build_network_allowed(runtime) else "none"
+                    ),
                     labels={MARK_KEY: "image", "org.kryt.submission": submission.sha256},
                     container_limits={"memory": memory, "memswap": memory},
                     timeout=runtime.build_limits.seconds + 120,
@@ -444,11 +447,15 @@ def _build_context(submission: Submission, base_image: str, runtime: Runtime) ->
     files, world-readable, owned by root."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
+        build = containers.needs_build(runtime, submission)
         files = {
-            "Dockerfile": containers.dockerfile(runtime, base_image, submission.manifest.entry)
+            "Dockerfile": containers.dockerfile(
+                runtime, base_image, submission.manifest.entry, build=build
+            )
         }
-        if runtime.compiled:
-            files["kryt-build.sh"] = containers.build_script(runtime)
+        if build:
+            online = containers.build_network_allowed(runtime)
+            files["kryt-build.sh"] = containers.build_script(runtime, online=online)
         for name, text in files.items():
             data = text.encode()
             info = tarfile.TarInfo(name)

@@ -7,7 +7,8 @@ works). Each runtime is one row of :data:`REGISTRY`:
   :mod:`sandbox.runtimes.images`), with that language's gRPC library already inside, so a
   submission carries only its own code;
 - a build command for compiled languages, run once per submission in the runtime image with
-  no network, under :class:`BuildLimits`, producing the immutable artifact in ``/artifact``;
+  no network, under :class:`BuildLimits`, producing the immutable artifact in ``/artifact``
+  (``node`` builds only a submission with a ``package.json``: ``npm ci`` of its lock file);
 - the command that starts the bot (``$0`` is the manifest's ``entry``);
 - floors on the sandbox limits where a language needs more than the default (a JVM).
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -84,7 +86,8 @@ class Runtime:
     read-only) with ``$0`` set to the manifest's ``entry`` and ``$KRYT_BOT_ADDRESS`` naming the
     Unix socket to serve on; ``{main_class}`` and ``{heap_mib}`` are filled in by
     :meth:`launch_script`. ``build`` starts in ``/src`` (a copy of the submission) and must
-    leave what ``run`` needs under ``/artifact``.
+    leave what ``run`` needs under ``/artifact``. With ``build_when`` (a file name), only a
+    submission holding that file at its top is built (``node``: ``package.json``).
     """
 
     name: str
@@ -93,6 +96,7 @@ class Runtime:
     run: str
     entry_example: str
     build: str | None = None
+    build_when: str | None = None
     npm: bool = False
     env: tuple[tuple[str, str], ...] = ()
     min_memory_bytes: int = 0
@@ -102,8 +106,14 @@ class Runtime:
 
     @property
     def compiled(self) -> bool:
-        """True when a submission must be built before it can run."""
-        return self.build is not None
+        """True when every submission must be built before it can run."""
+        return self.build is not None and self.build_when is None
+
+    def needs_build(self, files: Iterable[str]) -> bool:
+        """True when a submission with these files (paths relative to its root) is built."""
+        if self.build is None:
+            return False
+        return self.build_when is None or self.build_when in set(files)
 
     @property
     def image_repository(self) -> str:
@@ -149,6 +159,9 @@ _BUILD_JAVA = (
     ' && javac -nowarn -encoding UTF-8 -d /artifact/classes $(find . -name "*.java" | sort)'
 )
 
+#: ``npm ci`` of a submission's lock file (see files/node/build.sh); offline by default.
+_BUILD_NODE = "sh /opt/kryt/setup/build.sh"
+
 #: Every known runtime, by name. Add a row (or call :func:`register`) to add a language.
 REGISTRY: dict[str, Runtime] = {
     runtime.name: runtime
@@ -167,9 +180,11 @@ REGISTRY: dict[str, Runtime] = {
             debs=("nodejs",),
             run='exec node --max-old-space-size={heap_mib} "$0"',
             entry_example="bot.js",
+            build=_BUILD_NODE,
+            build_when="package.json",
             npm=True,
             env=(("NODE_PATH", "/opt/kryt/node/node_modules"),),
-            notes="@grpc/grpc-js and @grpc/proto-loader on NODE_PATH",
+            notes="@grpc/grpc-js and @grpc/proto-loader on NODE_PATH; npm ci for package.json",
         ),
         Runtime(
             name="java",

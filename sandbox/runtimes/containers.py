@@ -8,14 +8,20 @@ memory, size of the output); the second holds only the sources in ``/bot`` and t
 output in ``/artifact``. The image is tagged by the submission's hash and the runtime image's
 id, so each submission is built once, and the artifact is immutable. A failed build is one
 :class:`~sandbox.runtimes.RuntimeBuildError` that ends with the compiler's output.
+
+A ``node`` submission is built only when it has a ``package.json`` (``npm ci`` of its lock
+file); its ``/artifact/node_modules`` is linked as ``/bot/node_modules``. The build has no
+network unless the organiser names the runtime in ``KRYT_BUILD_NETWORK`` (see
+:func:`build_network_allowed`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sandbox.limits import SandboxLimits
@@ -24,12 +30,15 @@ from sandbox.submission import Submission
 
 __all__ = [
     "BUILD_FAILED",
+    "BUILD_NETWORK_ENV",
     "BUILD_UID",
     "build_failure",
+    "build_network_allowed",
     "build_script",
     "dockerfile",
     "effective_limits",
     "launch_command",
+    "needs_build",
 ]
 
 #: The unprivileged uid the build runs as (the same as the bot's).
@@ -38,10 +47,31 @@ BUILD_UID = 65534
 BUILD_FAILED = "kryt-build-failed:"
 #: Lines of build output kept in the error for the author.
 BUILD_LOG_LINES = 40
+#: The organiser's setting: runtimes (comma-separated, e.g. ``node``) whose build step may use
+#: the network to reach their package registry. Unset (the default): no build has a network.
+BUILD_NETWORK_ENV = "KRYT_BUILD_NETWORK"
 
 
-def build_script(runtime: Runtime) -> str:
-    """The shell script of the build stage: the runtime's command under the build limits."""
+def build_network_allowed(runtime: Runtime, environ: Mapping[str, str] | None = None) -> bool:
+    """True when the organiser lets ``runtime``'s build step use the network
+    (``KRYT_BUILD_NETWORK=node``; ``all`` for every runtime). Off by default."""
+    env = os.environ if environ is None else environ
+    names = {part.strip() for part in env.get(BUILD_NETWORK_ENV, "").split(",") if part.strip()}
+    return runtime.name in names or "all" in names
+
+
+def needs_build(runtime: Runtime, submission: Submission) -> bool:
+    """True when ``submission`` is built before it runs (always for cpp, go and java; for
+    node only with a ``package.json``)."""
+    return runtime.needs_build(submission.files)
+
+
+def build_script(runtime: Runtime, *, online: bool = False) -> str:
+    """The shell script of the build stage: the runtime's command under the build limits.
+
+    ``online`` tells the command (``KRYT_BUILD_ONLINE=1``) that the organiser gave the build a
+    network; without it, package managers run offline.
+    """
     if runtime.build is None:
         raise ValueError(f"runtime {runtime.name!r} has no build step")
     limits = runtime.build_limits
@@ -50,6 +80,7 @@ def build_script(runtime: Runtime) -> str:
     blocks = output // 512
     return f"""\
 ulimit -f {blocks}
+export KRYT_BUILD_ONLINE={1 if online else 0}
 cd /src
 timeout -k 5 {seconds} /bin/sh -ec {shlex.quote(runtime.build)} 2>&1
 status=$?
@@ -69,9 +100,15 @@ fi
 """
 
 
-def dockerfile(runtime: Runtime, base_image: str, entry: str) -> str:
-    """The Dockerfile of a submission's image on ``base_image`` (its runtime's image)."""
-    if runtime.build is None:
+def dockerfile(runtime: Runtime, base_image: str, entry: str, *, build: bool | None = None) -> str:
+    """The Dockerfile of a submission's image on ``base_image`` (its runtime's image).
+
+    ``build`` says whether this submission is built (default: the runtime always builds);
+    see :func:`needs_build`.
+    """
+    if build is None:
+        build = runtime.compiled
+    if not build:
         lines = [f"FROM {base_image}", "COPY bot/ /bot/"]
         if runtime.name == "native":
             # Stored submissions lose their modes (they are packed 0644): the entry must run.
@@ -90,9 +127,20 @@ def dockerfile(runtime: Runtime, base_image: str, entry: str) -> str:
             f"FROM {base_image}",
             "COPY bot/ /bot/",
             f"COPY --from=build {ARTIFACT_DIR}/ {ARTIFACT_DIR}/",
+            *_link_node_modules(runtime),
             "",
         ]
     )
+
+
+def _link_node_modules(runtime: Runtime) -> list[str]:
+    """Node finds packages by walking up from the importing file (``import`` ignores
+    NODE_PATH), so the built ``node_modules`` is linked into ``/bot``; a shipped one stays."""
+    if runtime.name != "node":
+        return []
+    built, link = f"{ARTIFACT_DIR}/node_modules", "/bot/node_modules"
+    script = f"if [ -d {built} ] && [ ! -e {link} ]; then ln -s {built} {link}; fi"
+    return [f"RUN {json.dumps(['/bin/sh', '-c', script])}"]
 
 
 def launch_command(runtime: Runtime, submission: Submission, limits: SandboxLimits) -> list[str]:
@@ -125,9 +173,10 @@ def build_failure(runtime: Runtime, submission: Submission, log: Iterable[Any]) 
     if reason is None:
         return None
     # Docker's own progress lines say nothing to the author.
-    noise = ("Step ", " ---> ", "Removing intermediate", "Sending build context")
+    noise = ("Step ", " ---> ", "Removing intermediate", "Sending build context", "The command ")
+    # The build script's own summary line follows a command's more precise one: drop both.
     output = [
-        line for line in lines if line.strip() and not line.startswith(noise) and line != reason
+        line for line in lines if line.strip() and not line.startswith((*noise, BUILD_FAILED))
     ]
     tail = "\n".join(output[-BUILD_LOG_LINES:])
     name = submission.manifest.name

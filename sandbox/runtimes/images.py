@@ -8,8 +8,9 @@ Two cached layers per runtime, each tagged by a hash of its inputs so a rebuild 
 2. ``kryt-runtime-<name>:<hash>``: the root plus ``/opt/kryt`` (the protocol's ``.proto``
    files and the runtime's set-up files), after ``setup.sh`` ran in it with no network
    (generating and pre-compiling the protocol bindings). For ``node``, ``node_modules`` with
-   ``@grpc/grpc-js`` and ``@grpc/proto-loader`` comes from ``npm ci`` on the host against
-   the lock file in ``files/node`` (the only step that uses a package registry).
+   ``@grpc/grpc-js``, ``@grpc/proto-loader`` and npm (for the build step of submissions with
+   a ``package.json``) comes from ``npm ci`` on the host against the lock file in
+   ``files/node`` (the only step that uses a package registry).
 
 Nothing comes from a container registry. ``python -m sandbox.runtimes build [NAME ...]``
 builds (``all`` by default); ``tag NAME`` prints the tag without building. The ``python``

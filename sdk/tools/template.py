@@ -139,6 +139,13 @@ def new_bot(name: str, parent: str | Path = ".", *, language: str = "python") ->
     Raises :class:`BotTemplateError` for a name the manifest rules reject, an unknown
     language or an existing folder (nothing is overwritten).
     """
+    if language.lower() in ("rust", "native"):
+        # Debian has no Rust gRPC crate to build with offline: say where the way in is.
+        raise BotTemplateError(
+            f"no {language} starter: build the bot on your machine and enter the executable"
+            ' with runtime = "native"; docs/sandbox.md ("Rust: entered as native") has a'
+            " complete Rust bot"
+        )
     if language.lower() not in LANGUAGES:
         raise BotTemplateError(
             f"unknown language {language!r}; choose one of {', '.join(sorted(LANGUAGES))}"

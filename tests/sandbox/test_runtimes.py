@@ -152,7 +152,7 @@ def test_compiled_runtimes_build_in_a_separate_stage() -> None:
     assert f"timeout -k 5 {limits.seconds} " in script
     assert str(limits.output_bytes) in script
     with pytest.raises(ValueError, match="no build step"):
-        containers.build_script(REGISTRY["node"])
+        containers.build_script(REGISTRY["native"])
 
 
 def test_build_failures_are_told_apart_from_ours() -> None:
