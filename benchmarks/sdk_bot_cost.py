@@ -60,7 +60,7 @@ def recorded_requests(count: int) -> list[bytes]:
             request = DecisionRequest(
                 request_id=len(requests) + 1,
                 game_number=1,
-                view=game.view(game.to_move),
+                view=game.view(game.to_move or 0),
                 clock=Clock(move_ms=1000, bank_ms=10_000),
             )
             requests.append(encode_referee_message(request))
@@ -87,7 +87,7 @@ async def drive(address: str, requests: list[bytes], pid: int) -> float:
     )
     async with grpc.aio.insecure_channel(address) as channel:
         await channel.channel_ready()
-        call = channel.stream_stream(PLAY_PATH)()
+        call = channel.stream_stream(PLAY_PATH, None, None)(None)
         await call.write(encode_referee_message(handshake))
         await call.read()
         before = cpu_seconds(pid)
