@@ -189,21 +189,13 @@ def series_specs(config: TournamentConfig, ids: list[int], seed: int) -> list[Se
     seeds derive from ``seed``."""
     gauntlet = None if config.gauntlet is None else ids[config.bots.index(config.gauntlet)]
     if config.ruleset != "default":  # tables (arena.tournament.seatings / gauntlet)
-        from arena.tournament.table_runner import table_series_seed, table_specs
+        from arena.tournament.table_runner import table_specs
 
         if gauntlet is None:
             return table_specs(config, ids, seed)
-        return [
-            SeriesSpec(
-                submission_a_id=seats[0],
-                submission_b_id=seats[1],
-                games_planned=config.games_per_pair,
-                seed=table_series_seed(seed, seats),
-                ruleset=config.ruleset,
-                seats=seats,
-            )
-            for seats in gauntlet_seatings(ids, gauntlet, config.table_size)
-        ]
+        return table_specs(
+            config, ids, seed, seatings=gauntlet_seatings(ids, gauntlet, config.table_size)
+        )
     pairs = (
         [(a, b) for i, a in enumerate(ids) for b in ids[i + 1 :]]
         if gauntlet is None

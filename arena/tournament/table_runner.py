@@ -48,9 +48,15 @@ def table_series_seed(tournament_seed: int, seats: Sequence[int]) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 2
 
 
-def table_specs(config: TournamentConfig, ids: Sequence[int], seed: int) -> list[SeriesSpec]:
-    """One series per set of ``table_size`` entrants and clockwise seating order; series seeds
-    derive from the tournament's ``seed``."""
+def table_specs(
+    config: TournamentConfig,
+    ids: Sequence[int],
+    seed: int,
+    *,
+    seatings: Sequence[tuple[int, ...]] | None = None,
+) -> list[SeriesSpec]:
+    """One series per seating: by default every set of ``table_size`` entrants in every
+    clockwise order (a gauntlet passes its own); series seeds derive from ``seed``."""
     return [
         SeriesSpec(
             submission_a_id=seats[0],
@@ -60,7 +66,7 @@ def table_specs(config: TournamentConfig, ids: Sequence[int], seed: int) -> list
             ruleset=config.ruleset,
             seats=seats,
         )
-        for seats in table_seatings(ids, config.table_size)
+        for seats in (table_seatings(ids, config.table_size) if seatings is None else seatings)
     ]
 
 
