@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from datetime import timedelta
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, or_, select
 
 from arena.db import (
     Database,
@@ -42,6 +42,7 @@ from arena.db.ladder import (
     release,
     renew_leases,
 )
+from arena.db.models import Author, BotOwner
 from arena.service.pairing import PairResult, choose_pair
 from arena.service.play import play_ladder_series
 from arena.service.settings import ServiceSettings
@@ -53,10 +54,16 @@ LADDER_NAME = "ladder"
 
 
 def entrants(*, session: Session) -> list[int]:
-    """The latest active version of each bot (submission ids, by bot id)."""
+    """The latest active version of each bot (submission ids, by bot id); bots of a
+    disabled author are left out (bots stored by the organiser have no owner and stay)."""
     rows = session.exec(
         select(Submission)
-        .where(Submission.status == SubmissionStatus.ACTIVE.value)
+        .outerjoin(BotOwner, col(BotOwner.bot_id) == col(Submission.bot_id))
+        .outerjoin(Author, col(Author.id) == col(BotOwner.author_id))
+        .where(
+            Submission.status == SubmissionStatus.ACTIVE.value,
+            or_(col(Author.id).is_(None), col(Author.disabled).is_(False)),
+        )
         .order_by(col(Submission.bot_id), col(Submission.submitted_at), col(Submission.id))
     ).all()
     latest: dict[int, int] = {}
