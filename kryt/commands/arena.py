@@ -193,7 +193,7 @@ def invite_list(database: DatabaseOption = None) -> None:
                 state = "expired"
             else:
                 state = f"open until {row.expires_at:%Y-%m-%d %H:%M}"
-            out.print(f"{row.id}\t{row.label or '-'}\t{state}", highlight=False)
+            typer.echo(f"{row.id}\t{row.label or '-'}\t{state}")  # plain tabs, easy to cut
 
 
 @token_app.command("create")
