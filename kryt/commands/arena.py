@@ -38,6 +38,16 @@ def serve(
     concurrency: Annotated[int | None, typer.Option(help="Ladder series at a time.")] = None,
     budget: Annotated[int | None, typer.Option(help="Ladder games in all (0: no limit).")] = None,
     backend: Annotated[str | None, typer.Option(help="Sandbox: auto, docker, bwrap.")] = None,
+    executor: Annotated[
+        str | None, typer.Option(help="Ladder series: local (threads here) or dask (a cluster).")
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Dask scheduler address (tcp://HOST:8786); none: a local cluster."),
+    ] = None,
+    dask_workers: Annotated[
+        int | None, typer.Option(help="Workers of the local Dask cluster (no --scheduler).")
+    ] = None,
     port_file: Annotated[Path | None, typer.Option(help="Write the bound port here.")] = None,
 ) -> None:
     """Serve the leaderboard, the authors' API and pages, and run the ladder."""
@@ -56,6 +66,9 @@ def serve(
             "games_per_series": games_per_series,
             "concurrency": concurrency,
             "budget_games": budget,
+            "executor": executor,
+            "scheduler": scheduler,
+            "dask_workers": dask_workers,
         }.items()
         if v is not None
     }

@@ -220,7 +220,9 @@ class Arena:
             engine.dispose()
 
 
-def _serve(workdir: Path, database: str) -> Iterator[Arena]:
+def _serve(
+    workdir: Path, database: str, extra_env: dict[str, str] | None = None
+) -> Iterator[Arena]:
     """A server with authors alice, bob and carol (one token each) over ``database``."""
     tokens = {}
     for author in ("alice", "bob", "carol"):
@@ -236,6 +238,7 @@ def _serve(workdir: Path, database: str) -> Iterator[Arena]:
         "KRYT_ARENA_WRITES_PER_MINUTE": "8",
         "KRYT_ARENA_MAX_UPLOAD_BYTES": str(256 * 1024),
         "KRYT_ARENA_AUTH_FAILURES_PER_MINUTE": "1000",
+        **(extra_env or {}),
     }
     # Short: bot socket paths below it must fit in a unix socket address.
     runtime = Path(tempfile.mkdtemp(prefix="krt-"))
