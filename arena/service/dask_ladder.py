@@ -15,9 +15,16 @@ from collections.abc import Callable
 from typing import Any
 
 from arena.db import open_database
+from arena.db.url import backend_of, mask_url
 from arena.service.play import LadderOutcome, play_ladder_series
 from arena.service.settings import ServiceSettings
-from arena.tournament.dask_executor import WATCH_SECONDS, DaskExecutor, dask
+from arena.tournament.dask_executor import (
+    WATCH_SECONDS,
+    DaskExecutor,
+    DaskExecutorError,
+    _on_this_machine,
+    dask,
+)
 
 __all__ = ["DaskLadder", "play_ladder_on_worker"]
 
@@ -78,6 +85,12 @@ class DaskLadder:
     def prepare(self) -> int:
         """Connect, check every worker can run the sandbox, sweep what dead servers left on
         the workers; returns how many sandboxes were removed."""
+        scheduler = self._settings.ladder.scheduler or None
+        if backend_of(self._url) == "sqlite" and not _on_this_machine(scheduler):
+            raise DaskExecutorError(
+                f"workers of the scheduler at {scheduler} cannot reach the SQLite file "
+                f"{mask_url(self._url)}; use a PostgreSQL database for a cluster of machines"
+            )
         sandbox = self._settings.sandbox
         self.executor.worker_sandboxes(sandbox.backend, sandbox.allow_unsafe)
         dask.Event(self._stop_name, client=self.executor.client).clear()
