@@ -13,14 +13,16 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from arena.db.errors import ConflictError, InvalidRecordError, NotFoundError
-from arena.db.models import ApiToken, AuditEntry, Author, Bot, BotOwner
+from arena.db.models import ApiToken, AuditEntry, Author, Bot, BotOwner, Invite
 from arena.db.types import utcnow
 
 AUTHOR_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}\Z")
 TOKEN_PREFIX = "kryt_"
+INVITE_PREFIX = "kryt-invite_"
 TOKEN_BYTES = 32
 MAX_TOKEN_CHARS = 200
 """Longer presented tokens are refused before hashing (they cannot be ours)."""
@@ -142,6 +144,85 @@ def authenticate_token(secret: str, *, session: Session) -> Principal | None:
     row.last_used_at = now
     session.add(row)
     return Principal(author.id, author.name, row.id)
+
+
+def set_author_disabled(name: str, disabled: bool, *, session: Session) -> Author:
+    """Disable (or enable again) an author. A disabled author's tokens and logins are
+    refused at once and their bots leave the ladder; nothing of theirs is deleted."""
+    author = get_author(name, session=session)
+    author.disabled = disabled
+    session.add(author)
+    session.flush()
+    return author
+
+
+# ---------------------------------------------------------------------------- invites
+
+
+class InviteError(ValueError):
+    """An invite code that cannot be used: unknown, already used or expired (callers tell
+    the person only that the code is not valid)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewInvite:
+    """A freshly created invite: the code (show it once, never stored) and its row id."""
+
+    invite_id: int
+    code: str
+    expires_at: datetime
+
+
+def create_invite(*, session: Session, lifetime: timedelta, label: str = "") -> NewInvite:
+    """A one-use invite code valid for ``lifetime``; the code is returned once."""
+    if lifetime <= timedelta(0):
+        raise InvalidRecordError(f"an invite's lifetime must be positive, got {lifetime}")
+    code = INVITE_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
+    expires = utcnow() + lifetime
+    row = Invite(code_hash=hash_token(code), label=label[:100], expires_at=expires)
+    session.add(row)
+    session.flush()
+    assert row.id is not None
+    return NewInvite(row.id, code, expires)
+
+
+def list_invites(*, session: Session) -> list[Invite]:
+    """Every invite (used and expired ones too), oldest first."""
+    return list(session.exec(select(Invite).order_by(col(Invite.id))).all())
+
+
+def redeem_invite(
+    code: str,
+    name: str,
+    *,
+    session: Session,
+    password_hash: str | None,
+    token_lifetime: timedelta,
+) -> tuple[Author, NewToken]:
+    """Use an invite: create the author ``name`` and their first token, in the caller's
+    transaction.
+
+    The code is spent by a conditional update (unused and unexpired), so two people racing
+    with one code cannot both register. :class:`InviteError` for a code that is unknown,
+    used or expired; :class:`ConflictError` / :class:`InvalidRecordError` for a taken or
+    malformed name (the caller rolls back, so the code stays unused).
+    """
+    if not code or len(code) > MAX_TOKEN_CHARS:
+        raise InviteError("invalid invite code")
+    now = utcnow()
+    row = session.exec(select(Invite).where(Invite.code_hash == hash_token(code))).first()
+    if row is None or row.used_at is not None or row.expires_at <= now:
+        raise InviteError("invalid invite code (unknown, already used or expired)")
+    author = create_author(name, session=session, password_hash=password_hash)
+    spent = session.execute(
+        update(Invite)
+        .where(col(Invite.id) == row.id, col(Invite.used_at).is_(None))
+        .values(used_at=now, author_id=author.id)
+    )
+    if spent.rowcount != 1:  # type: ignore[attr-defined]
+        raise InviteError("invalid invite code (already used)")
+    token = create_token(name, session=session, lifetime=token_lifetime, label="invite")
+    return author, token
 
 
 def owner_of(bot_id: int, *, session: Session) -> int | None:

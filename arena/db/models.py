@@ -348,3 +348,18 @@ class GameLog(SQLModel, table=True):
     submission_id: int = Field(foreign_key="submissions.id", index=True)
     text: str = Field(default="", sa_type=Text)
     truncated: bool = False
+
+
+class Invite(SQLModel, table=True):
+    """A one-use invite code with which a person registers as an author (the organiser
+    creates it); only the sha256 of the code is stored, like an API token's."""
+
+    __tablename__ = "invites"
+
+    id: int | None = Field(default=None, primary_key=True)
+    code_hash: str = Field(sa_type=String(64), unique=True, index=True)
+    label: str = Field(default="", sa_type=String(100))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+    used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    author_id: int | None = Field(default=None, foreign_key="authors.id")

@@ -7,6 +7,8 @@ Routes added to the leaderboard's (``/``, ``/bots/{name}``, ``/games/{id}``, ...
   ``GET /api/submissions``, ``GET /api/submissions/{id}``, ``POST /api/bots/{name}/retire``,
   ``GET /api/bots/{name}/logs``, ``GET /api/ladder``: every one needs
   ``Authorization: Bearer <token>`` but the ladder's;
+- ``POST /api/register`` (an invite code, a name and a password: a new author and their
+  first token; no token needed, the code is the credential), ``GET/POST /register``;
 - ``GET/POST /login``, ``POST /logout``, ``GET /me`` (the author's private page: checks,
   forfeits, logs), ``POST /me/bots/{name}/retire``: forms carry a CSRF token.
 
@@ -17,6 +19,7 @@ of another author → 403; too many tries or writes → 429 with ``Retry-After``
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import threading
@@ -25,6 +28,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -41,8 +45,10 @@ from sqlmodel import Session, col, select
 
 from arena.db import (
     Bot,
+    ConflictError,
     Database,
     Game,
+    InvalidRecordError,
     NotFoundError,
     Submission,
     SubmissionStatus,
@@ -52,16 +58,26 @@ from arena.db import (
     set_submission_status,
 )
 from arena.db.accounts import (
+    InviteError,
     Principal,
     audit,
     authenticate_token,
     bots_of_author,
     find_author,
     owner_of,
+    redeem_invite,
 )
 from arena.db.ladder import checks_of_author, get_check, ladder_series_ids, logs_of_submissions
 from arena.db.models import Author, SubmissionCheck
-from arena.service.auth import CSRF_COOKIE, SESSION_COOKIE, RateLimiter, Signer, verify_password
+from arena.service.auth import (
+    CSRF_COOKIE,
+    SESSION_COOKIE,
+    PasswordError,
+    RateLimiter,
+    Signer,
+    hash_password,
+    verify_password,
+)
 from arena.service.ladder import Ladder, entrants
 from arena.service.settings import ServiceSettings
 from arena.service.uploads import ForbiddenError, UploadError, Validator, accept_upload
@@ -69,6 +85,7 @@ from arena.tournament.runner import label_prefix
 from leaderboard.web.app import LINKS
 from leaderboard.web.app import create_app as create_leaderboard_app
 from leaderboard.web.render import render
+from sandbox import sweep_leftovers
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +155,12 @@ def create_service_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if run_background:
+            # A server killed with -9 may have left bot containers, socket directories and
+            # cgroups (bwrap and plain bots die with it); remove those of dead runners only,
+            # so another server on the same database keeps its bots.
+            swept = sweep_leftovers(prefix)
+            if swept:
+                log.warning("removed %d sandbox(es) left over by a dead server", swept)
             resumed = service.validator.resume()
             if resumed:
                 log.info("resuming %d validation(s) left pending", resumed)
@@ -444,6 +467,26 @@ def _add_api(app: FastAPI, service: Service) -> None:
                 ],
             }
 
+    @app.post("/api/register", status_code=201)
+    async def register(request: Request) -> JSONResponse:
+        body = await _read_body(request, 16 * 1024)
+        try:
+            fields = json.loads(body or b"{}")
+        except ValueError:
+            fields = None
+        if not isinstance(fields, dict) or not all(
+            isinstance(fields.get(k, ""), str) for k in ("invite", "name", "password")
+        ):
+            raise Problem(
+                422, "Invalid registration", 'send JSON {"invite": .., "name": .., "password": ..}'
+            )
+        done = _register(service, fields, _remote(request))
+        return JSONResponse(
+            {"author": done.name, "token": done.token, "expires_at": done.expires_at},
+            status_code=201,
+            headers={"Cache-Control": "no-store"},
+        )
+
     @app.get("/api/ladder")
     def ladder_state() -> dict[str, Any]:
         with db.read_session() as session:
@@ -491,6 +534,67 @@ def _retire(service: Service, name: str, principal: Principal, remote: str) -> d
             remote=remote,
         )
     return {"bot": name, "retired": retired}
+
+
+# ---------------------------------------------------------------------------- registration
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """An author who registered with an invite, and their first token (shown once)."""
+
+    author_id: int
+    name: str
+    token: str
+    expires_at: str
+
+
+def _register(service: Service, fields: dict[str, str], remote: str) -> Registered:
+    """Spend an invite code on a new author; a problem (audited) when anything is wrong.
+
+    Refused codes count against the caller's address like refused tokens; a taken or
+    malformed name or a bad password leaves the code unused (the transaction rolls back).
+    """
+    wait = service.failures.blocked(remote)
+    if wait:
+        raise Problem(429, "Too many requests", "too many refused invite codes", retry_after=wait)
+    code = fields.get("invite", "").strip()
+    name = fields.get("name", "").strip()
+    try:
+        password_hash = hash_password(fields.get("password", ""))
+    except PasswordError as exc:
+        raise Problem(422, "Invalid registration", str(exc)) from None
+    lifetime = timedelta(days=service.settings.token_days)
+    outcome, detail = "refused", ""
+    try:
+        with service.db.session() as session:
+            author, token = redeem_invite(
+                code, name, session=session, password_hash=password_hash, token_lifetime=lifetime
+            )
+            assert author.id is not None
+            audit(
+                "register",
+                "ok",
+                session=session,
+                author_id=author.id,
+                token_id=token.token_id,
+                target=name,
+                remote=remote,
+            )
+            return Registered(author.id, name, token.secret, token.expires_at.isoformat())
+    except InviteError as exc:
+        service.failures.take(remote)
+        detail = str(exc)
+        problem = Problem(403, "Forbidden", detail)
+    except ConflictError as exc:
+        outcome, detail = "conflict", str(exc)
+        problem = Problem(409, "Conflict", detail)
+    except InvalidRecordError as exc:
+        outcome, detail = "invalid", str(exc)
+        problem = Problem(422, "Invalid registration", detail)
+    with service.db.session() as session:
+        audit("register", outcome, session=session, target=name[:40], detail=detail, remote=remote)
+    raise problem
 
 
 # ---------------------------------------------------------------------------- pages
@@ -595,6 +699,65 @@ def _add_pages(app: FastAPI, service: Service) -> None:
         response.set_cookie(
             SESSION_COOKIE,
             signer.session(author_id, service.settings.session_hours * 3600),
+            max_age=service.settings.session_hours * 3600,
+            httponly=True,
+            samesite="strict",
+            secure=secure,
+        )
+        return response
+
+    def register_page(request: Request, *, error: str = "", status: int = 200) -> Response:
+        binding = request.cookies.get(CSRF_COOKIE)
+        fresh = not binding
+        binding = binding or secrets.token_urlsafe(24)
+        html = render(
+            "register.html",
+            links=LINKS,
+            title="Register",
+            csrf=signer.csrf_for(binding),
+            error=error,
+            token="",
+            name="",
+        )
+        response = HTMLResponse(html, status_code=status)
+        if fresh:
+            response.set_cookie(
+                CSRF_COOKIE, binding, httponly=True, samesite="strict", secure=secure
+            )
+        return response
+
+    @app.get("/register", response_class=HTMLResponse)
+    def register_form(request: Request) -> Response:
+        return register_page(request)
+
+    @app.post("/register")
+    async def register_post(request: Request) -> Response:
+        body = await _read_body(request, 16 * 1024)
+        form = _form(body)
+        if not signer.csrf_ok(request.cookies.get(CSRF_COOKIE), form.get("csrf")):
+            raise Problem(
+                403, "Forbidden", "the form's CSRF token is missing or wrong; reload the page"
+            )
+        try:
+            done = _register(service, form, _remote(request))
+        except Problem as exc:
+            if exc.status == 429:
+                raise
+            return register_page(request, error=exc.detail, status=exc.status)
+        html = render(
+            "register.html",
+            links=LINKS,
+            title="Registered",
+            csrf="",
+            error="",
+            token=done.token,
+            name=done.name,
+        )
+        response = HTMLResponse(html, status_code=201)
+        response.headers["Cache-Control"] = "no-store"  # the page holds a secret
+        response.set_cookie(
+            SESSION_COOKIE,
+            signer.session(done.author_id, service.settings.session_hours * 3600),
             max_age=service.settings.session_hours * 3600,
             httponly=True,
             samesite="strict",

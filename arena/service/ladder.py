@@ -17,8 +17,9 @@ import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, or_, select
 
 from arena.db import (
     Database,
@@ -42,10 +43,14 @@ from arena.db.ladder import (
     release,
     renew_leases,
 )
+from arena.db.models import Author, BotOwner
 from arena.service.pairing import PairResult, choose_pair
-from arena.service.play import play_ladder_series
+from arena.service.play import LadderOutcome, play_ladder_series
 from arena.service.settings import ServiceSettings
 from leaderboard.standings import refit_and_store
+
+if TYPE_CHECKING:
+    from arena.service.dask_ladder import DaskLadder
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +58,16 @@ LADDER_NAME = "ladder"
 
 
 def entrants(*, session: Session) -> list[int]:
-    """The latest active version of each bot (submission ids, by bot id)."""
+    """The latest active version of each bot (submission ids, by bot id); bots of a
+    disabled author are left out (bots stored by the organiser have no owner and stay)."""
     rows = session.exec(
         select(Submission)
-        .where(Submission.status == SubmissionStatus.ACTIVE.value)
+        .outerjoin(BotOwner, col(BotOwner.bot_id) == col(Submission.bot_id))
+        .outerjoin(Author, col(Author.id) == col(BotOwner.author_id))
+        .where(
+            Submission.status == SubmissionStatus.ACTIVE.value,
+            or_(col(Author.id).is_(None), col(Author.disabled).is_(False)),
+        )
         .order_by(col(Submission.bot_id), col(Submission.submitted_at), col(Submission.id))
     ).all()
     latest: dict[int, int] = {}
@@ -108,7 +119,8 @@ class Ladder:
         self._lease = timedelta(seconds=settings.ladder.lease_seconds)
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._running: dict[int, Future[None]] = {}
+        self._running: dict[int, Future[None] | None] = {}
+        """Series this server plays: a local future, or None when a Dask task plays it."""
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(
             max_workers=settings.ladder.concurrency, thread_name_prefix="kryt-ladder"
@@ -116,9 +128,20 @@ class Ladder:
         self._thread = threading.Thread(target=self._loop, name="kryt-ladder", daemon=True)
         self.scheduled = 0
         self.games_played = 0
+        self._dask: DaskLadder | None = None
+        if settings.ladder.executor == "dask":
+            # Imported here: distributed is slow to import and only this executor needs it.
+            from arena.service.dask_ladder import DaskLadder
+
+            self._dask = DaskLadder(settings, database_url=db.url, label_prefix=label_prefix)
 
     def start(self) -> None:
-        """Start scheduling in the background."""
+        """Start scheduling in the background (on Dask: connect and check the workers, and
+        sweep what dead servers left on them, first; raises when the cluster is unusable)."""
+        if self._dask is not None:
+            swept = self._dask.prepare()
+            if swept:
+                log.warning("removed %d sandbox(es) left on the Dask workers", swept)
         self._thread.start()
 
     def wake(self) -> None:
@@ -136,6 +159,8 @@ class Ladder:
         self._wake.set()
         self._thread.join(timeout)
         self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._dask is not None:
+            self._dask.stop(timeout)
         with self._db.session() as session:
             for sid in ladder_series_ids(session=session, unfinished_only=True):
                 release(sid, session=session, claimed_by=self.instance)
@@ -215,8 +240,36 @@ class Ladder:
             return row.id
 
     def _launch(self, series_id: int) -> None:
+        if self._dask is not None:
+            with self._lock:
+                self._running[series_id] = None
+            self._dask.submit(series_id, self._remote_done)
+            return
         with self._lock:
             self._running[series_id] = self._pool.submit(self._play, series_id)
+
+    def _remote_done(self, series_id: int, outcome: LadderOutcome | None) -> None:
+        """A series played on Dask ended (``None``: it failed; its lease runs out and it is
+        retried, as in :meth:`_play`)."""
+        try:
+            if outcome is None:
+                log.error("ladder series %s failed on the Dask cluster", series_id)
+                return
+            self.games_played += outcome.games_played
+            self._after(series_id, outcome)
+        except Exception:
+            log.exception("ladder series %s: recording its end failed", series_id)
+        finally:
+            with self._lock:
+                self._running.pop(series_id, None)
+            self._wake.set()
+
+    def _after(self, series_id: int, outcome: LadderOutcome) -> None:
+        if outcome.status in ("finished", "aborted"):
+            refit_and_store(self._db)
+        if outcome.status != "interrupted":
+            with self._db.session() as session:
+                release(series_id, session=session, claimed_by=self.instance)
 
     def _play(self, series_id: int) -> None:
         try:
@@ -228,11 +281,7 @@ class Ladder:
                 stop=self._stop,
                 on_game=self._counted,
             )
-            if outcome.status in ("finished", "aborted"):
-                refit_and_store(self._db)
-            if outcome.status != "interrupted":
-                with self._db.session() as session:
-                    release(series_id, session=session, claimed_by=self.instance)
+            self._after(series_id, outcome)
         except Exception:
             # The lease is kept and runs out, so the series is retried later (here or by
             # another server) instead of being lost.

@@ -37,6 +37,11 @@ class LadderSettings:
     """A claimed series is taken over by another server this long after its last heartbeat."""
     poll_seconds: float = 1.0
     seed: int = 1
+    executor: str = "local"
+    """Where series are played: ``local`` (threads of the server) or ``dask`` (a cluster)."""
+    scheduler: str = ""
+    """The Dask scheduler (``tcp://HOST:8786``); empty: a LocalCluster of ``dask_workers``."""
+    dask_workers: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,18 @@ class ServiceSettings:
             raise SettingsError(
                 "ladder.lease_seconds and ladder.poll_seconds must be positive, got "
                 f"{self.ladder.lease_seconds!r} and {self.ladder.poll_seconds!r}"
+            )
+        if self.ladder.executor not in ("local", "dask"):
+            raise SettingsError(
+                f"ladder.executor must be 'local' or 'dask', got {self.ladder.executor!r}"
+            )
+        if self.ladder.scheduler and self.ladder.executor != "dask":
+            raise SettingsError(
+                f"ladder.scheduler {self.ladder.scheduler!r} needs ladder.executor 'dask'"
+            )
+        if type(self.ladder.dask_workers) is not int or self.ladder.dask_workers < 1:
+            raise SettingsError(
+                f"ladder.dask_workers must be a positive integer, got {self.ladder.dask_workers!r}"
             )
         if not self.reference_bots:
             raise SettingsError("reference_bots needs at least one bundled example bot")

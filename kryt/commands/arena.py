@@ -1,4 +1,4 @@
-"""``kryt arena``: run the arena server and manage its authors and tokens;
+"""``kryt arena``: run the arena server and manage its authors, invites and tokens;
 ``kryt submissions``: an author's uploaded versions and their validation."""
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from kryt.options import DatabaseOption, open_db
 app = typer.Typer(no_args_is_help=True)
 author_app = typer.Typer(no_args_is_help=True)
 token_app = typer.Typer(no_args_is_help=True)
-app.add_typer(author_app, name="author", help="Create and list authors.")
+invite_app = typer.Typer(no_args_is_help=True)
+app.add_typer(author_app, name="author", help="Create, list, disable and enable authors.")
+app.add_typer(invite_app, name="invite", help="One-use codes with which people register.")
 app.add_typer(token_app, name="token", help="Create, list and revoke API tokens.")
 out = Console()
 
@@ -36,6 +38,16 @@ def serve(
     concurrency: Annotated[int | None, typer.Option(help="Ladder series at a time.")] = None,
     budget: Annotated[int | None, typer.Option(help="Ladder games in all (0: no limit).")] = None,
     backend: Annotated[str | None, typer.Option(help="Sandbox: auto, docker, bwrap.")] = None,
+    executor: Annotated[
+        str | None, typer.Option(help="Ladder series: local (threads here) or dask (a cluster).")
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Dask scheduler address (tcp://HOST:8786); none: a local cluster."),
+    ] = None,
+    dask_workers: Annotated[
+        int | None, typer.Option(help="Workers of the local Dask cluster (no --scheduler).")
+    ] = None,
     port_file: Annotated[Path | None, typer.Option(help="Write the bound port here.")] = None,
 ) -> None:
     """Serve the leaderboard, the authors' API and pages, and run the ladder."""
@@ -54,6 +66,9 @@ def serve(
             "games_per_series": games_per_series,
             "concurrency": concurrency,
             "budget_games": budget,
+            "executor": executor,
+            "scheduler": scheduler,
+            "dask_workers": dask_workers,
         }.items()
         if v is not None
     }
@@ -108,6 +123,90 @@ def author_list(database: DatabaseOption = None) -> None:
             bots = ", ".join(b.name for b in bots_of_author(author.id, session=session))
             state = " (disabled)" if author.disabled else ""
             out.print(f"{author.name}{state}: {bots or 'no bots'}", highlight=False)
+
+
+def _set_disabled(name: str, disabled: bool, database: str | None) -> None:
+    from arena.db import NotFoundError
+    from arena.db.accounts import audit, set_author_disabled
+
+    db = open_db(database, create=False)
+    try:
+        with db.session() as session:
+            author = set_author_disabled(name, disabled, session=session)
+            audit(
+                "author",
+                "disabled" if disabled else "enabled",
+                session=session,
+                author_id=author.id,
+                target=name,
+                remote="cli",
+            )
+    except NotFoundError as exc:
+        raise UserError(str(exc)) from None
+
+
+@author_app.command("disable")
+def author_disable(
+    name: Annotated[str, typer.Argument(help="The author.")], database: DatabaseOption = None
+) -> None:
+    """Disable an author: their tokens and logins stop working at once and their bots leave
+    the ladder; their bots, games and logs are kept (`enable` reverses it)."""
+    _set_disabled(name, True, database)
+    out.print(f"author {name} disabled", highlight=False)
+
+
+@author_app.command("enable")
+def author_enable(
+    name: Annotated[str, typer.Argument(help="The author.")], database: DatabaseOption = None
+) -> None:
+    """Enable a disabled author again (their unexpired, unrevoked tokens work again)."""
+    _set_disabled(name, False, database)
+    out.print(f"author {name} enabled", highlight=False)
+
+
+@invite_app.command("create")
+def invite_create(
+    database: DatabaseOption = None,
+    days: Annotated[float, typer.Option(help="Days until the code expires.")] = 7,
+    label: Annotated[str, typer.Option(help="A note: whom the code is for.")] = "",
+) -> None:
+    """A one-use invite code (printed once): with it a person registers as an author at
+    /register or POST /api/register, choosing a name and password, and gets a token."""
+    from arena.db.accounts import audit, create_invite
+
+    if not 0 < days <= 365:
+        raise UserError(f"--days must be in (0, 365], got {days}")
+    db = open_db(database)
+    with db.session() as session:
+        invite = create_invite(session=session, lifetime=timedelta(days=days), label=label)
+        audit("invite", "created", session=session, target=str(invite.invite_id), detail=label)
+    out.print(
+        f"invite {invite.invite_id}, expires {invite.expires_at:%Y-%m-%d %H:%M} UTC "
+        "(one use; shown once):",
+        highlight=False,
+    )
+    print(invite.code)
+
+
+@invite_app.command("list")
+def invite_list(database: DatabaseOption = None) -> None:
+    """Every invite and whether it was used (never the codes)."""
+    from arena.db.accounts import list_invites
+    from arena.db.models import Author
+    from arena.db.types import utcnow
+
+    db = open_db(database, create=False)
+    now = utcnow()
+    with db.read_session() as session:
+        for row in list_invites(session=session):
+            if row.used_at is not None:
+                who = session.get(Author, row.author_id) if row.author_id else None
+                state = f"used {row.used_at:%Y-%m-%d} by {who.name if who else '?'}"
+            elif row.expires_at <= now:
+                state = "expired"
+            else:
+                state = f"open until {row.expires_at:%Y-%m-%d %H:%M}"
+            typer.echo(f"{row.id}\t{row.label or '-'}\t{state}")  # plain tabs, easy to cut
 
 
 @token_app.command("create")

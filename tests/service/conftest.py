@@ -1,5 +1,11 @@
 """A real arena server on loopback (``kryt arena serve`` in a subprocess, port 0) over a
-fresh SQLite database, with authors created through the CLI."""
+fresh database, with authors created through the CLI.
+
+``arena`` runs on SQLite and on PostgreSQL (a database of its own on the server named by
+``KRYT_TEST_POSTGRES_URL``; skipped locally without it, failed under CI); ``sqlite_arena``
+only on SQLite (the browser tests). The server's sandbox runtime directory is private to it,
+so a test can see exactly what its bots leave on the host.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,21 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
+
+from arena.service.server import Client
+from tests.db.conftest import _fresh_postgres_database, postgres_admin_url
+from tests.services import require
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "sdk" / "examples"
@@ -41,6 +55,35 @@ class Chatty(Bot):
 
 if __name__ == "__main__":
     serve(Chatty())
+"""
+
+FLAKY_BOT = """
+import random
+import sys
+
+from referee.rules import Action, View
+from sdk import Bot, serve
+
+
+class Flaky(Bot):
+    \"\"\"Plays the first two games of a series (validation), then answers nonsense.\"\"\"
+
+    def __init__(self) -> None:
+        self.rng = random.Random(11)
+        self.number = 0
+
+    def on_game_start(self, game) -> None:
+        self.number = game.game_number
+
+    def act(self, view: View) -> Action | str:
+        if self.number >= 3:
+            print(f"flaky gives up in game {self.number}", file=sys.stderr, flush=True)
+            return "nonsense"
+        return self.rng.choice(view.legal_actions)
+
+
+if __name__ == "__main__":
+    serve(Flaky())
 """
 
 CRASHING_BOT = """
@@ -86,9 +129,14 @@ class Arena:
     database: str
     tokens: dict[str, str]
     env: dict[str, str]
+    runtime: Path
     process: subprocess.Popen[str] | None = None
     url: str = ""
     log: list[Path] = field(default_factory=list)
+
+    @property
+    def backend(self) -> str:
+        return "sqlite" if self.database.startswith("sqlite") else "postgresql"
 
     def start(self) -> None:
         port_file = self.workdir / "port"
@@ -117,7 +165,12 @@ class Arena:
                 "1",
             ],
             cwd=self.workdir,
-            env={**os.environ, "PYTHONPATH": str(ROOT), **self.env},
+            env={
+                **os.environ,
+                "PYTHONPATH": str(ROOT),
+                "KRYT_SANDBOX_RUNTIME_DIR": str(self.runtime),
+                **self.env,
+            },
             stdout=handle,
             stderr=subprocess.STDOUT,
             text=True,
@@ -139,7 +192,8 @@ class Arena:
             time.sleep(0.1)
 
     def kill(self) -> None:
-        """kill -9 the server (its bots are its children's children: the reaper's job)."""
+        """kill -9 the server (its bots die with it by their parent-death signal; what they
+        leave on the host is swept when a server starts again)."""
         assert self.process is not None
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(30)
@@ -156,12 +210,20 @@ class Arena:
     def auth(self, author: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.tokens[author]}"}
 
+    def query(self, sql: str, **params: Any) -> list[tuple[Any, ...]]:
+        """Rows of one SQL query on the server's database (a connection of its own)."""
+        engine = create_engine(self.database, poolclass=NullPool)
+        try:
+            with engine.connect() as conn:
+                return [tuple(row) for row in conn.execute(text(sql), params)]
+        finally:
+            engine.dispose()
 
-@pytest.fixture(scope="module")
-def arena(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Arena]:
-    """A server with authors alice, bob and carol (one token each)."""
-    workdir = tmp_path_factory.mktemp("arena")
-    database = f"sqlite:///{workdir / 'arena.db'}"
+
+def _serve(
+    workdir: Path, database: str, extra_env: dict[str, str] | None = None
+) -> Iterator[Arena]:
+    """A server with authors alice, bob and carol (one token each) over ``database``."""
     tokens = {}
     for author in ("alice", "bob", "carol"):
         done = kryt("arena", "author", "add", author, "--database", database)
@@ -176,11 +238,54 @@ def arena(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Arena]:
         "KRYT_ARENA_WRITES_PER_MINUTE": "8",
         "KRYT_ARENA_MAX_UPLOAD_BYTES": str(256 * 1024),
         "KRYT_ARENA_AUTH_FAILURES_PER_MINUTE": "1000",
+        **(extra_env or {}),
     }
-    server = Arena(workdir, database, tokens, env)
+    # Short: bot socket paths below it must fit in a unix socket address.
+    runtime = Path(tempfile.mkdtemp(prefix="krt-"))
+    server = Arena(workdir, database, tokens, env, runtime)
     server.start()
     try:
         yield server
     finally:
         server.stop()
         shutil.rmtree(workdir / "store", ignore_errors=True)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("sqlite", id="sqlite"),
+        pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+    ],
+)
+def arena(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Arena]:
+    """A server over a fresh database, on SQLite and on PostgreSQL."""
+    workdir = tmp_path_factory.mktemp("arena")
+    if request.param == "sqlite":
+        yield from _serve(workdir, f"sqlite:///{workdir / 'arena.db'}")
+        return
+    admin_url = postgres_admin_url()
+    require(admin_url is not None, "PostgreSQL", "set KRYT_TEST_POSTGRES_URL")
+    assert admin_url is not None
+    for url in _fresh_postgres_database(admin_url):
+        yield from _serve(workdir, url)
+
+
+@pytest.fixture(scope="module")
+def sqlite_arena(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Arena]:
+    """A server over a fresh SQLite database."""
+    workdir = tmp_path_factory.mktemp("arena")
+    yield from _serve(workdir, f"sqlite:///{workdir / 'arena.db'}")
+
+
+def submit(arena: Arena, author: str, folder: Path, *, timeout: float = 300) -> dict[str, Any]:
+    """Upload a bot folder as ``author`` and wait for its validation; the final JSON."""
+    from arena.service.server import archive_of
+
+    data, name = archive_of(folder)
+    client = Client(arena.url, arena.tokens[author])
+    stored = client.upload(data, name)
+    return client.wait(int(stored["submission_id"]), timeout=timeout)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import re
-import sqlite3
 import time
 import zipfile
 from datetime import timedelta
@@ -218,8 +217,7 @@ def test_bad_archives_are_refused_and_nothing_is_stored(arena: Arena) -> None:
         httpx.post(arena.url + "/api/submissions", content=garbage, headers=headers, timeout=60),
         422,
     )
-    with sqlite3.connect(arena.database.removeprefix("sqlite:///")) as con:
-        assert con.execute("select count(*) from bots where name = 'evil'").fetchone() == (0,)
+    assert arena.query("select count(*) from bots where name = 'evil'") == [(0,)]
 
 
 def test_too_many_writes_get_429(arena: Arena) -> None:
@@ -260,8 +258,7 @@ def test_forged_form_posts_are_refused(arena: Arena, accepted: dict[str, str]) -
 
 def test_audit_log_records_submissions_and_refusals(arena: Arena, accepted: dict[str, str]) -> None:
     httpx.get(arena.url + "/api/me", headers={"Authorization": "Bearer kryt_wrong"}, timeout=30)
-    with sqlite3.connect(arena.database.removeprefix("sqlite:///")) as con:
-        actions = set(con.execute("select action, outcome from audit_log").fetchall())
+    actions = set(arena.query("select action, outcome from audit_log"))
     assert ("submit", "stored") in actions
     assert ("validate", "passed") in actions
     assert ("token", "refused") in actions
@@ -270,49 +267,105 @@ def test_audit_log_records_submissions_and_refusals(arena: Arena, accepted: dict
 # ---------------------------------------------------------------------------- kill -9
 
 
+def _proc_stat(pid: int) -> tuple[int, str, int] | None:
+    """(parent pid, state, start time in ticks) of a process, or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1]), fields[0], int(fields[19])
+
+
+def _descendants(root: int) -> dict[int, int]:
+    """Every live process below ``root``: pid -> start time (to survive pid reuse)."""
+    children: dict[int, list[int]] = {}
+    starts: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _proc_stat(int(entry.name))) is not None:
+            children.setdefault(stat[0], []).append(int(entry.name))
+            starts[int(entry.name)] = stat[2]
+    found: dict[int, int] = {}
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found[child] = starts[child]
+                todo.append(child)
+    return found
+
+
+def _survivors(processes: dict[int, int]) -> list[int]:
+    alive = []
+    for pid, start in processes.items():
+        stat = _proc_stat(pid)
+        if stat is not None and stat[2] == start and stat[1] not in {"Z", "X"}:
+            alive.append(pid)
+    return alive
+
+
+def _sandboxes(arena: Arena) -> set[str]:
+    """The bots' socket/work directories and dial links in the server's runtime directory."""
+    names = {p.name for p in arena.runtime.iterdir() if p.name != "dial"}
+    if (arena.runtime / "dial").is_dir():
+        names |= {f"dial/{p.name}" for p in (arena.runtime / "dial").iterdir()}
+    return {n for n in names if n.startswith("kryt-") or n.startswith("dial/kryt-")}
+
+
 def test_kill_9_mid_ladder_loses_and_duplicates_nothing(
     arena: Arena, accepted: dict[str, str]
 ) -> None:
-    """Kill the server while a ladder series plays, restart it, and count the games."""
-    path = arena.database.removeprefix("sqlite:///")
+    """Kill the server while a ladder series plays, restart it, and count the games; no bot
+    process of the killed server survives it, and what its bots left on the host is swept
+    when the next server starts."""
+    running = (
+        "select s.id, s.games_planned, count(g.id) from ladder_series l "
+        "join series s on s.id = l.series_id join games g on g.series_id = s.id "
+        "where s.status = 'running' group by s.id, s.games_planned"
+    )
+    assert arena.process is not None
+    bots: dict[int, int] = {}
 
-    def unfinished_with_games() -> bool:
-        with sqlite3.connect(path) as con:
-            row = con.execute(
-                "select count(*) from ladder_series l join series s on s.id = l.series_id "
-                "join games g on g.series_id = s.id where s.status = 'running'"
-            ).fetchone()
-        return bool(row[0])
+    def half_played() -> int | None:
+        nonlocal bots
+        for series_id, planned, played in arena.query(running):
+            # Two games still to play: the bots are surely alive when the kill lands.
+            if 0 < played <= planned - 2:
+                bots = _descendants(arena.process.pid if arena.process else 0)
+                if bots:
+                    return int(series_id)
+        return None
 
-    _until("a ladder series half played", unfinished_with_games)
-    with sqlite3.connect(path) as con:
-        (cut,) = con.execute(
-            "select s.id from series s join ladder_series l on l.series_id = s.id "
-            "where s.status = 'running'"
-        ).fetchone()
+    cut = _until("a ladder series half played, its bots running", half_played)
     arena.kill()
+    # The bots die with the server (parent-death signal), at once or nearly.
+    _until("the killed server's bots to die", lambda: not _survivors(bots), timeout=30)
+    left = _sandboxes(arena)
+    assert left, "the killed server's bots left no socket directory behind"
     arena.start()
+    # The sweep runs before the server answers /health: nothing of a dead runner is left.
+    assert not (left & _sandboxes(arena)), left & _sandboxes(arena)
 
     def finished() -> bool:
-        with sqlite3.connect(path) as con:
-            (status,) = con.execute("select status from series where id = ?", (cut,)).fetchone()
-        return bool(status == "finished")
+        rows = arena.query("select status from series where id = :id", id=cut)
+        return bool(rows[0][0] == "finished")
 
     _until("the cut series finished after the restart", finished)
-    with sqlite3.connect(path) as con:
-        planned = con.execute("select games_planned from series where id = ?", (cut,)).fetchone()[0]
-        numbers = [
-            n
-            for (n,) in con.execute(
-                "select number from games where series_id = ? and not voided order by number",
-                (cut,),
-            )
-        ]
-        duplicates = con.execute(
-            "select count(*) from (select series_id, number from games where not voided "
-            "group by series_id, number having count(*) > 1)"
-        ).fetchone()[0]
+    planned = arena.query("select games_planned from series where id = :id", id=cut)[0][0]
+    numbers = [
+        n
+        for (n,) in arena.query(
+            "select number from games where series_id = :id and not voided order by number",
+            id=cut,
+        )
+    ]
+    duplicates = arena.query(
+        "select count(*) from (select series_id, number from games where not voided "
+        "group by series_id, number having count(*) > 1) d"
+    )[0][0]
     lost = planned - len(set(numbers))
-    print(f"\nkill -9 mid-series {cut}: lost {lost} games, duplicated {duplicates}")
+    print(
+        f"\nkill -9 mid-series {cut}: lost {lost} games, duplicated {duplicates}; "
+        f"{len(bots)} bot process(es) died with the server, {len(left)} sandbox dir(s) swept"
+    )
     assert numbers == list(range(1, planned + 1))
     assert lost == 0 and duplicates == 0

@@ -1,0 +1,137 @@
+"""Ladder series on a Dask cluster (``kryt arena serve --executor dask``).
+
+The server keeps scheduling, leases and rating refits; each series it launches becomes one
+Dask task running :func:`play_ladder_on_worker`, which opens the database itself, starts
+both bots in the worker's own sandboxes and commits every game with the bots' output, like a
+tournament series on :class:`arena.tournament.dask_executor.DaskExecutor` (whose connection,
+LocalCluster and worker sweep this reuses). A worker lost mid-series is retried by the
+scheduler; the series resumes from the database, so nothing is lost or counted twice.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from arena.db import open_database
+from arena.db.url import backend_of, mask_url
+from arena.service.play import LadderOutcome, play_ladder_series
+from arena.service.settings import ServiceSettings
+from arena.tournament.dask_executor import (
+    WATCH_SECONDS,
+    DaskExecutor,
+    DaskExecutorError,
+    _on_this_machine,
+    dask,
+)
+
+__all__ = ["DaskLadder", "play_ladder_on_worker"]
+
+
+def play_ladder_on_worker(
+    series_id: int,
+    database_url: str,
+    settings: ServiceSettings,
+    label_prefix: str,
+    stop_name: str,
+) -> LadderOutcome:
+    """The Dask task: play what is missing of one ladder series on this worker.
+
+    Module-level over plain data, so it pickles by reference. A stop of the server (the
+    scheduler's Event ``stop_name``) reaches the series between games.
+    """
+    remote = dask.Event(stop_name, client=dask.get_client())
+    if remote.is_set():
+        return LadderOutcome(series_id, "interrupted", 0, "stopped before it started")
+    local = threading.Event()
+    ended = threading.Event()
+
+    def watch() -> None:
+        while not ended.is_set():
+            try:
+                if remote.wait(timeout=WATCH_SECONDS):
+                    local.set()
+                    return
+            except Exception:  # scheduler unreachable: the worker is going away anyway
+                ended.wait(WATCH_SECONDS)
+
+    threading.Thread(target=watch, name=f"kryt-ladder-stop-{series_id}", daemon=True).start()
+    db = open_database(database_url, create=False)
+    try:
+        return play_ladder_series(
+            series_id, db=db, settings=settings, label_prefix=label_prefix, stop=local
+        )
+    finally:
+        ended.set()
+        db.close()
+
+
+class DaskLadder:
+    """Submits ladder series to a Dask cluster and reports each outcome to a callback."""
+
+    def __init__(self, settings: ServiceSettings, *, database_url: str, label_prefix: str) -> None:
+        ladder = settings.ladder
+        self._settings = settings
+        self._url = database_url
+        self._label = label_prefix
+        self.executor = DaskExecutor(
+            ladder.scheduler or None, workers=ladder.dask_workers, retries=2
+        )
+        self._stop_name = f"kryt-ladder-stop-{id(self):x}-{threading.get_native_id()}"
+        self._futures: dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    def prepare(self) -> int:
+        """Connect, check every worker can run the sandbox, sweep what dead servers left on
+        the workers; returns how many sandboxes were removed."""
+        scheduler = self._settings.ladder.scheduler or None
+        if backend_of(self._url) == "sqlite" and not _on_this_machine(scheduler):
+            raise DaskExecutorError(
+                f"workers of the scheduler at {scheduler} cannot reach the SQLite file "
+                f"{mask_url(self._url)}; use a PostgreSQL database for a cluster of machines"
+            )
+        sandbox = self._settings.sandbox
+        self.executor.worker_sandboxes(sandbox.backend, sandbox.allow_unsafe)
+        dask.Event(self._stop_name, client=self.executor.client).clear()
+        return self.executor.sweep_workers(self._label)
+
+    def submit(self, series_id: int, done: Callable[[int, LadderOutcome | None], None]) -> None:
+        """Play a series on the cluster; ``done(series_id, outcome or None on failure)``."""
+        future = self.executor.client.submit(
+            play_ladder_on_worker,
+            series_id,
+            self._url,
+            self._settings,
+            self._label,
+            self._stop_name,
+            key=f"ladder-series-{series_id}-{threading.get_native_id()}-{id(self):x}",
+            pure=False,
+            retries=2,
+        )
+        with self._lock:
+            self._futures[series_id] = future
+
+        def finished(f: Any) -> None:
+            with self._lock:
+                self._futures.pop(series_id, None)
+            try:
+                outcome: LadderOutcome | None = f.result()
+            except BaseException:
+                outcome = None
+            done(series_id, outcome)
+
+        future.add_done_callback(finished)
+
+    def stop(self, timeout: float) -> None:
+        """Ask running series to stop after their current game, wait, then disconnect."""
+        try:
+            dask.Event(self._stop_name, client=self.executor.client).set()
+            with self._lock:
+                futures = list(self._futures.values())
+            if futures:
+                dask.wait(futures, timeout=timeout)
+        except Exception:  # the scheduler is gone: its series resume when the lease runs out
+            pass
+        finally:
+            self.executor.close()
