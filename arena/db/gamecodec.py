@@ -126,7 +126,7 @@ def unpack(data: bytes) -> Unpacked:
         while pos < len(view):
             move, pos = _unpack_move(view, pos)
             moves.append(move)
-    except IndexError:
+    except (IndexError, UnicodeDecodeError):
         raise PackError(f"packed game of {len(view)} bytes is cut short or corrupt") from None
     return Unpacked(deck, tuple(moves))
 
