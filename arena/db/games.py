@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 from arena.db._util import get_or_raise
 from arena.db.enums import GameResult, SeriesStatus
 from arena.db.errors import ConflictError, InvalidRecordError
-from arena.db.gamecodec import PackError, pack, unpack
+from arena.db.gamecodec import PackError, Table, pack, unpack
 from arena.db.models import Bot, Game, Series, Submission
 from arena.db.records import CARD_RE, DECK_SIZE
 from arena.db.types import utcnow
@@ -175,7 +175,8 @@ def _validate(record: GameRecord, place: GamePlace) -> None:
 def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
     _validate(record, place)
     try:
-        packed = pack(record.deck, record.moves)
+        at = Table(record.dealer, record.turn_limit, record.ruleset, record.seats)
+        packed = pack(record.deck, record.moves, at)
     except PackError as exc:
         raise InvalidRecordError(f"cannot store the game's deal and moves: {exc}") from None
     forfeit = record.forfeit
@@ -248,7 +249,7 @@ def _stored_record(game: Game, players: tuple[str, ...] | None) -> GameRecord:
     table = game.ruleset != "default"
     names = players if players is not None else ("",) * game.players
     voided = game.voided
-    played = unpack(game.packed)
+    played = game.unpacked()
     return GameRecord(
         deck=played.deck,
         dealer=game.dealer,
@@ -277,7 +278,8 @@ def _same_or_conflict(existing: Game, values: dict[str, Any]) -> Game:
     if "packed" in differing:
         # Name what differs in the record's terms, not the storage column's.
         differing.remove("packed")
-        stored, new = unpack(existing.packed), unpack(values["packed"])
+        table = Table(values["dealer"], values["turn_limit"], values["ruleset"], values["players"])
+        stored, new = existing.unpacked(), unpack(values["packed"], table)
         differing |= {"deck"} if stored.deck != new.deck else set()
         differing |= {"actions"} if stored.moves != new.moves else set()
     if differing:

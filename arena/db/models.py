@@ -24,7 +24,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from arena.db.gamecodec import unpack
+from arena.db.gamecodec import Table, Unpacked, unpack
 from arena.db.types import UTCDateTime, utcnow
 
 metadata = SQLModel.metadata
@@ -217,10 +217,14 @@ class Game(SQLModel, table=True):
     """Classic table: the game's (winning seat, losing seat) pairs; ``result`` is ``table``
     when there are any, else ``draw``."""
 
+    def unpacked(self) -> Unpacked:
+        """The deal and the moves, unpacked from ``packed``."""
+        return unpack(self.packed, Table(self.dealer, self.turn_limit, self.ruleset, self.players))
+
     @property
     def deck(self) -> list[str]:
         """The deal, 36 card texts, index 0 the top of the deck (unpacked from ``packed``)."""
-        return list(unpack(self.packed).deck)
+        return list(self.unpacked().deck)
 
     @property
     def actions(self) -> list[dict[str, Any]]:
@@ -229,7 +233,7 @@ class Game(SQLModel, table=True):
         return [
             {"seat": m.seat, "action": m.action, "seconds": m.seconds}
             | ({} if m.cpu_seconds is None else {"cpu": m.cpu_seconds})
-            for m in unpack(self.packed).moves
+            for m in self.unpacked().moves
         ]
 
 

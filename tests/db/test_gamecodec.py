@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.db.gamecodec import CARDS, PackError, pack, unpack
+from arena.db.gamecodec import (
+    CARDS,
+    FORMAT_VERSION,
+    REPLAYED_VERSION,
+    PackError,
+    Table,
+    pack,
+    unpack,
+)
 from referee.record import Move
 from referee.rules import Game
-from referee.rules.classic import ClassicGame
 
 cards = st.sampled_from(CARDS)
 decks = st.permutations(list(CARDS)) | st.lists(cards, max_size=40)
@@ -51,28 +59,77 @@ def test_round_trip_is_exact(deck: list[str], played: list[Move]) -> None:
         assert repr(after.seconds) == repr(float(before.seconds))
 
 
-def _random_game_moves(seed: int, *, players: int = 2) -> tuple[list[str], list[Move]]:
+def _random_game(
+    seed: int, *, players: int = 2, cpu: bool = False, end: int | None = None
+) -> tuple[list[str], list[Move], Table]:
+    """A random game (cut after ``end`` moves), with times as the referee rounds them."""
     rng = random.Random(seed)
-    game = Game.new(seed=seed) if players == 2 else ClassicGame.new(seed=seed, players=players)
-    moves = []
-    while not game.over:
+    ruleset = "default" if players == 2 and seed % 2 == 0 else "classic"
+    game: Any = Game.new(seed=seed, ruleset=ruleset, players=players)
+    moves: list[Move] = []
+    while not game.over and len(moves) != end:
         seat = game.to_move
+        assert seat is not None
         action = rng.choice(game.legal_actions())
         game.play(action)
-        moves.append(Move(seat, str(action), round(rng.uniform(0, 0.01), 6)))
+        spent = round(rng.expovariate(1000), 6) if cpu else None
+        moves.append(Move(seat, str(action), round(rng.lognormvariate(-7, 2), 6), spent))
     assert game.deck is not None
-    return [str(c) for c in game.deck], moves
+    table = Table(game.dealer, game.turn_limit, ruleset, players)
+    return [str(c) for c in game.deck], moves, table
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=10**9),
+    st.sampled_from([2, 3, 4]),
+    st.booleans(),
+    st.none() | st.integers(min_value=0, max_value=300),
+)
+def test_played_games_round_trip_in_the_replayed_format(
+    seed: int, players: int, cpu: bool, end: int | None
+) -> None:
+    deck, played, table = _random_game(seed, players=players, cpu=cpu, end=end)
+    data = pack(deck, played, table)
+    assert data[0] == REPLAYED_VERSION
+    back = unpack(data, table)
+    assert (back.deck, back.moves) == (tuple(deck), tuple(played))
+    # The general format holds the same game, only bigger.
+    assert unpack(pack(deck, played)) == back
+    assert len(data) <= len(pack(deck, played))
 
 
 @pytest.mark.parametrize("players", [2, 3, 4])
-def test_played_games_pack_to_a_few_bytes_a_move(players: int) -> None:
-    for seed in range(5):
-        deck, played = _random_game_moves(seed, players=players)
-        data = pack(deck, played)
-        assert unpack(data).moves == tuple(played)
-        # Canonical actions are never stored as text: card bytes and a varint per time.
-        assert len(data) <= 1 + 1 + 36 + len(played) * (1 + 8 + 3)
+def test_played_games_pack_to_a_few_bits_a_move(players: int) -> None:
+    for seed in range(4):
+        deck, played, table = _random_game(seed, players=players, cpu=True)
+        data = pack(deck, played, table)
+        assert unpack(data, table).moves == tuple(played)
+        # Deal 18 bytes; a move: its index among the legal actions (a few bits) and two
+        # times around a millisecond (about 12 bits each). Far below a byte per card.
+        assert len(data) <= 32 + len(played) * 4, (len(data), len(played))
         assert b"cover" not in data and b"lead" not in data
+
+
+def test_what_does_not_replay_is_stored_in_the_general_format() -> None:
+    deck, played, table = _random_game(0, end=10)
+    wrong_seat = [*played[:-1], Move(1 - played[-1].seat, played[-1].action, 0.5)]
+    illegal = [*played, Move(played[-1].seat, "cover 7C lead 8D", 0.5)]
+    off_grid = [*played[:-1], Move(played[-1].seat, played[-1].action, 0.1234567891)]
+    some_cpu = [*played[:-1], Move(played[-1].seat, played[-1].action, 0.5, 0.25)]
+    other_dealer = Table(1 - table.dealer, table.turn_limit)
+    for moves, at in (
+        (wrong_seat, table),
+        (illegal, table),
+        (off_grid, table),
+        (some_cpu, table),
+        (played, other_dealer),
+    ):
+        data = pack(deck, moves, at)
+        assert data[0] == FORMAT_VERSION
+        assert unpack(data, at).moves == tuple(moves)
+    with pytest.raises(PackError, match="needs its table"):
+        unpack(pack(deck, played, table))
 
 
 def test_text_that_is_not_a_canonical_action_is_kept_as_text() -> None:

@@ -34,6 +34,7 @@ def _random_moves(seed: int) -> tuple[tuple[str, ...], tuple[Move, ...]]:
     moves = []
     while not played.over:
         seat = played.to_move
+        assert seat is not None
         action = rng.choice(played.legal_actions())
         played.play(action)
         cpu = round(rng.uniform(0, 0.002), 6) if seed % 2 else None
@@ -76,8 +77,11 @@ def _snapshot(db: Database) -> tuple[str, list[GameRecord], list[bytes]]:
 
 def _json_rows(connection: Connection) -> dict[int, tuple[Any, Any]]:
     rows = connection.execute(sa.text("SELECT id, deck, actions FROM games ORDER BY id"))
-    load = lambda v: json.loads(v) if isinstance(v, str) else v  # noqa: E731
-    return {int(i): (load(d), load(a)) for i, d, a in rows}
+    return {int(i): (_load(d), _load(a)) for i, d, a in rows}
+
+
+def _load(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def _columns(connection: Connection) -> set[str]:

@@ -6,7 +6,8 @@ Create Date: 2026-12-01
 
 Before: ``games.deck`` was a JSON list of 36 card texts and ``games.actions`` a JSON list of
 ``{"seat", "action", "seconds"[, "cpu"]}`` objects, about 40-60 bytes a move. After: both
-live in ``games.packed`` (:mod:`arena.db.gamecodec`, a few bytes a move). Every value comes
+live in ``games.packed`` (:mod:`arena.db.gamecodec`: a few bits a move for moves that replay
+as legal actions; a few bytes a move otherwise). Every value comes
 back exactly (action text that is not a canonical action is kept as text; times that are
 not whole microseconds are kept as doubles), and the downgrade writes the same JSON back.
 
@@ -23,7 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from arena.db.gamecodec import pack, unpack
+from arena.db.gamecodec import Table, pack, unpack
 from referee.record import Move
 
 revision: str = "0007"
@@ -40,7 +41,12 @@ _games = sa.table(
     sa.column("deck", sa.JSON),
     sa.column("actions", sa.JSON),
     sa.column("packed", sa.LargeBinary),
+    sa.column("dealer", sa.Integer),
+    sa.column("turn_limit", sa.Integer),
+    sa.column("ruleset", sa.String),
+    sa.column("players", sa.Integer),
 )
+_TABLE = (_games.c.dealer, _games.c.turn_limit, _games.c.ruleset, _games.c.players)
 
 
 def _json(value: Any) -> Any:
@@ -73,9 +79,9 @@ def upgrade() -> None:
     with op.batch_alter_table("games") as batch:
         batch.add_column(sa.Column("packed", sa.LargeBinary(), nullable=True))
     bind = op.get_bind()
-    for game_id, deck, actions in _batches(bind, _games.c.deck, _games.c.actions):
+    for game_id, deck, actions, *table in _batches(bind, _games.c.deck, _games.c.actions, *_TABLE):
         moves = [_move(m) for m in _json(actions) or []]
-        packed = pack([str(card) for card in _json(deck)], moves)
+        packed = pack([str(card) for card in _json(deck)], moves, Table(*table))
         bind.execute(_games.update().where(_games.c.id == game_id).values(packed=packed))
     with op.batch_alter_table("games") as batch:
         batch.alter_column("packed", existing_type=sa.LargeBinary(), nullable=False)
@@ -89,8 +95,8 @@ def downgrade() -> None:
         batch.add_column(sa.Column("deck", sa.JSON(), nullable=True))
         batch.add_column(sa.Column("actions", sa.JSON(), nullable=True))
     bind = op.get_bind()
-    for game_id, packed in _batches(bind, _games.c.packed):
-        played = unpack(bytes(packed))
+    for game_id, packed, *table in _batches(bind, _games.c.packed, *_TABLE):
+        played = unpack(bytes(packed), Table(*table))
         actions = [
             {"seat": m.seat, "action": m.action, "seconds": m.seconds}
             | ({} if m.cpu_seconds is None else {"cpu": m.cpu_seconds})
