@@ -154,6 +154,18 @@ def unpack(data: bytes, table: Table | None = None) -> Unpacked:
     return _unpack_general(data)
 
 
+def count_moves(data: bytes) -> int:
+    """How many moves :func:`pack`'s bytes hold, without replaying them (for listings)."""
+    if data[:1] == bytes((REPLAYED_VERSION,)):
+        bits = _BitReader(data)
+        bits.bits(8 + _DECK_BITS)
+        bits.bits(_K_BITS)
+        if bits.bits(1):
+            bits.bits(_K_BITS)
+        return bits.golomb(_COUNT_K)
+    return len(_unpack_general(data).moves)
+
+
 def _pack_general(deck: Sequence[str], moves: Sequence[Move]) -> bytes:
     out = bytearray((FORMAT_VERSION,))
     _varint(out, len(deck))

@@ -24,7 +24,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from arena.db.gamecodec import Table, Unpacked, unpack
+from arena.db.gamecodec import Table, Unpacked, count_moves, unpack
 from arena.db.types import UTCDateTime, utcnow
 
 metadata = SQLModel.metadata
@@ -220,6 +220,11 @@ class Game(SQLModel, table=True):
     def unpacked(self) -> Unpacked:
         """The deal and the moves, unpacked from ``packed``."""
         return unpack(self.packed, Table(self.dealer, self.turn_limit, self.ruleset, self.players))
+
+    @property
+    def move_count(self) -> int:
+        """How many moves the bots played (read from ``packed`` without replaying them)."""
+        return count_moves(self.packed)
 
     @property
     def deck(self) -> list[str]:

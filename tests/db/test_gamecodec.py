@@ -15,6 +15,7 @@ from arena.db.gamecodec import (
     REPLAYED_VERSION,
     PackError,
     Table,
+    count_moves,
     pack,
     unpack,
 )
@@ -92,6 +93,7 @@ def test_played_games_round_trip_in_the_replayed_format(
     deck, played, table = _random_game(seed, players=players, cpu=cpu, end=end)
     data = pack(deck, played, table)
     assert data[0] == REPLAYED_VERSION
+    assert count_moves(data) == len(played) == count_moves(pack(deck, played))
     back = unpack(data, table)
     assert (back.deck, back.moves) == (tuple(deck), tuple(played))
     # The general format holds the same game, only bigger.

@@ -118,6 +118,7 @@ def test_table_games_come_back_exactly_and_survive_the_migration(db: Database) -
         # The replayed format: a few bytes a move even with two times each.
         assert all(g.packed[0] == REPLAYED_VERSION for g in games)
         assert all(len(g.packed) <= 20 + 4 * len(g.actions) for g in games)
+        assert [g.move_count for g in games] == [len(r.moves) for r in expected]
         back = [stored_record(g, tuple("abcd"[: g.players])) for g in games]
     assert back == expected
     with db.engine.begin() as connection:
