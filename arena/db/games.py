@@ -15,11 +15,12 @@ from sqlmodel import Session, col, select
 from arena.db._util import get_or_raise
 from arena.db.enums import GameResult, SeriesStatus
 from arena.db.errors import ConflictError, InvalidRecordError
+from arena.db.gamecodec import PackError, Table, pack, unpack
 from arena.db.models import Bot, Game, Series, Submission
 from arena.db.records import CARD_RE, DECK_SIZE
 from arena.db.types import utcnow
 from referee.protocol.messages import GameEndReason
-from referee.record import Forfeit, GameRecord, Move, clip
+from referee.record import Forfeit, GameRecord, clip
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,11 @@ def _validate(record: GameRecord, place: GamePlace) -> None:
 
 def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
     _validate(record, place)
+    try:
+        at = Table(record.dealer, record.turn_limit, record.ruleset, record.seats)
+        packed = pack(record.deck, record.moves, at)
+    except PackError as exc:
+        raise InvalidRecordError(f"cannot store the game's deal and moves: {exc}") from None
     forfeit = record.forfeit
     started = record.started or record.finished
     table = record.ruleset != "default"
@@ -191,12 +197,7 @@ def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
         "dealer": record.dealer,
         "first_mover": (record.dealer + 1) % record.seats,
         "turn_limit": record.turn_limit,
-        "deck": list(record.deck),
-        "actions": [
-            {"seat": m.seat, "action": m.action, "seconds": float(m.seconds)}
-            | ({} if m.cpu_seconds is None else {"cpu": float(m.cpu_seconds)})
-            for m in record.moves
-        ],
+        "packed": packed,
         "result": result,
         "end_reason": record.ending.value,
         "forfeit_seat": None if forfeit is None else forfeit.seat,
@@ -248,19 +249,12 @@ def _stored_record(game: Game, players: tuple[str, ...] | None) -> GameRecord:
     table = game.ruleset != "default"
     names = players if players is not None else ("",) * game.players
     voided = game.voided
+    played = game.unpacked()
     return GameRecord(
-        deck=tuple(game.deck),
+        deck=played.deck,
         dealer=game.dealer,
         turn_limit=game.turn_limit,
-        moves=tuple(
-            Move(
-                int(m["seat"]),
-                str(m["action"]),
-                float(m["seconds"]),
-                None if m.get("cpu") is None else float(m["cpu"]),
-            )
-            for m in game.actions
-        ),
+        moves=played.moves,
         ending=ending,
         winner=None if game.voided else winners.get(game.result or ""),
         forfeit=forfeit,
@@ -280,12 +274,19 @@ def _stored_record(game: Game, players: tuple[str, ...] | None) -> GameRecord:
 
 
 def _same_or_conflict(existing: Game, values: dict[str, Any]) -> Game:
-    differing = sorted(k for k, v in values.items() if getattr(existing, k) != v)
+    differing = {k for k, v in values.items() if getattr(existing, k) != v}
+    if "packed" in differing:
+        # Name what differs in the record's terms, not the storage column's.
+        differing.remove("packed")
+        table = Table(values["dealer"], values["turn_limit"], values["ruleset"], values["players"])
+        stored, new = existing.unpacked(), unpack(values["packed"], table)
+        differing |= {"deck"} if stored.deck != new.deck else set()
+        differing |= {"actions"} if stored.moves != new.moves else set()
     if differing:
         raise ConflictError(
             f"game {existing.number} of series {existing.series_id} (attempt "
             f"{existing.attempt}, game id {existing.id}) is already recorded with different "
-            f"{', '.join(differing)}; recorded games are never overwritten"
+            f"{', '.join(sorted(differing))}; recorded games are never overwritten"
         )
     return existing
 

@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
+from arena.db.gamecodec import Table, Unpacked, count_moves, unpack
 from arena.db.types import UTCDateTime, utcnow
 
 metadata = SQLModel.metadata
@@ -144,8 +145,8 @@ class Game(SQLModel, table=True):
     The stored form of the referee's one record (:class:`referee.record.GameRecord`):
     ``end_reason`` is a :class:`~referee.protocol.messages.GameEndReason` value, the forfeit's
     offending input and detail are separate columns, ``final_cover`` is the automatic final
-    cover of a drawn game (not a move), and ``actions`` lists only what the bots played, as
-    ``{"seat": int, "action": str, "seconds": float}``.
+    cover of a drawn game (not a move), and ``packed`` holds the deal and only what the bots
+    played, a few bytes a move (:mod:`arena.db.gamecodec`; ``deck`` and ``actions`` unpack it).
     ``(series_id, number, attempt)`` is unique, and at most one attempt per
     ``(series_id, number)`` is not voided, so a resumed tournament cannot count a game twice.
     """
@@ -183,8 +184,9 @@ class Game(SQLModel, table=True):
     dealer: int
     first_mover: int
     turn_limit: int
-    deck: list[str] = Field(sa_type=JSON)
-    actions: list[dict[str, Any]] = Field(sa_type=JSON)
+    packed: bytes = Field(sa_type=LargeBinary)
+    """The deal and the moves in the compact form of :mod:`arena.db.gamecodec` (read them as
+    :attr:`deck` and :attr:`actions`, or the whole game with ``arena.db.stored_record``)."""
     result: str | None = Field(default=None, sa_type=String(8))
     end_reason: str = Field(sa_type=String(64))
     forfeit_seat: int | None = None
@@ -214,6 +216,30 @@ class Game(SQLModel, table=True):
     pairwise: list[list[int]] | None = Field(default=None, sa_type=JSON)
     """Classic table: the game's (winning seat, losing seat) pairs; ``result`` is ``table``
     when there are any, else ``draw``."""
+
+    def unpacked(self) -> Unpacked:
+        """The deal and the moves, unpacked from ``packed``."""
+        return unpack(self.packed, Table(self.dealer, self.turn_limit, self.ruleset, self.players))
+
+    @property
+    def move_count(self) -> int:
+        """How many moves the bots played (read from ``packed`` without replaying them)."""
+        return count_moves(self.packed)
+
+    @property
+    def deck(self) -> list[str]:
+        """The deal, 36 card texts, index 0 the top of the deck (unpacked from ``packed``)."""
+        return list(self.unpacked().deck)
+
+    @property
+    def actions(self) -> list[dict[str, Any]]:
+        """What the bots played, as ``{"seat", "action", "seconds"}`` (and ``"cpu"`` where the
+        bot's CPU time was counted), unpacked from ``packed``."""
+        return [
+            {"seat": m.seat, "action": m.action, "seconds": m.seconds}
+            | ({} if m.cpu_seconds is None else {"cpu": m.cpu_seconds})
+            for m in self.unpacked().moves
+        ]
 
 
 class RatingSnapshot(SQLModel, table=True):

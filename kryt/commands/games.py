@@ -132,7 +132,7 @@ def list_games(
                 Text(visible(names[1])),
                 "void" if game.voided else results.get(game.result or "", "?"),
                 Text(_ending(game.end_reason, game.forfeit_detail)),
-                str(len(game.actions)),
+                str(game.move_count),
             )
     console = Console()
     if not console.is_terminal:  # piped or captured: no width to respect, keep rows whole

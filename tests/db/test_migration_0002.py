@@ -31,6 +31,7 @@ from arena.db import (
     record_game,
     stored_record,
 )
+from arena.db.gamecodec import Table, unpack
 from arena.db.migrate import alembic_config, current_revision, head_revision, upgrade_engine
 from arena.db.models import metadata
 from referee.protocol.messages import GameEndReason
@@ -229,6 +230,13 @@ def _rows(connection: Connection) -> dict[int, dict[str, Any]]:
     rows = {}
     for row in result.mappings():
         data = dict(row)
+        if "packed" in data:  # revision 0007 packs both: compare them in their JSON shape
+            table = Table(data["dealer"], data["turn_limit"], data["ruleset"], data["players"])
+            played = unpack(bytes(data.pop("packed")), table)
+            data["deck"] = list(played.deck)
+            data["actions"] = [
+                {"seat": m.seat, "action": m.action, "seconds": m.seconds} for m in played.moves
+            ]
         data["actions"], data["deck"] = _json(data["actions"]), _json(data["deck"])
         rows[int(data["id"])] = data
     return rows
