@@ -16,7 +16,7 @@ from typing import Final
 
 from referee.rules import Card, InvalidCardError
 
-__all__ = ["MAX_BOOK_DECKS", "BookError", "format_book", "load_book", "parse_book"]
+__all__ = ["MAX_BOOK_DECKS", "Book", "BookError", "format_book", "load_book", "parse_book"]
 
 DECK_SIZE: Final = 36
 

@@ -276,9 +276,10 @@ def play(
             shown = ", ".join(
                 f"{visible(names[s])} {format_time_spec(seat_controls[s])}" for s in (0, 1)
             )
-            err.print(Text(f"time controls (move+bank+increment): {shown}"))
+            err.print(Text(f"time controls (move+bank+increment): {shown}"), soft_wrap=True)
         if decks:
-            err.print(Text(f"deal book: {len(decks)} decks from {visible(str(book))}"))
+            shown = f"deal book: {len(decks)} decks from {visible(str(book))}"
+            err.print(Text(shown), soft_wrap=True)
 
         def make_slots(index: int) -> tuple[SandboxSlot, SandboxSlot]:
             slots = tuple(
