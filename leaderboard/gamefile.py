@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from referee.protocol.messages import GameEndReason
+from referee.protocol.messages import GameEndReason, TimeControl
 from referee.record import Forfeit, GameRecord, Move
+from referee.timecontrol import format_time_spec, parse_time_spec
 
 FORMAT_VERSION: Final = "1"
 """Written as the ``KrytGameFile`` header of every record; readers refuse other versions."""
@@ -102,6 +103,26 @@ def result_token(record: GameRecord) -> str:
     return VOID_RESULT if record.voided else RESULTS[record.winner]
 
 
+def time_header(control: TimeControl) -> str:
+    """A seat's time control as a header value: ``1+10+0.1 grace=0.05 clock=wall``."""
+    return f"{format_time_spec(control)} grace={control.grace_ms / 1000:g} clock={control.clock}"
+
+
+def _time_control(text: str, where: str) -> TimeControl:
+    """Inverse of :func:`time_header`; GameFileError naming ``where`` when it is not one."""
+    spec, *extra = text.split() or [""]
+    settings = dict(part.partition("=")[::2] for part in extra)
+    if sorted(settings) != ["clock", "grace"]:
+        raise GameFileError(
+            f"{where}: expected 'MOVE+BANK+INCREMENT grace=G clock=C', got {text!r}"
+        )
+    try:
+        base = TimeControl.from_seconds(1, 0, float(settings["grace"]), settings["clock"])
+        return parse_time_spec(spec, base)
+    except ValueError as exc:
+        raise GameFileError(f"{where}: {exc}") from None
+
+
 def headers(entry: GameEntry) -> dict[str, str]:
     """The header fields of ``entry`` in file order (optional ones only when they apply)."""
     record = entry.record
@@ -129,6 +150,8 @@ def headers(entry: GameEntry) -> dict[str, str]:
         fields[f"Seat{seat}"] = who.bot
         fields[f"Seat{seat}Version"] = who.version
         fields[f"Seat{seat}Sha256"] = who.sha256
+    for seat, control in enumerate(record.time_controls):
+        fields[f"Seat{seat}Time"] = time_header(control)
     fields |= {
         "Dealer": str(record.dealer),
         "TurnLimit": str(record.turn_limit),
@@ -226,6 +249,11 @@ def entry_from_fields(
             ),
             started=_seconds(_field(fields, "Started", where), "Started"),
             finished=_seconds(_field(fields, "Finished", where), "Finished"),
+            time_controls=tuple(
+                _time_control(fields[f"Seat{s}Time"], f"Seat{s}Time")
+                for s in (0, 1)
+                if f"Seat{s}Time" in fields
+            ),
         )
     except ValueError as exc:
         raise GameFileError(f"{where}: {exc}") from None

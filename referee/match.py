@@ -11,6 +11,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from referee.client import BotFault, Reply
@@ -84,7 +85,7 @@ def charge(clock: GameClock, seat: int, reply: Reply) -> None:
     """Charge the reply's time to ``seat`` on the control's clock; a timeout forfeits."""
     if clock.charge(seat, reply.elapsed, reply.cpu):
         return
-    if clock.control.clock == "cpu" and reply.cpu is not None:
+    if clock.uses_cpu(seat) and reply.cpu is not None:
         spent = f"used {reply.cpu:.3f}s of CPU"
     else:
         spent = f"replied after {reply.elapsed:.3f}s"
@@ -105,19 +106,21 @@ def play_game(
     deck: Sequence[Card | str],
     dealer: int,
     scores: tuple[SeriesScore, SeriesScore],
-    time_control: TimeControl,
+    time_control: TimeControl | Sequence[TimeControl],
     turn_limit: int,
     diagnose: Diagnose | None = None,
 ) -> GameRecord:
     """Play game ``number`` of a series between ``players[0]`` (seat 0) and ``players[1]``.
 
-    ``scores`` are each seat's series score before this game. Returns the record; never raises
+    ``scores`` are each seat's series score before this game; ``time_control`` is one
+    control for both seats or one per seat. Returns the record; never raises
     for anything a bot does. An unexpected exception on our side yields a voided record.
     """
     started = time.time()
     game = Game.from_deck(deck, dealer, turn_limit=turn_limit)
     names = (players[0].name, players[1].name)
     clock = GameClock(time_control)
+    controls = clock.controls
     moves: list[Move] = []
     forfeit: Forfeit | None = None
     void_reason = ""
@@ -131,7 +134,7 @@ def play_game(
                         dealer=dealer,
                         score=scores[seat],
                         opponent_name=names[1 - seat],
-                        time_control=time_control,
+                        time_control=controls[seat],
                         turn_limit=turn_limit,
                     )
                 )
@@ -147,7 +150,9 @@ def play_game(
         log.exception("game %s voided by an internal error", number)
         void_reason = clip(f"{type(exc).__name__}: {exc}")
 
-    record = _record(game, moves, forfeit, void_reason, names, started)
+    record = replace(
+        _record(game, moves, forfeit, void_reason, names, started), time_controls=controls
+    )
     _announce_end(players, game, record, number, scores)
     return record
 
@@ -156,7 +161,7 @@ def _one_move(
     game: Game, player: Player, seat: int, number: int, clock: GameClock, diagnose: Diagnose | None
 ) -> Move:
     view = game.view(seat)
-    wire_clock = Clock(move_ms=clock.control.move_ms, bank_ms=round(clock.banks[seat] * 1000))
+    wire_clock = clock.wire_clock(seat)
     timeout = clock.deadline(seat)
     try:
         reply = player.decide(view, wire_clock, number, timeout)

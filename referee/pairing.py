@@ -65,10 +65,17 @@ class PairingOutcome:
 
 
 def pairing_configs(base: SeriesConfig, jobs: int) -> list[SeriesConfig]:
-    """The series of a run of ``base.games`` games split ``jobs`` ways."""
+    """The series of a run of ``base.games`` games split ``jobs`` ways (with a deal book,
+    each series continues the book where the one before it stops: no deck twice too soon)."""
     sizes = split_games(base.games, jobs, base.format)
+    starts = [base.book_start + sum(sizes[:i]) // 2 for i in range(len(sizes))]
     return [
-        replace(base, games=n, seed=series_seed(base.seed, i, len(sizes)))
+        replace(
+            base,
+            games=n,
+            seed=series_seed(base.seed, i, len(sizes)),
+            book_start=starts[i] if base.book else base.book_start,
+        )
         for i, n in enumerate(sizes)
     ]
 

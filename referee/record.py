@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from referee.protocol.messages import GameEndReason
+from referee.protocol.messages import GameEndReason, TimeControl
 
 REFEREE_VERSION: Final = "kryt-arena-referee 0.2.0"
 
@@ -92,8 +92,15 @@ class GameRecord:
     pairwise: tuple[tuple[int, int], ...] = ()
     """Classic table: the game as (winning seat, losing seat) pairs ([ruling] of the rules
     page); empty for the default game (see :meth:`pair_results`)."""
+    time_controls: tuple[TimeControl, ...] = ()
+    """Each seat's time control in this game, seat 0 first (bots may play under different
+    controls); empty in records made before controls were recorded."""
 
     def __post_init__(self) -> None:
+        if self.time_controls and len(self.time_controls) != self.seats:
+            raise ValueError(
+                f"{self.seats} seats need {self.seats} time controls, got {self.time_controls!r}"
+            )
         if self.ruleset != "default":
             self._check_table()
             return

@@ -59,8 +59,35 @@ class SeriesConfig:
     seats, :func:`referee.table.run_table_series`)."""
     players: int = 2
     """Seats at the table."""
+    seat_controls: tuple[TimeControl, ...] = ()
+    """One time control per seat, overriding ``time_control`` (empty: every seat plays under
+    ``time_control``)."""
+    book: tuple[tuple[str, ...], ...] = ()
+    """A deal book (:mod:`referee.book`): deal *n* is deck ``book_start + n - 1`` of it (round
+    the book again past its end) instead of a deck drawn from the seed. Duplicate format only,
+    so each deck is played twice with the hands swapped."""
+    book_start: int = 0
+    """The book's deck of this series' first deal (a run split into parallel series
+    continues the book where the previous series stops)."""
 
     def __post_init__(self) -> None:
+        if self.seat_controls and len(self.seat_controls) != self.players:
+            raise SeriesConfigError(
+                f"{self.players} seats need {self.players} time controls,"
+                f" got {len(self.seat_controls)}"
+            )
+        if self.book and self.ruleset != DEFAULT_RULESET:
+            raise SeriesConfigError(
+                f"a deal book is for the two-player game; the {self.ruleset} table plays"
+                " decks drawn from the seed"
+            )
+        if self.book and self.format is not SeriesFormat.DUPLICATE:
+            raise SeriesConfigError(
+                "a deal book plays each deck twice with the hands swapped: it needs the"
+                f" duplicate format, got {self.format.value!r}"
+            )
+        if type(self.book_start) is not int or self.book_start < 0:
+            raise SeriesConfigError(f"book_start must be >= 0, got {self.book_start!r}")
         if self.ruleset not in RULESETS or self.players not in RULESETS[self.ruleset]:
             raise SeriesConfigError(
                 f"unknown ruleset {self.ruleset!r} or table size {self.players!r} "
@@ -78,6 +105,14 @@ class SeriesConfig:
             raise SeriesConfigError(f"turn_limit must be a positive integer: {self.turn_limit!r}")
         if self.max_attempts < 1:
             raise SeriesConfigError(f"max_attempts must be >= 1, got {self.max_attempts!r}")
+
+    def control(self, seat: int) -> TimeControl:
+        """The time control of ``seat``."""
+        return self.seat_controls[seat] if self.seat_controls else self.time_control
+
+    def controls(self) -> tuple[TimeControl, ...]:
+        """Every seat's time control, seat 0 first."""
+        return tuple(self.control(seat) for seat in range(self.players))
 
 
 def first_dealer(seed: int | str) -> int:
@@ -105,6 +140,15 @@ def game_deck(seed: int | str, deal: int) -> tuple[Card, ...]:
     return shuffled_deck(game_seed(seed, deal))
 
 
+def series_deck(config: SeriesConfig, deal: int) -> tuple[Card, ...]:
+    """The deck of deal number ``deal`` of a series: from its deal book when it has one,
+    else from its seed (:func:`game_deck`)."""
+    if config.book:
+        deck = config.book[(config.book_start + deal - 1) % len(config.book)]
+        return tuple(Card.parse(card) for card in deck)
+    return game_deck(config.seed, deal)
+
+
 def planned_dealer(config: SeriesConfig, number: int, previous: Mapping[int, int | None]) -> int:
     """Dealer of game ``number`` given the winners of the games before it (``previous``)."""
     if config.format is SeriesFormat.DUPLICATE:
@@ -117,14 +161,15 @@ def planned_dealer(config: SeriesConfig, number: int, previous: Mapping[int, int
     return dealer
 
 
-def series_handshake(config: SeriesConfig, opponent_name: str) -> Handshake:
-    """The handshake that opens a bot's stream for this series."""
+def series_handshake(config: SeriesConfig, opponent_name: str, seat: int = 0) -> Handshake:
+    """The handshake that opens the stream of the bot at ``seat`` for this series (it
+    carries that bot's own time control)."""
     return Handshake(
         protocol_version=PROTOCOL_VERSION,
         referee_version=REFEREE_VERSION,
         games=config.games,
         opponent_name=opponent_name,
-        time_control=config.time_control,
+        time_control=config.control(seat),
     )
 
 
@@ -281,7 +326,7 @@ def run_series(
         else:
             dealer = planned_dealer(config, number, previous)
         last = (number, dealer)
-        deck = game_deck(config.seed, deal_number(config, number))
+        deck = series_deck(config, deal_number(config, number))
         record = play_with_retries(
             config,
             number,
@@ -359,7 +404,7 @@ def _play_once(
     failures: list[Forfeit | None] = [None, None]
     for seat, slot in enumerate(slots):
         try:
-            players[seat] = slot.player(series_handshake(config, result.names[1 - seat]))
+            players[seat] = slot.player(series_handshake(config, result.names[1 - seat], seat))
         except BotStartError as exc:
             failures[seat] = Forfeit(seat, exc.reason, "", clip(str(exc)))
     if failures[0] and failures[1]:
@@ -384,7 +429,7 @@ def _play_once(
         deck=deck,
         dealer=dealer,
         scores=(result.score(0), result.score(1)),
-        time_control=config.time_control,
+        time_control=config.controls(),
         turn_limit=config.turn_limit,
         diagnose=diag,
     )
@@ -422,4 +467,5 @@ def _unplayed(
         players=names,
         started=now,
         finished=now,
+        time_controls=config.controls(),
     )

@@ -18,14 +18,13 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from referee.client import BotFault
 from referee.match import Diagnose, Forfeited, Player, charge, faulted, forfeited, played
 from referee.protocol.messages import (
     PROTOCOL_VERSION,
-    Clock,
     GameEnd,
     GameEndReason,
     GameStart,
@@ -71,20 +70,22 @@ def play_table_game(
     deck: Sequence[Card | str],
     dealer: int,
     scores: Sequence[SeriesScore],
-    time_control: TimeControl,
+    time_control: TimeControl | Sequence[TimeControl],
     turn_limit: int,
     diagnose: Diagnose | None = None,
 ) -> GameRecord:
     """Play game ``number`` of a series at a classic table; ``players[s]`` sits at seat ``s``.
 
-    ``scores`` are each seat's series score before this game. Returns the record; never
-    raises for anything a bot does. An unexpected exception on our side voids the game.
+    ``scores`` are each seat's series score before this game; ``time_control`` is one
+    control for every seat or one per seat. Returns the record; never raises for anything
+    a bot does. An unexpected exception on our side voids the game.
     """
     started = time.time()
     seats = len(players)
     game = ClassicGame.from_deck(deck, dealer, players=seats, turn_limit=turn_limit)
     names = tuple(p.name for p in players)
     clock = GameClock(time_control, seats=seats)
+    controls = clock.controls
     moves: list[Move] = []
     forfeit: Forfeit | None = None
     void_reason = ""
@@ -98,7 +99,7 @@ def play_table_game(
                         dealer=dealer,
                         score=scores[seat],
                         opponent_name=", ".join(n for s, n in enumerate(names) if s != seat),
-                        time_control=time_control,
+                        time_control=controls[seat],
                         turn_limit=turn_limit,
                         ruleset=CLASSIC_RULESET,
                         players=seats,
@@ -116,7 +117,9 @@ def play_table_game(
     except Exception as exc:  # our side failed: not the bot's fault
         log.exception("table game %s voided by an internal error", number)
         void_reason = clip(f"{type(exc).__name__}: {exc}")
-    record = _record(game, moves, forfeit, void_reason, names, started)
+    record = replace(
+        _record(game, moves, forfeit, void_reason, names, started), time_controls=controls
+    )
     _announce_end(players, game, record, number, scores)
     return record
 
@@ -130,7 +133,7 @@ def _one_move(
     diagnose: Diagnose | None,
 ) -> Move:
     view = game.view(seat)
-    wire_clock = Clock(move_ms=clock.control.move_ms, bank_ms=round(clock.banks[seat] * 1000))
+    wire_clock = clock.wire_clock(seat)
     timeout = clock.deadline(seat)
     try:
         reply = player.decide(view, wire_clock, number, timeout)
@@ -263,7 +266,7 @@ def table_handshake(config: SeriesConfig, names: Sequence[str], seat: int) -> Ha
         referee_version=REFEREE_VERSION,
         games=config.games,
         opponent_name=", ".join(n for s, n in enumerate(names) if s != seat),
-        time_control=config.time_control,
+        time_control=config.control(seat),
         ruleset=config.ruleset,
         players=config.players,
         seat_names=tuple(names),
@@ -382,7 +385,7 @@ def _play_once(
         deck=deck,
         dealer=dealer,
         scores=[result.score(s) for s in range(len(slots))],
-        time_control=config.time_control,
+        time_control=config.controls(),
         turn_limit=config.turn_limit,
         diagnose=diagnose,
     )

@@ -1,46 +1,142 @@
-"""The clock of one game: a per-move limit, a per-game bank, and a per-game transport grace.
+"""The clock of one game: per seat, a per-move limit, a bank with an increment, and a grace.
 
-Over a game a seat can never use more than its move allowances plus its bank plus one grace:
-the grace absorbs transport jitter once the bank is empty, it is not granted again per move.
+Each seat has its own :class:`TimeControl` (bots may play under different controls). Over a
+game a seat can never use more than its move allowances plus its bank plus its increments
+plus one grace: the grace absorbs transport jitter once the bank is empty, it is not granted
+again per move.
+
+The text form of a control, shared by ``kryt play --time`` and the tournament configuration,
+is ``MOVE+BANK[+INCREMENT]`` in seconds (``1+10+0.1``: 1 s a move, a 10 s bank, 0.1 s added
+to the bank after each move); see :func:`parse_time_spec`.
 """
 
 from __future__ import annotations
 
-from referee.protocol.messages import CPU_CLOCK_WALL_FACTOR, TimeControl, TimeControlError
+import dataclasses
+import math
+from collections.abc import Sequence
 
-__all__ = ["GameClock", "TimeControl", "TimeControlError"]
+from referee.protocol.messages import (
+    CPU_CLOCK_WALL_FACTOR,
+    MAX_TIME_MS,
+    Clock,
+    TimeControl,
+    TimeControlError,
+)
+
+__all__ = [
+    "GameClock",
+    "TimeControl",
+    "TimeControlError",
+    "format_time_spec",
+    "parse_time_assignment",
+    "parse_time_spec",
+]
 
 
 class GameClock:
-    """Every seat's bank and remaining grace during one game (seconds)."""
+    """Every seat's control, bank and remaining grace during one game (seconds)."""
 
-    def __init__(self, control: TimeControl, seats: int = 2) -> None:
-        self.control = control
-        self.banks = [control.bank_seconds] * seats
-        self.graces = [control.grace_seconds] * seats
+    def __init__(self, control: TimeControl | Sequence[TimeControl], seats: int = 2) -> None:
+        """``control``: one control for every seat, or one per seat (``seats`` of them)."""
+        controls = (control,) * seats if isinstance(control, TimeControl) else tuple(control)
+        if len(controls) != seats or not all(isinstance(c, TimeControl) for c in controls):
+            raise TimeControlError(
+                f"a clock for {seats} seats needs one time control per seat, got {controls!r}"
+            )
+        self.controls: tuple[TimeControl, ...] = controls
+        self.banks = [c.bank_seconds for c in controls]
+        self.graces = [c.grace_seconds for c in controls]
 
     def allowance(self, seat: int) -> float:
-        """Seconds ``seat`` may spend on its next move (on the control's clock)."""
-        return self.control.move_seconds + self.banks[seat] + self.graces[seat]
+        """Seconds ``seat`` may spend on its next move (on its control's clock)."""
+        return self.controls[seat].move_seconds + self.banks[seat] + self.graces[seat]
+
+    def uses_cpu(self, seat: int) -> bool:
+        """Whether ``seat``'s moves are charged on the CPU clock."""
+        return self.controls[seat].clock == "cpu"
 
     def deadline(self, seat: int) -> float:
         """Wall seconds the referee waits for ``seat``'s reply before calling it a timeout:
         the allowance itself on the wall clock; a multiple of it on the CPU clock."""
-        factor = CPU_CLOCK_WALL_FACTOR if self.control.clock == "cpu" else 1
+        factor = CPU_CLOCK_WALL_FACTOR if self.uses_cpu(seat) else 1
         return self.allowance(seat) * factor
+
+    def wire_clock(self, seat: int) -> Clock:
+        """What ``seat`` is told with its next decision request: its move limit and bank."""
+        bank_ms = min(MAX_TIME_MS, round(self.banks[seat] * 1000))
+        return Clock(move_ms=self.controls[seat].move_ms, bank_ms=bank_ms)
 
     def charge(self, seat: int, elapsed: float, cpu: float | None = None) -> bool:
         """Charge a move to ``seat``: ``elapsed`` wall seconds, or its ``cpu`` seconds under
         the CPU clock (the wall time when the sandbox could not measure it). False when the
-        move was too late. Time over the move limit comes out of the bank, then the grace.
+        move was too late. Time over the move limit comes out of the bank, then the grace;
+        a move in time then earns the seat its increment.
         """
-        spent = cpu if self.control.clock == "cpu" and cpu is not None else elapsed
-        over = spent - self.control.move_seconds
-        if over <= 0:
-            return True
-        if over > self.banks[seat] + self.graces[seat]:
-            return False
-        from_bank = min(over, self.banks[seat])
-        self.banks[seat] -= from_bank
-        self.graces[seat] = max(0.0, self.graces[seat] - (over - from_bank))
+        control = self.controls[seat]
+        spent = cpu if control.clock == "cpu" and cpu is not None else elapsed
+        over = spent - control.move_seconds
+        if over > 0:
+            if over > self.banks[seat] + self.graces[seat]:
+                return False
+            from_bank = min(over, self.banks[seat])
+            self.banks[seat] -= from_bank
+            self.graces[seat] = max(0.0, self.graces[seat] - (over - from_bank))
+        self.banks[seat] += control.increment_seconds
         return True
+
+
+def parse_time_spec(text: str, base: TimeControl | None = None) -> TimeControl:
+    """``MOVE+BANK[+INCREMENT]`` (seconds, e.g. ``1+10+0.1``) as a time control; the grace
+    and the clock come from ``base`` (default: the arena's). Raises TimeControlError naming
+    the text and the bad part."""
+    base = base or TimeControl()
+    if not isinstance(text, str):
+        raise TimeControlError(f"a time control is text like '1+10+0.1', got {text!r}")
+    parts = [p.strip() for p in text.strip().split("+")]
+    if len(parts) not in (2, 3) or not all(parts):
+        raise TimeControlError(
+            f"time control {text!r} is not MOVE+BANK or MOVE+BANK+INCREMENT in seconds"
+            " (e.g. 1+10+0.1: 1 s a move, a 10 s bank, 0.1 s added after each move)"
+        )
+    names = ("move", "bank", "increment")
+    seconds: list[float] = []
+    for name, part in zip(names, parts, strict=False):
+        try:
+            value = float(part)
+        except ValueError:
+            raise TimeControlError(
+                f"time control {text!r}: the {name} {part!r} is not a number of seconds"
+            ) from None
+        if not math.isfinite(value):
+            raise TimeControlError(f"time control {text!r}: the {name} {part!r} is not finite")
+        seconds.append(value)
+    increment = seconds[2] if len(seconds) == 3 else 0.0
+    try:
+        parsed = TimeControl.from_seconds(
+            seconds[0], seconds[1], base.grace_seconds, base.clock, increment
+        )
+    except TimeControlError as exc:
+        raise TimeControlError(f"time control {text!r}: {exc}") from None
+    return dataclasses.replace(parsed, grace_ms=base.grace_ms)
+
+
+def format_time_spec(control: TimeControl) -> str:
+    """The ``MOVE+BANK+INCREMENT`` text of ``control`` (inverse of :func:`parse_time_spec`)."""
+
+    def seconds(ms: int) -> str:
+        return f"{ms / 1000:g}"
+
+    return f"{seconds(control.move_ms)}+{seconds(control.bank_ms)}+{seconds(control.increment_ms)}"
+
+
+def parse_time_assignment(text: str, base: TimeControl | None = None) -> tuple[str, TimeControl]:
+    """``BOT=MOVE+BANK[+INCREMENT]`` (a per-bot control, e.g. ``a=1+10+0.1``) as the bot's key
+    and its control. Raises TimeControlError when there is no ``=`` or the control is bad."""
+    key, sep, spec = text.rpartition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise TimeControlError(
+            f"expected BOT=MOVE+BANK[+INCREMENT] (e.g. mybot=1+10+0.1), got {text!r}"
+        )
+    return key, parse_time_spec(spec, base)

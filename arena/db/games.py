@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,7 +19,7 @@ from arena.db.gamecodec import PackError, Table, pack, unpack
 from arena.db.models import Bot, Game, Series, Submission
 from arena.db.records import CARD_RE, DECK_SIZE
 from arena.db.types import utcnow
-from referee.protocol.messages import GameEndReason
+from referee.protocol.messages import GameEndReason, TimeControl
 from referee.record import Forfeit, GameRecord, clip
 
 
@@ -216,6 +216,7 @@ def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
         "seats": list(place.seats) if table else None,
         "loser_seat": record.loser,
         "pairwise": [list(p) for p in record.pairwise] if table else None,
+        "time_controls": [asdict(c) for c in record.time_controls] or None,
     }
 
 
@@ -270,6 +271,7 @@ def _stored_record(game: Game, players: tuple[str, ...] | None) -> GameRecord:
         pairwise=()
         if voided or not table
         else tuple((int(w), int(x)) for w, x in game.pairwise or ()),
+        time_controls=tuple(TimeControl(**c) for c in game.time_controls or ()),
     )
 
 

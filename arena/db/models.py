@@ -216,6 +216,9 @@ class Game(SQLModel, table=True):
     pairwise: list[list[int]] | None = Field(default=None, sa_type=JSON)
     """Classic table: the game's (winning seat, losing seat) pairs; ``result`` is ``table``
     when there are any, else ``draw``."""
+    time_controls: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON)
+    """Each seat's time control, seat 0 first (``move_ms``, ``bank_ms``, ``increment_ms``,
+    ``grace_ms``, ``clock``); NULL for games recorded before controls were kept per game."""
 
     def unpacked(self) -> Unpacked:
         """The deal and the moves, unpacked from ``packed``."""

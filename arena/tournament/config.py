@@ -9,9 +9,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from referee.book import BookError, format_book, load_book, parse_book
 from referee.protocol.messages import CLOCKS, TimeControl
 from referee.rules import RULESETS
 from referee.series import SeriesFormat
+from referee.timecontrol import parse_time_spec
 from sandbox import SandboxLimits
 from sandbox.limits import DEFAULT_STARTUP_SECONDS
 
@@ -34,6 +36,7 @@ MAX_SEED = 2**62
 MOVE_SECONDS = (0.001, 3600.0)
 BANK_SECONDS = (0.0, 86_400.0)
 GRACE_SECONDS = (0.0, 600.0)
+INCREMENT_SECONDS = (0.0, 3600.0)
 MEMORY_MB = (32, 65_536)
 PIDS = (8, 32_768)
 CPUS = (0.01, 1024.0)
@@ -176,6 +179,13 @@ class TournamentConfig:
     gauntlet: str | None = None
     """None: a round robin. Else one of :attr:`bots`, which plays every other entrant (at a
     classic table: every table includes it) while the others never meet."""
+    bot_time: tuple[tuple[str, str], ...] = ()
+    """Per-bot time controls (``[bot_time]``): ``(bot, "MOVE+BANK[+INCREMENT]")`` pairs, the
+    bot named ``name`` or ``name@version``; grace and clock come from ``[time_control]``."""
+    book: tuple[tuple[str, ...], ...] = ()
+    """A deal book's decks (``book = "path"`` reads the file; the decks are stored with the
+    tournament, so resuming needs no file). Each pair plays them in order, each twice with the
+    hands swapped (the duplicate format)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -224,6 +234,55 @@ class TournamentConfig:
                 f"got {len(self.bots)}"
             )
         _check_gauntlet(self.gauntlet, self.bots)
+        self._check_bot_time_and_book()
+
+    def _check_bot_time_and_book(self) -> None:
+        if not isinstance(self.bot_time, tuple) or not all(
+            isinstance(p, tuple) and len(p) == 2 for p in self.bot_time
+        ):
+            raise ConfigError(
+                f'bot_time must be a table of bot = "1+10+0.1", got {self.bot_time!r}'
+            )
+        for bot, spec in self.bot_time:
+            try:
+                parse_time_spec(spec, self.time_control)
+            except ValueError as exc:
+                raise ConfigError(f"[bot_time] {bot}: {exc}") from None
+        if len({bot for bot, _ in self.bot_time}) != len(self.bot_time):
+            raise ConfigError(f"[bot_time] names a bot twice: {self.bot_time!r}")
+        if not self.book:
+            return
+        if self.ruleset != "default":
+            raise ConfigError(
+                f"a deal book is for the two-player game; the {self.ruleset} table plays decks"
+                " drawn from the seed"
+            )
+        if self.format is not SeriesFormat.DUPLICATE:
+            raise ConfigError(
+                'a deal book plays each deck twice with the hands swapped: set format = "duplicate"'
+            )
+        try:  # a stored book is checked as strictly as a file
+            parse_book(format_book(self.book), "book")
+        except (BookError, TypeError) as exc:
+            raise ConfigError(f"book: {exc}") from None
+
+    def control_of(self, name: str, version: str) -> TimeControl:
+        """The time control of the bot ``name`` at ``version``: its ``[bot_time]`` entry
+        (``name@version`` first, then ``name``), else ``[time_control]``."""
+        given = dict(self.bot_time)
+        spec = given.get(f"{name}@{version}", given.get(name))
+        return self.time_control if spec is None else parse_time_spec(spec, self.time_control)
+
+    def check_bot_time(self, bots: list[tuple[str, str]]) -> None:
+        """ConfigError when a ``[bot_time]`` entry names none of ``bots`` (``(name, version)``
+        of the entered bots): a misspelt name would silently leave the bot on the default."""
+        known = {n for name, version in bots for n in (name, f"{name}@{version}")}
+        for bot, _ in self.bot_time:
+            if bot not in known:
+                raise ConfigError(
+                    f"[bot_time] names {bot!r}, which is not an entered bot"
+                    f" (known: {', '.join(sorted(known))})"
+                )
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form stored with the tournament."""
@@ -231,6 +290,8 @@ class TournamentConfig:
         data["time_control"] = _time_control_json(self.time_control)
         data["format"] = self.format.value
         data["bots"] = list(self.bots)
+        data["bot_time"] = dict(self.bot_time)
+        data["book"] = [" ".join(deck) for deck in self.book]
         return data
 
     @classmethod
@@ -266,7 +327,7 @@ def _with_gauntlet(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-TIME_CONTROL_KEYS = ("move_seconds", "bank_seconds", "grace_seconds", "clock")
+TIME_CONTROL_KEYS = ("move_seconds", "bank_seconds", "grace_seconds", "clock", "increment_seconds")
 """The settings of ``[time_control]``: times in seconds (TOML, flags and the stored config),
 and the clock moves are charged on (``wall`` or ``cpu``)."""
 
@@ -277,6 +338,7 @@ def _time_control_json(control: TimeControl) -> dict[str, float | str]:
         "bank_seconds": control.bank_seconds,
         "grace_seconds": control.grace_seconds,
         "clock": control.clock,
+        "increment_seconds": control.increment_seconds,
     }
 
 
@@ -295,6 +357,7 @@ def _time_control(data: Any) -> TimeControl:
     _number("time_control.move_seconds", values["move_seconds"], *MOVE_SECONDS)
     _number("time_control.bank_seconds", values["bank_seconds"], *BANK_SECONDS)
     _number("time_control.grace_seconds", values["grace_seconds"], *GRACE_SECONDS)
+    _number("time_control.increment_seconds", values["increment_seconds"], *INCREMENT_SECONDS)
     if values["clock"] not in CLOCKS:
         raise ConfigError(
             f"time_control.clock must be one of {list(CLOCKS)}, got {values['clock']!r}"
@@ -305,9 +368,32 @@ def _time_control(data: Any) -> TimeControl:
             float(values["bank_seconds"]),
             float(values["grace_seconds"]),
             str(values["clock"]),
+            float(values["increment_seconds"]),
         )
     except ValueError as exc:
         raise ConfigError(f"bad value in {where}: {exc}") from None
+
+
+def _bot_time(data: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and k and isinstance(v, str) for k, v in data.items()
+    ):
+        raise ConfigError(
+            f'[bot_time] must be a table of bot = "MOVE+BANK[+INCREMENT]", got {data!r}'
+        )
+    return tuple(sorted(data.items()))
+
+
+def _book(data: Any) -> tuple[tuple[str, ...], ...]:
+    """A book given as a file path (read now) or as stored decks (a list of deck texts)."""
+    try:
+        if isinstance(data, str):
+            return load_book(Path(data))
+        if isinstance(data, list | tuple) and all(isinstance(d, str) for d in data):
+            return parse_book("\n".join(data), "stored book") if data else ()
+    except BookError as exc:
+        raise ConfigError(str(exc)) from None
+    raise ConfigError(f"book must be the path of a deal book file, got {data!r}")
 
 
 def _section(data: Any, cls: type[Any], where: str) -> Any:
@@ -332,6 +418,11 @@ def _build(data: dict[str, Any], *, source: str) -> TournamentConfig:
     try:
         if "time_control" in data:
             data["time_control"] = _time_control(data["time_control"])
+        if "bot_time" in data:
+            data["bot_time"] = _bot_time(data["bot_time"])
+        if "book" in data:
+            data["book"] = _book(data["book"])
+            data.setdefault("format", "duplicate")  # what a book plays
         if "sandbox" in data:
             data["sandbox"] = _section(data["sandbox"], SandboxSettings, "[sandbox]")
         if "format" in data:
@@ -369,6 +460,8 @@ def load_config(path: Path | None, **overrides: Any) -> TournamentConfig:
             data["bots"] = [_relative_to(path.parent, b) for b in data["bots"]]
         if isinstance(data.get("gauntlet"), str) and data["gauntlet"]:
             data["gauntlet"] = _relative_to(path.parent, data["gauntlet"])
+        if isinstance(data.get("book"), str):
+            data["book"] = str(path.parent / data["book"])
     where = str(path) if path else "options"
     for table in ("sandbox", "time_control"):
         if not isinstance(data.get(table, {}), dict):
@@ -382,6 +475,8 @@ def load_config(path: Path | None, **overrides: Any) -> TournamentConfig:
             sandbox[key] = value
         elif key in TIME_CONTROL_KEYS:
             time_control[key] = value
+        elif key == "bot_time" and isinstance(data.get(key), dict):
+            data[key] = data[key] | value  # flags win over the file, bot by bot
         else:
             data[key] = list(value) if key == "bots" else value
     if sandbox:
@@ -391,7 +486,7 @@ def load_config(path: Path | None, **overrides: Any) -> TournamentConfig:
     return _build(data, source=where)
 
 
-FIXED_SETTINGS = ("bots", "games_per_pair", "format", "seed", "gauntlet")
+FIXED_SETTINGS = ("bots", "games_per_pair", "format", "seed", "gauntlet", "book")
 """Settings that made the tournament's series: they cannot change once it exists."""
 
 

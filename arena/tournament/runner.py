@@ -171,6 +171,10 @@ def create(
 ) -> int:
     """Store the bots and a tournament with one series per pair; returns its id."""
     ids = resolve_bots(config.bots, db=db, store=store, submitted_by=submitted_by)
+    if config.bot_time:
+        with db.read_session() as session:
+            rows = [get_submission(sid, session=session) for sid in ids]
+            config.check_bot_time([(str(r.manifest.get("name", "")), r.version) for r in rows])
     seed = draw_seed() if config.seed is None else config.seed
     stored = config.to_json() | {"seed_commitment": commitment(seed)}
     specs = series_specs(config, ids, seed)
@@ -347,15 +351,19 @@ def play_series_task(
         already_finished = series.status == SeriesStatus.FINISHED.value
         a_id, b_id = series.submission_a_id, series.submission_b_id
         names = []
+        controls = []
         for sid in (a_id, b_id):
             row = get_submission(sid, session=session)
             names.append(f"{row.manifest.get('name', sid)}@{row.version}")
+            controls.append(config.control_of(str(row.manifest.get("name", sid)), row.version))
         series_config = SeriesConfig(
             games=series.games_planned,
             seed=series.seed,
             format=SeriesFormat(series.format),
             time_control=config.time_control,
             turn_limit=config.turn_limit,
+            seat_controls=tuple(controls),
+            book=config.book,
         )
     if already_finished:
         return SeriesOutcome(task.series_id, "finished", 0, "already finished")

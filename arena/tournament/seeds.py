@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Sequence
 from typing import Final
 
 SEED_BITS: Final = 62
@@ -39,10 +40,12 @@ def deal_problems(
     games_planned: int,
     number: int,
     deck: tuple[str, ...],
+    book: Sequence[str] = (),
 ) -> list[str]:
     """Why a stored deal does not follow from the tournament's committed seed (empty: it does).
 
-    Checks the chain commitment → tournament seed → series seed → this game's deck.
+    Checks the chain commitment → tournament seed → series seed → this game's deck (with a
+    deal ``book``, the tournament's stored decks as texts: the book's deck for this deal).
     """
     from referee.series import SeriesConfig, SeriesFormat, deal_number, game_deck
 
@@ -60,7 +63,12 @@ def deal_problems(
     config = SeriesConfig(
         games=max(games_planned, number, 2), seed=series_seed, format=SeriesFormat(series_format)
     )
-    expected = tuple(str(c) for c in game_deck(series_seed, deal_number(config, number)))
+    deal = deal_number(config, number)
+    if book:
+        if tuple(deck) != tuple(book[(deal - 1) % len(book)].split()):
+            problems.append("the deal is not the deck the tournament's deal book gives")
+        return problems
+    expected = tuple(str(c) for c in game_deck(series_seed, deal))
     if tuple(deck) != expected:
         problems.append("the deal is not the one the series seed gives for this game")
     return problems

@@ -95,13 +95,16 @@ def play_table_series_task(
         already_finished = series.status == SeriesStatus.FINISHED.value
         seats = tuple(series.seats or (series.submission_a_id, series.submission_b_id))
         names = []
+        controls = []
         for sid in seats:
             row = get_submission(sid, session=session)
             names.append(f"{row.manifest.get('name', sid)}@{row.version}")
+            controls.append(config.control_of(str(row.manifest.get("name", sid)), row.version))
         series_config = SeriesConfig(
             games=series.games_planned,
             seed=series.seed,
             time_control=config.time_control,
+            seat_controls=tuple(controls),
             turn_limit=config.turn_limit,
             ruleset=series.ruleset,
             players=len(seats),

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -160,6 +160,28 @@ def play(
     ] = "standard",
     move_seconds: Annotated[float, typer.Option(help="Time per move.")] = 1.0,
     bank_seconds: Annotated[float, typer.Option(help="Time bank per game.")] = 10.0,
+    increment_seconds: Annotated[
+        float, typer.Option(help="Added to a bot's bank after each of its moves.")
+    ] = 0.0,
+    time: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--time",
+            help="A time control MOVE+BANK[+INCREMENT] in seconds (1+10+0.1: 1 s a move, a"
+            " 10 s bank, 0.1 s added after each move) for both bots, or BOT=MOVE+BANK[+INC]"
+            " for one bot (BOT: 1 or 2, the bot as given, or its name). Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    book: Annotated[
+        Path | None,
+        typer.Option(
+            "--book",
+            help="A deal book (one deck of 36 cards per line, docs/games-format.md): its"
+            " decks in order, each played twice with the hands swapped (duplicate format).",
+            show_default=False,
+        ),
+    ] = None,
     clock: Annotated[
         str, typer.Option(help="What moves are charged: wall or cpu (the bot's CPU time).")
     ] = "wall",
@@ -193,9 +215,11 @@ def play(
     from arena.tournament.seats import SandboxSlot
     from kryt.errors import ExitCode
     from leaderboard.ratings.match_stats import Sprt, match_stats
+    from referee.book import BookError, load_book
     from referee.pairing import pairing_configs, run_pairing
     from referee.protocol.messages import GameEndReason
     from referee.series import SeriesConfig, SeriesFormat
+    from referee.timecontrol import format_time_spec
     from sandbox import choose_backend, load_submission
     from sandbox.death import printable as visible
     from sdk.examples import resolve_bot_ref
@@ -208,15 +232,25 @@ def play(
         series_format = SeriesFormat(format)
     except ValueError:
         raise UserError(f"--format must be standard or duplicate, got {format!r}") from None
+    decks: tuple[tuple[str, ...], ...] = ()
+    if book is not None:
+        try:
+            decks = load_book(book)
+        except BookError as exc:
+            raise UserError(str(exc)) from None
+        series_format = SeriesFormat.DUPLICATE  # a book plays each deck with hands swapped
     if seed is None:
         from arena.tournament.seeds import draw_seed
 
         seed = str(draw_seed())
+    control = _time_control(move_seconds, bank_seconds, clock, increment_seconds)
+    shared, per_bot = _time_options(time or [], control)
     base = SeriesConfig(
         games=games,
         seed=int(seed) if seed.lstrip("-").isdigit() else seed,
         format=series_format,
-        time_control=_time_control(move_seconds, bank_seconds, clock),
+        time_control=shared,
+        book=decks,
     )
     configs = pairing_configs(base, jobs)
     sandbox = choose_backend(backend_choice(backend, sandbox_alias), allow_unsafe=False)
@@ -236,6 +270,16 @@ def play(
                 name += " (2)"
             submissions.append(submission)
             names.append(name)
+        seat_controls = _seat_controls(per_bot, shared, refs, submissions, names)
+        if seat_controls:
+            configs = [replace(c, seat_controls=seat_controls) for c in configs]
+            shown = ", ".join(
+                f"{visible(names[s])} {format_time_spec(seat_controls[s])}" for s in (0, 1)
+            )
+            err.print(Text(f"time controls (move+bank+increment): {shown}"), soft_wrap=True)
+        if decks:
+            shown = f"deal book: {len(decks)} decks from {visible(str(book))}"
+            err.print(Text(shown), soft_wrap=True)
 
         def make_slots(index: int) -> tuple[SandboxSlot, SandboxSlot]:
             slots = tuple(
@@ -312,10 +356,59 @@ def play(
             raise typer.Exit(ExitCode.FAILED)
 
 
-def _time_control(move: float, bank: float, clock: str) -> Control:
+def _time_control(move: float, bank: float, clock: str, increment: float = 0.0) -> Control:
     from referee.protocol.messages import TimeControl as Control
 
     try:
-        return Control.from_seconds(move, bank, clock=clock)
+        return Control.from_seconds(move, bank, clock=clock, increment=increment)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+
+
+def _time_options(specs: list[str], base: Control) -> tuple[Control, dict[str, Control]]:
+    """The ``--time`` options: the control of both bots (the last ``SPEC`` without a bot,
+    else ``base``) and the per-bot ones by the key they were given under."""
+    from referee.timecontrol import parse_time_assignment, parse_time_spec
+
+    shared = base
+    per_bot: dict[str, Control] = {}
+    try:
+        for spec in specs:
+            if "=" in spec:
+                key, control = parse_time_assignment(spec, base)
+                if key in per_bot:
+                    raise UserError(f"--time gives bot {key!r} two time controls")
+                per_bot[key] = control
+            else:
+                shared = parse_time_spec(spec, base)
+    except ValueError as exc:
+        raise UserError(f"--time: {exc}") from None
+    return shared, per_bot
+
+
+def _seat_controls(
+    per_bot: dict[str, Control],
+    shared: Control,
+    refs: list[str],
+    submissions: list[Any],
+    names: list[str],
+) -> tuple[Control, ...]:
+    """Each seat's control when ``--time BOT=...`` named a bot (empty: none did). A bot is
+    named by its position (1, 2), its reference as given, its name or its name and version."""
+    if not per_bot:
+        return ()
+    keys = [
+        {str(seat + 1), refs[seat], submissions[seat].manifest.name, names[seat]} for seat in (0, 1)
+    ]
+    controls = [shared, shared]
+    for key, control in per_bot.items():
+        seats = [seat for seat in (0, 1) if key in keys[seat]]
+        if not seats:
+            raise UserError(
+                f"--time {key}=...: no bot is called {key!r} (use 1 or 2, the bot as given,"
+                f" or its name: {', '.join(sorted(keys[0] | keys[1]))})"
+            )
+        if len(seats) > 1:
+            raise UserError(f"--time {key}=...: both bots answer to {key!r}; use 1 or 2")
+        controls[seats[0]] = control
+    return (controls[0], controls[1])

@@ -63,6 +63,7 @@ def replay(
             games_planned=series.games_planned,
             number=row.number,
             deck=record.deck,
+            book=[d for d in tournament.config.get("book", []) if isinstance(d, str)],
         )
         where = (
             f"series {row.series_id} game {row.number} (attempt {row.attempt}),"

@@ -438,6 +438,27 @@ def run(
             " other bot, which never meet each other (at tables: every table includes it).",
         ),
     ] = None,
+    increment_seconds: Annotated[
+        float | None, typer.Option(help="Added to a bot's bank after each of its moves.")
+    ] = None,
+    time_specs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--time",
+            help="MOVE+BANK[+INCREMENT] in seconds (1+10+0.1) for every bot, or"
+            " BOT=MOVE+BANK[+INCREMENT] for one bot (BOT: NAME or NAME@VERSION). Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    book: Annotated[
+        Path | None,
+        typer.Option(
+            "--book",
+            help="A deal book (docs/games-format.md): its decks in order, each played twice"
+            " with the hands swapped (duplicate format).",
+            show_default=False,
+        ),
+    ] = None,
     executor: ExecutorOption = ExecutorName.local,
     scheduler: SchedulerOption = None,
     worker_store: WorkerStoreOption = None,
@@ -450,6 +471,20 @@ def run(
     In a round robin every pair of bots plays a series; in a gauntlet only the gauntlet bot's
     pairs do. Results go to the database and are printed as they come (each game with -v).
     """
+    from referee.timecontrol import parse_time_spec
+
+    bot_time: dict[str, str] = {}
+    for spec in time_specs or []:
+        if "=" in spec:
+            key, _, value = spec.rpartition("=")
+            bot_time[key.strip()] = value
+            continue
+        try:
+            shared = parse_time_spec(spec)
+        except ValueError as exc:
+            raise UserError(f"--time: {exc}") from None
+        move_seconds, bank_seconds = shared.move_seconds, shared.bank_seconds
+        increment_seconds = shared.increment_seconds
     try:
         config = load_config(
             config_file,
@@ -465,6 +500,9 @@ def run(
             bank_seconds=bank_seconds,
             grace_seconds=grace_seconds,
             clock=clock,
+            increment_seconds=increment_seconds,
+            bot_time=bot_time or None,
+            book=str(book) if book else None,
             turn_limit=turn_limit,
             concurrency=concurrency,
             backend=backend,

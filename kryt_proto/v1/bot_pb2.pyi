@@ -217,25 +217,31 @@ Global___BotMessage: _TypeAlias = BotMessage  # noqa: Y015
 
 @_typing.final
 class TimeControl(_message.Message):
-    """Time control of the series: a per-move limit plus a per-game bank that absorbs overruns."""
+    """Time control of the recipient (each bot may have its own): a per-move limit plus a
+    per-game bank that absorbs overruns and grows by an increment after each of its moves.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     MOVE_MS_FIELD_NUMBER: _builtins.int
     BANK_MS_FIELD_NUMBER: _builtins.int
+    INCREMENT_MS_FIELD_NUMBER: _builtins.int
     move_ms: _builtins.int
     """time allowed for each move before the bank is used"""
     bank_ms: _builtins.int
     """bank at the start of each game"""
+    increment_ms: _builtins.int
+    """added to the bank after each of the bot's moves (0: none)"""
     def __init__(
         self,
         *,
         move_ms: _builtins.int = ...,
         bank_ms: _builtins.int = ...,
+        increment_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bank_ms", b"bank_ms", "move_ms", b"move_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bank_ms", b"bank_ms", "increment_ms", b"increment_ms", "move_ms", b"move_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

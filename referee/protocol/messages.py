@@ -127,12 +127,14 @@ class TimeControlError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TimeControl:
-    """Limits for one game, the same for every seat, in milliseconds.
+    """Limits for one seat in one game, in milliseconds (each seat may have its own).
 
     A move may take ``move_ms``; time beyond that is taken from the seat's bank, which starts
     each game at ``bank_ms``, and once the bank is empty from a per-game transport allowance
-    of ``grace_ms``. Past all three the move is a timeout. The wire carries ``move_ms`` and
-    ``bank_ms``; ``grace_ms`` is the referee's own tolerance.
+    of ``grace_ms``. Past all three the move is a timeout. After each of its moves the seat's
+    bank grows by ``increment_ms`` (Fischer style, as cutechess ``tc=40+0.4``). The wire
+    carries ``move_ms``, ``bank_ms`` and ``increment_ms``; ``grace_ms`` is the referee's own
+    tolerance.
     """
 
     move_ms: int = 1000
@@ -142,11 +144,13 @@ class TimeControl:
     """What a move is charged: ``wall`` (the time from request to reply, as the referee
     measures it) or ``cpu`` (the CPU time of the bot's whole process tree, as its sandbox
     accounts it; where a sandbox cannot measure it, the wall time). Not on the wire."""
+    increment_ms: int = 0
+    """Added to the seat's bank after each of its moves (0: no increment)."""
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:
             raise TimeControlError(f"clock must be one of {list(CLOCKS)}, got {self.clock!r}")
-        for name in ("move_ms", "bank_ms", "grace_ms"):
+        for name in ("move_ms", "bank_ms", "grace_ms", "increment_ms"):
             value = getattr(self, name)
             if type(value) is not int or not 0 <= value <= MAX_TIME_MS:
                 raise TimeControlError(
@@ -163,9 +167,15 @@ class TimeControl:
         bank: float,
         grace: float = DEFAULT_GRACE_MS / 1000,
         clock: str = "wall",
+        increment: float = 0.0,
     ) -> TimeControl:
         """A time control from seconds (as configuration files and flags give them)."""
-        values = {"move_seconds": move, "bank_seconds": bank, "grace_seconds": grace}
+        values = {
+            "move_seconds": move,
+            "bank_seconds": bank,
+            "grace_seconds": grace,
+            "increment_seconds": increment,
+        }
         ms = {}
         for name, value in values.items():
             if (
@@ -178,7 +188,13 @@ class TimeControl:
                     f" got {value!r}"
                 )
             ms[name] = round(value * 1000)
-        return cls(ms["move_seconds"], ms["bank_seconds"], ms["grace_seconds"], clock)
+        return cls(
+            ms["move_seconds"],
+            ms["bank_seconds"],
+            ms["grace_seconds"],
+            clock,
+            ms["increment_seconds"],
+        )
 
     @property
     def move_seconds(self) -> float:
@@ -194,6 +210,11 @@ class TimeControl:
     def grace_seconds(self) -> float:
         """``grace_ms`` in seconds."""
         return self.grace_ms / 1000
+
+    @property
+    def increment_seconds(self) -> float:
+        """``increment_ms`` in seconds."""
+        return self.increment_ms / 1000
 
 
 @dataclass(frozen=True, slots=True)

@@ -471,12 +471,13 @@ def table_view_from_pb(msg: pb.TableView) -> ClassicView:
 
 
 def _time_control_to_pb(tc: TimeControl) -> pb.TimeControl:
-    return pb.TimeControl(move_ms=tc.move_ms, bank_ms=tc.bank_ms)
+    return pb.TimeControl(move_ms=tc.move_ms, bank_ms=tc.bank_ms, increment_ms=tc.increment_ms)
 
 
 def _time_control_from_pb(msg: pb.TimeControl) -> TimeControl:
     try:
-        return TimeControl(move_ms=msg.move_ms, bank_ms=msg.bank_ms)
+        # A referee that predates increments leaves increment_ms unset: 0, no increment.
+        return TimeControl(move_ms=msg.move_ms, bank_ms=msg.bank_ms, increment_ms=msg.increment_ms)
     except ValueError as exc:
         raise MalformedMessageError(f"time_control: {exc}") from None
 

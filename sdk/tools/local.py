@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from referee.book import Book
 from referee.client import BotCrashedError, BotFault, Reply
 from referee.match import Player
 from referee.protocol.messages import (
@@ -27,7 +28,7 @@ from referee.protocol.messages import (
     TimeControl,
 )
 from referee.rules import CLASSIC_TURN_LIMIT, DEFAULT_TURN_LIMIT
-from referee.series import BotStartError, SeriesConfig, SeriesResult
+from referee.series import BotStartError, SeriesConfig, SeriesFormat, SeriesResult
 from referee.series import run_series as referee_series
 from referee.table import TableSeriesResult, run_table_series
 from sdk.bot import Bot
@@ -177,15 +178,29 @@ def run_series(
     time_control: TimeControl = DEFAULT_TIME_CONTROL,
     turn_limit: int = DEFAULT_TURN_LIMIT,
     on_move: MoveHook | None = None,
+    seat_controls: Sequence[TimeControl] = (),
+    book: Book = (),
 ) -> SeriesResult:
     """Play ``games`` games between ``players[0]`` (seat 0) and ``players[1]`` (seat 1) with the
     referee's own loop: the engine decides legality and the end; a bot that fails (timeout,
-    bank exhausted, illegal or malformed reply, crash) loses that game by forfeit."""
+    bank exhausted, illegal or malformed reply, crash) loses that game by forfeit.
+
+    ``seat_controls`` gives each seat its own time control (else both play ``time_control``);
+    a deal ``book`` (:func:`referee.book.load_book`) plays its decks in order, each twice with
+    the hands swapped (``games`` must then be even)."""
     if len(players) != 2:
         raise ValueError(f"a series needs exactly two players, got {len(players)}")
     if games < 1:
         raise ValueError(f"a series needs at least one game, got {games!r}")
-    config = SeriesConfig(games=games, seed=seed, time_control=time_control, turn_limit=turn_limit)
+    config = SeriesConfig(
+        games=games,
+        seed=seed,
+        format=SeriesFormat.DUPLICATE if book else SeriesFormat.STANDARD,
+        time_control=time_control,
+        turn_limit=turn_limit,
+        seat_controls=tuple(seat_controls),
+        book=tuple(book),
+    )
     names = [player.name for player in players]
     if names[0] == names[1]:  # two copies of one bot: tell them apart in results
         names[1] += " (2)"
@@ -208,8 +223,13 @@ def play_local(
     *,
     time_control: TimeControl = DEFAULT_TIME_CONTROL,
     turn_limit: int = DEFAULT_TURN_LIMIT,
+    seat_controls: Sequence[TimeControl] = (),
+    book: Book = (),
 ) -> SeriesResult:
     """Play a series in-process: ``bot_a`` in seat 0, ``bot_b`` in seat 1 (use two objects).
+
+    ``seat_controls``: one time control per seat (else both play ``time_control``); ``book``:
+    a deal book's decks, played in order, each twice with the hands swapped.
 
     The first dealer comes from ``seed``, then the loser deals (see
     :func:`referee.series.next_dealer`); game ``n`` is dealt from ``game_seed(seed, n)``.
@@ -220,7 +240,15 @@ def play_local(
     if bot_a is bot_b:
         raise ValueError("play_local needs two bot objects (each keeps its own game context)")
     players = (LocalPlayer(bot_a), LocalPlayer(bot_b))
-    return run_series(players, games, seed, time_control=time_control, turn_limit=turn_limit)
+    return run_series(
+        players,
+        games,
+        seed,
+        time_control=time_control,
+        turn_limit=turn_limit,
+        seat_controls=seat_controls,
+        book=book,
+    )
 
 
 def play_table_local(

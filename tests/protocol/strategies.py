@@ -85,6 +85,7 @@ time_controls = st.builds(
     TimeControl,
     move_ms=st.integers(1, MAX_TIME_MS),
     bank_ms=st.integers(0, MAX_TIME_MS),
+    increment_ms=st.integers(0, MAX_TIME_MS),
 )
 scores = st.builds(SeriesScore, wins=U32, draws=U32, losses=U32)
 

@@ -1,0 +1,117 @@
+"""A tournament with a per-bot time control (``[bot_time]``), an increment and a deal book
+(``book = "path"``), through ``kryt tournament run`` and ``kryt replay --verify``."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from arena.tournament.config import ConfigError, TournamentConfig, load_config
+from kryt.cli import main
+from kryt.errors import ExitCode
+from referee.protocol.messages import TimeControl
+from referee.rules import Card
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "sdk" / "examples"
+
+
+def kryt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def shuffled(seed: int) -> list[str]:
+    cards = [str(c) for c in Card.all()]
+    random.Random(seed).shuffle(cards)
+    return cards
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def write_config(folder: Path, decks: list[list[str]], extra: str = "") -> Path:
+    (folder / "decks.txt").write_text("".join(" ".join(d) + "\n" for d in decks))
+    config = folder / "tournament.toml"
+    config.write_text(
+        f'name = "timed"\nbots = ["{EXAMPLES / "random"}", "{EXAMPLES / "greedy"}"]\n'
+        'games_per_pair = 4\nbook = "decks.txt"\n'
+        '[time_control]\nmove_seconds = 2\nbank_seconds = 20\nincrement_seconds = 0.25\n'
+        f'[bot_time]\nrandom = "3+30+0.5"\n{extra}'
+    )  # fmt: skip
+    return config
+
+
+def test_a_tournament_plays_the_book_under_each_bots_control(
+    capsys: pytest.CaptureFixture[str], folder: Path
+) -> None:
+    decks = [shuffled(1), shuffled(2)]
+    config = write_config(folder, decks)
+    code, out, err = kryt(
+        capsys, "tournament", "run", "--config", str(config), "--backend", "process"
+    )
+    assert code == 0, err
+    with sqlite3.connect(folder / "kryt.db") as conn:
+        games = conn.execute(
+            "select g.number, g.dealer, g.deck, g.time_controls, s.manifest"
+            " from games g join submissions s on s.id = g.seat0_submission_id order by g.number"
+        ).fetchall()
+        (stored,) = conn.execute("select config from tournaments").fetchone()
+    assert [json.loads(g[2]) for g in games] == [decks[0], decks[0], decks[1], decks[1]]
+    assert games[0][1] != games[1][1] and games[2][1] != games[3][1]  # hands swapped
+    random_tc = TimeControl(move_ms=3000, bank_ms=30_000, increment_ms=500)
+    greedy_tc = TimeControl(move_ms=2000, bank_ms=20_000, increment_ms=250)
+    for _, _, _, controls, manifest in games:
+        seat0_is_random = json.loads(manifest)["name"] == "random"
+        expected = [random_tc, greedy_tc] if seat0_is_random else [greedy_tc, random_tc]
+        assert [TimeControl(**c) for c in json.loads(controls)] == expected
+    code, out, _ = kryt(capsys, "replay", "3", "--verify")
+    assert code == 0 and "verified" in out
+    # The book is stored with the tournament: resuming needs no file.
+    (folder / "decks.txt").unlink()
+    again = TournamentConfig.from_json(json.loads(stored))
+    assert again.book == tuple(tuple(d) for d in decks) and again.control_of("random", "x")
+    code, _, err = kryt(capsys, "tournament", "resume", "1")
+    assert code == 0 and "already finished" in err
+
+
+def test_a_bot_time_for_no_entered_bot_is_refused(
+    capsys: pytest.CaptureFixture[str], folder: Path
+) -> None:
+    config = write_config(folder, [shuffled(3)], extra='nobody = "1+1"\n')
+    code, _, err = kryt(
+        capsys, "tournament", "run", "--config", str(config), "--backend", "process"
+    )
+    assert code == ExitCode.BAD_INPUT
+    assert "[bot_time] names 'nobody', which is not an entered bot" in err
+    assert not (folder / "kryt.db").exists() or sqlite3.connect(folder / "kryt.db").execute(
+        "select count(*) from tournaments"
+    ).fetchone() == (0,)
+
+
+def test_config_errors_name_the_setting(folder: Path) -> None:
+    decks = [shuffled(4)]
+    config = write_config(folder, decks, extra='greedy = "1+x"\n')
+    with pytest.raises(ConfigError, match=r"\[bot_time\] greedy: time control '1\+x'"):
+        load_config(config)
+    config = write_config(folder, decks)
+    with pytest.raises(ConfigError, match='set format = "duplicate"'):
+        load_config(config, format="standard")
+    with pytest.raises(ConfigError, match="a deal book is for the two-player game"):
+        load_config(config, ruleset="classic", table_size=2, format="standard")
+    (folder / "decks.txt").write_text(" ".join(decks[0][:30]) + "\n")
+    with pytest.raises(ConfigError, match=r"decks\.txt line 1: a deck has 36 cards, got 30"):
+        load_config(config)
+    loaded = load_config(write_config(folder, decks))
+    assert loaded.control_of("random", "1.0.0").increment_ms == 500
+    assert loaded.control_of("greedy", "1.0.0") == loaded.time_control
+    assert loaded.time_control.increment_ms == 250
+    assert TournamentConfig.from_json(loaded.to_json()) == loaded
