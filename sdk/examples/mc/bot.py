@@ -4,9 +4,10 @@ For each decision: sample the hidden cards consistently with the view (``sdk.sam
 try every candidate action in that same sampled deal, finish each game with a fast
 epsilon-greedy playout, and repeat while the budget lasts. The action with the best mean
 result wins. Using one sample for all candidates per round (common random numbers) makes
-the comparison fair with few samples. At a classic table the same search runs on the
-table's engine (``sdk.sample_table_game``): a playout scores 1 when this seat beat someone and
-lost to nobody, 0 when it lost, 1/2 otherwise.
+the comparison fair with few samples. At a classic table the same search samples the
+hidden cards with the table tracker (``sdk.sim.sample_table_hidden``) and plays every seat
+greedily to the end on a fast simulator of the table (``fast.py``): a playout scores 1 when
+another seat lost, 0 when this one did, 1/2 for a draw.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import ClassVar, TypeVar
 
-from referee.rules import Action, ClassicAction, ClassicGame, ClassicView, Game, View
-from sdk import Bot, sample_game, sample_table_game, serve
-from sdk.strategy import greedy_action, greedy_key, greedy_table_action, table_key
+from referee.rules import Action, ClassicAction, ClassicActionKind, ClassicView, Game, View
+from sdk import Bot, sample_game, serve
+from sdk.examples.mc.fast import TableState
+from sdk.strategy import greedy_action, greedy_key, table_key
 
 A = TypeVar("A")
 G = TypeVar("G")
@@ -40,25 +42,6 @@ def playout(game: Game, seat: int, rng: random.Random, epsilon: float) -> float:
     if not game.over or game.outcome is None:
         return 0.5
     return 1.0 if game.outcome == seat else 0.0
-
-
-def table_playout(game: ClassicGame, seat: int, rng: random.Random, epsilon: float) -> float:
-    """Finish a classic-table ``game`` (in place) with epsilon-greedy play; ``seat``'s score."""
-    trump = game.trump
-    for _ in range(MAX_PLAYOUT_ACTIONS):
-        if game.over:
-            break
-        legal = game.legal_actions()
-        if rng.random() < epsilon:
-            game.play(rng.choice(legal))
-        else:
-            game.play(greedy_table_action(legal, trump))
-    if not game.over:
-        return 0.5
-    pairs = game.pairwise_results()
-    if any(x == seat for _, x in pairs):
-        return 0.0
-    return 1.0 if any(w == seat for w, _ in pairs) else 0.5
 
 
 class MonteCarloBot(Bot):
@@ -102,16 +85,21 @@ class MonteCarloBot(Bot):
         )
 
     def act_table(self, view: ClassicView) -> ClassicAction:
-        def score(deal: ClassicGame, action: ClassicAction) -> float:
-            game = deal.copy()
-            game.play(action)
-            return table_playout(game, view.seat, self.rng, self.epsilon)
+        # The table's playouts run on the fast greedy simulator (mc/fast.py): many more
+        # samples per move than the engine allows, all seats modelled as greedy players.
+        def score(deal: TableState, action: ClassicAction) -> float:
+            state = deal.copy()
+            state.play(action)
+            return state.playout(view.seat, MAX_PLAYOUT_ACTIONS)
 
         return self._search(
             view.legal_actions,
             lambda a: table_key(a, view.trump),
-            lambda: sample_table_game(view, self.rng),
+            lambda: TableState.sampled(view, self.rng),
             score,
+            # Taking is greedy's last resort, yet often the better move (keeping trumps):
+            # it is always weighed, however many covers there are.
+            always=[a for a in view.legal_actions if a.kind is ClassicActionKind.TAKE],
         )
 
     def _search(
@@ -120,12 +108,15 @@ class MonteCarloBot(Bot):
         key: Callable[[A], tuple[int, ...]],
         sample: Callable[[], G],
         score: Callable[[G, A], float],
+        always: Sequence[A] = (),
     ) -> A:
-        """The best of ``legal`` by mean playout score over sampled deals (both rulesets)."""
+        """The best of ``legal`` by mean playout score over sampled deals (both rulesets);
+        ``always``: actions weighed even when greedy's order would leave them out."""
         if len(legal) == 1:
             return legal[0]
         # Few candidates keep the samples per candidate high; greedy's order picks them.
         candidates = sorted(legal, key=key)[: self.max_candidates]
+        candidates += [a for a in always if a not in candidates]
         totals = [0.0] * len(candidates)
         rounds = 0
         deadline = time.monotonic() + self._budget()
