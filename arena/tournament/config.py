@@ -363,7 +363,7 @@ def load_config(path: Path | None, **overrides: Any) -> TournamentConfig:
     return _build(data, source=where)
 
 
-FIXED_SETTINGS = ("bots", "games_per_pair", "format", "seed")
+FIXED_SETTINGS = ("bots", "games_per_pair", "format", "seed", "ruleset", "table_size")
 """Settings that made the tournament's series: they cannot change once it exists."""
 
 

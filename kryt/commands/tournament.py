@@ -465,7 +465,8 @@ def set_command(
     database: DatabaseOption = None,
 ) -> None:
     """Change stored settings of a tournament that has not finished (checked like a new
-    tournament's); bots, games per pair, format and seed cannot change."""
+    tournament's); bots, games per pair, format, seed, ruleset and table size cannot
+    change."""
     db = open_db(database, create=False)
     try:
         config = change_settings(tournament_id, assignments, db)
