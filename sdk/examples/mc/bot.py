@@ -12,6 +12,7 @@ another seat lost, 0 when this one did, 1/2 for a draw.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -44,6 +45,14 @@ def playout(game: Game, seat: int, rng: random.Random, epsilon: float) -> float:
     return 1.0 if game.outcome == seat else 0.0
 
 
+ENDGAME_STOCK = 3
+"""At a table, a stock this small or empty starts the endgame: who is left holding cards is
+decided now, the playouts are short and fewer cards are hidden."""
+
+ENDGAME_SCALE = 6
+"""The endgame gets this many times the samples (or the time) of a move before it."""
+
+
 class MonteCarloBot(Bot):
     """``playouts``: fixed samples per candidate (reproducible, for tests); otherwise it
     thinks for ``time_fraction`` of the move limit, at most ``max_seconds``."""
@@ -58,6 +67,7 @@ class MonteCarloBot(Bot):
         max_seconds: float = 0.5,
         max_candidates: int = 12,
         epsilon: float = 0.15,
+        table_confidence: float = 2.0,
         seed: int | str | None = None,
     ) -> None:
         self.playouts = playouts
@@ -65,11 +75,16 @@ class MonteCarloBot(Bot):
         self.max_seconds = max_seconds
         self.max_candidates = max_candidates
         self.epsilon = epsilon
+        self.table_confidence = table_confidence
         self.rng = random.Random(seed)
 
-    def _budget(self) -> float:
+    def _budget(self, scale: int = 1) -> float:
+        """Seconds to think: ``scale`` times the usual share of the move's limit, never more
+        than 60% of what is left of it (the bank is for accidents, not for thinking)."""
         left = self.time_left()
-        return min(self.max_seconds, self.time_fraction * left) if left != float("inf") else 0.1
+        if left == float("inf"):
+            return 0.1 * scale
+        return min(scale * min(self.max_seconds, self.time_fraction * left), 0.6 * left)
 
     def act(self, view: View) -> Action:
         def score(deal: Game, action: Action) -> float:
@@ -100,6 +115,8 @@ class MonteCarloBot(Bot):
             # Taking is greedy's last resort, yet often the better move (keeping trumps):
             # it is always weighed, however many covers there are.
             always=[a for a in view.legal_actions if a.kind is ClassicActionKind.TAKE],
+            scale=ENDGAME_SCALE if view.stock_count <= ENDGAME_STOCK else 1,
+            confidence=self.table_confidence,
         )
 
     def _search(
@@ -109,29 +126,56 @@ class MonteCarloBot(Bot):
         sample: Callable[[], G],
         score: Callable[[G, A], float],
         always: Sequence[A] = (),
+        scale: int = 1,
+        confidence: float = 0.0,
     ) -> A:
         """The best of ``legal`` by mean playout score over sampled deals (both rulesets);
-        ``always``: actions weighed even when greedy's order would leave them out."""
+        ``always``: actions weighed even when greedy's order would leave them out;
+        ``scale``: how many times ``playouts`` (fixed mode) or the time budget to spend;
+        ``confidence``: leave greedy's choice only for an action whose lead over it, sample
+        for sample, is this many standard errors above zero."""
         if len(legal) == 1:
             return legal[0]
         # Few candidates keep the samples per candidate high; greedy's order picks them.
         candidates = sorted(legal, key=key)[: self.max_candidates]
         candidates += [a for a in always if a not in candidates]
         totals = [0.0] * len(candidates)
+        # Per candidate: the sum of squares of its difference to greedy's choice, sample by
+        # sample (the same deal for all: the differences are paired).
+        squares = [0.0] * len(candidates)
         rounds = 0
-        deadline = time.monotonic() + self._budget()
+        deadline = time.monotonic() + self._budget(scale)
         while True:
             if self.playouts is not None:
-                if rounds >= self.playouts:
+                if rounds >= self.playouts * scale:
                     break
             elif rounds > 0 and time.monotonic() >= deadline:
                 break
             deal = sample()
-            for i, action in enumerate(candidates):
-                totals[i] += score(deal, action)
+            scores = [score(deal, action) for action in candidates]
+            for i, value in enumerate(scores):
+                totals[i] += value
+                squares[i] += (value - scores[0]) ** 2
             rounds += 1
         best = max(range(len(candidates)), key=lambda i: (totals[i], -i))
+        if (
+            best
+            and confidence
+            and not _significant(totals[best] - totals[0], squares[best], rounds, confidence)
+        ):
+            # Early in a game most differences are noise; greedy's choice is the safe one.
+            return candidates[0]
         return candidates[best]
+
+
+def _significant(total: float, squares: float, rounds: int, confidence: float) -> bool:
+    """Whether paired differences summing to ``total`` (squares summing to ``squares``) over
+    ``rounds`` samples have a mean at least ``confidence`` standard errors above zero."""
+    if rounds < 2 or total <= 0:
+        return False
+    mean = total / rounds
+    variance = max(squares / rounds - mean * mean, 0.0) * rounds / (rounds - 1)
+    return variance == 0.0 or mean >= confidence * math.sqrt(variance / rounds)
 
 
 if __name__ == "__main__":
