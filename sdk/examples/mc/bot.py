@@ -7,7 +7,10 @@ result wins. Using one sample for all candidates per round (common random number
 the comparison fair with few samples. At a classic table the same search samples the
 hidden cards with the table tracker (``sdk.sim.sample_table_hidden``) and plays every seat
 greedily to the end on a fast simulator of the table (``fast.py``): a playout scores 1 when
-another seat lost, 0 when this one did, 1/2 for a draw.
+another seat lost, 0 when this one did, 1/2 for a draw. Early in a table game most
+differences between candidates are noise, so the bot leaves greedy's choice only for an
+action that beats it sample for sample by ``table_confidence`` standard errors; the endgame
+(a stock of 3 cards or fewer), where the loser is decided, gets six times the samples.
 """
 
 from __future__ import annotations
@@ -55,7 +58,9 @@ ENDGAME_SCALE = 6
 
 class MonteCarloBot(Bot):
     """``playouts``: fixed samples per candidate (reproducible, for tests); otherwise it
-    thinks for ``time_fraction`` of the move limit, at most ``max_seconds``."""
+    thinks for ``time_fraction`` of the move limit, at most ``max_seconds`` (both scaled
+    up in a table's endgame, never beyond 60% of the move's limit). ``table_confidence``:
+    how sure (in standard errors) it must be to leave greedy's choice at a table."""
 
     rulesets: ClassVar[tuple[str, ...]] = ("default", "classic")
 
