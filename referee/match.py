@@ -1,4 +1,7 @@
-"""One game between two players under the referee's authority.
+"""One game under the referee's authority: the one game loop, for a table of 2-4 seats.
+
+The two-player default game is a table of two seats playing the default ruleset; the classic
+table (rules-classic.md) seats 2-4 players. Both are played by :func:`play_game`.
 
 The referee holds the true game. For each decision it sends only the mover's view, waits under a
 hard deadline, and hands the reply to the engine's one legality gate. Every misbehaviour is a
@@ -16,6 +19,7 @@ from typing import Protocol
 
 from referee.client import BotFault, Reply
 from referee.protocol.messages import (
+    AnyAction,
     AnyView,
     Clock,
     GameEnd,
@@ -28,7 +32,17 @@ from referee.protocol.messages import (
     TimeControl,
 )
 from referee.record import Forfeit, GameRecord, Move, clip
-from referee.rules import Action, Card, Game, IllegalActionError, InvalidActionError
+from referee.rules import (
+    CLASSIC_RULESET,
+    DEFAULT_RULESET,
+    Action,
+    Card,
+    ClassicAction,
+    ClassicGame,
+    Game,
+    IllegalActionError,
+    InvalidActionError,
+)
 from referee.timecontrol import GameClock
 
 log = logging.getLogger(__name__)
@@ -55,6 +69,9 @@ class Player(Protocol):
         """The bot's action for ``view`` within ``timeout`` seconds; raises BotFault."""
         ...
 
+
+AnyGame = Game | ClassicGame
+"""A game of either ruleset, as the one game loop plays it."""
 
 Diagnose = Callable[[int], GameEndReason | None]
 """Given a seat whose connection failed, the sandbox's verdict (e.g. MEMORY_LIMIT), if any."""
@@ -105,21 +122,27 @@ def play_game(
     number: int,
     deck: Sequence[Card | str],
     dealer: int,
-    scores: tuple[SeriesScore, SeriesScore],
+    scores: Sequence[SeriesScore],
     time_control: TimeControl | Sequence[TimeControl],
     turn_limit: int,
     diagnose: Diagnose | None = None,
+    ruleset: str = DEFAULT_RULESET,
 ) -> GameRecord:
-    """Play game ``number`` of a series between ``players[0]`` (seat 0) and ``players[1]``.
+    """Play game ``number`` of a series; ``players[s]`` sits at seat ``s``.
 
-    ``scores`` are each seat's series score before this game; ``time_control`` is one
-    control for both seats or one per seat. Returns the record; never raises
-    for anything a bot does. An unexpected exception on our side yields a voided record.
+    The one game loop of the project, for every table: the default game (``ruleset``
+    ``default``, two players) and the classic table (``classic``, 2-4 players, one per
+    seat). ``scores`` are each seat's series score before this game; ``time_control`` is
+    one control for every seat or one per seat. Returns the record;
+    never raises for anything a bot does. An unexpected exception on our side yields a
+    voided record.
     """
     started = time.time()
-    game = Game.from_deck(deck, dealer, turn_limit=turn_limit)
-    names = (players[0].name, players[1].name)
-    clock = GameClock(time_control)
+    seats = len(players)
+    game = Game.from_deck(deck, dealer, players=seats, ruleset=ruleset, turn_limit=turn_limit)
+    names = tuple(p.name for p in players)
+    # The one place a game's clock is made: one control for every seat, or one per seat.
+    clock = GameClock(time_control, seats=seats)
     controls = clock.controls
     moves: list[Move] = []
     forfeit: Forfeit | None = None
@@ -127,17 +150,7 @@ def play_game(
     try:
         for seat, player in enumerate(players):
             try:
-                player.send(
-                    GameStart(
-                        game_number=number,
-                        seat=seat,
-                        dealer=dealer,
-                        score=scores[seat],
-                        opponent_name=names[1 - seat],
-                        time_control=controls[seat],
-                        turn_limit=turn_limit,
-                    )
-                )
+                player.send(_game_start(game, names, seat, number, scores[seat], controls[seat]))
             except BotFault as exc:
                 raise faulted(seat, exc, diagnose) from None
         while not game.over:
@@ -150,15 +163,52 @@ def play_game(
         log.exception("game %s voided by an internal error", number)
         void_reason = clip(f"{type(exc).__name__}: {exc}")
 
-    record = replace(
-        _record(game, moves, forfeit, void_reason, names, started), time_controls=controls
-    )
+    if isinstance(game, ClassicGame):
+        record = _table_record(game, moves, forfeit, void_reason, names, started)
+    else:
+        record = _record(game, moves, forfeit, void_reason, names, started)
+    record = replace(record, time_controls=controls)
     _announce_end(players, game, record, number, scores)
     return record
 
 
+def forfeit_results(seats: int, offender: int) -> tuple[tuple[int, int], ...]:
+    """[ruling] The pairwise results of a game forfeited by ``offender``: everyone beats him."""
+    return tuple((s, offender) for s in range(seats) if s != offender)
+
+
+def _game_start(
+    game: AnyGame,
+    names: tuple[str, ...],
+    seat: int,
+    number: int,
+    score: SeriesScore,
+    time_control: TimeControl,
+) -> GameStart:
+    """The GameStart of ``seat``: a table also names its ruleset and every seat."""
+    others = ", ".join(n for s, n in enumerate(names) if s != seat)
+    start = GameStart(
+        game_number=number,
+        seat=seat,
+        dealer=game.dealer,
+        score=score,
+        opponent_name=others,
+        time_control=time_control,
+        turn_limit=game.turn_limit,
+    )
+    if isinstance(game, ClassicGame):
+        # Only a table says so: the default game's message stays what version-1 bots know.
+        start = replace(start, ruleset=CLASSIC_RULESET, players=len(names), seat_names=names)
+    return start
+
+
 def _one_move(
-    game: Game, player: Player, seat: int, number: int, clock: GameClock, diagnose: Diagnose | None
+    game: AnyGame,
+    player: Player,
+    seat: int,
+    number: int,
+    clock: GameClock,
+    diagnose: Diagnose | None,
 ) -> Move:
     view = game.view(seat)
     wire_clock = clock.wire_clock(seat)
@@ -170,15 +220,18 @@ def _one_move(
     sent = str(reply.action)
     charge(clock, seat, reply)
     try:  # the engine's one legality gate: parse, check, play
-        # A classic action's text is never an action of this game: the gate says why.
-        action = game.play(
-            reply.action if isinstance(reply.action, str | Action) else str(reply.action)
-        )
+        # An action of the other ruleset goes in as its text: the gate says why it is wrong.
+        action: AnyAction
+        if isinstance(game, ClassicGame):
+            action = game.play(reply.action if isinstance(reply.action, ClassicAction) else sent)
+        else:
+            action = game.play(reply.action if isinstance(reply.action, Action) else sent)
     except InvalidActionError as exc:
         raise forfeited(seat, GameEndReason.MALFORMED_REPLY, sent, str(exc)) from None
     except IllegalActionError as exc:
-        shown = ", ".join(str(a) for a in view.legal_actions[:10])
-        more = ", ..." if len(view.legal_actions) > 10 else ""
+        legal = view.legal_actions
+        shown = ", ".join(str(a) for a in legal[:10])
+        more = ", ..." if len(legal) > 10 else ""
         detail = f"{exc} (legal: {shown}{more})"
         raise forfeited(seat, GameEndReason.ILLEGAL_ACTION, sent, detail) from None
     return played(seat, action, reply)
@@ -189,9 +242,11 @@ def _record(
     moves: list[Move],
     forfeit: Forfeit | None,
     void_reason: str,
-    names: tuple[str, str],
+    names: tuple[str, ...],
     started: float,
 ) -> GameRecord:
+    """The record of a default-ruleset game: a winner (or none), a final cover on a draw."""
+
     def make(
         ending: GameEndReason,
         winner: int | None,
@@ -223,21 +278,73 @@ def _record(
     return make(GameEndReason.from_rules(game.reason), game.outcome, final_cover=final)
 
 
+def _table_record(
+    game: ClassicGame,
+    moves: list[Move],
+    forfeit: Forfeit | None,
+    void_reason: str,
+    names: tuple[str, ...],
+    started: float,
+) -> GameRecord:
+    """The record of a classic-table game: its loser and its pairwise results."""
+    seats = game.players
+
+    def make(
+        ending: GameEndReason,
+        loser: int | None,
+        pairwise: tuple[tuple[int, int], ...],
+        forfeit: Forfeit | None = None,
+    ) -> GameRecord:
+        winner = None
+        if seats == 2 and pairwise:
+            winner = pairwise[0][0]
+        return GameRecord(
+            deck=tuple(str(c) for c in game.deck or ()),
+            dealer=game.dealer,
+            turn_limit=game.turn_limit,
+            moves=tuple(moves),
+            ending=ending,
+            winner=winner,
+            forfeit=forfeit,
+            void_reason=void_reason,
+            players=names,
+            started=started,
+            finished=time.time(),
+            ruleset=CLASSIC_RULESET,
+            seats=seats,
+            loser=loser,
+            pairwise=pairwise,
+        )
+
+    if void_reason:
+        return make(GameEndReason.VOID, None, ())
+    if forfeit is not None:
+        return make(forfeit.reason, forfeit.seat, forfeit_results(seats, forfeit.seat), forfeit)
+    assert game.reason is not None
+    return make(GameEndReason.from_rules(game.reason), game.loser, game.pairwise_results())
+
+
+def _after(before: SeriesScore, record: GameRecord, seat: int) -> SeriesScore:
+    """``seat``'s series score after ``record`` (a voided game does not count)."""
+    if record.voided:
+        return before
+    outcome = record.outcome(seat)
+    return SeriesScore(
+        wins=before.wins + (outcome == "win"),
+        draws=before.draws + (outcome == "draw"),
+        losses=before.losses + (outcome == "loss"),
+    )
+
+
 def _announce_end(
     players: Sequence[Player],
-    game: Game,
+    game: AnyGame,
     record: GameRecord,
     number: int,
-    scores: tuple[SeriesScore, SeriesScore],
+    scores: Sequence[SeriesScore],
 ) -> None:
     detail = record.forfeit.detail if record.forfeit else record.void_reason
     for seat, player in enumerate(players):
-        before = scores[seat]
-        after = SeriesScore(
-            wins=before.wins + (record.winner == seat),
-            draws=before.draws + (record.winner is None and not record.voided),
-            losses=before.losses + (record.winner == 1 - seat),
-        )
         # A bot that cannot take GameEnd fails its next request, which is recorded then.
         with contextlib.suppress(BotFault):
             player.send(
@@ -248,6 +355,7 @@ def _announce_end(
                     detail=detail,
                     view=game.view(seat),
                     deck=game.deck or (),
-                    score=after,
+                    score=_after(scores[seat], record, seat),
+                    loser=record.loser,
                 )
             )

@@ -1,9 +1,10 @@
 """Games and series at a classic table of 2-4 seats (rules-classic.md), under the referee.
 
-The same authority as :mod:`referee.match` and :mod:`referee.series`, for N seats: only the
-mover gets a view, every decision runs under the one time control, the engine's legality
-gate checks each reply, every misbehaviour is a forfeit and a failure on our side voids the
-game (it is replayed with the same deal).
+A game at the table is played by the referee's one game loop (:func:`referee.match.play_game`
+with ``ruleset="classic"``): only the mover gets a view, every decision runs under the one
+time control, the engine's legality gate checks each reply, every misbehaviour is a forfeit
+and a failure on our side voids the game (it is replayed with the same deal). This module
+holds what only a table series needs: its dealers, its handshake, its start failures.
 
 [ruling] A forfeit makes the offender the loser: he deals the next game, the game ends at
 once and every other seat beats him. A series is a fixed number of games at one table with
@@ -13,33 +14,26 @@ game without a single loser (a draw, the turn limit) the same dealer deals again
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 
-from referee.client import BotFault
-from referee.match import Diagnose, Forfeited, Player, charge, faulted, forfeited, played
+from referee.match import Diagnose, Player, forfeit_results, play_game
 from referee.protocol.messages import (
     PROTOCOL_VERSION,
-    GameEnd,
     GameEndReason,
-    GameStart,
     Handshake,
     SeriesScore,
     TimeControl,
 )
-from referee.record import REFEREE_VERSION, Forfeit, GameRecord, Move, clip
+from referee.record import REFEREE_VERSION, Forfeit, GameRecord, clip
 from referee.rules import (
     CLASSIC_RULESET,
     Card,
-    ClassicAction,
     ClassicGame,
-    IllegalActionError,
-    InvalidActionError,
     RulesError,
 )
 from referee.series import (
@@ -53,14 +47,8 @@ from referee.series import (
     game_deck,
     play_with_retries,
 )
-from referee.timecontrol import GameClock
 
 log = logging.getLogger(__name__)
-
-
-def forfeit_results(seats: int, offender: int) -> tuple[tuple[int, int], ...]:
-    """[ruling] The pairwise results of a game forfeited by ``offender``: everyone beats him."""
-    return tuple((s, offender) for s in range(seats) if s != offender)
 
 
 def play_table_game(
@@ -74,164 +62,21 @@ def play_table_game(
     turn_limit: int,
     diagnose: Diagnose | None = None,
 ) -> GameRecord:
-    """Play game ``number`` of a series at a classic table; ``players[s]`` sits at seat ``s``.
+    """Play game ``number`` at a classic table; ``players[s]`` sits at seat ``s``.
 
-    ``scores`` are each seat's series score before this game; ``time_control`` is one
-    control for every seat or one per seat. Returns the record; never raises for anything
-    a bot does. An unexpected exception on our side voids the game.
+    The referee's one game loop (:func:`referee.match.play_game`) with the classic ruleset.
     """
-    started = time.time()
-    seats = len(players)
-    game = ClassicGame.from_deck(deck, dealer, players=seats, turn_limit=turn_limit)
-    names = tuple(p.name for p in players)
-    clock = GameClock(time_control, seats=seats)
-    controls = clock.controls
-    moves: list[Move] = []
-    forfeit: Forfeit | None = None
-    void_reason = ""
-    try:
-        for seat, player in enumerate(players):
-            try:
-                player.send(
-                    GameStart(
-                        game_number=number,
-                        seat=seat,
-                        dealer=dealer,
-                        score=scores[seat],
-                        opponent_name=", ".join(n for s, n in enumerate(names) if s != seat),
-                        time_control=controls[seat],
-                        turn_limit=turn_limit,
-                        ruleset=CLASSIC_RULESET,
-                        players=seats,
-                        seat_names=names,
-                    )
-                )
-            except BotFault as exc:
-                raise faulted(seat, exc, diagnose) from None
-        while not game.over:
-            mover = game.to_move
-            assert mover is not None
-            moves.append(_one_move(game, players[mover], mover, number, clock, diagnose))
-    except Forfeited as exc:
-        forfeit = exc.forfeit
-    except Exception as exc:  # our side failed: not the bot's fault
-        log.exception("table game %s voided by an internal error", number)
-        void_reason = clip(f"{type(exc).__name__}: {exc}")
-    record = replace(
-        _record(game, moves, forfeit, void_reason, names, started), time_controls=controls
+    return play_game(
+        players,
+        number=number,
+        deck=deck,
+        dealer=dealer,
+        scores=scores,
+        time_control=time_control,
+        turn_limit=turn_limit,
+        diagnose=diagnose,
+        ruleset=CLASSIC_RULESET,
     )
-    _announce_end(players, game, record, number, scores)
-    return record
-
-
-def _one_move(
-    game: ClassicGame,
-    player: Player,
-    seat: int,
-    number: int,
-    clock: GameClock,
-    diagnose: Diagnose | None,
-) -> Move:
-    view = game.view(seat)
-    wire_clock = clock.wire_clock(seat)
-    timeout = clock.deadline(seat)
-    try:
-        reply = player.decide(view, wire_clock, number, timeout)
-    except BotFault as exc:
-        raise faulted(seat, exc, diagnose) from None
-    sent = str(reply.action)
-    charge(clock, seat, reply)
-    try:  # the engine's one legality gate: parse, check, play
-        answer = reply.action if isinstance(reply.action, str | ClassicAction) else sent
-        action = game.play(answer)
-    except InvalidActionError as exc:
-        raise forfeited(seat, GameEndReason.MALFORMED_REPLY, sent, str(exc)) from None
-    except IllegalActionError as exc:
-        shown = ", ".join(str(a) for a in view.legal_actions[:10])
-        more = ", ..." if len(view.legal_actions) > 10 else ""
-        raise forfeited(
-            seat, GameEndReason.ILLEGAL_ACTION, sent, f"{exc} (legal: {shown}{more})"
-        ) from None
-    return played(seat, action, reply)
-
-
-def _record(
-    game: ClassicGame,
-    moves: list[Move],
-    forfeit: Forfeit | None,
-    void_reason: str,
-    names: tuple[str, ...],
-    started: float,
-) -> GameRecord:
-    seats = game.players
-
-    def make(
-        ending: GameEndReason,
-        loser: int | None,
-        pairwise: tuple[tuple[int, int], ...],
-        forfeit: Forfeit | None = None,
-    ) -> GameRecord:
-        winner = None
-        if seats == 2 and pairwise:
-            winner = pairwise[0][0]
-        return GameRecord(
-            deck=tuple(str(c) for c in game.deck or ()),
-            dealer=game.dealer,
-            turn_limit=game.turn_limit,
-            moves=tuple(moves),
-            ending=ending,
-            winner=winner,
-            forfeit=forfeit,
-            void_reason=void_reason,
-            players=names,
-            started=started,
-            finished=time.time(),
-            ruleset=CLASSIC_RULESET,
-            seats=seats,
-            loser=loser,
-            pairwise=pairwise,
-        )
-
-    if void_reason:
-        return make(GameEndReason.VOID, None, ())
-    if forfeit is not None:
-        return make(forfeit.reason, forfeit.seat, forfeit_results(seats, forfeit.seat), forfeit)
-    assert game.reason is not None
-    return make(GameEndReason.from_rules(game.reason), game.loser, game.pairwise_results())
-
-
-def _after(before: SeriesScore, outcome: str) -> SeriesScore:
-    return SeriesScore(
-        wins=before.wins + (outcome == "win"),
-        draws=before.draws + (outcome == "draw"),
-        losses=before.losses + (outcome == "loss"),
-    )
-
-
-def _announce_end(
-    players: Sequence[Player],
-    game: ClassicGame,
-    record: GameRecord,
-    number: int,
-    scores: Sequence[SeriesScore],
-) -> None:
-    detail = record.forfeit.detail if record.forfeit else record.void_reason
-    for seat, player in enumerate(players):
-        after = scores[seat] if record.voided else _after(scores[seat], record.outcome(seat))
-        # A bot that cannot take GameEnd fails its next request, which is recorded then.
-        with contextlib.suppress(BotFault):
-            player.send(
-                GameEnd(
-                    game_number=number,
-                    winner=record.winner,
-                    reason=record.ending,
-                    detail=detail,
-                    view=game.view(seat),
-                    deck=game.deck or (),
-                    score=after,
-                    loser=record.loser,
-                )
-            )
 
 
 # ---------------------------------------------------------------------------- series

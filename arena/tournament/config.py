@@ -486,7 +486,16 @@ def load_config(path: Path | None, **overrides: Any) -> TournamentConfig:
     return _build(data, source=where)
 
 
-FIXED_SETTINGS = ("bots", "games_per_pair", "format", "seed", "gauntlet", "book")
+FIXED_SETTINGS = (
+    "bots",
+    "games_per_pair",
+    "format",
+    "seed",
+    "ruleset",
+    "table_size",
+    "gauntlet",
+    "book",
+)
 """Settings that made the tournament's series: they cannot change once it exists."""
 
 

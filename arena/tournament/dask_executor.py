@@ -140,7 +140,9 @@ class GameProgress:
                 for game in counted_games(series_id, wanted, session=session):
                     self.seen.setdefault(series_id, set()).add(game.number)
                     if on_game is not None:
-                        players = (str(game.seat0_submission_id), str(game.seat1_submission_id))
+                        # A table game lists every seat; a two-player game has seats 0, 1.
+                        seats = game.seats or [game.seat0_submission_id, game.seat1_submission_id]
+                        players = tuple(str(s) for s in seats)
                         on_game(series_id, game.number, stored_record(game, players))
 
     def poll(self, on_game: GameCallback | None) -> None:

@@ -693,7 +693,8 @@ def set_command(
     database: DatabaseOption = None,
 ) -> None:
     """Change stored settings of a tournament that has not finished (checked like a new
-    tournament's); bots, games per pair, format, seed and gauntlet cannot change."""
+    tournament's); bots, games per pair, format, seed, ruleset, table size, gauntlet and
+    book cannot change."""
     db = open_db(database, create=False)
     try:
         config = change_settings(tournament_id, assignments, db)

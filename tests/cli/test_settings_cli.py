@@ -100,6 +100,7 @@ def test_set_fixes_a_stored_setting_then_resume_finishes(
     for bad, message in [
         ("sandbox.memory_mb=0", "memory_mb"),
         ("games_per_pair=4", "cannot change"),
+        ("ruleset=classic", "cannot change"),  # the series are pairs, not tables
         ("nonsense", "KEY=VALUE"),
     ]:
         code, _, err = kryt(capsys, "tournament", "set", "1", bad)
