@@ -45,7 +45,7 @@ from arena.db import (
     series_of_tournament,
     submit,
 )
-from referee.protocol.messages import GameEndReason
+from referee.protocol.messages import GameEndReason, TimeControl
 from referee.record import GameRecord, Move
 from referee.rules import Game
 
@@ -82,6 +82,7 @@ def random_games(count: int, seed: int, *, cpu: bool) -> Iterator[GameRecord]:
             final_cover=final,
             started=start,
             finished=finished,
+            time_controls=(TimeControl(), TimeControl()),  # every referee record has them
         )
         start = finished + 0.002
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -172,6 +172,35 @@ def _validate(record: GameRecord, place: GamePlace) -> None:
     )
 
 
+def controls_text(controls: Sequence[TimeControl]) -> str | None:
+    """Each seat's time control as compact text (``MOVE/BANK/INCREMENT/GRACE/CLOCK`` in ms,
+    seats separated by spaces, one entry when every seat has the same control): a few bytes a
+    game where a JSON list of objects cost ~170 (issue 15: <= 1 KiB a stored game)."""
+    if not controls:
+        return None
+    texts = [f"{c.move_ms}/{c.bank_ms}/{c.increment_ms}/{c.grace_ms}/{c.clock}" for c in controls]
+    return texts[0] if len(set(texts)) == 1 else " ".join(texts)
+
+
+def controls_from_text(text: str | None, seats: int) -> tuple[TimeControl, ...]:
+    """The controls of :func:`controls_text` (``()`` for games stored without them)."""
+    if not text:
+        return ()
+    controls = []
+    for item in text.split():
+        move, bank, increment, grace, clock = item.split("/")
+        controls.append(
+            TimeControl(
+                move_ms=int(move),
+                bank_ms=int(bank),
+                increment_ms=int(increment),
+                grace_ms=int(grace),
+                clock=clock,
+            )
+        )
+    return tuple(controls) * seats if len(controls) == 1 else tuple(controls)
+
+
 def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
     _validate(record, place)
     try:
@@ -216,7 +245,7 @@ def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
         "seats": list(place.seats) if table else None,
         "loser_seat": record.loser,
         "pairwise": [list(p) for p in record.pairwise] if table else None,
-        "time_controls": [asdict(c) for c in record.time_controls] or None,
+        "time_controls": controls_text(record.time_controls),
     }
 
 
@@ -271,7 +300,7 @@ def _stored_record(game: Game, players: tuple[str, ...] | None) -> GameRecord:
         pairwise=()
         if voided or not table
         else tuple((int(w), int(x)) for w, x in game.pairwise or ()),
-        time_controls=tuple(TimeControl(**c) for c in game.time_controls or ()),
+        time_controls=controls_from_text(game.time_controls, game.players or 2),
     )
 
 

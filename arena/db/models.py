@@ -216,7 +216,8 @@ class Game(SQLModel, table=True):
     pairwise: list[list[int]] | None = Field(default=None, sa_type=JSON)
     """Classic table: the game's (winning seat, losing seat) pairs; ``result`` is ``table``
     when there are any, else ``draw``."""
-    time_controls: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON)
+    time_controls: str | None = Field(default=None, sa_type=Text)
+    """Each seat's time control, compact text (see ``arena.db.games.controls_text``)."""
     """Each seat's time control, seat 0 first (``move_ms``, ``bank_ms``, ``increment_ms``,
     ``grace_ms``, ``clock``); NULL for games recorded before controls were kept per game."""
 

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
-import json
 import random
 import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlmodel import col, select
 
+from arena.db import get_submission, get_tournament, open_database
+from arena.db.games import stored_record
+from arena.db.models import Game
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
 from kryt.cli import main
 from kryt.errors import ExitCode
@@ -59,25 +62,26 @@ def test_a_tournament_plays_the_book_under_each_bots_control(
         capsys, "tournament", "run", "--config", str(config), "--backend", "process"
     )
     assert code == 0, err
-    with sqlite3.connect(folder / "kryt.db") as conn:
-        games = conn.execute(
-            "select g.number, g.dealer, g.deck, g.time_controls, s.manifest"
-            " from games g join submissions s on s.id = g.seat0_submission_id order by g.number"
-        ).fetchall()
-        (stored,) = conn.execute("select config from tournaments").fetchone()
-    assert [json.loads(g[2]) for g in games] == [decks[0], decks[0], decks[1], decks[1]]
-    assert games[0][1] != games[1][1] and games[2][1] != games[3][1]  # hands swapped
+    db = open_database(str(folder / "kryt.db"))
+    with db.read_session() as session:
+        rows = session.exec(select(Game).order_by(col(Game.number))).all()
+        games = [(stored_record(g), g.seat0_submission_id) for g in rows]
+        names = {sid: get_submission(sid, session=session).manifest["name"] for _, sid in games}
+        stored = get_tournament(1, session=session).config
+    assert [list(r.deck) for r, _ in games] == [decks[0], decks[0], decks[1], decks[1]]
+    assert games[0][0].dealer != games[1][0].dealer  # hands swapped
+    assert games[2][0].dealer != games[3][0].dealer
     random_tc = TimeControl(move_ms=3000, bank_ms=30_000, increment_ms=500)
     greedy_tc = TimeControl(move_ms=2000, bank_ms=20_000, increment_ms=250)
-    for _, _, _, controls, manifest in games:
-        seat0_is_random = json.loads(manifest)["name"] == "random"
-        expected = [random_tc, greedy_tc] if seat0_is_random else [greedy_tc, random_tc]
-        assert [TimeControl(**c) for c in json.loads(controls)] == expected
+    for record, seat0 in games:
+        seat0_is_random = names[seat0] == "random"
+        expected = (random_tc, greedy_tc) if seat0_is_random else (greedy_tc, random_tc)
+        assert record.time_controls == expected
     code, out, _ = kryt(capsys, "replay", "3", "--verify")
     assert code == 0 and "verified" in out
     # The book is stored with the tournament: resuming needs no file.
     (folder / "decks.txt").unlink()
-    again = TournamentConfig.from_json(json.loads(stored))
+    again = TournamentConfig.from_json(dict(stored))
     assert again.book == tuple(tuple(d) for d in decks) and again.control_of("random", "x")
     code, _, err = kryt(capsys, "tournament", "resume", "1")
     assert code == 0 and "already finished" in err

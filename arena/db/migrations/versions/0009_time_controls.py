@@ -4,9 +4,10 @@ Revision ID: 0009
 Revises: 0008
 Create Date: 2026-12-01
 
-Additive: games gain ``time_controls``, a JSON list with one object per seat (``move_ms``,
-``bank_ms``, ``increment_ms``, ``grace_ms``, ``clock``), seat 0 first, as the referee's
-record holds them (bots may play under different controls, with a Fischer increment).
+Additive: games gain ``time_controls``, compact text with each seat's control as
+``MOVE/BANK/INCREMENT/GRACE/CLOCK`` (milliseconds), seat 0 first, one entry when every seat
+has the same, as the referee's record holds them (bots may play under different controls,
+with a Fischer increment).
 Existing rows keep NULL: they were played before controls were recorded per game.
 """
 
@@ -26,7 +27,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     """Add the nullable column."""
     with op.batch_alter_table("games") as batch:
-        batch.add_column(sa.Column("time_controls", sa.JSON(), nullable=True))
+        batch.add_column(sa.Column("time_controls", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
