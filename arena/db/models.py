@@ -348,3 +348,40 @@ class GameLog(SQLModel, table=True):
     submission_id: int = Field(foreign_key="submissions.id", index=True)
     text: str = Field(default="", sa_type=Text)
     truncated: bool = False
+
+
+# ---------------------------------------------------------------------------- live Elo state
+# Live Elo kept up to date as games are recorded (migration 0006), so the leaderboard never
+# replays every game. A scope is one board: all tournaments (tournament_id 0) or one
+# tournament, of one ruleset and table size. See arena/db/elo.py.
+
+
+class EloScope(SQLModel, table=True):
+    """One board's live Elo bookkeeping: how many counted games it has applied.
+
+    Its row is also the lock that orders concurrent updates of the board (PostgreSQL).
+    """
+
+    __tablename__ = "elo_scopes"
+
+    tournament_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    """The tournament, or 0 for the board of all tournaments."""
+    ruleset: str = Field(sa_type=String(16), primary_key=True)
+    players: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    games: int = 0
+    last_game_id: int | None = None
+
+
+class EloRatingRow(SQLModel, table=True):
+    """A submission's live Elo on one board (see :class:`EloScope`)."""
+
+    __tablename__ = "elo_ratings"
+
+    tournament_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    ruleset: str = Field(sa_type=String(16), primary_key=True)
+    players: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    submission_id: int = Field(
+        foreign_key="submissions.id", primary_key=True, sa_column_kwargs={"autoincrement": False}
+    )
+    rating: float
+    games: int

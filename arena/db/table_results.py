@@ -10,6 +10,7 @@ the dealer's left): the seatings of a table round robin rotate it, like the firs
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -41,16 +42,25 @@ class TableGame:
         """(first submission, second submission, first's score) for each pair of seats with
         a result, and ½ for every other pair (winners among themselves, holders at the turn
         limit, everyone in a draw)."""
-        n = len(self.seats)
-        decided = {frozenset(p): p[0] for p in self.pairwise}
-        out = []
-        for a in range(n):
-            for b in range(a + 1, n):
-                first, second = (a, b) if self.order(a) < self.order(b) else (b, a)
-                winner = decided.get(frozenset((a, b)))
-                score = 0.5 if winner is None else (1.0 if winner == first else 0.0)
-                out.append((self.seats[first], self.seats[second], score))
-        return out
+        return table_pair_scores(self.dealer, self.seats, self.pairwise)
+
+
+def table_pair_scores(
+    dealer: int, seats: Sequence[int], pairwise: Iterable[Sequence[int]]
+) -> list[tuple[int, int, float]]:
+    """The pairwise record of one table game (see :meth:`TableGame.pair_scores`): each pair
+    of seats, the one playing earlier first, with the first's score (1, ½ or 0)."""
+    n = len(seats)
+    decided = {frozenset((int(p[0]), int(p[1]))): int(p[0]) for p in pairwise}
+    out = []
+    for a in range(n):
+        for b in range(a + 1, n):
+            # Order of play starts at the dealer's left.
+            first, second = (a, b) if (a - dealer - 1) % n < (b - dealer - 1) % n else (b, a)
+            winner = decided.get(frozenset((a, b)))
+            score = 0.5 if winner is None else (1.0 if winner == first else 0.0)
+            out.append((int(seats[first]), int(seats[second]), score))
+    return out
 
 
 def table_games(
