@@ -249,7 +249,9 @@ def _lock_scope(connection: Connection, scope: Scope) -> tuple[int, int | None]:
     }
     connection.execute(_insert(connection, SCOPES).values(**values).on_conflict_do_nothing())
     row = connection.execute(
-        sa.select(SCOPES.c.games, SCOPES.c.last_game_id).where(scope.where(SCOPES)).with_for_update()
+        sa.select(SCOPES.c.games, SCOPES.c.last_game_id)
+        .where(scope.where(SCOPES))
+        .with_for_update()
     ).one()
     return int(row.games), row.last_game_id
 

@@ -66,34 +66,55 @@ def table_pair_scores(
 def table_games(
     *, session: Session, ruleset: str, players: int, tournament_id: int | None = None
 ) -> list[TableGame]:
-    """Counted games of this ruleset and table size (one tournament's or all), by finish."""
-    query = (
-        select(Game)
-        .join(Series, col(Series.id) == col(Game.series_id))
-        .where(
-            col(Game.voided).is_(False),
-            col(Game.ruleset) == ruleset,
-            col(Game.players) == players,
-        )
-        .order_by(col(Game.finished_at), col(Game.id))
+    """Counted games of this ruleset and table size (one tournament's or all), in the order
+    they were recorded (their ids, as live Elo applies them). Only the columns the standings
+    need are read, never the deal or the moves."""
+    query = select(
+        col(Game.id),
+        col(Game.series_id),
+        col(Game.number),
+        col(Game.dealer),
+        col(Game.seats),
+        col(Game.seat0_submission_id),
+        col(Game.seat1_submission_id),
+        col(Game.pairwise),
+        col(Game.forfeit_seat),
+        col(Game.end_reason),
+        col(Game.finished_at),
+    ).where(
+        col(Game.voided).is_(False),
+        col(Game.ruleset) == ruleset,
+        col(Game.players) == players,
     )
     if tournament_id is not None:
-        query = query.where(col(Series.tournament_id) == tournament_id)
+        query = query.join(Series, col(Series.id) == col(Game.series_id)).where(
+            col(Series.tournament_id) == tournament_id
+        )
     found = []
-    for g in session.exec(query):
-        assert g.id is not None
-        seats = tuple(g.seats or (g.seat0_submission_id, g.seat1_submission_id))
+    for (
+        gid,
+        series_id,
+        number,
+        dealer,
+        seats,
+        seat0,
+        seat1,
+        pairwise,
+        forfeit,
+        reason,
+        at,
+    ) in session.connection().execute(query.order_by(col(Game.id))):
         found.append(
             TableGame(
-                g.id,
-                g.series_id,
-                g.number,
-                g.dealer,
-                seats,
-                tuple((int(w), int(x)) for w, x in g.pairwise or ()),
-                g.forfeit_seat,
-                g.end_reason,
-                g.finished_at,
+                int(gid),
+                int(series_id),
+                int(number),
+                int(dealer),
+                tuple(int(x) for x in (seats or (seat0, seat1))),
+                tuple((int(w), int(x)) for w, x in pairwise or ()),
+                forfeit,
+                str(reason),
+                at,
             )
         )
     return found
