@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import Session, col, select
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col
 
 from arena.db.models import Game, Series
 from arena.db.records import GameOutcome, PairCounts
@@ -69,7 +70,7 @@ def table_games(
     """Counted games of this ruleset and table size (one tournament's or all), in the order
     they were recorded (their ids, as live Elo applies them). Only the columns the standings
     need are read, never the deal or the moves."""
-    query = select(
+    query = sa_select(
         col(Game.id),
         col(Game.series_id),
         col(Game.number),
@@ -106,7 +107,7 @@ def table_games(
     ) in session.connection().execute(query.order_by(col(Game.id))):
         found.append(
             TableGame(
-                int(gid),
+                int(gid or 0),  # a stored game always has its id
                 int(series_id),
                 int(number),
                 int(dealer),

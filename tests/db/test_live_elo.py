@@ -5,6 +5,7 @@ concurrent writers (no lost update)."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from alembic import command
 
@@ -35,7 +36,7 @@ def _play(db: Database, world: World) -> None:
     """Ten games: both seatings, draws, a forfeit, a voided attempt replayed."""
     with db.session() as s:
         for number in range(10):
-            kw: dict[str, object] = {}
+            kw: dict[str, Any] = {}
             if number == 3:
                 kw = {"winner": None}
             if number == 5:

@@ -168,10 +168,10 @@ def build(seed: int, folder: Path) -> Built:
                 (s.id, s.submission_a_id, s.submission_b_id, s.seats, s.format)
                 for s in series_of_tournament(tournament_id, session=session)
             ]
-        for series_id, a, b, seats, fmt in series:
+        for series_id, a, b, seats, series_format in series:
             assert series_id is not None
             count = rng.randrange(0, 9)
-            if fmt == "duplicate" and rng.random() < 0.7:
+            if series_format == "duplicate" and rng.random() < 0.7:
                 count -= count % 2  # mostly complete deal pairs
             items: list[tuple[GameRecord, GamePlace]] = []
             for number in range(1, count + 1):
@@ -179,7 +179,8 @@ def build(seed: int, folder: Path) -> Built:
                     record = _table_record(rng, number)
                     items.append((record, GamePlace(series_id, number, 1, tuple(seats))))
                     continue
-                where = (a, b) if fmt == "duplicate" or rng.random() < 0.5 else (b, a)
+                duplicate = series_format == "duplicate"
+                where = (a, b) if duplicate or rng.random() < 0.5 else (b, a)
                 attempt = 1
                 if rng.random() < 0.1:  # a voided attempt, replayed
                     items.append(
