@@ -22,7 +22,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field, SQLModel, col
 
 from arena.db.types import UTCDateTime, utcnow
 
@@ -385,3 +385,22 @@ class EloRatingRow(SQLModel, table=True):
     )
     rating: float
     games: int
+
+
+# The standings' aggregates (per-pair counts, forfeits, deal pairs) read only these columns
+# of the counted games: a covering index lets the database scan it instead of the games'
+# rows, which carry the deal and the moves (2 GB of rows against ~100 MB of index at 10^6
+# games on SQLite). Declared apart from Game so the games' columns stay in one place.
+Index(
+    "ix_games_standings",
+    col(Game.ruleset),
+    col(Game.voided),
+    col(Game.series_id),
+    col(Game.number),
+    col(Game.first_mover),
+    col(Game.result),
+    col(Game.seat0_submission_id),
+    col(Game.seat1_submission_id),
+    col(Game.forfeit_seat),
+    col(Game.end_reason),
+)

@@ -176,9 +176,11 @@ def deal_pair_counts(
         _scoped(select(*columns, func.count()).select_from(Game), tournament_id)
         .join(
             second,
-            (second.c.series_id == col(Game.series_id))
-            & (second.c.number == col(Game.number) + 1)
-            & second.c.voided.is_(False),
+            # ruleset and voided first: the partner is found in ix_games_standings alone.
+            (second.c.ruleset == "default")
+            & second.c.voided.is_(False)
+            & (second.c.series_id == col(Game.series_id))
+            & (second.c.number == col(Game.number) + 1),
         )
         .where(*_counted(tournament_id), col(Game.number) % 2 == 1)
         .group_by(*columns)

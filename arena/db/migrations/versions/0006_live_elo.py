@@ -7,7 +7,8 @@ Create Date: 2027-02-01
 Additive: ``elo_scopes`` (one row per board: all tournaments or one tournament, ruleset and
 table size; the number of counted games applied) and ``elo_ratings`` (each submission's live
 Elo on each board). The upgrade replays every counted game by id into them (the leaderboard
-then reads the state instead of replaying every game); the downgrade drops both tables.
+then reads the state instead of replaying every game), and adds ``ix_games_standings``, the
+covering index of the standings' aggregates; the downgrade drops all three.
 """
 
 from __future__ import annotations
@@ -23,6 +24,20 @@ revision: str = "0006"
 down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+STANDINGS_COLUMNS = (
+    "ruleset",
+    "voided",
+    "series_id",
+    "number",
+    "first_mover",
+    "result",
+    "seat0_submission_id",
+    "seat1_submission_id",
+    "forfeit_seat",
+    "end_reason",
+)
+"""The covering index of the standings' aggregates (see arena/db/models.py)."""
 
 
 def upgrade() -> None:
@@ -53,10 +68,12 @@ def upgrade() -> None:
             "tournament_id", "ruleset", "players", "submission_id", name="pk_elo_ratings"
         ),
     )
+    op.create_index("ix_games_standings", "games", list(STANDINGS_COLUMNS))
     rebuild_elo(op.get_bind())
 
 
 def downgrade() -> None:
-    """Drop the live Elo tables (the leaderboard of 0005 replays the games)."""
+    """Drop the live Elo tables and the standings' index (0005 replays the games)."""
+    op.drop_index("ix_games_standings", table_name="games")
     op.drop_table("elo_ratings")
     op.drop_table("elo_scopes")
