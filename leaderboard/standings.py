@@ -1,6 +1,10 @@
 """The leaderboard's numbers, from the database: the BayesElo rating of record, live Elo,
 W/D/L, score, LOS over the next bot and forfeits by reason, per submission.
 
+They come from aggregates (per-pair counts, forfeits and duplicate deal pairs grouped by the
+database) and from the live Elo the database keeps as games are recorded, so a board of
+10^6 games costs a few grouped scans and one fit, not a pass over the games in Python.
+
 Everything the table, the JSON output and the web page show comes from :func:`standings`.
 """
 
@@ -13,23 +17,20 @@ from sqlmodel import Session
 
 from arena.db import (
     Database,
-    GameOutcome,
     NewRatingSnapshot,
     RatingLine,
     StoredSnapshot,
     forfeit_counts,
-    game_outcomes,
-    get_series,
-    get_submission,
     get_tournament,
     pair_counts,
     save_rating_snapshot,
+    submission_labels,
     table_forfeit_counts,
     table_games,
-    table_outcomes,
     table_pair_counts,
 )
-from arena.db import bot_of as _bot_of
+from arena.db.elo import elo_board, replayed_elo
+from arena.db.results import DealPairKind, deal_pair_counts
 from leaderboard.ratings import (
     BayesEloFit,
     DealPair,
@@ -37,7 +38,6 @@ from leaderboard.ratings import (
     Outcome,
     PairCounts,
     RatingsError,
-    elo_ratings,
     fit_bayeselo,
     paired_intervals,
     pentanomial_counts,
@@ -160,28 +160,35 @@ def standings(
     table_size: int | None = None,
 ) -> Leaderboard:
     """The leaderboard of one tournament, or of every counted game when ``tournament_id`` is
-    None. Ratings of record come from a batch BayesElo fit (order-independent); Elo replays
-    the games in the order they finished.
+    None. Ratings of record come from a batch BayesElo fit (order-independent) of per-pair
+    counts the database aggregates; Elo is the live Elo the database keeps up to date as
+    games are recorded (applied in the order they were recorded).
 
     One leaderboard per ruleset and table size (``ruleset``/``table_size``; by default the
     tournament's, or the default game). A classic table's games enter as their pairwise
     record (rules-classic.md): each pair of seats with a result is one game of the fit, every
     other pair of a game a draw; W/D/L count those pairwise results.
+
+    The cost does not grow with the number of games beyond the database's aggregates: no
+    game is loaded (except a classic table's light columns) and nothing is queried per
+    series or per submission.
     """
     kind = board_kind(
         session=session, tournament_id=tournament_id, ruleset=ruleset, table_size=table_size
     )
+    kinds: list[DealPairKind] | None = None
     if kind == ("default", 2):
         counts = pair_counts(session=session, tournament_id=tournament_id)
-        outcomes = game_outcomes(session=session, tournament_id=tournament_id)
         forfeits = forfeit_counts(session=session, tournament_id=tournament_id)
+        counted = sum(c.games for c in counts)
+        kinds = deal_pair_counts(session=session, tournament_id=tournament_id)
     else:
         played = table_games(
             session=session, ruleset=kind[0], players=kind[1], tournament_id=tournament_id
         )
         counts = table_pair_counts(played)
-        outcomes = table_outcomes(played)
         forfeits = table_forfeit_counts(played)
+        counted = len(played)
     mapping = {
         (str(c.first_submission_id), str(c.second_submission_id)): (c.wins, c.draws, c.losses)
         for c in counts
@@ -189,6 +196,14 @@ def standings(
     }
     if not mapping:
         return Leaderboard([], None, "no games recorded yet")
+    live = elo_board(session=session, tournament_id=tournament_id, ruleset=kind[0], players=kind[1])
+    if live.games != counted:
+        # The stored state does not account for every counted game (rows written around
+        # record_game): replay them, which is slow but right.
+        live = replayed_elo(
+            session=session, tournament_id=tournament_id, ruleset=kind[0], players=kind[1]
+        )
+    elo = {str(sid): entry for sid, entry in live.entries.items()}
     table = PairCounts.from_mapping(mapping)
     fit: BayesEloFit | None = None
     note = ""
@@ -203,12 +218,12 @@ def standings(
         except RatingsError as exc:
             note = f"no rating fit: {exc}"
     wins, draws, losses = table.player_totals()
-    elo = {r.name: r for r in elo_ratings(_rated(o) for o in outcomes)}
-    pairs = _deal_pairs(outcomes, session=session) if kind == ("default", 2) else None
+    pairs = [_deal_pair(k) for k in kinds] if kinds is not None else None
+    weights = [k.count for k in kinds] if kinds is not None else None
     paired: dict[str, float] = {}
-    if pairs is not None and fit is not None:
+    if pairs and fit is not None:
         try:
-            by_name = paired_intervals(pairs, offset=offset).by_name()
+            by_name = paired_intervals(pairs, weights=weights, offset=offset).by_name()
             paired = {name: both[1] for name, both in by_name.items()}
         except RatingsError as exc:
             note = f"{note}; no paired intervals: {exc}".strip("; ")
@@ -218,17 +233,18 @@ def standings(
         else sorted(table.names, key=lambda n: -elo[n].rating)
     )
     los = {row.name: row.los_next for row in fit.table()} if fit is not None else {}
+    labels = submission_labels(session=session)
     rows = []
     for rank, key in enumerate(order, start=1):
         k = table.names.index(key)
-        submission = get_submission(int(key), session=session)
         games = int(wins[k] + draws[k] + losses[k])
+        bot, version = labels[int(key)]
         rows.append(
             Standing(
                 rank=rank,
                 submission_id=int(key),
-                bot=_bot_of(submission, session=session).name,
-                version=submission.version,
+                bot=bot,
+                version=version,
                 rating=None if fit is None else fit.rating(key),
                 interval=(
                     paired.get(key, float(fit.intervals[fit.index(key)]))
@@ -246,40 +262,28 @@ def standings(
                 forfeits=dict(forfeits.get(int(key), {})),
             )
         )
-    labels = {str(r.submission_id): f"{r.bot} {r.version}" for r in rows}
+    names = {str(r.submission_id): f"{r.bot} {r.version}" for r in rows}
     pentanomials = [
         PairingPentanomial(
-            labels.get(p.player, p.player), labels.get(p.opponent, p.opponent), p.counts
+            names.get(p.player, p.player), names.get(p.opponent, p.opponent), p.counts
         )
-        for p in pentanomial_counts(pairs or [])
+        for p in pentanomial_counts(pairs or [], weights)
     ]
     return Leaderboard(rows, fit, note, pentanomials, paired=bool(paired))
 
 
-def _deal_pairs(outcomes: list[GameOutcome], *, session: Session) -> list[DealPair] | None:
-    """The deal pairs of the counted games when all are complete duplicate pairs, else None."""
-    formats: dict[int, str] = {}
-    by_game: dict[tuple[int, int], GameOutcome] = {}
-    for o in outcomes:
-        if o.series_id not in formats:
-            formats[o.series_id] = get_series(o.series_id, session=session).format
-        by_game[(o.series_id, o.number)] = o
-    if not outcomes or set(formats.values()) != {"duplicate"}:
-        return None
-    pairs = []
-    for (series_id, number), first in sorted(by_game.items()):
-        if number % 2 == 0:
-            continue
-        second = by_game.get((series_id, number + 1))
-        if second is None:
-            return None  # an incomplete pair: intervals per game until it is played
-        pairs.append(DealPair(_rated(first), _rated(second)))
-    return pairs
-
-
-def _rated(o: GameOutcome) -> Game:
-    outcome = Outcome.from_score(o.first_score)
-    return Game(str(o.first_submission_id), str(o.second_submission_id), outcome)
+def _deal_pair(kind: DealPairKind) -> DealPair:
+    first = Game(
+        str(kind.first_submission_id),
+        str(kind.second_submission_id),
+        Outcome.from_score(kind.first_score),
+    )
+    second = Game(
+        str(kind.second_first_submission_id),
+        str(kind.second_second_submission_id),
+        Outcome.from_score(kind.second_score),
+    )
+    return DealPair(first, second)
 
 
 def refit_and_store(db: Database, *, tournament_id: int | None = None) -> StoredSnapshot | None:

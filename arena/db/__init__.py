@@ -24,6 +24,7 @@ from arena.db.bots import (
     submission_labels,
     submit,
 )
+from arena.db.bulk import record_games
 from arena.db.engine import Database, open_database
 from arena.db.enums import (
     GameResult,
@@ -216,6 +217,7 @@ __all__ = [
     "pair_counts",
     "rating_history",
     "record_game",
+    "record_games",
     "release_lease",
     "renew_lease",
     "resolve_database_url",

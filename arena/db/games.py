@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from arena.db._util import get_or_raise
+from arena.db.elo import rebuild_elo_of, record_elo
 from arena.db.enums import GameResult, SeriesStatus
 from arena.db.errors import ConflictError, InvalidRecordError
 from arena.db.gamecodec import PackError, Table, pack, unpack
@@ -99,6 +100,7 @@ def record_game(record: GameRecord, place: GamePlace, *, session: Session) -> Re
             ) from None
         return RecordResult(_same_or_conflict(existing, values), created=False)
     _mark_series_running(series, session=session)
+    record_elo(game.id, session=session)  # live Elo, in this transaction (arena/db/elo.py)
     return RecordResult(game, created=True)
 
 
@@ -360,6 +362,7 @@ def void_game(game_id: int, reason: str, *, session: Session) -> Game:
     game.void_reason = reason
     session.add(game)
     session.flush()
+    rebuild_elo_of(game_id, session=session)  # it no longer counts in live Elo
     return game
 
 

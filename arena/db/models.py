@@ -22,7 +22,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field, SQLModel, col
 
 from arena.db.gamecodec import Table, Unpacked, count_moves, unpack
 from arena.db.types import UTCDateTime, utcnow
@@ -393,3 +393,59 @@ class Invite(SQLModel, table=True):
     expires_at: datetime = Field(sa_type=UTCDateTime)
     used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     author_id: int | None = Field(default=None, foreign_key="authors.id")
+
+
+# ---------------------------------------------------------------------------- live Elo state
+# Live Elo kept up to date as games are recorded (migration 0006), so the leaderboard never
+# replays every game. A scope is one board: all tournaments (tournament_id 0) or one
+# tournament, of one ruleset and table size. See arena/db/elo.py.
+
+
+class EloScope(SQLModel, table=True):
+    """One board's live Elo bookkeeping: how many counted games it has applied.
+
+    Its row is also the lock that orders concurrent updates of the board (PostgreSQL).
+    """
+
+    __tablename__ = "elo_scopes"
+
+    tournament_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    """The tournament, or 0 for the board of all tournaments."""
+    ruleset: str = Field(sa_type=String(16), primary_key=True)
+    players: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    games: int = 0
+    last_game_id: int | None = None
+
+
+class EloRatingRow(SQLModel, table=True):
+    """A submission's live Elo on one board (see :class:`EloScope`)."""
+
+    __tablename__ = "elo_ratings"
+
+    tournament_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    ruleset: str = Field(sa_type=String(16), primary_key=True)
+    players: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    submission_id: int = Field(
+        foreign_key="submissions.id", primary_key=True, sa_column_kwargs={"autoincrement": False}
+    )
+    rating: float
+    games: int
+
+
+# The standings' aggregates (per-pair counts, forfeits, deal pairs) read only these columns
+# of the counted games: a covering index lets the database scan it instead of the games'
+# rows, which carry the deal and the moves (2 GB of rows against ~100 MB of index at 10^6
+# games on SQLite). Declared apart from Game so the games' columns stay in one place.
+Index(
+    "ix_games_standings",
+    col(Game.ruleset),
+    col(Game.voided),
+    col(Game.series_id),
+    col(Game.number),
+    col(Game.first_mover),
+    col(Game.result),
+    col(Game.seat0_submission_id),
+    col(Game.seat1_submission_id),
+    col(Game.forfeit_seat),
+    col(Game.end_reason),
+)

@@ -30,6 +30,13 @@ _FIRST_LOST = ((col(Game.result) == "seat1") & (col(Game.first_mover) == 0)) | (
 )
 
 
+def _scoped(query: Any, tournament_id: int | None) -> Any:
+    """``query`` over the games of one tournament (joining their series), or of all."""
+    if tournament_id is None:
+        return query  # no join: the board of every tournament reads the games table alone
+    return query.join(Series, col(Series.id) == col(Game.series_id))
+
+
 def _counted(tournament_id: int | None) -> list[ColumnElement[bool]]:
     # The default two-player game only: tables are aggregated by arena.db.table_results.
     conditions: list[ColumnElement[bool]] = [
@@ -53,19 +60,17 @@ def pair_counts(*, session: Session, tournament_id: int | None = None) -> list[P
     """
     first = _FIRST_SUB.label("first")
     second = _SECOND_SUB.label("second")
-    query = (
+    query = _scoped(
         select(
             first,
             second,
             _count_if(_FIRST_WON),
             _count_if(col(Game.result) == "draw"),
             _count_if(_FIRST_LOST),
-        )
-        .join(Series, col(Series.id) == col(Game.series_id))
-        .where(*_counted(tournament_id))
-        .group_by(first, second)
-        .order_by(first, second)
+        ),
+        tournament_id,
     )
+    query = query.where(*_counted(tournament_id)).group_by(first, second).order_by(first, second)
     return [
         PairCounts(int(f), int(s), int(w), int(d), int(loss))
         for f, s, w, d, loss in session.connection().execute(query)
@@ -73,9 +78,9 @@ def pair_counts(*, session: Session, tournament_id: int | None = None) -> list[P
 
 
 def game_outcomes(*, session: Session, tournament_id: int | None = None) -> list[GameOutcome]:
-    """Counted games in the order they finished (for Elo and per-deal pairing)."""
+    """Counted games in the order they were recorded (their ids), as live Elo applies them."""
     score = case((_FIRST_WON, 1.0), (col(Game.result) == "draw", 0.5), else_=0.0)
-    query = (
+    query = _scoped(
         select(
             col(Game.id),
             col(Game.series_id),
@@ -84,11 +89,10 @@ def game_outcomes(*, session: Session, tournament_id: int | None = None) -> list
             _SECOND_SUB,
             score,
             col(Game.finished_at),
-        )
-        .join(Series, col(Series.id) == col(Game.series_id))
-        .where(*_counted(tournament_id))
-        .order_by(col(Game.finished_at), col(Game.id))
+        ),
+        tournament_id,
     )
+    query = query.where(*_counted(tournament_id)).order_by(col(Game.id))
     return [
         GameOutcome(int(g), int(s), int(n), int(a), int(b), float(sc), at)
         for g, s, n, a, b, sc, at in session.connection().execute(query)
@@ -104,8 +108,7 @@ def forfeit_counts(
         else_=col(Game.seat1_submission_id),
     ).label("offender")
     query = (
-        select(offender, col(Game.end_reason), func.count())
-        .join(Series, col(Series.id) == col(Game.series_id))
+        _scoped(select(offender, col(Game.end_reason), func.count()), tournament_id)
         .where(col(Game.forfeit_seat).is_not(None), *_counted(tournament_id))
         .group_by(offender, col(Game.end_reason))
     )
@@ -113,6 +116,83 @@ def forfeit_counts(
     for submission_id, reason, n in session.connection().execute(query):
         counts.setdefault(int(submission_id), {})[str(reason)] = int(n)
     return counts
+
+
+@dataclass(frozen=True)
+class DealPairKind:
+    """``count`` deal pairs of duplicate series with the same players and results: game 1
+    has ``first`` moving first against ``second`` and ``first`` scores ``first_score``;
+    game 2 (the same deal, seats swapped) has ``second_first`` moving first, who scores
+    ``second_score``."""
+
+    first_submission_id: int
+    second_submission_id: int
+    first_score: float
+    second_first_submission_id: int
+    second_second_submission_id: int
+    second_score: float
+    count: int
+
+
+def deal_pair_counts(
+    *, session: Session, tournament_id: int | None = None
+) -> list[DealPairKind] | None:
+    """The counted default games as deal pairs, counted by kind in the database, when every
+    one of them is in a duplicate series and every odd-numbered one has its partner (the
+    next number); else None (intervals are then per game). Games 1+2, 3+4, ... are pairs."""
+    other = Series.__table__.alias("fmt")  # type: ignore[attr-defined]
+    unpaired_format = _scoped(
+        select(func.count())
+        .select_from(Game)
+        .join(other, other.c.id == col(Game.series_id))
+        .where(other.c.format != "duplicate"),
+        tournament_id,
+    ).where(*_counted(tournament_id))
+    connection = session.connection()
+    if connection.execute(unpaired_format).scalar_one():
+        return None
+    odd = _scoped(select(func.count()).select_from(Game), tournament_id).where(
+        *_counted(tournament_id), col(Game.number) % 2 == 1
+    )
+    odd_games = int(connection.execute(odd).scalar_one())
+    if not odd_games:
+        return None
+    second = Game.__table__.alias("partner")  # type: ignore[attr-defined]
+    p_first = case(
+        (second.c.first_mover == 0, second.c.seat0_submission_id),
+        else_=second.c.seat1_submission_id,
+    )
+    p_second = case(
+        (second.c.first_mover == 0, second.c.seat1_submission_id),
+        else_=second.c.seat0_submission_id,
+    )
+    p_won = ((second.c.result == "seat0") & (second.c.first_mover == 0)) | (
+        (second.c.result == "seat1") & (second.c.first_mover == 1)
+    )
+    score = case((_FIRST_WON, 1.0), (col(Game.result) == "draw", 0.5), else_=0.0)
+    p_score = case((p_won, 1.0), (second.c.result == "draw", 0.5), else_=0.0)
+    columns = (_FIRST_SUB, _SECOND_SUB, score, p_first, p_second, p_score)
+    query = (
+        _scoped(select(*columns, func.count()).select_from(Game), tournament_id)
+        .join(
+            second,
+            # ruleset and voided first: the partner is found in ix_games_standings alone.
+            (second.c.ruleset == "default")
+            & second.c.voided.is_(False)
+            & (second.c.series_id == col(Game.series_id))
+            & (second.c.number == col(Game.number) + 1),
+        )
+        .where(*_counted(tournament_id), col(Game.number) % 2 == 1)
+        .group_by(*columns)
+        .order_by(*columns)
+    )
+    kinds = [
+        DealPairKind(int(a), int(b), float(s), int(c), int(d), float(t), int(n))
+        for a, b, s, c, d, t, n in connection.execute(query)
+    ]
+    if sum(k.count for k in kinds) != odd_games:
+        return None  # an incomplete pair: intervals per game until it is played
+    return kinds
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,12 @@ the dealer's left): the seatings of a table round robin rotate it, like the firs
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import Session, col, select
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col
 
 from arena.db.models import Game, Series
 from arena.db.records import GameOutcome, PairCounts
@@ -41,49 +43,79 @@ class TableGame:
         """(first submission, second submission, first's score) for each pair of seats with
         a result, and ½ for every other pair (winners among themselves, holders at the turn
         limit, everyone in a draw)."""
-        n = len(self.seats)
-        decided = {frozenset(p): p[0] for p in self.pairwise}
-        out = []
-        for a in range(n):
-            for b in range(a + 1, n):
-                first, second = (a, b) if self.order(a) < self.order(b) else (b, a)
-                winner = decided.get(frozenset((a, b)))
-                score = 0.5 if winner is None else (1.0 if winner == first else 0.0)
-                out.append((self.seats[first], self.seats[second], score))
-        return out
+        return table_pair_scores(self.dealer, self.seats, self.pairwise)
+
+
+def table_pair_scores(
+    dealer: int, seats: Sequence[int], pairwise: Iterable[Sequence[int]]
+) -> list[tuple[int, int, float]]:
+    """The pairwise record of one table game (see :meth:`TableGame.pair_scores`): each pair
+    of seats, the one playing earlier first, with the first's score (1, ½ or 0)."""
+    n = len(seats)
+    decided = {frozenset((int(p[0]), int(p[1]))): int(p[0]) for p in pairwise}
+    out = []
+    for a in range(n):
+        for b in range(a + 1, n):
+            # Order of play starts at the dealer's left.
+            first, second = (a, b) if (a - dealer - 1) % n < (b - dealer - 1) % n else (b, a)
+            winner = decided.get(frozenset((a, b)))
+            score = 0.5 if winner is None else (1.0 if winner == first else 0.0)
+            out.append((int(seats[first]), int(seats[second]), score))
+    return out
 
 
 def table_games(
     *, session: Session, ruleset: str, players: int, tournament_id: int | None = None
 ) -> list[TableGame]:
-    """Counted games of this ruleset and table size (one tournament's or all), by finish."""
-    query = (
-        select(Game)
-        .join(Series, col(Series.id) == col(Game.series_id))
-        .where(
-            col(Game.voided).is_(False),
-            col(Game.ruleset) == ruleset,
-            col(Game.players) == players,
-        )
-        .order_by(col(Game.finished_at), col(Game.id))
+    """Counted games of this ruleset and table size (one tournament's or all), in the order
+    they were recorded (their ids, as live Elo applies them). Only the columns the standings
+    need are read, never the deal or the moves."""
+    query = sa_select(
+        col(Game.id),
+        col(Game.series_id),
+        col(Game.number),
+        col(Game.dealer),
+        col(Game.seats),
+        col(Game.seat0_submission_id),
+        col(Game.seat1_submission_id),
+        col(Game.pairwise),
+        col(Game.forfeit_seat),
+        col(Game.end_reason),
+        col(Game.finished_at),
+    ).where(
+        col(Game.voided).is_(False),
+        col(Game.ruleset) == ruleset,
+        col(Game.players) == players,
     )
     if tournament_id is not None:
-        query = query.where(col(Series.tournament_id) == tournament_id)
+        query = query.join(Series, col(Series.id) == col(Game.series_id)).where(
+            col(Series.tournament_id) == tournament_id
+        )
     found = []
-    for g in session.exec(query):
-        assert g.id is not None
-        seats = tuple(g.seats or (g.seat0_submission_id, g.seat1_submission_id))
+    for (
+        gid,
+        series_id,
+        number,
+        dealer,
+        seats,
+        seat0,
+        seat1,
+        pairwise,
+        forfeit,
+        reason,
+        at,
+    ) in session.connection().execute(query.order_by(col(Game.id))):
         found.append(
             TableGame(
-                g.id,
-                g.series_id,
-                g.number,
-                g.dealer,
-                seats,
-                tuple((int(w), int(x)) for w, x in g.pairwise or ()),
-                g.forfeit_seat,
-                g.end_reason,
-                g.finished_at,
+                int(gid or 0),  # a stored game always has its id
+                int(series_id),
+                int(number),
+                int(dealer),
+                tuple(int(x) for x in (seats or (seat0, seat1))),
+                tuple((int(w), int(x)) for w, x in pairwise or ()),
+                forfeit,
+                str(reason),
+                at,
             )
         )
     return found

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit
-from scipy.stats import norm
 
 from leaderboard.ratings.bayeselo import DEFAULT_PRIOR, BayesEloFit, fit_bayeselo
 from leaderboard.ratings.errors import InvalidDealPairError, RatingsError
@@ -97,17 +97,37 @@ class Pentanomial:
         return points / (2 * self.pairs)
 
 
-def pentanomial_counts(pairs: Iterable[DealPair]) -> list[Pentanomial]:
-    """One pentanomial per pairing, from the alphabetically first bot's side, sorted."""
+def pentanomial_counts(
+    pairs: Iterable[DealPair], weights: Iterable[int] | None = None
+) -> list[Pentanomial]:
+    """One pentanomial per pairing, from the alphabetically first bot's side, sorted.
+
+    ``weights`` (as many as pairs) counts each pair that many times: a database hands over
+    deal pairs aggregated by kind.
+    """
     table: dict[tuple[str, str], list[int]] = {}
-    for pair in pairs:
+    for pair, weight in _weighted(pairs, weights):
         player, opponent = sorted(pair.players)
         bucket = round(2 * pair.points(player))
-        table.setdefault((player, opponent), [0, 0, 0, 0, 0])[bucket] += 1
+        table.setdefault((player, opponent), [0, 0, 0, 0, 0])[bucket] += weight
     return [
         Pentanomial(player, opponent, (c[0], c[1], c[2], c[3], c[4]))
         for (player, opponent), c in sorted(table.items())
     ]
+
+
+def _weighted(
+    pairs: Iterable[DealPair], weights: Iterable[int] | None
+) -> list[tuple[DealPair, int]]:
+    listed = list(pairs)
+    if weights is None:
+        return [(pair, 1) for pair in listed]
+    counts = [int(w) for w in weights]
+    if len(counts) != len(listed) or any(w < 1 for w in counts):
+        raise RatingsError(
+            f"need one positive weight per deal pair: {len(listed)} pairs, weights {counts[:10]}"
+        )
+    return list(zip(listed, counts, strict=True))
 
 
 @dataclass(frozen=True)
@@ -176,12 +196,14 @@ def _game_slope(
     return slope
 
 
-def _sandwich(fit: BayesEloFit, rows: NDArray[np.int64]) -> FloatArray:
+def _sandwich(
+    fit: BayesEloFit, rows: NDArray[np.int64], multiplicity: NDArray[np.int64]
+) -> FloatArray:
     i, j = rows[:, 0], rows[:, 1]
     # Score of the whole pair along e_i - e_j: game 1 has i first, game 2 has j first.
     c = _game_slope(fit, i, j, rows[:, 2]) - _game_slope(fit, j, i, rows[:, 3])
     n = len(fit.names)
-    w = c * c
+    w = c * c * multiplicity  # identical pairs contribute identical outer products
     flat = np.bincount(i * n + j, w, n * n).reshape(n, n)
     meat = -(flat + flat.T)
     meat[np.diag_indices(n)] = -meat.sum(axis=1)
@@ -194,6 +216,7 @@ def _sandwich(fit: BayesEloFit, rows: NDArray[np.int64]) -> FloatArray:
 def paired_intervals(
     pairs: Sequence[DealPair],
     *,
+    weights: Sequence[int] | None = None,
     method: Literal["sandwich", "bootstrap"] = "sandwich",
     prior: float = DEFAULT_PRIOR,
     offset: float = 0.0,
@@ -205,21 +228,29 @@ def paired_intervals(
 
     ``sandwich`` is deterministic and cheap; ``bootstrap`` refits ``samples`` resamples of
     the deal pairs drawn with ``numpy.random.default_rng(seed)`` and reports
-    ``z * standard deviation`` of each bot's centred display rating.
+    ``z * standard deviation`` of each bot's centred display rating. ``weights`` counts
+    each pair that many times (deal pairs aggregated by kind, as a database gives them).
     """
     if not pairs:
         raise RatingsError("no deal pairs to rate")
-    games = [g for p in pairs for g in (p.first, p.second)]
-    counts = PairCounts.from_games(games)
+    weighted = _weighted(pairs, weights)
+    tally: dict[tuple[str, str], list[int]] = {}
+    column = {Outcome.FIRST_WINS: 0, Outcome.DRAW: 1, Outcome.SECOND_WINS: 2}
+    for pair, weight in weighted:
+        for game in (pair.first, pair.second):
+            tally.setdefault((game.first, game.second), [0, 0, 0])[column[game.outcome]] += weight
+    counts = PairCounts.from_mapping({k: (w, d, lo) for k, (w, d, lo) in tally.items()})
     fit = fit_bayeselo(counts, prior=prior, offset=offset, confidence=confidence)
     rows = _encode(pairs, counts.names)
-    z = float(norm.ppf(0.5 + confidence / 2.0))
+    multiplicity = np.array([w for _, w in weighted], dtype=np.int64)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)  # scipy.stats costs ~1 s to import
     if method == "sandwich":
-        cov = _sandwich(fit, rows)
+        cov = _sandwich(fit, rows, multiplicity)
         paired = z * np.sqrt(np.maximum(np.diag(cov), 0.0))
     elif method == "bootstrap":
         if samples < 2:
             raise RatingsError(f"bootstrap needs at least 2 samples, got {samples}")
+        rows = np.repeat(rows, multiplicity, axis=0)  # resample single deal pairs
         rng = np.random.default_rng(seed)
         draws: list[FloatArray] = []
         for _ in range(samples):

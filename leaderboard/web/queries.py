@@ -45,10 +45,12 @@ def progress(*, session: Session, tournament_id: int | None = None) -> Progress:
     games_q = select(
         func.coalesce(func.sum(case((col(Game.voided).is_(False), 1), else_=0)), 0),
         func.coalesce(func.sum(case((col(Game.voided).is_(True), 1), else_=0)), 0),
-    ).join(Series, col(Series.id) == col(Game.series_id))
+    )
     if tournament_id is not None:
         planned_q = planned_q.where(col(Series.tournament_id) == tournament_id)
-        games_q = games_q.where(col(Series.tournament_id) == tournament_id)
+        games_q = games_q.join(Series, col(Series.id) == col(Game.series_id)).where(
+            col(Series.tournament_id) == tournament_id
+        )
     connection = session.connection()
     planned, total, finished = connection.execute(planned_q).one()
     done, voided = connection.execute(games_q).one()

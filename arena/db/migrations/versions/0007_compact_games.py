@@ -1,7 +1,7 @@
 """compact games: the deal and the moves packed into one binary column
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-12-01
 
 Before: ``games.deck`` was a JSON list of 36 card texts and ``games.actions`` a JSON list of
@@ -28,7 +28,7 @@ from arena.db.gamecodec import Table, pack, unpack
 from referee.record import Move
 
 revision: str = "0007"
-down_revision: str | None = "0005"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

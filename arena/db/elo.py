@@ -1,0 +1,417 @@
+"""Live Elo kept in the database, updated as each game is recorded (no replay per read).
+
+Each board (a *scope*: all tournaments, or one tournament; one ruleset and table size) has
+a row in ``elo_scopes`` and one row per submission in ``elo_ratings``. :func:`record_elo`
+applies a newly recorded counted game to the board of all tournaments and to its
+tournament's board, in the transaction that records it; :func:`rebuild_elo` replays stored
+games (migration 0006 backfills with it, and voiding a game rebuilds its boards).
+
+Games are applied in the order they are recorded, which is the order of their ids: writers
+hold the SQLite write lock, and on PostgreSQL the scope row is locked (``FOR UPDATE``) for
+the update. Two games recorded at the same instant on PostgreSQL may be applied in the
+other order than their ids; a rebuild applies them by id. Live Elo is provisional either way
+(the rating of record is the order-independent BayesElo fit).
+
+The arithmetic is the one of :class:`leaderboard.ratings.elo.EloTracker` (the records layer
+sits below the leaderboard, so it cannot import it): the same expressions in the same order,
+so both give the same floating-point numbers; tests/standings pin that.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+from sqlmodel import Session
+
+from arena.db.table_results import table_pair_scores
+
+INITIAL_RATING = 1500.0
+K_NEW = 32.0
+K_ESTABLISHED = 16.0
+NEW_BOT_GAMES = 30
+ALL_TOURNAMENTS = 0
+"""``tournament_id`` of the board of every tournament."""
+
+# Light table descriptions (not the ORM models): the migration's backfill uses them too,
+# and must not depend on columns later revisions may add or drop.
+_GAMES = sa.table(
+    "games",
+    sa.column("id", sa.Integer),
+    sa.column("series_id", sa.Integer),
+    sa.column("voided", sa.Boolean),
+    sa.column("ruleset", sa.String),
+    sa.column("players", sa.Integer),
+    sa.column("dealer", sa.Integer),
+    sa.column("first_mover", sa.Integer),
+    sa.column("result", sa.String),
+    sa.column("seat0_submission_id", sa.Integer),
+    sa.column("seat1_submission_id", sa.Integer),
+    sa.column("seats", sa.JSON),
+    sa.column("pairwise", sa.JSON),
+)
+_SERIES = sa.table("series", sa.column("id", sa.Integer), sa.column("tournament_id", sa.Integer))
+SCOPES = sa.table(
+    "elo_scopes",
+    sa.column("tournament_id", sa.Integer),
+    sa.column("ruleset", sa.String),
+    sa.column("players", sa.Integer),
+    sa.column("games", sa.Integer),
+    sa.column("last_game_id", sa.Integer),
+)
+RATINGS = sa.table(
+    "elo_ratings",
+    sa.column("tournament_id", sa.Integer),
+    sa.column("ruleset", sa.String),
+    sa.column("players", sa.Integer),
+    sa.column("submission_id", sa.Integer),
+    sa.column("rating", sa.Float),
+    sa.column("games", sa.Integer),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """One board: ``tournament_id`` (0 for all tournaments), ruleset and table size."""
+
+    tournament_id: int
+    ruleset: str
+    players: int
+
+    def where(self, table: Any) -> sa.ColumnElement[bool]:
+        """The condition selecting this scope's rows of ``elo_scopes``/``elo_ratings``."""
+        return sa.and_(
+            table.c.tournament_id == self.tournament_id,
+            table.c.ruleset == self.ruleset,
+            table.c.players == self.players,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EloEntry:
+    """A submission's live Elo on a board after ``games`` pairwise results."""
+
+    submission_id: int
+    rating: float
+    games: int
+
+    @property
+    def provisional(self) -> bool:
+        """Still within its first games (K is still the new bot's)."""
+        return self.games < NEW_BOT_GAMES
+
+
+@dataclass(frozen=True)
+class EloBoard:
+    """A board's live Elo: ``games`` counted games applied, an entry per submission."""
+
+    games: int
+    entries: dict[int, EloEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredGame:
+    """A counted game as Elo consumes it: its id, tournament and pairwise results."""
+
+    game_id: int
+    tournament_id: int
+    ruleset: str
+    players: int
+    pairs: tuple[tuple[int, int, float], ...]  # (first, second, first's score)
+
+    def scopes(self) -> tuple[Scope, Scope]:
+        """The board of all tournaments first, then its tournament's (the lock order)."""
+        return (
+            Scope(ALL_TOURNAMENTS, self.ruleset, self.players),
+            Scope(self.tournament_id, self.ruleset, self.players),
+        )
+
+
+def expected_score(rating: float, opponent: float) -> float:
+    """Expected points of a player rated ``rating`` against ``opponent`` (as EloTracker)."""
+    return 1.0 / (1.0 + math.pow(10.0, (opponent - rating) / 400.0))
+
+
+def _k(games: int) -> float:
+    return K_NEW if games < NEW_BOT_GAMES else K_ESTABLISHED
+
+
+def apply_pairs(
+    state: dict[int, tuple[float, int]], pairs: Iterable[tuple[int, int, float]]
+) -> None:
+    """Apply pairwise results in order to ``{submission: (rating, games)}`` (in place)."""
+    for a, b, score in pairs:
+        ra, ga = state.get(a, (INITIAL_RATING, 0))
+        rb, gb = state.get(b, (INITIAL_RATING, 0))
+        expected = expected_score(ra, rb)
+        # Both deltas from the pre-game ratings, each side with its own K (as EloTracker).
+        state[a] = (ra + _k(ga) * (score - expected), ga + 1)
+        state[b] = (rb + _k(gb) * ((1.0 - score) - (1.0 - expected)), gb + 1)
+
+
+def scored_pairs(
+    *,
+    ruleset: str,
+    dealer: int,
+    first_mover: int,
+    result: str | None,
+    seat0: int,
+    seat1: int,
+    seats: Sequence[int] | None,
+    pairwise: Iterable[Sequence[int]] | None,
+) -> tuple[tuple[int, int, float], ...]:
+    """The pairwise results of one counted game: one for the default game (first mover
+    first), one per pair of seats at a classic table (rules-classic.md)."""
+    if ruleset != "default":
+        return tuple(table_pair_scores(dealer, seats or (seat0, seat1), pairwise or ()))
+    first, second = (seat0, seat1) if first_mover == 0 else (seat1, seat0)
+    won = {"seat0": 0, "seat1": 1}.get(result or "")
+    score = 0.5 if won is None else (1.0 if won == first_mover else 0.0)
+    return ((int(first), int(second), score),)
+
+
+def _scored(row: Any) -> ScoredGame:
+    return ScoredGame(
+        int(row.id),
+        int(row.tournament_id),
+        str(row.ruleset),
+        int(row.players),
+        scored_pairs(
+            ruleset=row.ruleset,
+            dealer=row.dealer,
+            first_mover=row.first_mover,
+            result=row.result,
+            seat0=row.seat0_submission_id,
+            seat1=row.seat1_submission_id,
+            seats=row.seats,
+            pairwise=row.pairwise,
+        ),
+    )
+
+
+def _light_query() -> sa.Select[Any]:
+    g = _GAMES.c
+    return (
+        sa.select(
+            g.id,
+            _SERIES.c.tournament_id,
+            g.ruleset,
+            g.players,
+            g.dealer,
+            g.first_mover,
+            g.result,
+            g.seat0_submission_id,
+            g.seat1_submission_id,
+            g.seats,
+            g.pairwise,
+        )
+        .select_from(_GAMES.join(_SERIES, _SERIES.c.id == g.series_id))
+        .where(g.voided.is_(False))
+    )
+
+
+def scored_game(game_id: int, connection: Connection) -> ScoredGame | None:
+    """The stored game ``game_id`` as Elo consumes it; None when it does not count."""
+    row = connection.execute(_light_query().where(_GAMES.c.id == game_id)).first()
+    return None if row is None else _scored(row)
+
+
+def stored_scored_games(connection: Connection, scope: Scope | None = None) -> list[ScoredGame]:
+    """Every counted game (of ``scope`` only, if given) in the order of their ids."""
+    query = _light_query()
+    if scope is not None:
+        query = query.where(_GAMES.c.ruleset == scope.ruleset, _GAMES.c.players == scope.players)
+        if scope.tournament_id != ALL_TOURNAMENTS:
+            query = query.where(_SERIES.c.tournament_id == scope.tournament_id)
+    return [_scored(row) for row in connection.execute(query.order_by(_GAMES.c.id))]
+
+
+def _insert(connection: Connection, table: Any) -> Any:
+    # An upsert that does nothing on a conflict, in each backend's own dialect.
+    if connection.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def _lock_scope(connection: Connection, scope: Scope) -> tuple[int, int | None]:
+    """Create the scope row if missing, lock it (PostgreSQL) and return (games, last id)."""
+    values = {
+        "tournament_id": scope.tournament_id,
+        "ruleset": scope.ruleset,
+        "players": scope.players,
+        "games": 0,
+        "last_game_id": None,
+    }
+    connection.execute(_insert(connection, SCOPES).values(**values).on_conflict_do_nothing())
+    row = connection.execute(
+        sa.select(SCOPES.c.games, SCOPES.c.last_game_id)
+        .where(scope.where(SCOPES))
+        .with_for_update()
+    ).one()
+    return int(row.games), row.last_game_id
+
+
+def _load(
+    connection: Connection, scope: Scope, submissions: Iterable[int] | None
+) -> dict[int, tuple[float, int]]:
+    query = sa.select(RATINGS.c.submission_id, RATINGS.c.rating, RATINGS.c.games).where(
+        scope.where(RATINGS)
+    )
+    if submissions is not None:
+        query = query.where(RATINGS.c.submission_id.in_(sorted(set(submissions))))
+    return {
+        int(sid): (float(rating), int(games)) for sid, rating, games in connection.execute(query)
+    }
+
+
+def _save(
+    connection: Connection,
+    scope: Scope,
+    before: dict[int, tuple[float, int]],
+    after: dict[int, tuple[float, int]],
+) -> None:
+    key = {"t": scope.tournament_id, "r": scope.ruleset, "p": scope.players}
+    changed = [
+        key | {"s": sid, "rating": rating, "games": games}
+        for sid, (rating, games) in after.items()
+        if sid in before and before[sid] != (rating, games)
+    ]
+    if changed:
+        r = RATINGS.c
+        connection.execute(
+            RATINGS.update()
+            .where(
+                r.tournament_id == sa.bindparam("t"),
+                r.ruleset == sa.bindparam("r"),
+                r.players == sa.bindparam("p"),
+                r.submission_id == sa.bindparam("s"),
+            )
+            .values(rating=sa.bindparam("rating"), games=sa.bindparam("games")),
+            changed,
+        )
+    new = [
+        {
+            "tournament_id": scope.tournament_id,
+            "ruleset": scope.ruleset,
+            "players": scope.players,
+            "submission_id": sid,
+            "rating": rating,
+            "games": games,
+        }
+        for sid, (rating, games) in after.items()
+        if sid not in before
+    ]
+    if new:
+        connection.execute(RATINGS.insert(), new)
+
+
+def apply_games(connection: Connection, games: Sequence[ScoredGame]) -> None:
+    """Apply newly recorded counted games, in this order, to their boards.
+
+    Loads each touched board once (only the submissions the games involve), so recording one
+    game or a bulk of them costs the same handful of statements per board.
+    """
+    by_scope: dict[Scope, list[ScoredGame]] = {}
+    for game in games:
+        for scope in game.scopes():
+            by_scope.setdefault(scope, []).append(game)
+    # Lock order: the board of all tournaments before any tournament's (no deadlock).
+    for scope in sorted(by_scope, key=lambda s: (s.tournament_id, s.ruleset, s.players)):
+        applied = by_scope[scope]
+        count, _ = _lock_scope(connection, scope)
+        involved = {sid for g in applied for a, b, _ in g.pairs for sid in (a, b)}
+        before = _load(connection, scope, involved)
+        state = dict(before)
+        for game in applied:
+            apply_pairs(state, game.pairs)
+        _save(connection, scope, before, state)
+        connection.execute(
+            SCOPES.update()
+            .where(scope.where(SCOPES))
+            .values(games=count + len(applied), last_game_id=applied[-1].game_id)
+        )
+
+
+def record_elo(game_id: int | None, *, session: Session) -> None:
+    """Apply the just-recorded game ``game_id`` to its boards (nothing if it is void).
+
+    Called by :func:`arena.db.record_game` in its transaction, after the game's row.
+    """
+    if game_id is None:
+        raise ValueError("live Elo needs a flushed game: it has no id yet")
+    connection = session.connection()
+    scored = scored_game(game_id, connection)
+    if scored is not None:
+        apply_games(connection, [scored])
+
+
+def rebuild_elo(connection: Connection, scopes: Iterable[Scope] | None = None) -> None:
+    """Replay the counted games of ``scopes`` (every board when None) by id, replacing their
+    live Elo. Used by migration 0006 and when a recorded game is voided."""
+    if scopes is None:
+        connection.execute(RATINGS.delete())
+        connection.execute(SCOPES.delete())
+        apply_games(connection, stored_scored_games(connection))
+        return
+    for scope in sorted(set(scopes), key=lambda s: (s.tournament_id, s.ruleset, s.players)):
+        _lock_scope(connection, scope)
+        connection.execute(RATINGS.delete().where(scope.where(RATINGS)))
+        # apply_games would also touch the other board of each game: replay this one only.
+        count = 0
+        last: int | None = None
+        state: dict[int, tuple[float, int]] = {}
+        for game in stored_scored_games(connection, scope):
+            apply_pairs(state, game.pairs)
+            count, last = count + 1, game.game_id
+        _save(connection, scope, {}, state)
+        connection.execute(
+            SCOPES.update().where(scope.where(SCOPES)).values(games=count, last_game_id=last)
+        )
+
+
+def rebuild_elo_of(game_id: int, *, session: Session) -> None:
+    """Rebuild the boards of game ``game_id`` (called when a recorded game is voided)."""
+    connection = session.connection()
+    row = connection.execute(
+        sa.select(_SERIES.c.tournament_id, _GAMES.c.ruleset, _GAMES.c.players)
+        .select_from(_GAMES.join(_SERIES, _SERIES.c.id == _GAMES.c.series_id))
+        .where(_GAMES.c.id == game_id)
+    ).one()
+    tournament_id, ruleset, players = int(row[0]), str(row[1]), int(row[2])
+    rebuild_elo(
+        connection,
+        [Scope(ALL_TOURNAMENTS, ruleset, players), Scope(tournament_id, ruleset, players)],
+    )
+
+
+def elo_board(
+    *, session: Session, tournament_id: int | None, ruleset: str, players: int
+) -> EloBoard:
+    """The stored live Elo of a board (all tournaments when ``tournament_id`` is None)."""
+    scope = Scope(tournament_id or ALL_TOURNAMENTS, ruleset, players)
+    connection = session.connection()
+    row = connection.execute(sa.select(SCOPES.c.games).where(scope.where(SCOPES))).first()
+    entries = {
+        sid: EloEntry(sid, rating, games)
+        for sid, (rating, games) in _load(connection, scope, None).items()
+    }
+    return EloBoard(0 if row is None else int(row[0]), entries)
+
+
+def replayed_elo(
+    *, session: Session, tournament_id: int | None, ruleset: str, players: int
+) -> EloBoard:
+    """The same board computed by replaying its stored games (the slow path, for when the
+    stored state does not account for every counted game, e.g. rows written by hand)."""
+    scope = Scope(tournament_id or ALL_TOURNAMENTS, ruleset, players)
+    state: dict[int, tuple[float, int]] = {}
+    games = stored_scored_games(session.connection(), scope)
+    for game in games:
+        apply_pairs(state, game.pairs)
+    entries = {sid: EloEntry(sid, rating, g) for sid, (rating, g) in state.items()}
+    return EloBoard(len(games), entries)
