@@ -12,14 +12,13 @@ the update. Two games recorded at the same instant on PostgreSQL may be applied 
 other order than their ids; a rebuild applies them by id. Live Elo is provisional either way
 (the rating of record is the order-independent BayesElo fit).
 
-The arithmetic is the one of :class:`leaderboard.ratings.elo.EloTracker` (the records layer
-sits below the leaderboard, so it cannot import it): the same expressions in the same order,
-so both give the same floating-point numbers; tests/standings pin that.
+The arithmetic is :mod:`arena.elo`, which :class:`leaderboard.ratings.elo.EloTracker` uses
+too, applied in the same order, so both give the same floating-point numbers;
+tests/standings pin that.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,11 +29,8 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
 from arena.db.table_results import table_pair_scores
+from arena.elo import INITIAL_RATING, NEW_BOT_GAMES, expected_score, k_factor
 
-INITIAL_RATING = 1500.0
-K_NEW = 32.0
-K_ESTABLISHED = 16.0
-NEW_BOT_GAMES = 30
 ALL_TOURNAMENTS = 0
 """``tournament_id`` of the board of every tournament."""
 
@@ -132,15 +128,6 @@ class ScoredGame:
         )
 
 
-def expected_score(rating: float, opponent: float) -> float:
-    """Expected points of a player rated ``rating`` against ``opponent`` (as EloTracker)."""
-    return 1.0 / (1.0 + math.pow(10.0, (opponent - rating) / 400.0))
-
-
-def _k(games: int) -> float:
-    return K_NEW if games < NEW_BOT_GAMES else K_ESTABLISHED
-
-
 def apply_pairs(
     state: dict[int, tuple[float, int]], pairs: Iterable[tuple[int, int, float]]
 ) -> None:
@@ -150,8 +137,8 @@ def apply_pairs(
         rb, gb = state.get(b, (INITIAL_RATING, 0))
         expected = expected_score(ra, rb)
         # Both deltas from the pre-game ratings, each side with its own K (as EloTracker).
-        state[a] = (ra + _k(ga) * (score - expected), ga + 1)
-        state[b] = (rb + _k(gb) * ((1.0 - score) - (1.0 - expected)), gb + 1)
+        state[a] = (ra + k_factor(ga) * (score - expected), ga + 1)
+        state[b] = (rb + k_factor(gb) * ((1.0 - score) - (1.0 - expected)), gb + 1)
 
 
 def scored_pairs(

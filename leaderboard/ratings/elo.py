@@ -8,21 +8,23 @@ order of play; that is why it is only ever reported as provisional.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+# The arithmetic is defined once, in arena.elo (the records layer keeps live Elo with it).
+from arena.elo import INITIAL_RATING, K_ESTABLISHED, K_NEW, NEW_BOT_GAMES, expected_score
 from leaderboard.ratings.games import Game
 
-INITIAL_RATING = 1500.0
-K_NEW = 32.0
-K_ESTABLISHED = 16.0
-NEW_BOT_GAMES = 30
-
-
-def expected_score(rating: float, opponent: float) -> float:
-    """Expected points (win 1, draw 1/2) of a player rated ``rating`` against ``opponent``."""
-    return 1.0 / (1.0 + math.pow(10.0, (opponent - rating) / 400.0))
+__all__ = [
+    "INITIAL_RATING",
+    "K_ESTABLISHED",
+    "K_NEW",
+    "NEW_BOT_GAMES",
+    "EloRating",
+    "EloTracker",
+    "elo_ratings",
+    "expected_score",
+]
 
 
 @dataclass(frozen=True, slots=True)
