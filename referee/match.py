@@ -163,11 +163,7 @@ def play_game(
         log.exception("game %s voided by an internal error", number)
         void_reason = clip(f"{type(exc).__name__}: {exc}")
 
-    if isinstance(game, ClassicGame):
-        record = _table_record(game, moves, forfeit, void_reason, names, started)
-    else:
-        record = _record(game, moves, forfeit, void_reason, names, started)
-    record = replace(record, time_controls=controls)
+    record = _record(game, moves, forfeit, void_reason, names, started, controls)
     _announce_end(players, game, record, number, scores)
     return record
 
@@ -238,90 +234,59 @@ def _one_move(
 
 
 def _record(
-    game: Game,
+    game: Game | ClassicGame,
     moves: list[Move],
     forfeit: Forfeit | None,
     void_reason: str,
     names: tuple[str, ...],
     started: float,
+    controls: tuple[TimeControl, ...],
 ) -> GameRecord:
-    """The record of a default-ruleset game: a winner (or none), a final cover on a draw."""
-
-    def make(
-        ending: GameEndReason,
-        winner: int | None,
-        *,
-        forfeit: Forfeit | None = None,
-        final_cover: str | None = None,
-    ) -> GameRecord:
-        return GameRecord(
-            deck=tuple(str(c) for c in game.deck or ()),
-            dealer=game.dealer,
-            turn_limit=game.turn_limit,
-            moves=tuple(moves),
-            ending=ending,
-            winner=winner,
-            forfeit=forfeit,
-            final_cover=final_cover,
-            void_reason=void_reason,
-            players=names,
-            started=started,
-            finished=time.time(),
-        )
-
+    """The record of a game: for the default ruleset a winner (or none) and the final cover
+    of a draw; at a classic table the loser and the pairwise results (a 2-seat table names
+    its winner too). A forfeit beats the offender; a void has no result."""
+    winner: int | None = None
+    loser: int | None = None
+    pairwise: tuple[tuple[int, int], ...] = ()
+    final_cover: str | None = None
     if void_reason:
-        return make(GameEndReason.VOID, None)
-    if forfeit is not None:
-        return make(forfeit.reason, 1 - forfeit.seat, forfeit=forfeit)
-    assert game.reason is not None
-    final = str(game.final_cover) if game.final_cover else None
-    return make(GameEndReason.from_rules(game.reason), game.outcome, final_cover=final)
-
-
-def _table_record(
-    game: ClassicGame,
-    moves: list[Move],
-    forfeit: Forfeit | None,
-    void_reason: str,
-    names: tuple[str, ...],
-    started: float,
-) -> GameRecord:
-    """The record of a classic-table game: its loser and its pairwise results."""
-    seats = game.players
-
-    def make(
-        ending: GameEndReason,
-        loser: int | None,
-        pairwise: tuple[tuple[int, int], ...],
-        forfeit: Forfeit | None = None,
-    ) -> GameRecord:
-        winner = None
-        if seats == 2 and pairwise:
-            winner = pairwise[0][0]
-        return GameRecord(
-            deck=tuple(str(c) for c in game.deck or ()),
-            dealer=game.dealer,
-            turn_limit=game.turn_limit,
-            moves=tuple(moves),
-            ending=ending,
-            winner=winner,
-            forfeit=forfeit,
-            void_reason=void_reason,
-            players=names,
-            started=started,
-            finished=time.time(),
-            ruleset=CLASSIC_RULESET,
-            seats=seats,
-            loser=loser,
-            pairwise=pairwise,
-        )
-
-    if void_reason:
-        return make(GameEndReason.VOID, None, ())
-    if forfeit is not None:
-        return make(forfeit.reason, forfeit.seat, forfeit_results(seats, forfeit.seat), forfeit)
-    assert game.reason is not None
-    return make(GameEndReason.from_rules(game.reason), game.loser, game.pairwise_results())
+        ending = GameEndReason.VOID
+    elif forfeit is not None:
+        ending = forfeit.reason
+        if isinstance(game, ClassicGame):
+            loser, pairwise = forfeit.seat, forfeit_results(game.players, forfeit.seat)
+        else:
+            winner = 1 - forfeit.seat
+    else:
+        assert game.reason is not None
+        ending = GameEndReason.from_rules(game.reason)
+        if isinstance(game, ClassicGame):
+            loser, pairwise = game.loser, game.pairwise_results()
+        else:
+            winner = game.outcome
+            final_cover = str(game.final_cover) if game.final_cover else None
+    classic = isinstance(game, ClassicGame)
+    if classic and len(names) == 2 and pairwise:
+        winner = pairwise[0][0]
+    return GameRecord(
+        deck=tuple(str(c) for c in game.deck or ()),
+        dealer=game.dealer,
+        turn_limit=game.turn_limit,
+        moves=tuple(moves),
+        ending=ending,
+        winner=winner,
+        forfeit=forfeit,
+        final_cover=final_cover,
+        void_reason=void_reason,
+        players=names,
+        started=started,
+        finished=time.time(),
+        ruleset=CLASSIC_RULESET if classic else DEFAULT_RULESET,
+        seats=len(names),
+        loser=loser,
+        pairwise=pairwise,
+        time_controls=controls,
+    )
 
 
 def _after(before: SeriesScore, record: GameRecord, seat: int) -> SeriesScore:
