@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from sqlmodel import col, select
+
+from arena.db import open_database
+from arena.db.models import Game
 from tests.cli.test_interrupt import counted
 from tests.scaling.helpers import processes_in, wait_no_processes_in
 
@@ -114,10 +117,10 @@ def test_threads_and_processes_record_the_same_games(tmp_path: Path) -> None:
             cwd=tmp_path, capture_output=True, timeout=600, env=ENV,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr.decode(errors="replace")
-        with sqlite3.connect(db) as conn:
-            rows = conn.execute(
-                "select series_id, number, deck from games where not voided"
-                " order by series_id, number"
-            ).fetchall()
+        database = open_database(str(db))
+        with database.read_session() as session:
+            stored = session.exec(select(Game).where(col(Game.voided).is_(False))).all()
+            rows = sorted((g.series_id, g.number, " ".join(g.deck)) for g in stored)
+        database.engine.dispose()
         games.append(rows)
     assert games[0] == games[1] and len(games[0]) == 12
