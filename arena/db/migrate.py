@@ -17,17 +17,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection, Engine
 
 from arena.db.errors import ForeignDatabaseError, SchemaOutdatedError, SchemaTooNewError
 from arena.db.models import metadata
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 VERSIONS_DIR = MIGRATIONS_DIR / "versions"
@@ -37,6 +36,8 @@ _PG_LOCK_KEY = 0x4B5259545F4442  # "KRYT_DB"
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic configuration pointing at the packaged migrations (no ``alembic.ini``)."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("path_separator", "os")
@@ -48,6 +49,8 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 def head_revision() -> str:
     """The newest revision this code knows."""
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     if head is None:  # pragma: no cover - the package always ships revisions
         raise RuntimeError(f"no migrations found in {VERSIONS_DIR}")
@@ -56,6 +59,8 @@ def head_revision() -> str:
 
 def current_revision(connection: Connection) -> str | None:
     """The revision the database is at, or ``None`` for a database never migrated."""
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(connection).get_current_revision()
 
 
@@ -68,6 +73,12 @@ def upgrade_connection(connection: Connection, *, where: str, allow: bool = True
     if connection.dialect.name == "postgresql":
         # Two runners opening a fresh database at once must not both create the tables.
         connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_LOCK_KEY})")
+    if _stored_revision(connection) == newest_revision_file():
+        return newest_revision_file()  # up to date: no need to load Alembic (~0.2 s a command)
+    from alembic import command
+    from alembic.script import ScriptDirectory
+    from alembic.util.exc import CommandError
+
     script = ScriptDirectory.from_config(alembic_config())
     head = head_revision()
     current = current_revision(connection)
@@ -97,6 +108,20 @@ def upgrade_connection(connection: Connection, *, where: str, allow: bool = True
     return head
 
 
+def newest_revision_file() -> str:
+    """The head revision by file name: revisions are numbered ``NNNN`` in ``NNNN_*.py`` files
+    and chained in order (``tests/db`` checks this against Alembic's own head)."""
+    return max(path.name[:4] for path in VERSIONS_DIR.glob("[0-9][0-9][0-9][0-9]_*.py"))
+
+
+def _stored_revision(connection: Connection) -> str | None:
+    """The ``alembic_version`` row, read with plain SQL (None without the table)."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    rows = connection.exec_driver_sql("SELECT version_num FROM alembic_version").all()
+    return str(rows[0][0]) if len(rows) == 1 else None
+
+
 def upgrade_engine(engine: Engine, *, where: str, allow: bool = True) -> str:
     """:func:`upgrade_connection` in a transaction of its own."""
     with engine.begin() as connection:
@@ -116,6 +141,8 @@ def make_revision(message: str) -> Path:
     The comparison runs against a scratch SQLite database migrated to head; review the
     generated file (PostgreSQL-only details are not detected) before committing it.
     """
+    from alembic import command
+
     from arena.db.engine import open_database
 
     slug = re.sub(r"[^a-z0-9]+", "_", message.lower()).strip("_")[:40] or "revision"
