@@ -19,11 +19,11 @@ from arena.db.url import backend_of, mask_url
 from arena.service.play import LadderOutcome, play_ladder_series
 from arena.service.settings import ServiceSettings
 from arena.tournament.dask_executor import (
-    WATCH_SECONDS,
     DaskExecutor,
     DaskExecutorError,
     _on_this_machine,
     dask,
+    stop_watch,
 )
 
 __all__ = ["DaskLadder", "play_ladder_on_worker"]
@@ -41,30 +41,16 @@ def play_ladder_on_worker(
     Module-level over plain data, so it pickles by reference. A stop of the server (the
     scheduler's Event ``stop_name``) reaches the series between games.
     """
-    remote = dask.Event(stop_name, client=dask.get_client())
-    if remote.is_set():
-        return LadderOutcome(series_id, "interrupted", 0, "stopped before it started")
-    local = threading.Event()
-    ended = threading.Event()
-
-    def watch() -> None:
-        while not ended.is_set():
-            try:
-                if remote.wait(timeout=WATCH_SECONDS):
-                    local.set()
-                    return
-            except Exception:  # scheduler unreachable: the worker is going away anyway
-                ended.wait(WATCH_SECONDS)
-
-    threading.Thread(target=watch, name=f"kryt-ladder-stop-{series_id}", daemon=True).start()
-    db = open_database(database_url, create=False)
-    try:
-        return play_ladder_series(
-            series_id, db=db, settings=settings, label_prefix=label_prefix, stop=local
-        )
-    finally:
-        ended.set()
-        db.close()
+    with stop_watch(stop_name, f"ladder-{series_id}") as stop:
+        if stop is None:
+            return LadderOutcome(series_id, "interrupted", 0, "stopped before it started")
+        db = open_database(database_url, create=False)
+        try:
+            return play_ladder_series(
+                series_id, db=db, settings=settings, label_prefix=label_prefix, stop=stop
+            )
+        finally:
+            db.close()
 
 
 class DaskLadder:

@@ -17,7 +17,8 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from types import TracebackType
 from typing import Any
@@ -65,21 +66,21 @@ class SchedulerUnavailableError(ConnectionError):
 # ---------------------------------------------------------------------------- worker side
 
 
-def play_on_worker(task: SeriesTask, stop_name: str) -> SeriesOutcome:
-    """The Dask task: play one series on this worker, stopping when the run's Event is set.
+@contextmanager
+def stop_watch(stop_name: str, label: str) -> Iterator[threading.Event | None]:
+    """On a worker: a local Event set once the run's scheduler Event ``stop_name`` is set
+    (None when it already is), for a series to poll between and after games.
 
-    A module-level function over plain data, so that it pickles by reference; the worker
-    imports it from the installed package.
-    """
+    The scheduler's Event is long-polled by a thread so that a stop reaches a running series
+    within one game; the thread ends when the block does."""
     remote = dask.Event(stop_name, client=dask.get_client())
     if remote.is_set():
-        return SeriesOutcome(task.series_id, "interrupted", 0, "stopped before it started")
+        yield None
+        return
     local = threading.Event()
     ended = threading.Event()
 
     def watch() -> None:
-        # The series polls ``local`` between and after games; the scheduler's Event is
-        # long-polled here so that a stop reaches a running series within one game.
         while not ended.is_set():
             try:
                 if remote.wait(timeout=WATCH_SECONDS):
@@ -88,11 +89,23 @@ def play_on_worker(task: SeriesTask, stop_name: str) -> SeriesOutcome:
             except Exception:  # scheduler unreachable: the worker is being torn down anyway
                 ended.wait(WATCH_SECONDS)
 
-    threading.Thread(target=watch, name=f"kryt-stop-{task.series_id}", daemon=True).start()
+    threading.Thread(target=watch, name=f"kryt-stop-{label}", daemon=True).start()
     try:
-        return play_series_task(task, stop=local)
+        yield local
     finally:
         ended.set()
+
+
+def play_on_worker(task: SeriesTask, stop_name: str) -> SeriesOutcome:
+    """The Dask task: play one series on this worker, stopping when the run's Event is set.
+
+    A module-level function over plain data, so that it pickles by reference; the worker
+    imports it from the installed package.
+    """
+    with stop_watch(stop_name, str(task.series_id)) as stop:
+        if stop is None:
+            return SeriesOutcome(task.series_id, "interrupted", 0, "stopped before it started")
+        return play_series_task(task, stop=stop)
 
 
 def describe_sandbox(preference: str, allow_unsafe: bool) -> str:

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from tests.service.conftest import CHATTY_BOT, FLAKY_BOT, Arena, make_bot, submit
-from tests.services import require
-from tests.web.test_browser import CHROME_FLAGS, _executable
+from tests.web.test_browser import chromium_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -23,30 +22,8 @@ WAIT_S = 240.0
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """A headless Chromium session (skipped locally, failed under CI, when missing)."""
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        require(False, "Selenium", "pip install the 'dev' extra")
-        raise
-    chromium = _executable("KRYT_CHROMIUM", "chromium", "chromium-browser")
-    chromedriver = _executable("KRYT_CHROMEDRIVER", "chromedriver")
-    require(
-        chromium is not None and chromedriver is not None,
-        "Chromium",
-        "apt-get install chromium chromium-driver (or set KRYT_CHROMIUM/KRYT_CHROMEDRIVER)",
-    )
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(chromium)
-    for flag in CHROME_FLAGS:
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver))
-    driver.set_page_load_timeout(60)
-    try:
+    with chromium_session(page_load_timeout=60) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(scope="module")

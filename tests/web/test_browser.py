@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,8 @@ def _executable(env: str, *names: str) -> str | None:
     return next((found for n in names if (found := shutil.which(n))), None)
 
 
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
+@contextmanager
+def chromium_session(page_load_timeout: float) -> Iterator[Any]:
     """A headless Chromium session (skipped locally, failed under CI, when missing)."""
     try:
         from selenium import webdriver
@@ -71,11 +72,18 @@ def driver() -> Iterator[Any]:
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     # An explicit driver path: Selenium must not try to download one.
     browser = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver))
-    browser.set_page_load_timeout(30)
+    browser.set_page_load_timeout(page_load_timeout)
     try:
         yield browser
     finally:
         browser.quit()
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    """A headless Chromium session for this module's pages."""
+    with chromium_session(page_load_timeout=30) as browser:
+        yield browser
 
 
 @pytest.fixture
