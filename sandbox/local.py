@@ -66,6 +66,8 @@ from sandbox.errors import (
 from sandbox.hostfs import mount_tmpfs, remount_read_only, remove_tree
 from sandbox.limits import SandboxLimits
 from sandbox.reaper import start_reaper
+from sandbox.runtimes import ARTIFACT_DIR, Runtime, RuntimeBuildError, containers, get_runtime
+from sandbox.runtimes import rootfs as runtime_fs
 from sandbox.submission import Submission
 
 __all__ = [
@@ -82,6 +84,15 @@ DEFAULT_SANDBOX_USER = "kryt-sandbox"
 #: Packages of this project a bot may import (the SDK and what it needs).
 BOT_PACKAGES = ("sdk", "kryt_proto", "referee")
 LOG_TAIL_BYTES = 16 * 1024
+#: Processes and threads of one build (a compiler runs one per job), its open files, and
+#: the entries its output tmpfs may hold.
+BUILD_PIDS = 512
+BUILD_NOFILE = 4096
+BUILD_INODES = 100_000
+#: Seconds past the build script's own deadline before the build is killed from outside.
+BUILD_GRACE_SECONDS = 30
+#: Caches a runtime's build writes to (its env names them): copied to /tmp for the build.
+WRITABLE_CACHES = ("GOCACHE",)
 
 # Runs inside the process backend's child: limits first, then the bot as __main__.
 _LAUNCHER = """
@@ -450,23 +461,56 @@ def _mount_code_tmpfs(submission: Submission, code_dir: Path) -> None:
     """
     files = [submission.root / rel for rel in submission.files]
     size = sum(p.stat().st_size for p in files if p.is_file() and not p.is_symlink())
-    code_dir.mkdir(mode=0o755)
+    _mount_sized_tmpfs(code_dir, size, len(files) + 1, what="bot code")
+
+
+def _mount_sized_tmpfs(path: Path, size: int, entries: int, *, what: str) -> None:
+    """A read-write tmpfs at the new directory ``path`` for ``entries`` entries of ``size``
+    bytes in all (plus room for their blocks), owned by us; executable."""
+    path.mkdir(mode=0o755)
     try:
         mount_tmpfs(
-            code_dir,
-            size_bytes=size + 4096 * (len(files) + 1) + (1 << 20),
-            inodes=len(files) + 16,
+            path,
+            size_bytes=size + 4096 * (entries + 1) + (1 << 20),
+            inodes=entries + 16,
             uid=0,
             gid=0,
             mode=0o755,
             executable=True,
         )
     except OSError as exc:
-        raise SandboxInfrastructureError(f"bot code tmpfs failed: {exc}") from exc
+        raise SandboxInfrastructureError(f"{what} tmpfs failed: {exc}") from exc
+
+
+def _tree_size(root: Path) -> tuple[int, int]:
+    """(bytes of regular files, entries) below ``root`` (not following links)."""
+    size = count = 0
+    for path in root.rglob("*"):
+        count += 1
+        if path.is_file() and not path.is_symlink():
+            size += path.stat().st_size
+    return size, count
 
 
 #: Device nodes a bot gets in its read-only /dev (bound from the host's).
 DEV_NODES = ("null", "zero", "urandom", "random")
+
+
+def _proc_dev_tmp(shm_bytes: int, tmp_bytes: int) -> list[str]:
+    """bwrap options for ``/proc``, a read-only ``/dev`` and the sized ``/tmp`` tmpfs."""
+    cmd = ["--proc", "/proc"]
+    # A read-only /dev with only the nodes a bot needs and a small /dev/shm (bwrap's
+    # --dev would give a writable tmpfs of half the RAM, outside every limit).
+    cmd += ["--size", "65536", "--tmpfs", "/dev"]
+    for node in DEV_NODES:
+        cmd += ["--dev-bind", f"/dev/{node}", f"/dev/{node}"]
+    cmd += ["--symlink", "/proc/self/fd", "/dev/fd"]
+    for number, stream in enumerate(("stdin", "stdout", "stderr")):
+        cmd += ["--symlink", f"/proc/self/fd/{number}", f"/dev/{stream}"]
+    cmd += ["--dir", "/dev/shm", "--perms", "1777", "--size", str(shm_bytes)]
+    cmd += ["--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    cmd += ["--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    return cmd
 
 
 class BwrapBackend(Backend):
@@ -545,18 +589,7 @@ class BwrapBackend(Backend):
         if not python.startswith("/usr/"):
             prefix = str(Path(sys.base_prefix).resolve())
             cmd += ["--ro-bind", prefix, prefix]
-        cmd += ["--proc", "/proc"]
-        # A read-only /dev with only the nodes a bot needs and a small /dev/shm (bwrap's
-        # --dev would give a writable tmpfs of half the RAM, outside every limit).
-        cmd += ["--size", "65536", "--tmpfs", "/dev"]
-        for node in DEV_NODES:
-            cmd += ["--dev-bind", f"/dev/{node}", f"/dev/{node}"]
-        cmd += ["--symlink", "/proc/self/fd", "/dev/fd"]
-        for number, stream in enumerate(("stdin", "stdout", "stderr")):
-            cmd += ["--symlink", f"/proc/self/fd/{number}", f"/dev/{stream}"]
-        cmd += ["--dir", "/dev/shm", "--perms", "1777", "--size", str(limits.shm_bytes)]
-        cmd += ["--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
-        cmd += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
+        cmd += _proc_dev_tmp(limits.shm_bytes, limits.tmpfs_bytes)
         pythonpath = ["/opt/kryt/lib"]
         for dest, (fd, writable) in binds.items():
             cmd += ["--bind-fd" if writable else "--ro-bind-fd", str(fd), dest]
@@ -574,6 +607,57 @@ class BwrapBackend(Backend):
         cmd += ["/bin/sh", "-c", 'umask 000 && exec "$0" -u "$1"', python, entry]
         return cmd
 
+    def runtime_argv(
+        self,
+        binds: dict[str, tuple[int, bool]],
+        command: list[str],
+        runtime: Runtime,
+        limits: SandboxLimits,
+        *,
+        cgroup: bool = False,
+        tmp_bytes: int | None = None,
+        address_space: bool = True,
+        network: bool = False,
+        workdir: str = "/bot",
+        extra_env: dict[str, str] | None = None,
+    ) -> list[str]:
+        """The ``prlimit … bwrap …`` command line running ``command`` in the file system
+        of ``runtime``'s image (every runtime but ``python``; see :mod:`sandbox.runtimes.rootfs`).
+
+        ``binds`` as for :meth:`argv`, and must hold ``"/"`` (the read-only copy of the
+        image). ``address_space``: also cap each process's virtual memory (bots; a build,
+        bounded by its memory cgroup, need not). ``network``: keep the host's network (a
+        build the organiser allowed to reach its package registry; never a bot).
+        """
+        cmd = [self.prlimit, f"--nofile={limits.nofile}", f"--fsize={limits.fsize_bytes}"]
+        cmd += ["--core=0"]
+        if address_space:
+            cmd += [f"--as={limits.memory_bytes + limits.address_space_slack_bytes}"]
+        if not cgroup:
+            cmd += [f"--nproc={limits.pids * 4}"]
+        cmd += ["--", self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+        if network:
+            cmd += ["--share-net"]
+        cmd += ["--clearenv", "--cap-drop", "ALL"]
+        fd, _ = binds["/"]
+        cmd += ["--ro-bind-fd", str(fd), "/"]
+        cmd += _proc_dev_tmp(limits.shm_bytes, tmp_bytes or limits.tmpfs_bytes)
+        for dest, (fd, writable) in binds.items():
+            if dest != "/":
+                cmd += ["--bind-fd" if writable else "--ro-bind-fd", str(fd), dest]
+        env = {
+            "KRYT_BOT_ADDRESS": SANDBOX_ADDRESS,
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/tmp",
+            "LANG": "C.UTF-8",
+            **dict(runtime.env),
+            **(extra_env or {}),
+        }
+        for key, value in env.items():
+            cmd += ["--setenv", key, value]
+        cmd += ["--chdir", workdir, "--remount-ro", "/", "--", *command]
+        return cmd
+
     def start(
         self,
         submission: SubmissionLike,
@@ -587,15 +671,28 @@ class BwrapBackend(Backend):
         Untrusted bots need a per-bot cgroup and a socket tmpfs (see
         :meth:`untrusted_problem`); without them they are refused with
         :class:`LimitsUnavailableError`. Trusted bots then run with rlimits only.
+
+        A ``python`` bot runs on the host's interpreter with the staged runtime; a bot of any
+        other runtime runs in the file system of its runtime's image (made on first use,
+        see :mod:`sandbox.runtimes.rootfs`), after its build (once per submission, see
+        :meth:`artifact_for`), with the runtime's limit floors applied.
         """
-        limits = limits or SandboxLimits()
         sub = resolve_submission(submission)
-        _python_only(self.name, sub)
+        runtime = get_runtime(sub.manifest.runtime)
+        limits = limits or SandboxLimits()
+        if runtime.name != "python":
+            limits = containers.effective_limits(runtime, limits)
         problem = self.untrusted_problem()
         if problem and not trusted:
             raise LimitsUnavailableError(
                 f"refusing untrusted bot {sub.manifest.name!r}: {problem} (see docs/sandbox.md)"
             )
+        rootfs: Path | None = None
+        artifact: Path | None = None
+        if runtime.name != "python":
+            rootfs = runtime_fs.runtime_rootfs(runtime)
+            if containers.needs_build(runtime, sub):
+                artifact = self.artifact_for(sub, trusted=trusted)
         layout = cgroup_layout()
         start_reaper()
         work_dir = make_work_dir(label)
@@ -609,20 +706,38 @@ class BwrapBackend(Backend):
             # A private copy the sandbox uid can read, wherever the submission is stored;
             # the stored original also cannot change under a running bot.
             code_dir = work_dir / "code"
+            extra = 1 if artifact is not None and runtime.name == "node" else 0
             if problem is None:
-                _mount_code_tmpfs(sub, code_dir)
+                files = [sub.root / rel for rel in sub.files]
+                size = sum(p.stat().st_size for p in files if p.is_file() and not p.is_symlink())
+                _mount_sized_tmpfs(code_dir, size, len(files) + 1 + extra, what="bot code")
             _copy_readable(sub, code_dir)
+            _adapt_code(runtime, sub, code_dir, artifact)
+            sources: dict[str, tuple[Path, bool]] = {}
+            if rootfs is None:
+                sources["/opt/kryt/lib"] = (stage_runtime(), False)
+            else:
+                sources["/"] = (rootfs, False)
+            sources["/bot"] = (code_dir, False)
+            if artifact is not None:
+                # A per-bot copy on its own tmpfs: mountinfo shows no host path for it.
+                artifact_copy = work_dir / "artifact"
+                if problem is None:
+                    size, count = _tree_size(artifact)
+                    _mount_sized_tmpfs(artifact_copy, size, count + 1, what="build artifact")
+                runtime_fs.copy_tree(artifact, artifact_copy)
+                sources[ARTIFACT_DIR] = (artifact_copy, False)
             if problem is None:
-                try:
-                    remount_read_only(code_dir, executable=True)
-                except OSError as exc:
-                    raise SandboxInfrastructureError(f"bot code tmpfs: {exc}") from exc
+                for path in (code_dir, work_dir / "artifact"):
+                    if path.is_dir():
+                        try:
+                            remount_read_only(path, executable=True)
+                        except OSError as exc:
+                            raise SandboxInfrastructureError(f"bot tmpfs: {exc}") from exc
             if not isinstance(layout, str):
                 cgroup = BotCgroup.create(
                     layout, work_dir.name, memory_bytes=limits.memory_bytes, pids=limits.pids
                 )
-            sources: dict[str, tuple[Path, bool]] = {"/opt/kryt/lib": (stage_runtime(), False)}
-            sources["/bot"] = (code_dir, False)
             sources[SANDBOX_SOCKET_DIR] = (sock_dir, True)
             for dest, (path, writable) in sources.items():
                 fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -634,9 +749,14 @@ class BwrapBackend(Backend):
             }
             if os.geteuid() == 0:
                 popen.update(user=self.uid, group=self.gid, extra_groups=[])
+            if rootfs is None:
+                argv = self.argv(binds, sub.manifest.entry, limits, cgroup=cgroup is not None)
+            else:
+                command = containers.launch_command(runtime, sub, limits)
+                argv = self.runtime_argv(binds, command, runtime, limits, cgroup=cgroup is not None)
             bot = LocalBot(
                 backend_name=self.name,
-                argv=self.argv(binds, sub.manifest.entry, limits, cgroup=cgroup is not None),
+                argv=argv,
                 popen=popen,
                 cgroup=cgroup,
                 label=label,
@@ -657,6 +777,158 @@ class BwrapBackend(Backend):
                 os.close(fd)
         bot.connect()
         return bot
+
+    def artifact_for(self, submission: SubmissionLike, *, trusted: bool = False) -> Path:
+        """The build artifact of a compiled ``submission`` (built on first use, cached by the
+        submission's hash and its runtime image's key, immutable afterwards).
+
+        The build runs like the Docker backend's build stage: the runtime's build script
+        (:func:`sandbox.runtimes.containers.build_script`: wall time and output size bounds)
+        under bwrap in the runtime's file system, as the sandbox uid, with the sources
+        read-only at ``/src``, ``/artifact`` a tmpfs of the output bound, no network unless
+        the organiser allows it, and a memory + pids cgroup of
+        :class:`~sandbox.runtimes.BuildLimits`. A failed build is
+        :class:`~sandbox.runtimes.RuntimeBuildError` ending with the compiler's output.
+        """
+        sub = resolve_submission(submission)
+        runtime = get_runtime(sub.manifest.runtime)
+        problem = self.untrusted_problem()
+        if problem and not trusted:
+            raise LimitsUnavailableError(
+                f"refusing to build untrusted bot {sub.manifest.name!r}: {problem}"
+                " (see docs/sandbox.md)"
+            )
+        final = runtime_fs.artifact_dir(runtime, sub.sha256)
+        if final.is_dir():
+            return final
+        with runtime_fs.locked(final.with_name(f".{final.name}.lock")):
+            if not final.is_dir():
+                self._build(sub, runtime, final, bounded=problem is None)
+        return final
+
+    def _build(self, sub: Submission, runtime: Runtime, final: Path, *, bounded: bool) -> None:
+        """Run ``runtime``'s build of ``sub`` and store its output at ``final``."""
+        build = runtime.build_limits
+        rootfs = runtime_fs.runtime_rootfs(runtime)
+        layout = cgroup_layout()
+        online = containers.build_network_allowed(runtime)
+        limits = SandboxLimits(
+            memory_bytes=build.memory_bytes,
+            pids=BUILD_PIDS,
+            nofile=BUILD_NOFILE,
+            fsize_bytes=build.output_bytes,
+            tmpfs_bytes=build.memory_bytes,
+            log_bytes=LOG_TAIL_BYTES,
+        )
+        start_reaper()
+        work_dir = make_work_dir(f"build-{runtime.name}")
+        cgroup: BotCgroup | None = None
+        binds: dict[str, tuple[int, bool]] = {}
+        process: LocalBot | None = None
+        try:
+            os.chmod(work_dir, 0o711)
+            src, out = work_dir / "src", work_dir / "out"
+            if bounded:
+                _mount_code_tmpfs(sub, src)
+            _copy_readable(sub, src)
+            out.mkdir(mode=0o755)
+            try:
+                if bounded:
+                    remount_read_only(src, executable=True)
+                    mount_tmpfs(
+                        out,
+                        size_bytes=build.output_bytes + (1 << 20),
+                        inodes=BUILD_INODES,
+                        uid=self.uid,
+                        gid=self.gid,
+                        mode=0o755,
+                        executable=True,
+                    )
+                elif os.geteuid() == 0:
+                    os.chown(out, self.uid, self.gid)
+            except OSError as exc:
+                raise SandboxInfrastructureError(f"build tmpfs: {exc}") from exc
+            if not isinstance(layout, str):
+                cgroup = BotCgroup.create(
+                    layout, work_dir.name, memory_bytes=build.memory_bytes, pids=BUILD_PIDS
+                )
+            for dest, (path, writable) in {
+                "/": (rootfs, False),
+                "/src": (src, False),
+                ARTIFACT_DIR: (out, True),
+            }.items():
+                binds[dest] = (os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC), writable)
+            script = containers.build_script(runtime, online=online)
+            for key, value in runtime.env:
+                if key in WRITABLE_CACHES:
+                    # The image's warm cache is read-only here: the build gets a copy in /tmp.
+                    copy = f"/tmp/kryt-{key.lower()}"
+                    script = f"cp -R {value} {copy} && export {key}={copy}\n{script}"
+            popen: dict[str, Any] = {
+                "env": {"PATH": "/usr/bin:/bin"},
+                "cwd": "/",
+                "pass_fds": [fd for fd, _ in binds.values()],
+            }
+            if os.geteuid() == 0:
+                popen.update(user=self.uid, group=self.gid, extra_groups=[])
+            argv = self.runtime_argv(
+                binds,
+                ["/bin/sh", "-c", script],
+                runtime,
+                limits,
+                cgroup=cgroup is not None,
+                address_space=cgroup is None,
+                network=online,
+                workdir="/src",
+            )
+            process = LocalBot(
+                backend_name=self.name,
+                argv=argv,
+                popen=popen,
+                cgroup=cgroup,
+                label=work_dir.name,
+                limits=limits,
+                sock_dir=work_dir,
+                expected_uid=self.uid,
+                work_dir=work_dir,
+            )
+            cgroup = None  # the process owns it now
+            deadline = time.monotonic() + build.seconds + BUILD_GRACE_SECONDS
+            report = process.death()
+            while report is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+                report = process.death()
+            name = f"{sub.manifest.name} {sub.manifest.version} ({runtime.name})"
+            if report is None:
+                raise RuntimeBuildError(
+                    f"{name} did not build: the build did not finish within {build.seconds} s"
+                )
+            if report.exit_code == 0:
+                runtime_fs.store_artifact(out, final)
+                return
+            if report.oom_killed:
+                raise RuntimeBuildError(
+                    f"{name} did not build: the build ran out of its"
+                    f" {build.memory_bytes // (1 << 20)} MiB of memory\n{process.logs()[-2000:]}"
+                )
+            message = containers.build_failure(runtime, sub, [{"stream": process.logs()}])
+            if message is not None:
+                raise RuntimeBuildError(message)
+            raise SandboxInfrastructureError(
+                f"the bwrap build of {name} failed: {report.describe()}"
+                f" (output: {tail_lines(process.logs(), 5)!r})"
+            )
+        finally:
+            for fd, _ in binds.values():
+                os.close(fd)
+            if process is not None:
+                process.stop()
+            else:
+                with contextlib.suppress(CleanupError):
+                    if cgroup is not None:
+                        cgroup.remove()
+                with contextlib.suppress(CleanupError):
+                    remove_tree(work_dir)
 
     def sweep_leftovers(self, label_prefix: str = "") -> int:
         """Remove what dead runners left: socket dirs (and their tmpfs), cgroups."""
@@ -761,10 +1033,25 @@ class ProcessBackend(Backend):
 
 
 def _python_only(backend: str, sub: Submission) -> None:
-    """The local backends run bots with the host's Python: other runtimes need their image."""
+    """The process backend runs bots with the host's Python: other runtimes need an image."""
     if sub.manifest.runtime != "python":
         raise InvalidSubmissionError(
             f"{sub.manifest.name} {sub.manifest.version} needs the {sub.manifest.runtime!r}"
-            f" runtime, which only the Docker backend provides; the {backend} backend runs"
-            " Python bots only"
+            f" runtime, which only the Docker and bwrap backends provide; the {backend}"
+            " backend runs Python bots only"
         )
+
+
+def _adapt_code(runtime: Runtime, sub: Submission, code_dir: Path, artifact: Path | None) -> None:
+    """What the Docker backend's submission image does to ``/bot``, on the bwrap copy:
+    a ``native`` entry is made executable (stored submissions lose their modes), and a
+    ``node`` build's ``node_modules`` is linked into ``/bot`` (``import`` ignores
+    NODE_PATH; a shipped ``node_modules`` stays)."""
+    if runtime.name == "native":
+        entry = code_dir / sub.manifest.entry
+        if entry.is_file() and not entry.is_symlink():
+            entry.chmod(0o755)
+    if runtime.name == "node" and artifact is not None:
+        link = code_dir / "node_modules"
+        if (artifact / "node_modules").is_dir() and not os.path.lexists(link):
+            os.symlink(f"{ARTIFACT_DIR}/node_modules", link)

@@ -10,7 +10,8 @@ works). Each runtime is one row of :data:`REGISTRY`:
   no network, under :class:`BuildLimits`, producing the immutable artifact in ``/artifact``
   (``node`` builds only a submission with a ``package.json``: ``npm ci`` of its lock file);
 - the command that starts the bot (``$0`` is the manifest's ``entry``);
-- floors on the sandbox limits where a language needs more than the default (a JVM).
+- floors on the sandbox limits where a language needs more than the default (a JVM's
+  memory, and under bwrap its address space).
 
 To add a runtime, append a :class:`Runtime` to :data:`REGISTRY` (or call :func:`register`),
 put any set-up files in ``sandbox/runtimes/files/<name>/`` (``setup.sh`` runs once at image
@@ -101,6 +102,9 @@ class Runtime:
     env: tuple[tuple[str, str], ...] = ()
     min_memory_bytes: int = 0
     min_pids: int = 0
+    #: Floor of the address-space rlimit's slack (bwrap caps each process's virtual memory
+    #: at the memory limit plus this): a JVM reserves 1 GiB of class space it never touches.
+    min_address_space_slack_bytes: int = 0
     build_limits: BuildLimits = field(default_factory=BuildLimits)
     notes: str = ""
 
@@ -210,6 +214,7 @@ REGISTRY: dict[str, Runtime] = {
             env=(("CLASSPATH", "/opt/kryt/java/lib/*:/usr/share/java/*"),),
             min_memory_bytes=512 * MiB,
             min_pids=128,
+            min_address_space_slack_bytes=2048 * MiB,
             notes="grpc-java with netty, the kryt.v1 and grpc.health.v1 classes",
         ),
         Runtime(

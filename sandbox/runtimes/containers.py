@@ -154,11 +154,15 @@ def launch_command(runtime: Runtime, submission: Submission, limits: SandboxLimi
 
 
 def effective_limits(runtime: Runtime, limits: SandboxLimits) -> SandboxLimits:
-    """``limits`` raised to the runtime's floors (a JVM does not start in 256 MiB)."""
+    """``limits`` raised to the runtime's floors (a JVM does not start in 256 MiB, nor
+    under bwrap's address-space rlimit without more slack)."""
     return dataclasses.replace(
         limits,
         memory_bytes=max(limits.memory_bytes, runtime.min_memory_bytes),
         pids=max(limits.pids, runtime.min_pids),
+        address_space_slack_bytes=max(
+            limits.address_space_slack_bytes, runtime.min_address_space_slack_bytes
+        ),
     )
 
 

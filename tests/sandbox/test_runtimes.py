@@ -113,7 +113,10 @@ def test_runtime_floors_raise_limits_but_never_lower_them() -> None:
     java = REGISTRY["java"]
     raised = containers.effective_limits(java, SandboxLimits())
     assert raised.memory_bytes == 512 * MiB and raised.pids == 128
-    generous = SandboxLimits(memory_bytes=1024 * MiB, pids=300)
+    assert raised.address_space_slack_bytes == 2048 * MiB
+    generous = SandboxLimits(
+        memory_bytes=1024 * MiB, pids=300, address_space_slack_bytes=4096 * MiB
+    )
     assert containers.effective_limits(java, generous) == generous
     assert containers.effective_limits(REGISTRY["python"], SandboxLimits()) == SandboxLimits()
 
