@@ -641,6 +641,9 @@ class BwrapBackend(Backend):
         cmd += ["--clearenv", "--cap-drop", "ALL"]
         fd, _ = binds["/"]
         cmd += ["--ro-bind-fd", str(fd), "/"]
+        if network and Path("/etc/resolv.conf").is_file():
+            # The image's resolv.conf is empty (Docker fills it per container): the host's.
+            cmd += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
         cmd += _proc_dev_tmp(limits.shm_bytes, tmp_bytes or limits.tmpfs_bytes)
         for dest, (fd, writable) in binds.items():
             if dest != "/":

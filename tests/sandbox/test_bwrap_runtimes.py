@@ -184,3 +184,26 @@ def test_python_keeps_the_host_interpreter_path() -> None:
 
     with pytest.raises(ValueError, match="host"):
         runtime_rootfs(REGISTRY["python"])
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(300)
+def test_the_jvm_memory_floor_holds_under_bwrap(bwrap_backend: Backend) -> None:
+    """A tournament's 256 MiB is raised to the JVM's 512 MiB floor for a Java bot, in its
+    memory cgroup too, and its address-space rlimit leaves room for the class space."""
+    from sandbox.limits import MiB
+    from sandbox.local import LocalBot
+
+    rootfs_or_skip("java")
+    bot = bwrap_backend.start(STARTERS / "java", SandboxLimits(), "t14-jvm")
+    try:
+        assert isinstance(bot, LocalBot) and bot.cgroup is not None
+        assert bot.limits.memory_bytes == 512 * MiB and bot.limits.pids == 128
+        memory = dict(bot.cgroup.dirs).get("memory") or dict(bot.cgroup.dirs)["unified"]
+        limit_file = memory / "memory.limit_in_bytes"
+        if not limit_file.exists():
+            limit_file = memory / "memory.max"
+        assert int(limit_file.read_text()) == 512 * MiB
+        assert bot.alive()
+    finally:
+        bot.stop()
