@@ -207,3 +207,29 @@ def test_the_jvm_memory_floor_holds_under_bwrap(bwrap_backend: Backend) -> None:
         assert bot.alive()
     finally:
         bot.stop()
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(300)
+def test_a_node_bot_over_its_memory_is_killed_by_its_cgroup(
+    bwrap_backend: Backend, tmp_path: Path
+) -> None:
+    """Memory outside the JavaScript heap (Buffers) is bounded by the bot's cgroup, not by
+    node's own heap flag: the bot dies as OOM, and nothing of it stays behind."""
+    from sandbox.death import DeathCause
+    from sandbox.errors import BotCrashedError
+
+    rootfs_or_skip("node")
+    folder = tmp_path / "hog"
+    folder.mkdir()
+    (folder / "bot.toml").write_text(
+        'name = "hog"\nversion = "1"\nruntime = "node"\nentry = "hog.js"\n'
+    )
+    (folder / "hog.js").write_text(
+        "const held = [];\nfor (;;) held.push(Buffer.alloc(16 << 20, 1));\n"
+    )
+    with pytest.raises(BotCrashedError) as caught:
+        bwrap_backend.start(folder, SandboxLimits(), "t14-hog")
+    assert caught.value.death is not None
+    assert caught.value.death.cause is DeathCause.OOM, caught.value.death
+    assert [p for p in runtime_dir().iterdir() if p.name.startswith("t14-hog")] == []
