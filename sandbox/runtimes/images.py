@@ -13,8 +13,10 @@ Two cached layers per runtime, each tagged by a hash of its inputs so a rebuild 
    ``files/node`` (the only step that uses a package registry).
 
 Nothing comes from a container registry. ``python -m sandbox.runtimes build [NAME ...]``
-builds (``all`` by default); ``tag NAME`` prints the tag without building. The ``python``
-runtime is the bot base image of :mod:`sandbox.base_image`.
+builds (``all`` by default); ``tag NAME`` prints the tag without building; ``rootfs [NAME
+...]`` makes the bwrap backend's read-only copy of each image's file system ahead of the
+first bot (:mod:`sandbox.runtimes.rootfs`). The ``python`` runtime is the bot base image of
+:mod:`sandbox.base_image`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from sandbox import base_image
 from sandbox.base_image import BaseImageError, docker_cli, image_exists
+from sandbox.errors import ImageBuildError
 from sandbox.runtimes import Runtime, get_runtime, runtime_names
 
 __all__ = ["RuntimeImageSpec", "build_image", "image_tag", "root_tag"]
@@ -184,11 +187,12 @@ def image_size(tag: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``build [NAME ...]`` (default: every runtime) or ``tag NAME``."""
+    """Command line: ``build [NAME ...]`` (default: every runtime), ``tag NAME``, ``list``, or
+    ``rootfs [NAME ...]`` (make the bwrap backend's copy of each built image now)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m sandbox.runtimes", description=__doc__)
-    parser.add_argument("command", choices=["build", "tag", "list"])
+    parser.add_argument("command", choices=["build", "tag", "list", "rootfs"])
     parser.add_argument("names", nargs="*", help="runtimes (default: all)")
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
     parser.add_argument("--suite", default="bookworm", help="Debian suite to debootstrap")
@@ -204,13 +208,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in names:
                 print(image_tag(name))
             return 0
+        if args.command == "rootfs":
+            from sandbox.runtimes.rootfs import runtime_rootfs
+
+            for name in names:
+                if get_runtime(name).name != "python":  # bwrap runs python on the host's
+                    print(f"{name}\t{runtime_rootfs(get_runtime(name))}", flush=True)
+            return 0
         for name in names:
             started = time.monotonic()
             tag = build_image(name, force=args.force, suite=args.suite)
             seconds = time.monotonic() - started
             size = image_size(tag) / 1024 / 1024
             print(f"{name}\t{tag}\t{size:.0f} MB\t{seconds:.0f} s", flush=True)
-    except (BaseImageError, ValueError, subprocess.TimeoutExpired) as exc:
+    except (BaseImageError, ImageBuildError, ValueError, subprocess.TimeoutExpired) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
