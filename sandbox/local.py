@@ -1,10 +1,13 @@
 """Local backends: bubblewrap under a dedicated uid, and a plain process for trusted bots.
 
-Both run the bot with the referee's Python (``/usr/bin/python3.X`` of the same version when
-there is one) and the referee's grpcio/protobuf and the SDK packages (bwrap: a staged,
-world-readable copy of just those), so no image is needed. Output goes through a pipe into
-a bounded in-memory tail. Each bot is started in its own process group; :meth:`LocalBot.stop`
-kills the whole process tree and waits until it is gone.
+Both run a ``python`` bot with the referee's Python (``/usr/bin/python3.X`` of the same
+version when there is one) and the referee's grpcio/protobuf and the SDK packages (bwrap: a
+staged, world-readable copy of just those), so no image is needed. bwrap runs a bot of any
+other runtime in a read-only copy of its runtime image's file system
+(:mod:`sandbox.runtimes.rootfs`), after building a compiled submission there under bwrap
+(:meth:`BwrapBackend.artifact_for`); the process backend runs ``python`` only. Output goes
+through a pipe into a bounded in-memory tail. Each bot is started in its own process group;
+:meth:`LocalBot.stop` kills the whole process tree and waits until it is gone.
 
 - :class:`BwrapBackend` (``bwrap --unshare-all --die-with-parent --new-session --clearenv
   --cap-drop ALL``, read-only binds of ``/usr``, the staged runtime and the bot, a
@@ -615,11 +618,9 @@ class BwrapBackend(Backend):
         limits: SandboxLimits,
         *,
         cgroup: bool = False,
-        tmp_bytes: int | None = None,
         address_space: bool = True,
         network: bool = False,
         workdir: str = "/bot",
-        extra_env: dict[str, str] | None = None,
     ) -> list[str]:
         """The ``prlimit … bwrap …`` command line running ``command`` in the file system
         of ``runtime``'s image (every runtime but ``python``; see :mod:`sandbox.runtimes.rootfs`).
@@ -644,7 +645,7 @@ class BwrapBackend(Backend):
         if network and Path("/etc/resolv.conf").is_file():
             # The image's resolv.conf is empty (Docker fills it per container): the host's.
             cmd += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
-        cmd += _proc_dev_tmp(limits.shm_bytes, tmp_bytes or limits.tmpfs_bytes)
+        cmd += _proc_dev_tmp(limits.shm_bytes, limits.tmpfs_bytes)
         for dest, (fd, writable) in binds.items():
             if dest != "/":
                 cmd += ["--bind-fd" if writable else "--ro-bind-fd", str(fd), dest]
@@ -654,7 +655,6 @@ class BwrapBackend(Backend):
             "HOME": "/tmp",
             "LANG": "C.UTF-8",
             **dict(runtime.env),
-            **(extra_env or {}),
         }
         for key, value in env.items():
             cmd += ["--setenv", key, value]
