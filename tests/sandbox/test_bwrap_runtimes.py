@@ -233,3 +233,25 @@ def test_a_node_bot_over_its_memory_is_killed_by_its_cgroup(
     assert caught.value.death is not None
     assert caught.value.death.cause is DeathCause.OOM, caught.value.death
     assert [p for p in runtime_dir().iterdir() if p.name.startswith("t14-hog")] == []
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(300)
+def test_a_node_bot_with_a_vendored_package_builds_and_starts_under_bwrap(
+    bwrap_backend: Backend, tmp_path: Path
+) -> None:
+    """``npm ci`` of the bot's lock file runs under bwrap, offline; the bot requires the
+    installed package through /bot/node_modules (it cannot start without it)."""
+    from sandbox.local import BwrapBackend
+    from tests.sandbox.test_runtime_npm import PACKAGE, make_npm_bot
+
+    assert isinstance(bwrap_backend, BwrapBackend)
+    rootfs_or_skip("node")
+    submission = load_submission(make_npm_bot(tmp_path / "bot", name="npm-bwrap"))
+    artifact = bwrap_backend.artifact_for(submission)
+    assert (artifact / "node_modules" / PACKAGE / "index.js").is_file()
+    bot = bwrap_backend.start(submission, SandboxLimits(), "t14-npm")
+    try:
+        assert bot.alive()
+    finally:
+        bot.stop()
