@@ -60,3 +60,7 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 export KRYT_DEBOOTSTRAP_CACHE=/var/cache/kryt-debootstrap
 .venv/bin/python -m sandbox.runtimes build node java cpp go native
+
+# The bwrap backend runs those runtimes in a read-only copy of each image's file system
+# (sandbox/runtimes/rootfs.py): made once here, so no test pays for the export.
+.venv/bin/python -m sandbox.runtimes rootfs
