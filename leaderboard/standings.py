@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, col, select
 
@@ -36,17 +36,12 @@ from arena.db import (
 )
 from arena.db.elo import elo_board, replayed_elo
 from arena.db.results import DealPairKind, deal_pair_counts
-from leaderboard.ratings import (
-    BayesEloFit,
-    DealPair,
-    Game,
-    Outcome,
-    PairCounts,
-    RatingsError,
-    fit_bayeselo,
-    paired_intervals,
-    pentanomial_counts,
-)
+
+if TYPE_CHECKING:
+    from leaderboard.ratings import BayesEloFit, DealPair
+
+# The ratings package (NumPy, and SciPy for a fit) is imported only where a board needs it:
+# a board read from a fresh snapshot of two-player standard games needs neither.
 
 DEFAULT_OFFSET = 1500.0
 """Added to the centred BayesElo ratings for display, so that numbers look like Elo."""
@@ -247,21 +242,21 @@ def standings(
             session=session, tournament_id=tournament_id, ruleset=kind[0], players=kind[1]
         )
     elo = {str(sid): entry for sid, entry in live.entries.items()}
-    table = PairCounts.from_mapping(mapping)
-    pairs = [_deal_pair(k) for k in kinds] if kinds is not None else None
+    names = sorted({name for pair in mapping for name in pair})  # as PairCounts orders them
+    pairs = _deal_pairs(kinds) if kinds is not None else None
     weights = [k.count for k in kinds] if kinds is not None else None
     inputs = fit_inputs_key(kind, mapping, kinds, offset)
-    ranked = _stored_ranking(session, inputs, tournament_id, table.names) if reuse else None
+    ranked = _stored_ranking(session, inputs, tournament_id, names) if reuse else None
     if ranked is None:
-        ranked = _fitted_ranking(table, pairs, weights, offset)
+        ranked = _fitted_ranking(mapping, pairs, weights, offset)
     fit, note = ranked.model, ranked.note
-    wins, draws, losses = table.player_totals()
-    order = ranked.order if fit is not None else sorted(table.names, key=lambda n: -elo[n].rating)
+    totals = _player_totals(mapping)
+    order = ranked.order if fit is not None else sorted(names, key=lambda n: -elo[n].rating)
     labels = submission_labels(session=session)
     rows = []
     for rank, key in enumerate(order, start=1):
-        k = table.names.index(key)
-        games = int(wins[k] + draws[k] + losses[k])
+        wins, draws, losses = totals[key]
+        games = wins + draws + losses
         bot, version = labels[int(key)]
         rows.append(
             Standing(
@@ -274,21 +269,15 @@ def standings(
                 elo=elo[key].rating,
                 elo_provisional=elo[key].provisional,
                 games=games,
-                wins=int(wins[k]),
-                draws=int(draws[k]),
-                losses=int(losses[k]),
-                score=(int(wins[k]) + int(draws[k]) / 2) / games if games else 0.0,
+                wins=wins,
+                draws=draws,
+                losses=losses,
+                score=(wins + draws / 2) / games if games else 0.0,
                 los_next=ranked.los.get(key),
                 forfeits=dict(forfeits.get(int(key), {})),
             )
         )
-    names = {str(r.submission_id): f"{r.bot} {r.version}" for r in rows}
-    pentanomials = [
-        PairingPentanomial(
-            names.get(p.player, p.player), names.get(p.opponent, p.opponent), p.counts
-        )
-        for p in pentanomial_counts(pairs or [], weights)
-    ]
+    pentanomials = _pentanomials(pairs, weights, rows) if pairs else []
     return Leaderboard(rows, fit, note, pentanomials, paired=ranked.paired, inputs=inputs)
 
 
@@ -335,12 +324,43 @@ class _Ranking:
     paired: bool
 
 
+def _player_totals(
+    mapping: dict[tuple[str, str], tuple[int, int, int]],
+) -> dict[str, tuple[int, int, int]]:
+    """Per bot: wins, draws and losses over both colours (``PairCounts.player_totals``
+    without NumPy)."""
+    totals: dict[str, list[int]] = {}
+    for (first, second), (w, d, lo) in mapping.items():
+        a = totals.setdefault(first, [0, 0, 0])
+        b = totals.setdefault(second, [0, 0, 0])
+        a[0], a[1], a[2] = a[0] + w, a[1] + d, a[2] + lo
+        b[0], b[1], b[2] = b[0] + lo, b[1] + d, b[2] + w
+    return {name: (w, d, lo) for name, (w, d, lo) in totals.items()}
+
+
+def _pentanomials(
+    pairs: list[DealPair], weights: list[int] | None, rows: list[Standing]
+) -> list[PairingPentanomial]:
+    from leaderboard.ratings import pentanomial_counts
+
+    names = {str(r.submission_id): f"{r.bot} {r.version}" for r in rows}
+    return [
+        PairingPentanomial(
+            names.get(p.player, p.player), names.get(p.opponent, p.opponent), p.counts
+        )
+        for p in pentanomial_counts(pairs, weights)
+    ]
+
+
 def _fitted_ranking(
-    table: PairCounts,
+    mapping: dict[tuple[str, str], tuple[int, int, int]],
     pairs: list[DealPair] | None,
     weights: list[int] | None,
     offset: float,
 ) -> _Ranking:
+    from leaderboard.ratings import PairCounts, RatingsError, fit_bayeselo, paired_intervals
+
+    table = PairCounts.from_mapping(mapping)
     fit: BayesEloFit | None = None
     note = ""
     try:
@@ -426,18 +446,25 @@ def _stored_ranking(
     )
 
 
-def _deal_pair(kind: DealPairKind) -> DealPair:
-    first = Game(
-        str(kind.first_submission_id),
-        str(kind.second_submission_id),
-        Outcome.from_score(kind.first_score),
-    )
-    second = Game(
-        str(kind.second_first_submission_id),
-        str(kind.second_second_submission_id),
-        Outcome.from_score(kind.second_score),
-    )
-    return DealPair(first, second)
+def _deal_pairs(kinds: list[DealPairKind]) -> list[DealPair]:
+    """The database's deal-pair kinds as the ratings' deal pairs (one per kind)."""
+    from leaderboard.ratings import DealPair, Game, Outcome
+
+    return [
+        DealPair(
+            Game(
+                str(kind.first_submission_id),
+                str(kind.second_submission_id),
+                Outcome.from_score(kind.first_score),
+            ),
+            Game(
+                str(kind.second_first_submission_id),
+                str(kind.second_second_submission_id),
+                Outcome.from_score(kind.second_score),
+            ),
+        )
+        for kind in kinds
+    ]
 
 
 def refit_and_store(db: Database, *, tournament_id: int | None = None) -> StoredSnapshot | None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from arena.db import Database, SeriesFormat
 from leaderboard.standings import refit_and_store
 from tests.standings.test_standings import play, setup
@@ -58,26 +60,32 @@ def loaded(modules: set[str], packages: tuple[str, ...]) -> list[str]:
     return sorted({m.split(".")[0] for m in modules} & set(packages))
 
 
-def database(tmp_path: Path) -> tuple[Database, str]:
-    db, ids, series = setup(tmp_path, ["alpha", "beta", "gamma"], SeriesFormat.DUPLICATE)
+def database(tmp_path: Path, fmt: SeriesFormat) -> tuple[Database, str]:
+    db, ids, series = setup(tmp_path, ["alpha", "beta", "gamma"], fmt)
     play(db, series[0], (ids[0], ids[1]), ["seat0", "seat0", "seat0", "seat1"] * 2)
     play(db, series[1], (ids[0], ids[2]), ["seat0", "seat1", "draw", "seat0"] * 2)
     play(db, series[2], (ids[1], ids[2]), ["seat1", "seat0", "seat0", "seat0"] * 2)
     return db, f"sqlite:///{tmp_path / 'k.db'}"
 
 
-def test_fresh_stored_ratings_need_no_scipy_and_no_server(tmp_path: Path) -> None:
-    db, url = database(tmp_path)
+@pytest.mark.parametrize("fmt", [SeriesFormat.STANDARD, SeriesFormat.DUPLICATE])
+def test_fresh_stored_ratings_need_no_scipy_and_no_server(
+    tmp_path: Path, fmt: SeriesFormat
+) -> None:
+    db, url = database(tmp_path, fmt)
     # Stale (no snapshot yet): the board is fitted, so SciPy is loaded; this also shows the
     # check below can see SciPy when it is there.
     code, stale_table, modules = leaderboard_modules(tmp_path, "--database", url)
     assert code == 0
-    assert "scipy" in loaded(modules, NOT_FOR_A_TABLE)
+    assert loaded(modules, ("scipy", "numpy")) == ["numpy", "scipy"]
     assert refit_and_store(db) is not None  # what a tournament run or the ladder stores
     db.close()
     code, table, modules = leaderboard_modules(tmp_path, "--database", url)
     assert code == 0
     assert "sqlmodel" in modules and "kryt.commands.leaderboard" in modules
     assert loaded(modules, NOT_FOR_A_TABLE) == []
+    # Standard games need no NumPy either; duplicate deal pairs are counted by the ratings
+    # package (pentanomials), which uses it.
+    assert ("numpy" in modules) == (fmt is SeriesFormat.DUPLICATE)
     assert table == stale_table  # the same table as the fitted one
     assert "alpha" in table and "BayesElo: prior 2" in table
