@@ -29,7 +29,6 @@ from arena.db import (
 )
 from kryt.errors import ExitCode, UserError, classify
 from leaderboard.standings import Leaderboard, standings
-from leaderboard.web.pages import leaderboard_json
 from leaderboard.web.queries import Progress, progress
 
 app = typer.Typer(
@@ -212,6 +211,9 @@ def leaderboard(
                 if ruleset is not None or table_size is not None:
                     title += f" ({ruleset or 'default'}, table of {table_size or 2})"
                 if as_json:
+                    # Imported here: the web pages (Jinja) are not needed for a table.
+                    from leaderboard.web.pages import leaderboard_json
+
                     data = leaderboard_json(
                         session=session,
                         tournament_id=tournament,

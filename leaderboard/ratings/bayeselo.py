@@ -6,6 +6,10 @@ of virtual draws, ratings centred on 0, displayed as ``scale * rating + offset``
 ``scale = 4x / (1 + x)^2``, ``x = 10^(-drawelo / 400)``, intervals from the covariance (the
 inverse Hessian) and the likelihood of superiority between players. The optimiser is SciPy's
 trust-region Newton method fed the analytic gradient and Hessian-vector products.
+
+SciPy is imported inside the functions that use it, never at module level: importing SciPy
+costs ~0.4 s, and a leaderboard read from a fresh rating snapshot never fits (the
+``kryt leaderboard`` start-up check in tests/cli/test_leaderboard_startup.py).
 """
 
 from __future__ import annotations
@@ -17,10 +21,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import optimize, sparse
-from scipy.sparse.csgraph import connected_components
-from scipy.special import ndtr
-from threadpoolctl import threadpool_limits
 
 from leaderboard.ratings.errors import (
     DisconnectedResultsError,
@@ -125,6 +125,8 @@ class BayesEloFit:
 
     def los(self, better: str, worse: str) -> float:
         """Likelihood of superiority: posterior P(``better`` is stronger than ``worse``)."""
+        from scipy.special import ndtr
+
         i, j = self.index(better), self.index(worse)
         if i == j:
             raise ValueError(f"LOS of {better!r} over itself is undefined")
@@ -134,6 +136,8 @@ class BayesEloFit:
 
     def los_matrix(self) -> FloatArray:
         """``m[i, j] = LOS(i over j)`` for all pairs; zero on the diagonal, as in BayesElo."""
+        from scipy.special import ndtr
+
         c = self.covariance
         d = np.diag(c)
         sigma = np.sqrt(np.maximum(d[:, None] + d[None, :] - 2.0 * c, 1e-300))
@@ -186,6 +190,9 @@ def display_scale(drawelo: float) -> float:
 
 
 def _check_graph(counts: PairCounts) -> None:
+    from scipy import sparse
+    from scipy.sparse.csgraph import connected_components
+
     n = len(counts.names)
     games = counts.wins + counts.draws + counts.losses
     per_player = np.bincount(counts.first, games, n) + np.bincount(counts.second, games, n)
@@ -213,6 +220,9 @@ def _check_bounded(counts: PairCounts) -> None:
     That is Ford's condition: the graph with an edge u -> v whenever u scored a point or half
     a point against v must be strongly connected.
     """
+    from scipy import sparse
+    from scipy.sparse.csgraph import connected_components
+
     n = len(counts.names)
     a_scored = (counts.wins + counts.draws) > 0  # first mover took points off second
     b_scored = (counts.losses + counts.draws) > 0
@@ -421,6 +431,8 @@ def fit_bayeselo(
         _check_bounded(counts)
     _check_parameters_bounded(counts, fit_advantage, fit_drawelo)
 
+    from threadpoolctl import threadpool_limits
+
     # BLAS threads only contend on a busy machine (the fit cost 50 % more CPU with them):
     # one thread, as every fit is small next to the threads' start-up and hand-overs.
     with threadpool_limits(limits=1):
@@ -438,6 +450,8 @@ def _fit(
     advantage: float,
     drawelo: float,
 ) -> BayesEloFit:
+    from scipy import optimize
+
     design = build_design(counts, prior)
     fixed_delta: float | None = None if fit_drawelo else drawelo * NATURAL_PER_ELO
     if design.draws_total == 0:

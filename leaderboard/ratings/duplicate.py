@@ -21,7 +21,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import expit
 
 from leaderboard.ratings.bayeselo import DEFAULT_PRIOR, BayesEloFit, fit_bayeselo
 from leaderboard.ratings.errors import InvalidDealPairError, RatingsError
@@ -185,6 +184,8 @@ def _game_slope(
     fit: BayesEloFit, i: NDArray[np.int64], j: NDArray[np.int64], code: NDArray[np.int64]
 ) -> FloatArray:
     """d log P(result) / d(beta_first - beta_second) for games where i moved first against j."""
+    from scipy.special import expit  # only with a fit: SciPy is slow to import
+
     beta = fit.internal * NATURAL_PER_ELO
     s = beta[i] - beta[j] + fit.advantage * NATURAL_PER_ELO
     delta = fit.drawelo * NATURAL_PER_ELO

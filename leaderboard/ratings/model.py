@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
-from scipy.special import expit
 
 from leaderboard.ratings.games import PairCounts
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -56,6 +58,8 @@ class Design:
 
     def incidence(self) -> sparse.csr_matrix:
         """Sparse matrix with one row ``e_first - e_second`` per pair."""
+        from scipy import sparse  # only when fitting: SciPy is slow to import
+
         m = self.first.size
         rows = np.concatenate([np.arange(m), np.arange(m)])
         cols = np.concatenate([self.first, self.second])
@@ -125,6 +129,8 @@ class Evaluation:
 
 def evaluate(design: Design, beta: FloatArray, advantage: float, delta: float) -> Evaluation:
     """Everything the optimiser needs at one point; the ``sum(beta)^2 / 2`` term centres."""
+    from scipy.special import expit  # only when fitting: SciPy is slow to import
+
     s = beta[design.first] - beta[design.second] + advantage
     u, v = s - delta, -s - delta
     a_counts, b_counts = design.a_counts, design.b_counts
