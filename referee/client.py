@@ -20,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import inspect
 import secrets
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -222,11 +223,16 @@ class AsyncBotClient:
 
     # ------------------------------------------------------------------ connection
 
-    async def wait_healthy(self, timeout: float, alive: Callable[[], bool] | None = None) -> None:
+    async def wait_healthy(
+        self,
+        timeout: float,
+        alive: Callable[[], bool] | Callable[[], Awaitable[bool]] | None = None,
+    ) -> None:
         """Wait until the bot's health service says SERVING: the one start-up wait.
 
         Raises BotUnreachableError when ``timeout`` passes, and BotCrashedError as soon as
-        ``alive()`` (checked between attempts) says the bot's process has ended.
+        ``alive()`` (checked between attempts; it may be a coroutine function) says the
+        bot's process has ended.
         """
         if self._channel is None:
             raise BotCrashedError(f"connection to {self.address} is closed")
@@ -236,7 +242,7 @@ class AsyncBotClient:
         # Ready when the whole server ("") or the Bot service says SERVING (protocol.md).
         service = ""
         while True:
-            if alive is not None and not alive():
+            if alive is not None and not await _truth(alive()):
                 raise BotCrashedError(f"bot at {self.address} exited before serving")
             left = deadline - time.monotonic()
             if left <= 0:
@@ -521,6 +527,10 @@ class AsyncBotClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+async def _truth(value: bool | Awaitable[bool]) -> bool:
+    return await value if inspect.isawaitable(value) else bool(value)
 
 
 def _running_here(loop: asyncio.AbstractEventLoop) -> bool:

@@ -581,6 +581,7 @@ class BwrapBackend(Backend):
         label: str = "bot",
         *,
         trusted: bool = False,
+        connect: bool = True,
     ) -> LocalBot:
         """Start the bot under bwrap; return once it answers SERVING.
 
@@ -655,7 +656,8 @@ class BwrapBackend(Backend):
         finally:
             for fd, _ in binds.values():
                 os.close(fd)
-        bot.connect()
+        if connect:
+            bot.connect()
         return bot
 
     def sweep_leftovers(self, label_prefix: str = "") -> int:
@@ -695,6 +697,7 @@ class ProcessBackend(Backend):
         label: str = "bot",
         *,
         trusted: bool = False,
+        connect: bool = True,
     ) -> LocalBot:
         """Start the bot as a plain process; untrusted bots need ``allow_unsafe``."""
         limits = limits or SandboxLimits()
@@ -752,7 +755,8 @@ class ProcessBackend(Backend):
             with contextlib.suppress(CleanupError):
                 remove_tree(sock_dir)
             raise
-        bot.connect()
+        if connect:
+            bot.connect()
         return bot
 
     def sweep_leftovers(self, label_prefix: str = "") -> int:
