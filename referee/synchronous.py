@@ -31,6 +31,10 @@ def drive(coro: Coroutine[Any, Any, T]) -> T:
     except StopIteration as done:
         result: T = done.value
         return result
+    except RuntimeError as exc:
+        if "no running event loop" not in str(exc):
+            raise
+        raise LoopNeededError(f"{exc}: run it on an event loop") from exc
     coro.close()
     name = getattr(coro, "__qualname__", coro)
     raise LoopNeededError(f"{name} waited for {suspended_on!r}: run it on an event loop")
