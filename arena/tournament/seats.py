@@ -34,8 +34,9 @@ from sandbox.errors import CleanupError
 log = logging.getLogger(__name__)
 
 HANDSHAKE_SECONDS = 10.0
-DEATH_REPORT_WAIT = 1.5
-"""Seconds to wait for the sandbox's death report after a bot's connection failed."""
+DEATH_REPORT_WAIT = 3.0
+"""Seconds to wait for the sandbox's death report after a bot's connection failed (a busy
+engine may take over a second to say the kernel's OOM killer ended the bot)."""
 
 _VERDICTS = {
     DeathCause.OOM: GameEndReason.MEMORY_LIMIT,
