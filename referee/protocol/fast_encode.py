@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import suppress
 from typing import Final, TypeVar
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -75,6 +74,28 @@ _U64_END: Final = 1 << 64
 
 def _varint(value: int) -> bytes:
     """Base-128 varint of a non-negative integer, least significant group first."""
+    if value < 0x4000:
+        return _SMALL_VARINTS[value]
+    if value < 0x200000:
+        return bytes((value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14))
+    if value < 0x10000000:
+        return bytes(
+            (value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14 & 0x7F | 0x80, value >> 21)
+        )
+    if value < 0x800000000:  # 35 bits: every request id the referee draws (31 bits)
+        return bytes(
+            (
+                value & 0x7F | 0x80,
+                value >> 7 & 0x7F | 0x80,
+                value >> 14 & 0x7F | 0x80,
+                value >> 21 & 0x7F | 0x80,
+                value >> 28,
+            )
+        )
+    return _long_varint(value)
+
+
+def _long_varint(value: int) -> bytes:
     out = bytearray()
     while value > 0x7F:
         out.append(value & 0x7F | 0x80)
@@ -83,13 +104,12 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-_SMALL_VARINTS: Final = tuple(_varint(i) for i in range(1 << 14))
+_SMALL_VARINTS: Final = tuple(_long_varint(i) for i in range(1 << 14))
 """Varints of 0..16383 (every length of a request within the 64 KiB limit but the longest)."""
 
 
-def _length(n: int) -> bytes:
-    """The varint of a length (never negative)."""
-    return _SMALL_VARINTS[n] if n < 16384 else _varint(n)
+_length: Final = _varint
+"""The varint of a length (never negative)."""
 
 
 def _tag(field: FieldDescriptor, wire_type: int) -> bytes:
@@ -375,50 +395,61 @@ class _History:
     """A history field encoded incrementally: from the encoded history of an earlier request
     whose history is a prefix of this one, plus the fragments of the actions since.
 
-    Entries are found by (length, id of the last action) and checked by value against the
-    prefix they hold (so an id recycled after garbage collection cannot fool them); an entry
-    that was extended is dropped, so a game holds about one entry. Only actions of
-    ``action_type`` (the engine's, equal only when their texts are equal) enter an entry.
-    Safe under threads: the dictionary operations are atomic and entries immutable; a race
-    costs at most a miss."""
+    An entry is found by the length and the ids of the last, middle, first and second
+    actions, which tell the games of a process apart (``take`` alone is a third of all
+    actions), and is used only if the prefix it holds equals the history's first actions
+    (compared in C, identity first), so neither a recycled id nor another game under the same
+    key can give wrong bytes: they cost a miss. An entry that was extended is dropped, so a
+    game holds one entry. Only actions of ``action_type`` (the engine's, equal only when
+    their texts are equal) enter an entry. Safe under threads: the dictionary operations are
+    atomic and entries immutable; a race costs at most a miss."""
 
     LOOKBACK: Final = 4
     """Prefixes tried: this many actions back (each action prompts the next request)."""
-    LIMIT: Final = 1024
-    """Keys kept before the table is emptied (about 16 times the games of one loop)."""
-    BUCKET: Final = 8
-    """Entries kept under one key (histories of equal length ending in the same action)."""
+    LIMIT: Final = 4096
+    """Entries kept before the table is emptied (many times the games of one process)."""
 
     __slots__ = ("action_type", "entries", "fragment")
 
     def __init__(self, fragment: Callable[[str], bytes], action_type: type) -> None:
         self.fragment = fragment
         self.action_type = action_type
-        self.entries: dict[tuple[int, int], list[tuple[tuple[object, ...], bytes]]] = {}
+        self.entries: dict[tuple[int, ...], tuple[tuple[object, ...], bytes]] = {}
 
     def encode(self, history: tuple[object, ...]) -> bytes:
         """The encoded field (every element tagged) of ``history``."""
         n = len(history)
-        if n == 0:
-            return b""
+        if n < 2:
+            return self._encode(history, n, id(history[0]), 0) if n else b""
+        entries = self.entries
+        first, second = id(history[0]), id(history[1])
+        # The rule: one action since the previous request. Written out: the hot path.
+        m = n - 1
+        key = (m, id(history[m - 1]), id(history[m >> 1]), first, second if m > 1 else 0)
+        entry = entries.get(key)
+        action = history[m]
+        if entry is None or type(action) is not self.action_type or entry[0] != history[:m]:
+            return self._encode(history, n, first, second)
+        entries.pop(key, None)  # extended: the next request extends the new entry
+        data = entry[1] + self.fragment(action.text)  # type: ignore[attr-defined]  # checked
+        if len(entries) >= self.LIMIT:
+            entries.clear()
+        entries[n, id(action), id(history[n >> 1]), first, second] = (history, data)
+        return data
+
+    def _encode(self, history: tuple[object, ...], n: int, first: int, second: int) -> bytes:
+        """:meth:`encode` from the longest prefix found of the other lengths tried, or from
+        scratch."""
         entries = self.entries
         start, data = 0, b""
-        for m in range(n, max(n - self.LOOKBACK, 0), -1):
-            bucket = entries.get((m, id(history[m - 1])))
-            if bucket is None:
-                continue
-            for entry in bucket:
-                prefix = entry[0]
-                if m == n and (prefix is history or prefix == history):
+        for m in (n, *range(n - 2, max(n - self.LOOKBACK, 0), -1)):
+            key = (m, id(history[m - 1]), id(history[m >> 1]), first, second if m > 1 else 0)
+            entry = entries.get(key)
+            if entry is not None and entry[0] == (history if m == n else history[:m]):
+                if m == n:
                     return entry[1]
-                if prefix == history[:m]:
-                    start, data = m, entry[1]
-                    # Extended: the next request extends the new entry instead (unless
-                    # another thread removed it first).
-                    with suppress(ValueError):
-                        bucket.remove(entry)
-                    break
-            if start:
+                start, data = m, entry[1]
+                entries.pop(key, None)
                 break
         new = history[start:]
         if not set(map(type, new)) <= {self.action_type}:
@@ -426,10 +457,7 @@ class _History:
         data += _join(map(self.fragment, map(_TEXT, new)))
         if len(entries) >= self.LIMIT:
             entries.clear()
-        bucket = entries.setdefault((n, id(history[-1])), [])
-        if len(bucket) >= self.BUCKET:  # ended games that happened to finish alike
-            bucket.clear()
-        bucket.append((history, data))
+        entries[n, id(history[-1]), id(history[n >> 1]), first, second] = (history, data)
         return data
 
 
@@ -516,6 +544,8 @@ def _view(v: View) -> bytes:
     """The fields of a ``pb.View`` (what ``wire._fill_view`` fills), in field-number order."""
     seat, dealer, stock_count, opponent_count = v.seat, v.dealer, v.stock_count, v.opponent_count
     to_move, winner, over, trump, turn_limit = v.to_move, v.outcome, v.over, v.trump, v.turn_limit
+    face_up, final_cover = v.face_up, v.final_cover
+    pile, opponent_known, own_known = v.pile, v.opponent_known, v.own_known
     # Dict keys compare by value (True == 1 == 1.0): the fast path wants the engine's types.
     if not (
         type(seat) is type(dealer) is type(stock_count) is type(opponent_count) is int
@@ -524,19 +554,22 @@ def _view(v: View) -> bytes:
         and type(trump) is Suit
         and (to_move is None or type(to_move) is int)
         and (winner is None or type(winner) is int)
+        and (face_up is None or type(face_up) is Card)
+        and (final_cover is None or type(final_cover) is Card)
     ):
         raise _Unusual
+    # Often empty lists skip the join (each costs a few hundred ns on the hot path).
     return _join(
         (
             _V_SEAT[seat],
             _V_DEALER[dealer],
             _join(map(_V_HAND, map(_TEXT, v.hand))),
-            _join(map(_V_PILE, map(_TEXT, v.pile))),
+            _join(map(_V_PILE, map(_TEXT, pile))) if pile else b"",
             _V_TRUMP[trump],
-            _card(_V_FACE_UP, v.face_up),
+            b"" if face_up is None else _V_FACE_UP[face_up.text],
             _V_STOCK_COUNT[stock_count],
             _V_OPPONENT_COUNT[opponent_count],
-            _join(map(_V_OPPONENT_KNOWN, map(_TEXT, v.opponent_known))),
+            _join(map(_V_OPPONENT_KNOWN, map(_TEXT, opponent_known))) if opponent_known else b"",
             _V_TO_MOVE[to_move],
             _join(map(_V_LEGAL, map(_TEXT, v.legal_actions))),
             _V_HISTORY.encode(v.history),
@@ -544,10 +577,14 @@ def _view(v: View) -> bytes:
             _V_WINNER[winner],
             _V_REASON[v.reason],
             _V_TURN_LIMIT[turn_limit],
-            _card(_V_FINAL_COVER, v.final_cover),
-            _join(map(_V_OWN_KNOWN, map(_TEXT, v.own_known))),
+            b"" if final_cover is None else _V_FINAL_COVER[final_cover.text],
+            _join(map(_V_OWN_KNOWN, map(_TEXT, own_known))) if own_known else b"",
         )
     )
+
+
+_NO_KNOWN_CARDS: Final = _T_KNOWN + _length(0)
+"""One seat's empty ``SeatCards`` (a repeated message writes even an empty element)."""
 
 
 def _seat_cards(cards: tuple[Card, ...]) -> bytes:
@@ -559,7 +596,7 @@ def _table_view(v: ClassicView) -> bytes:
     """The fields of a ``pb.TableView`` (``wire._fill_table_view``), in field-number order."""
     seat, players, dealer, stock_count = v.seat, v.players, v.dealer, v.stock_count
     leader, defender, to_move, loser, over = v.leader, v.defender, v.to_move, v.loser, v.over
-    out, ruleset, trump, turn_limit = v.out, v.ruleset, v.trump, v.turn_limit
+    out, ruleset, trump, turn_limit, known = v.out, v.ruleset, v.trump, v.turn_limit, v.known
     if not (
         type(seat) is type(players) is type(dealer) is type(stock_count) is type(turn_limit) is int
         and type(over) is bool
@@ -580,7 +617,7 @@ def _table_view(v: ClassicView) -> bytes:
             _join(map(_T_HAND, map(_TEXT, v.hand))),
             _packed(_T_HAND_SIZES, v.hand_sizes),
             _packed(_T_OUT, out),
-            _join(map(_seat_cards, v.known)),
+            _join(map(_seat_cards, known)) if any(known) else _NO_KNOWN_CARDS * len(known),
             _T_LEADER[leader],
             _T_DEFENDER[defender],
             _join(map(_T_LED, map(_TEXT, v.led))),
@@ -636,19 +673,23 @@ def encode_decision_request(
     (which raises :class:`~referee.protocol.wire.WireError` for what it cannot encode)."""
     if ENABLED:
         try:
-            head = _uint_field(_R_REQUEST_ID, request_id, _U64_END) + _uint_field(
+            ids = _uint_field(_R_REQUEST_ID, request_id, _U64_END) + _uint_field(
                 _R_GAME_NUMBER, game_number
             )
+            clock_field = _clock(clock)
             kind = type(view)
             if kind is View:
                 body = _view(view)  # type: ignore[arg-type]  # checked: a View
-                request = _join((head, _R_VIEW, _length(len(body)), body, _clock(clock)))
+                tag, first, last = _R_VIEW, ids, clock_field  # field order: view, clock
             elif kind is ClassicView:
                 body = _table_view(view)  # type: ignore[arg-type]  # checked: a ClassicView
-                request = _join((head, _clock(clock), _R_TABLE_VIEW, _length(len(body)), body))
+                tag, first, last = _R_TABLE_VIEW, ids + clock_field, b""  # clock, table_view
             else:
                 raise _Unusual
-            return _R_DECISION_REQUEST + _length(len(request)) + request
+            body_length = _length(len(body))
+            size = len(first) + len(tag) + len(body_length) + len(body) + len(last)
+            # One join: the view's bytes are copied once.
+            return _join((_R_DECISION_REQUEST, _length(size), first, tag, body_length, body, last))
         except _FAST_FAILURES:
             pass
     return encode_referee_message(
