@@ -3,8 +3,8 @@
 :func:`encode_decision_request` returns exactly the bytes of
 ``encode_referee_message(DecisionRequest(...))`` (:mod:`referee.protocol.wire`), for the
 two-player :class:`~referee.rules.View` and the classic table's
-:class:`~referee.rules.ClassicView`, at a fraction of the cost: building the protobuf message
-field by field is most of what the referee spends on a request besides the transport.
+:class:`~referee.rules.ClassicView`, for about 0.6 of the CPU (``benchmarks/encode_request.py``
+prints the figures): the request is the referee's largest message, sent at every decision.
 
 How:
 
@@ -406,8 +406,9 @@ class _History:
 
     LOOKBACK: Final = 4
     """Prefixes tried: this many actions back (each action prompts the next request)."""
-    LIMIT: Final = 4096
-    """Entries kept before the table is emptied (many times the games of one process)."""
+    LIMIT: Final = 1024
+    """Entries kept before the table is emptied: one per live game (a loop serves ~64), the
+    rest ended games; at most ~15 MB even if every history reached the turn limit."""
 
     __slots__ = ("action_type", "entries", "fragment")
 
@@ -525,21 +526,6 @@ _R_DECISION_REQUEST: Final = _MessageFragments(pb.RefereeMessage.DESCRIPTOR).tag
 del _F
 
 
-def _ruleset(ruleset: str) -> bytes:
-    """The table's ruleset name (proto3 omits "")."""
-    fragment = _RULESETS.get(ruleset)
-    return _string_fragment(_T_RULESET, ruleset) if fragment is None else fragment
-
-
-def _card(table: dict[str, bytes], card: object) -> bytes:
-    """An optional singular card field (absent for ``None``; a non-Card is unusual)."""
-    if card is None:
-        return b""
-    if type(card) is not Card:
-        raise _Unusual
-    return table[card.text]
-
-
 def _view(v: View) -> bytes:
     """The fields of a ``pb.View`` (what ``wire._fill_view`` fills), in field-number order."""
     seat, dealer, stock_count, opponent_count = v.seat, v.dealer, v.stock_count, v.opponent_count
@@ -597,6 +583,7 @@ def _table_view(v: ClassicView) -> bytes:
     seat, players, dealer, stock_count = v.seat, v.players, v.dealer, v.stock_count
     leader, defender, to_move, loser, over = v.leader, v.defender, v.to_move, v.loser, v.over
     out, ruleset, trump, turn_limit, known = v.out, v.ruleset, v.trump, v.turn_limit, v.known
+    face_up, led, discard, movers = v.face_up, v.led, v.discard, v.movers
     if not (
         type(seat) is type(players) is type(dealer) is type(stock_count) is type(turn_limit) is int
         and type(over) is bool
@@ -605,12 +592,14 @@ def _table_view(v: ClassicView) -> bytes:
         and (defender is None or type(defender) is int)
         and (to_move is None or type(to_move) is int)
         and (loser is None or type(loser) is int)
+        and (face_up is None or type(face_up) is Card)
         and set(map(type, out)) <= {bool}
     ):
         raise _Unusual
+    ruleset_field = _RULESETS.get(ruleset)
     return _join(
         (
-            _ruleset(ruleset),
+            _string_fragment(_T_RULESET, ruleset) if ruleset_field is None else ruleset_field,
             _T_SEAT[seat],
             _T_PLAYERS[players],
             _T_DEALER[dealer],
@@ -620,15 +609,15 @@ def _table_view(v: ClassicView) -> bytes:
             _join(map(_seat_cards, known)) if any(known) else _NO_KNOWN_CARDS * len(known),
             _T_LEADER[leader],
             _T_DEFENDER[defender],
-            _join(map(_T_LED, map(_TEXT, v.led))),
-            _join(map(_T_DISCARD, map(_TEXT, v.discard))),
+            _join(map(_T_LED, map(_TEXT, led))) if led else b"",
+            _join(map(_T_DISCARD, map(_TEXT, discard))) if discard else b"",
             _T_TRUMP[trump],
-            _card(_T_FACE_UP, v.face_up),
+            b"" if face_up is None else _T_FACE_UP[face_up.text],
             _T_STOCK_COUNT[stock_count],
             _T_TO_MOVE[to_move],
             _join(map(_T_LEGAL, map(_TEXT, v.legal_actions))),
             _T_HISTORY.encode(v.history),
-            _packed(_T_MOVERS, v.movers),
+            _packed(_T_MOVERS, movers) if movers else b"",
             _T_TURN_LIMIT[turn_limit],
             _T_OVER[over],
             _T_LOSER[loser],
@@ -673,8 +662,14 @@ def encode_decision_request(
     (which raises :class:`~referee.protocol.wire.WireError` for what it cannot encode)."""
     if ENABLED:
         try:
-            ids = _uint_field(_R_REQUEST_ID, request_id, _U64_END) + _uint_field(
-                _R_GAME_NUMBER, game_number
+            if not (
+                type(request_id) is type(game_number) is int
+                and 0 <= request_id < _U64_END
+                and 0 <= game_number < _U32_END
+            ):
+                raise _Unusual
+            ids = (_R_REQUEST_ID + _varint(request_id) if request_id else b"") + (
+                _R_GAME_NUMBER + _varint(game_number) if game_number else b""
             )
             clock_field = _clock(clock)
             kind = type(view)

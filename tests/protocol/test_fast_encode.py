@@ -358,6 +358,21 @@ def test_unusual_values_get_what_the_regular_encoder_gives(change: dict[str, obj
     assert outcome(fast_encode.encode_decision_request) == outcome(regular)
 
 
+def test_varints_at_every_length_boundary() -> None:
+    view = default_game_views(5)[7]
+    values = sorted({v for k in range(1, 10) for v in (2 ** (7 * k) - 1, 2 ** (7 * k))})
+    for value in (0, *values, 2**64 - 1):
+        if value < 2**64:
+            assert fast_encode.encode_decision_request(value, 1, view, Clock(0, 0)) == regular(
+                value, 1, view, Clock(0, 0)
+            ), value
+        if value < 2**32:
+            clock = Clock(value, value)
+            assert fast_encode.encode_decision_request(1, value, view, clock) == regular(
+                1, value, view, clock
+            ), value
+
+
 def test_out_of_range_request_ids_and_clocks_raise_as_the_regular_encoder_does() -> None:
     view = default_game_views(1)[0]
     for request_id, clock in ((-1, Clock(0, 0)), (2**64, Clock(0, 0)), (1, Clock(2**32, 0))):
