@@ -4,10 +4,12 @@ bytes that decode to exactly the view the engine gave, for both rulesets."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import random
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from itertools import zip_longest
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -410,3 +412,21 @@ def test_threads_encoding_interleaved_games_get_the_right_bytes() -> None:
         thread.join(timeout=300)
     assert not any(t.is_alive() for t in threads)
     assert failures == []
+
+
+def test_the_benchmark_script_runs_and_reports_every_ruleset(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """benchmarks/encode_request.py at a tiny size: it checks every position's bytes before
+    timing, and prints a row per ruleset and table size."""
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "encode_request.py"
+    spec = importlib.util.spec_from_file_location("encode_request", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    results = module.main(["--games", "2", "--interleave", "2", "--repeat", "1"])
+    rows = {"default", "classic 2 seats", "classic 3 seats", "classic 4 seats", "all"}
+    assert set(results) == rows
+    assert all(r["regular"] > 0 and r["fast"] > 0 and r["cold"] > 0 for r in results.values())
+    printed = capsys.readouterr().out
+    assert all(row in printed for row in rows)
