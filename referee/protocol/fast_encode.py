@@ -3,8 +3,9 @@
 :func:`encode_decision_request` returns exactly the bytes of
 ``encode_referee_message(DecisionRequest(...))`` (:mod:`referee.protocol.wire`), for the
 two-player :class:`~referee.rules.View` and the classic table's
-:class:`~referee.rules.ClassicView`, for about 0.6 of the CPU (``benchmarks/encode_request.py``
-prints the figures): the request is the referee's largest message, sent at every decision.
+:class:`~referee.rules.ClassicView`, for 0.6-0.7 of the CPU in game order
+(``benchmarks/encode_request.py`` prints the figures): the request is the referee's largest
+message, sent at every decision.
 
 How:
 
