@@ -31,6 +31,7 @@ from typing import Any, Final, TypeVar
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from referee.protocol.fast_encode import encode_decision_request
 from referee.protocol.messages import (
     MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
@@ -40,7 +41,6 @@ from referee.protocol.messages import (
     BotMessage,
     Clock,
     Decision,
-    DecisionRequest,
     GameEndReason,
     Handshake,
     HandshakeReply,
@@ -50,16 +50,6 @@ from referee.protocol.messages import (
 )
 from referee.protocol.wire import PLAY_PATH, SERVICE, MalformedMessageError, decode_bot_message
 from referee.protocol.wire import encode_referee_message as _encode
-
-
-def encode_decision_request(
-    request_id: int, game_number: int, view: AnyView, clock: Clock
-) -> bytes:
-    """The bytes of a DecisionRequest."""
-    return _encode(
-        DecisionRequest(request_id=request_id, game_number=game_number, view=view, clock=clock)
-    )
-
 
 T = TypeVar("T")
 
