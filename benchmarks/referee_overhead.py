@@ -46,10 +46,12 @@ from referee.client import (  # noqa: E402
     CHANNEL_OPTIONS,
     AsyncBotClient,
     AsyncRemotePlayer,
+    BotClient,
+    RemotePlayer,
 )
-from referee.match import AsyncPlayer  # noqa: E402
+from referee.match import AsyncPlayer, Player  # noqa: E402
 from referee.protocol.messages import GameEndReason, Handshake, TimeControl  # noqa: E402
-from referee.series import SeriesConfig, run_series_async  # noqa: E402
+from referee.series import SeriesConfig, run_series, run_series_async  # noqa: E402
 
 ECHO_SERVICE = "bench.Echo"
 ECHO_PATH = f"/{ECHO_SERVICE}/Play"
@@ -165,6 +167,49 @@ async def referee(addresses: list[str], streams: int, decisions: int, pids: list
     return cost
 
 
+class _BlockingSlot:
+    """:class:`_Slot` for the blocking series loop."""
+
+    def __init__(self, client: BotClient, name: str) -> None:
+        self._player = RemotePlayer(client, handshake_timeout=30)
+        self.name = name
+        self._ready = False
+
+    def player(self, handshake: Handshake) -> Player:
+        if not self._ready:
+            self._player.handshake(handshake)
+            self._ready = True
+        return self._player
+
+    def diagnose(self) -> GameEndReason | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def blocking(addresses: list[str], decisions: int, pids: list[int]) -> Cost:
+    """:func:`referee` through the blocking facades (``run_series`` over ``BotClient``, its
+    loop run once per call): one series, as the referee played every series before."""
+    clients = [BotClient(a) for a in addresses]
+    for client in clients:
+        client.wait_healthy(30)
+    control = TimeControl(move_ms=10_000, bank_ms=60_000)
+
+    def series(games: int, seed: str) -> int:
+        slots = (_BlockingSlot(clients[0], "a"), _BlockingSlot(clients[1], "b"))
+        result = run_series(SeriesConfig(games=games, seed=seed, time_control=control), slots)
+        return sum(len(g.moves) for g in result.games.values())
+
+    series(1, "warm-up")
+    cpu, others = time.process_time(), _cpu_seconds(pids)
+    made = series(max(1, -(-decisions // 170)), "bench")
+    cost = ((time.process_time() - cpu) / made, (_cpu_seconds(pids) - others) / made)
+    for client in clients:
+        client.close()
+    return cost
+
+
 def _spawn(args: list[str]) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen(
@@ -206,12 +251,15 @@ def main() -> int:
         f"{'echo servers':>14}{'bots':>6}"
     )
     failed = False
+    before: list[Cost] = []
     try:
         loop = asyncio.new_event_loop()
         for streams in opts.streams:
             bares: list[Cost] = []
             refs: list[Cost] = []
             for _ in range(opts.repeat):
+                if streams == 1:
+                    before.append(blocking(addresses[2:], opts.decisions, bot_pids))
                 bares.append(
                     loop.run_until_complete(bare(addresses[:2], streams, opts.decisions, echo_pids))
                 )
@@ -228,7 +276,13 @@ def main() -> int:
                 f"{streams:>8}{b[0] * 1e6:>13.0f}{r[0] * 1e6:>9.0f}{overhead:>10.0f}"
                 f"{'met' if met else 'missed':>8}{b[1] * 1e6:>14.0f}{r[1] * 1e6:>6.0f}"
             )
+        loop.run_until_complete(asyncio.sleep(0.2))  # gRPC's own tasks of the closed calls end
         loop.close()
+        if before:
+            print(
+                f"the blocking facade (run_series over BotClient, one series): "
+                f"{min(before)[0] * 1e6:.0f} µs of CPU per decision"
+            )
     finally:
         for proc in procs:
             proc.kill()
