@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cheapest bot that speaks the protocol: raw protobuf, no SDK, the first legal action.
 
-    python benchmarks/minimal_bot.py ADDRESS
+    python benchmarks/minimal_bot.py ADDRESS [--aio]
 
 It is what a bot in another language looks like from the wire (``proto/kryt/v1/bot.proto``
 and nothing else) and costs about what the bare echo server costs per message, so a series
@@ -10,8 +10,9 @@ against it measures the referee's cost per decision rather than a bot's.
 
 from __future__ import annotations
 
+import asyncio
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent import futures
 from pathlib import Path
 
@@ -48,7 +49,57 @@ def play(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[b
             return
 
 
+def answer(data: bytes) -> bytes | None:
+    """The reply to one referee message (None: none is due; b"": the series is over)."""
+    message = pb.RefereeMessage.FromString(data)
+    body = message.WhichOneof("body")
+    if body == "decision_request":
+        request = message.decision_request
+        decision = pb.Decision(request_id=request.request_id, text=request.view.legal_actions[0])
+        return pb.BotMessage(decision=decision).SerializeToString()
+    if body == "handshake":
+        reply = pb.HandshakeReply(
+            protocol_version=message.handshake.protocol_version,
+            name="minimal",
+            version="1.0.0",
+            sdk="raw protobuf",
+        )
+        return pb.BotMessage(handshake_reply=reply).SerializeToString()
+    if body == "shutdown":
+        return b""
+    return None
+
+
+async def play_aio(requests: AsyncIterator[bytes], context: object) -> AsyncIterator[bytes]:
+    """:func:`play` on gRPC's asyncio server, which serves any number of streams at once."""
+    async for data in requests:
+        reply = answer(data)
+        if reply == b"":
+            return
+        if reply is not None:
+            yield reply
+
+
+async def serve_aio(address: str) -> None:
+    """Serve on gRPC's asyncio API (for benchmarks with many concurrent streams)."""
+    server = grpc.aio.server()
+    handler = grpc.stream_stream_rpc_method_handler(play_aio)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE, {"Play": handler}),)
+    )
+    healthy = health.aio.HealthServicer()  # type: ignore[attr-defined]
+    health_pb2_grpc.add_HealthServicer_to_server(healthy, server)
+    for service in ("", SERVICE):
+        await healthy.set(service, health_pb2.HealthCheckResponse.SERVING)
+    server.add_insecure_port(address)
+    await server.start()
+    await server.wait_for_termination()
+
+
 def main() -> None:
+    if "--aio" in sys.argv[2:]:
+        asyncio.run(serve_aio(sys.argv[1]))
+        return
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     handler = grpc.stream_stream_rpc_method_handler(play)
     server.add_generic_rpc_handlers(

@@ -1,15 +1,18 @@
 """The referee's side of the protocol: one connection to one bot, one stream per series.
 
-:class:`BotClient` never trusts the bot: every failure is a typed :class:`BotFault` carrying
-the forfeit reason and the offending input, and every decision has a hard deadline.
+:class:`AsyncBotClient` is the connection, for coroutines of one event loop (a referee
+process plays all its series as tasks of one loop); :class:`BotClient` drives the same
+connection from a thread that has no loop running (``kryt bot check``, scripts). Neither
+trusts the bot: every failure is a typed :class:`BotFault` carrying the forfeit reason and
+the offending input, and every decision has a hard deadline.
 
-    client = BotClient("unix:///run/kryt/bot.sock")
-    client.wait_healthy(timeout=10)
-    reply = client.handshake(Handshake(...), timeout=5)
-    client.send(GameStart(...))
-    reply = client.decide(view, clock, game_number=1, timeout=clock.hard_limit_ms / 1000 + 0.05)
-    client.send(GameEnd(...))
-    client.shutdown("series over")
+    client = AsyncBotClient("unix:///run/kryt/bot.sock")     # inside a running loop
+    await client.wait_healthy(timeout=10)
+    reply = await client.handshake(Handshake(...), timeout=5)
+    await client.send(GameStart(...))
+    reply = await client.decide(view, clock, game_number=1, timeout=clock.hard_limit_ms / 1000)
+    await client.send(GameEnd(...))
+    await client.shutdown("series over")
 """
 
 from __future__ import annotations
@@ -17,16 +20,19 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import inspect
 import secrets
+import struct
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from referee.protocol.fast_encode import encode_decision_request
 from referee.protocol.messages import (
     MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
@@ -36,7 +42,6 @@ from referee.protocol.messages import (
     BotMessage,
     Clock,
     Decision,
-    DecisionRequest,
     GameEndReason,
     Handshake,
     HandshakeReply,
@@ -170,32 +175,47 @@ def _request_id() -> int:
 
     31 bits: every language reads it exactly (JavaScript's numbers lose precision past 2**53,
     and some protobuf libraries hand 64-bit values to it as numbers), while a bot guessing
-    an id it has not seen still has one chance in a billion."""
-    return secrets.randbits(31) | 1
+    an id it has not seen still has one chance in a billion. Drawn from the system's random
+    source a batch at a time (one system call per decision cost more than the rest of
+    choosing one)."""
+    try:
+        return _IDS.pop()
+    except IndexError:
+        batch = secrets.token_bytes(4 * _ID_BATCH)
+        _IDS.extend((n & 0x7FFF_FFFF) | 1 for n in struct.unpack(f"<{_ID_BATCH}I", batch))
+        return _IDS.pop()
+
+
+_ID_BATCH: Final = 1024
+_IDS: list[int] = []
 
 
 _Item = tuple[float, bytes | BaseException | None]
 """What the stream delivered and when: bytes, the error that ended it, or None at its end."""
 
+INBOX_LIMIT: Final = 8
+"""Messages the reader holds before it stops reading: a bot that floods its stream is caught
+by its next request (every unasked message is a fault), so more would only cost memory."""
 
-class BotClient:
-    """A connection to one bot at ``address``; one :meth:`handshake` per stream.
 
-    Use it from the thread that made it (a referee plays each series in one thread);
-    :meth:`close` alone may be called from any thread. Made where an event loop is running
-    (a notebook, async code), it does its I/O in a private thread instead, and any thread
-    may use it (each call still blocks until it is done).
+class AsyncBotClient:
+    """A connection to one bot, used by coroutines of the event loop that made it.
+
+    One stream per series, with one long-lived reader task: it reads every message as it
+    comes into an inbox, stamped with its arrival time, and wakes the call waiting for it.
+    Make it inside a running loop; :meth:`close` alone may be called from any thread.
     """
 
     def __init__(self, address: str) -> None:
         self.address = address
-        self._background = asyncio._get_running_loop() is not None
-        self._loop = _background_loop() if self._background else _thread_loop()
-        self._owner = threading.get_ident()
-        self._channel: grpc.aio.Channel = self._run(self._connect())
+        self._loop = asyncio.get_running_loop()
+        self._channel: grpc.aio.Channel | None = grpc.aio.insecure_channel(
+            address, options=CHANNEL_OPTIONS
+        )
         self._call: grpc.aio.StreamStreamCall[bytes, bytes] | None = None
-        self._reading: asyncio.Task[None] | None = None
+        self._reader: asyncio.Task[None] | None = None
         self._waiter: asyncio.Future[None] | None = None
+        self._room: asyncio.Future[None] | None = None
         self._inbox: collections.deque[_Item] = collections.deque()
         self._timed_out: set[int] = set()
         self._answered: set[int] = set()
@@ -203,45 +223,28 @@ class BotClient:
         """Late replies to requests that had already timed out (ignored, kept for the record)."""
         self.closed = False
 
-    # ------------------------------------------------------------------ event loop
-
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        if self._background:
-            return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-        if threading.get_ident() != self._owner:
-            coro.close()
-            raise RuntimeError(
-                f"the BotClient for {self.address} must be used from the thread that made it"
-            )
-        if asyncio._get_running_loop() is not None:
-            coro.close()
-            raise RuntimeError(
-                f"the BotClient for {self.address} was made outside async code and is used "
-                "inside it: make it where it is used"
-            )
-        return self._loop.run_until_complete(coro)
-
-    async def _connect(self) -> grpc.aio.Channel:
-        return grpc.aio.insecure_channel(self.address, options=CHANNEL_OPTIONS)
-
     # ------------------------------------------------------------------ connection
 
-    def wait_healthy(self, timeout: float, alive: Callable[[], bool] | None = None) -> None:
+    async def wait_healthy(
+        self,
+        timeout: float,
+        alive: Callable[[], bool] | Callable[[], Awaitable[bool]] | None = None,
+    ) -> None:
         """Wait until the bot's health service says SERVING: the one start-up wait.
 
         Raises BotUnreachableError when ``timeout`` passes, and BotCrashedError as soon as
-        ``alive()`` (checked between attempts) says the bot's process has ended.
+        ``alive()`` (checked between attempts; it may be a coroutine function) says the
+        bot's process has ended.
         """
-        self._run(self._wait_healthy(timeout, alive))
-
-    async def _wait_healthy(self, timeout: float, alive: Callable[[], bool] | None) -> None:
+        if self._channel is None:
+            raise BotCrashedError(f"connection to {self.address} is closed")
         stub = health_pb2_grpc.HealthStub(self._channel)
         deadline = time.monotonic() + timeout
         last = "no answer"
         # Ready when the whole server ("") or the Bot service says SERVING (protocol.md).
         service = ""
         while True:
-            if alive is not None and not alive():
+            if alive is not None and not await _truth(alive()):
                 raise BotCrashedError(f"bot at {self.address} exited before serving")
             left = deadline - time.monotonic()
             if left <= 0:
@@ -271,58 +274,63 @@ class BotClient:
             await asyncio.sleep(0.05)
 
     def _open(self) -> grpc.aio.StreamStreamCall[bytes, bytes]:
-        if self.closed:
+        if self.closed or self._channel is None:
             raise BotCrashedError(f"connection to {self.address} is closed")
-        if self._call is None:
+        call = self._call
+        if call is None:
             play = self._channel.stream_stream(PLAY_PATH, None, None)
-            self._call = play(None, wait_for_ready=True)
-        return self._call
+            call = self._call = play(None, wait_for_ready=True)
+            self._reader = self._loop.create_task(self._read_all(call))
+        return call
 
-    async def _read_one(self, call: grpc.aio.StreamStreamCall[bytes, bytes]) -> None:
-        """Take the next message off the stream into the inbox (at the end of the stream:
-        None, or the error status it ended with).
-
-        One read at a time, asked for with a request or when a message is awaited: a reader
-        that always asks for the next message would do so on the referee's critical path,
-        between a reply and the move it carries.
-        """
+    async def _read_all(self, call: grpc.aio.StreamStreamCall[bytes, bytes]) -> None:
+        """The stream's one reader: every message into the inbox until the stream ends
+        (then None, or the error status it ended with)."""
+        inbox = self._inbox
         try:
-            data = await call.read()
+            while True:
+                if len(inbox) >= INBOX_LIMIT:
+                    room = self._room = self._loop.create_future()
+                    await room
+                data = await call.read()
+                if not isinstance(data, bytes):  # grpc.aio.EOF
+                    self._deliver(None)
+                    return
+                self._deliver(data)
         except grpc.RpcError as exc:
             self._deliver(exc)
         except asyncio.CancelledError:
             self._deliver(ConnectionAbortedError("the stream was closed"))
             raise
-        else:
-            self._deliver(data if isinstance(data, bytes) else None)  # else grpc.aio.EOF
 
     def _deliver(self, item: bytes | BaseException | None) -> None:
         self._inbox.append((time.monotonic(), item))
-        self._reading = None
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)  # wakes the waiting call at once (no done-callback hop)
 
-    def _start_reading(self) -> None:
-        call = self._call
-        if self._reading is None and call is not None:
-            self._reading = self._loop.create_task(self._read_one(call))
+    def _take(self) -> _Item:
+        item = self._inbox.popleft()
+        room = self._room
+        if room is not None and not room.done():
+            room.set_result(None)
+        return item
 
     async def _next(self) -> _Item:
-        """The next message. The read runs in its own task and only a waiter is awaited here,
-        so a timeout cancels the wait, not the read: a late reply is found by the next
-        request instead of being lost with the stream."""
+        """The next message. Only a waiter is awaited here, never the read itself, so a
+        timeout cancels the wait, not the read: a late reply is found by the next request
+        instead of being lost with the stream."""
         while not self._inbox:
-            self._start_reading()
-            if self._reading is None:  # no stream was ever opened: nothing will come
-                self._deliver(None)
+            reader = self._reader
+            if reader is None or reader.done():  # no stream, or it ended: nothing will come
+                self._deliver(None if reader is None else ConnectionAbortedError("stream ended"))
                 break
             waiter = self._waiter = self._loop.create_future()
             try:
                 await waiter
             finally:
                 self._waiter = None
-        return self._inbox.popleft()
+        return self._take()
 
     async def _write(self, call: grpc.aio.StreamStreamCall[bytes, bytes], data: bytes) -> None:
         try:
@@ -337,28 +345,8 @@ class BotClient:
                 f"connection to bot at {self.address} lost: {code.name}: {details}"
             ) from None
 
-    async def _send_async(self, data: bytes, timeout: float) -> None:
-        call = self._open()
-        try:
-            async with asyncio.timeout(timeout):
-                await self._write(call, data)
-        except TimeoutError:
-            self._abort()
-            raise BotCrashedError(
-                f"bot at {self.address} did not take a message within {timeout:.1f}s "
-                "(it stopped reading its stream)"
-            ) from None
-
-    async def _exchange(self, data: bytes, deadline: float) -> _Item:
-        """Send ``data`` and wait for the next message until ``deadline`` (TimeoutError)."""
-        async with asyncio.timeout_at(deadline):
-            return await self._send_then_next(data)
-
     async def _send_then_next(self, data: bytes) -> _Item:
-        call = self._open()
-        if not self._inbox:
-            self._start_reading()  # the read goes out with the write: one loop turn less
-        await self._write(call, data)
+        await self._write(self._open(), data)
         return await self._next()
 
     def _fault(self, item: BaseException) -> BotFault:
@@ -389,10 +377,11 @@ class BotClient:
 
     # ------------------------------------------------------------------ protocol
 
-    def handshake(self, handshake: Handshake, timeout: float) -> HandshakeReply:
+    async def handshake(self, handshake: Handshake, timeout: float) -> HandshakeReply:
         """Open the stream and introduce the series; raises IncompatibleProtocolError."""
         try:
-            _, item = self._run(self._exchange(_encode(handshake), time.monotonic() + timeout))
+            async with asyncio.timeout(timeout):
+                _, item = await self._send_then_next(_encode(handshake))
         except TimeoutError:
             raise BotTimeoutError(f"no handshake reply within {timeout:.1f}s") from None
         message = self._decode(item)
@@ -416,9 +405,18 @@ class BotClient:
             )
         return message
 
-    def send(self, message: RefereeMessage, timeout: float = SEND_TIMEOUT) -> None:
+    async def send(self, message: RefereeMessage, timeout: float = SEND_TIMEOUT) -> None:
         """Send a message that gets no reply (GameStart, GameEnd)."""
-        self._run(self._send_async(_encode(message), timeout))
+        call = self._open()
+        try:
+            async with asyncio.timeout(timeout):
+                await self._write(call, _encode(message))
+        except TimeoutError:
+            self._abort()
+            raise BotCrashedError(
+                f"bot at {self.address} did not take a message within {timeout:.1f}s "
+                "(it stopped reading its stream)"
+            ) from None
 
     def unsolicited(self) -> list[BotMessage]:
         """Messages that arrived without a request pending (late replies to timed-out
@@ -426,7 +424,7 @@ class BotClient:
         bot reported an error or the connection broke."""
         found: list[BotMessage] = []
         while self._inbox:
-            _, item = self._inbox.popleft()
+            _, item = self._take()
             message = self._decode(item)
             if isinstance(message, Decision) and message.request_id in self._timed_out:
                 self._timed_out.discard(message.request_id)
@@ -435,7 +433,9 @@ class BotClient:
                 found.append(message)
         return found
 
-    def decide(self, view: AnyView, clock: Clock, *, game_number: int, timeout: float) -> Reply:
+    async def decide(
+        self, view: AnyView, clock: Clock, *, game_number: int, timeout: float
+    ) -> Reply:
         """Ask for a decision and wait at most ``timeout`` seconds for the reply.
 
         Raises BotTimeoutError, MalformedReplyError, UnexpectedReplyError (a message that
@@ -443,17 +443,13 @@ class BotClient:
         BotCrashedError. The action text is returned unchecked: legality is the caller's.
         """
         request_id = _request_id()
-        data = _encode(
-            DecisionRequest(request_id=request_id, game_number=game_number, view=view, clock=clock)
-        )
-        return self._run(self._decide(data, request_id, timeout))
-
-    async def _decide(self, data: bytes, request_id: int, timeout: float) -> Reply:
-        stray = self.unsolicited()
-        if stray:
-            raise UnexpectedReplyError(
-                f"bot sent {len(stray)} message(s) nobody asked for", repr(stray[0])
-            )
+        data = encode_decision_request(request_id, game_number, view, clock)
+        if self._inbox:
+            stray = self.unsolicited()
+            if stray:
+                raise UnexpectedReplyError(
+                    f"bot sent {len(stray)} message(s) nobody asked for", repr(stray[0])
+                )
         sent = time.monotonic()
         try:
             async with asyncio.timeout_at(sent + timeout):
@@ -482,13 +478,12 @@ class BotClient:
         )
         raise UnexpectedReplyError(f"bot sent {what}", repr(message))
 
-    def shutdown(self, reason: str, timeout: float = 2.0) -> None:
+    async def shutdown(self, reason: str, timeout: float = 2.0) -> None:
         """Tell the bot the series is over and close the stream and channel."""
-        mine = self._background or threading.get_ident() == self._owner
-        if mine and not self.closed and self._call is not None:
+        if not self.closed and self._call is not None:
             with contextlib.suppress(BotFault, TimeoutError):
-                self._run(self._shutdown(_encode(Shutdown(reason=reason)), timeout))
-        self.close()
+                await self._shutdown(_encode(Shutdown(reason=reason)), timeout)
+        await self.aclose()
 
     async def _shutdown(self, data: bytes, timeout: float) -> None:
         call = self._open()
@@ -508,32 +503,134 @@ class BotClient:
             self._call.cancel()
 
     def close(self) -> None:
+        """Drop the connection at once (the bot sees its stream cancelled); any thread.
+
+        The channel itself is closed by :meth:`aclose` (or when the client is collected)."""
+        self.closed = True
+        if _running_here(self._loop):
+            self._abort()
+            return
+        with contextlib.suppress(RuntimeError):  # that loop is closed: nothing to do
+            self._loop.call_soon_threadsafe(self._abort)
+
+    async def aclose(self) -> None:
+        """Drop the connection and close the channel (the bot sees its stream cancelled)."""
+        self._abort()
+        reader, self._reader = self._reader, None
+        if reader is not None and not reader.done():
+            reader.cancel()
+            await asyncio.wait((reader,))
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            await channel.close(None)
+
+    async def __aenter__(self) -> AsyncBotClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+async def _truth(value: bool | Awaitable[bool]) -> bool:
+    return await value if inspect.isawaitable(value) else bool(value)
+
+
+def _running_here(loop: asyncio.AbstractEventLoop) -> bool:
+    return asyncio._get_running_loop() is loop
+
+
+class BotClient:
+    """A blocking connection to one bot at ``address``: :class:`AsyncBotClient` driven from
+    the calling thread (one :meth:`handshake` per stream).
+
+    Use it from the thread that made it (``kryt bot check``, a series in its own thread);
+    :meth:`close` alone may be called from any thread. Made where an event loop is running
+    (a notebook, async code), it does its I/O in a private thread instead, and any thread
+    may use it (each call still blocks until it is done). A referee that plays many series
+    at once uses :class:`AsyncBotClient` on one loop instead.
+    """
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self._background = asyncio._get_running_loop() is not None
+        self._loop = _background_loop() if self._background else _thread_loop()
+        self._owner = threading.get_ident()
+        self.connection: AsyncBotClient = self._run(_make_async(address))
+        """The asynchronous client this one drives."""
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection is closed or broken."""
+        return self.connection.closed
+
+    @property
+    def discarded(self) -> list[Decision]:
+        """Late replies to requests that had already timed out (ignored, kept for the record)."""
+        return self.connection.discarded
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._background:
+            return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        if threading.get_ident() != self._owner:
+            coro.close()
+            raise RuntimeError(
+                f"the BotClient for {self.address} must be used from the thread that made it"
+            )
+        if asyncio._get_running_loop() is not None:
+            coro.close()
+            raise RuntimeError(
+                f"the BotClient for {self.address} was made outside async code and is used "
+                "inside it: make it where it is used"
+            )
+        return self._loop.run_until_complete(coro)
+
+    def wait_healthy(self, timeout: float, alive: Callable[[], bool] | None = None) -> None:
+        """Wait until the bot's health service says SERVING (see AsyncBotClient)."""
+        self._run(self.connection.wait_healthy(timeout, alive))
+
+    def handshake(self, handshake: Handshake, timeout: float) -> HandshakeReply:
+        """Open the stream and introduce the series; raises IncompatibleProtocolError."""
+        return self._run(self.connection.handshake(handshake, timeout))
+
+    def send(self, message: RefereeMessage, timeout: float = SEND_TIMEOUT) -> None:
+        """Send a message that gets no reply (GameStart, GameEnd)."""
+        self._run(self.connection.send(message, timeout))
+
+    def unsolicited(self) -> list[BotMessage]:
+        """Messages that arrived without a request pending (see AsyncBotClient)."""
+        return self.connection.unsolicited()
+
+    def decide(self, view: AnyView, clock: Clock, *, game_number: int, timeout: float) -> Reply:
+        """Ask for a decision and wait at most ``timeout`` seconds (see AsyncBotClient)."""
+        return self._run(
+            self.connection.decide(view, clock, game_number=game_number, timeout=timeout)
+        )
+
+    def shutdown(self, reason: str, timeout: float = 2.0) -> None:
+        """Tell the bot the series is over and close the stream and channel."""
+        if self._background or threading.get_ident() == self._owner:
+            self._run(self.connection.shutdown(reason, timeout))
+        self.close()
+
+    def close(self) -> None:
         """Drop the connection at once (the bot sees its stream cancelled). Any thread may
         call it: from another thread the work is handed to the client's own loop."""
         if not self._background and threading.get_ident() != self._owner:
-            self.closed = True
-            with contextlib.suppress(RuntimeError):  # that loop is closed: nothing to do
-                self._loop.call_soon_threadsafe(self._abort)
+            self.connection.close()
             return
-        if self.closed and self._call is None and self._channel is None:
+        if self.connection._channel is None:
             return
-        self._run(self._close())
-
-    async def _close(self) -> None:
-        self._abort()
-        reading, self._reading = self._reading, None
-        if reading is not None:
-            reading.cancel()
-            await asyncio.wait((reading,))
-        channel, self._channel = self._channel, None  # type: ignore[assignment]
-        if channel is not None:
-            await channel.close(None)
+        self._run(self.connection.aclose())
 
     def __enter__(self) -> BotClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+async def _make_async(address: str) -> AsyncBotClient:
+    return AsyncBotClient(address)
 
 
 def default_handshake(opponent_name: str, games: int, move_ms: int, bank_ms: int) -> Handshake:
@@ -570,3 +667,28 @@ class RemotePlayer:
     def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
         """The bot's reply within ``timeout`` seconds; raises BotFault."""
         return self.client.decide(view, clock, game_number=game_number, timeout=timeout)
+
+
+class AsyncRemotePlayer:
+    """A bot behind an :class:`AsyncBotClient` as the asynchronous game loop wants it
+    (``referee.match.AsyncPlayer``): its name comes from the handshake reply."""
+
+    def __init__(self, client: AsyncBotClient, *, handshake_timeout: float = 5.0) -> None:
+        self.client = client
+        self.handshake_timeout = handshake_timeout
+        self.name = client.address
+        self.reply: HandshakeReply | None = None
+
+    async def handshake(self, handshake: Handshake) -> HandshakeReply:
+        """Open the stream; raises BotFault (IncompatibleProtocolError on a version clash)."""
+        self.reply = await self.client.handshake(handshake, self.handshake_timeout)
+        self.name = self.reply.name
+        return self.reply
+
+    async def send(self, message: RefereeMessage) -> None:
+        """A message that gets no reply."""
+        await self.client.send(message)
+
+    async def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
+        """The bot's reply within ``timeout`` seconds; raises BotFault."""
+        return await self.client.decide(view, clock, game_number=game_number, timeout=timeout)

@@ -3,6 +3,10 @@
 The two-player default game is a table of two seats playing the default ruleset; the classic
 table (rules-classic.md) seats 2-4 players. Both are played by :func:`play_game`.
 
+:func:`play_game_async` is the loop, a coroutine (a referee process plays all its games as
+tasks of one event loop); :func:`play_game` runs it for blocking players (see
+:mod:`referee.synchronous`).
+
 The referee holds the true game. For each decision it sends only the mover's view, waits under a
 hard deadline, and hands the reply to the engine's one legality gate. Every misbehaviour is a
 forfeit with a reason; a failure on our side voids the game (it is replayed with the same deal).
@@ -13,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -43,6 +47,7 @@ from referee.rules import (
     IllegalActionError,
     InvalidActionError,
 )
+from referee.synchronous import drive
 from referee.timecontrol import GameClock
 
 log = logging.getLogger(__name__)
@@ -70,11 +75,66 @@ class Player(Protocol):
         ...
 
 
+class AsyncPlayer(Protocol):
+    """:class:`Player` for the asynchronous game loop: the same calls, awaited."""
+
+    name: str
+
+    async def handshake(self, handshake: Handshake) -> HandshakeReply:
+        """Introduce the series; raises BotFault."""
+        ...
+
+    async def send(self, message: RefereeMessage) -> None:
+        """A message that gets no reply; raises BotFault."""
+        ...
+
+    async def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
+        """The bot's action for ``view`` within ``timeout`` seconds; raises BotFault."""
+        ...
+
+
+class Blocking:
+    """A blocking :class:`Player` as an :class:`AsyncPlayer` that never suspends (for
+    :func:`~referee.synchronous.drive`)."""
+
+    def __init__(self, player: Player) -> None:
+        self.player = player
+        self.name = player.name
+
+    async def handshake(self, handshake: Handshake) -> HandshakeReply:
+        """The player's handshake."""
+        reply = self.player.handshake(handshake)
+        self.name = self.player.name
+        return reply
+
+    async def send(self, message: RefereeMessage) -> None:
+        """The player's send."""
+        self.player.send(message)
+
+    async def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
+        """The player's decision."""
+        return self.player.decide(view, clock, game_number, timeout)
+
+
 AnyGame = Game | ClassicGame
 """A game of either ruleset, as the one game loop plays it."""
 
 Diagnose = Callable[[int], GameEndReason | None]
 """Given a seat whose connection failed, the sandbox's verdict (e.g. MEMORY_LIMIT), if any."""
+
+AsyncDiagnose = Callable[[int], Awaitable[GameEndReason | None]]
+""":data:`Diagnose` for the asynchronous game loop (the sandbox may take a moment to tell)."""
+
+
+def awaitable_diagnose(diagnose: Diagnose | None) -> AsyncDiagnose | None:
+    """A blocking diagnosis as the asynchronous game loop takes it (never suspends)."""
+    if diagnose is None:
+        return None
+
+    async def diagnosed(seat: int) -> GameEndReason | None:
+        return diagnose(seat)
+
+    return diagnosed
 
 
 class Forfeited(Exception):
@@ -90,11 +150,11 @@ def forfeited(seat: int, reason: GameEndReason, offending: str, detail: str) -> 
     return Forfeited(Forfeit(seat, reason, clip(offending), clip(detail)))
 
 
-def faulted(seat: int, fault: BotFault, diagnose: Diagnose | None) -> Forfeited:
+async def faulted(seat: int, fault: BotFault, diagnose: AsyncDiagnose | None) -> Forfeited:
     """The forfeit a bot's fault stands for, refined by the sandbox's verdict on a crash."""
     reason = fault.reason
     if reason is GameEndReason.CRASH and diagnose is not None:
-        reason = diagnose(seat) or reason
+        reason = await diagnose(seat) or reason
     return forfeited(seat, reason, fault.offending, str(fault))
 
 
@@ -128,6 +188,34 @@ def play_game(
     diagnose: Diagnose | None = None,
     ruleset: str = DEFAULT_RULESET,
 ) -> GameRecord:
+    """:func:`play_game_async` for blocking players (runs without an event loop)."""
+    return drive(
+        play_game_async(
+            [Blocking(p) for p in players],
+            number=number,
+            deck=deck,
+            dealer=dealer,
+            scores=scores,
+            time_control=time_control,
+            turn_limit=turn_limit,
+            diagnose=awaitable_diagnose(diagnose),
+            ruleset=ruleset,
+        )
+    )
+
+
+async def play_game_async(
+    players: Sequence[AsyncPlayer],
+    *,
+    number: int,
+    deck: Sequence[Card | str],
+    dealer: int,
+    scores: Sequence[SeriesScore],
+    time_control: TimeControl | Sequence[TimeControl],
+    turn_limit: int,
+    diagnose: AsyncDiagnose | None = None,
+    ruleset: str = DEFAULT_RULESET,
+) -> GameRecord:
     """Play game ``number`` of a series; ``players[s]`` sits at seat ``s``.
 
     The one game loop of the project, for every table: the default game (``ruleset``
@@ -150,13 +238,15 @@ def play_game(
     try:
         for seat, player in enumerate(players):
             try:
-                player.send(_game_start(game, names, seat, number, scores[seat], controls[seat]))
+                await player.send(
+                    _game_start(game, names, seat, number, scores[seat], controls[seat])
+                )
             except BotFault as exc:
-                raise faulted(seat, exc, diagnose) from None
+                raise await faulted(seat, exc, diagnose) from None
         while not game.over:
             mover = game.to_move
             assert mover is not None
-            moves.append(_one_move(game, players[mover], mover, number, clock, diagnose))
+            moves.append(await _one_move(game, players[mover], mover, number, clock, diagnose))
     except Forfeited as exc:
         forfeit = exc.forfeit
     except Exception as exc:  # our side failed: not the bot's fault
@@ -164,7 +254,7 @@ def play_game(
         void_reason = clip(f"{type(exc).__name__}: {exc}")
 
     record = _record(game, moves, forfeit, void_reason, names, started, controls)
-    _announce_end(players, game, record, number, scores)
+    await _announce_end(players, game, record, number, scores)
     return record
 
 
@@ -198,21 +288,21 @@ def _game_start(
     return start
 
 
-def _one_move(
+async def _one_move(
     game: AnyGame,
-    player: Player,
+    player: AsyncPlayer,
     seat: int,
     number: int,
     clock: GameClock,
-    diagnose: Diagnose | None,
+    diagnose: AsyncDiagnose | None,
 ) -> Move:
     view = game.view(seat)
     wire_clock = clock.wire_clock(seat)
     timeout = clock.deadline(seat)
     try:
-        reply = player.decide(view, wire_clock, number, timeout)
+        reply = await player.decide(view, wire_clock, number, timeout)
     except BotFault as exc:
-        raise faulted(seat, exc, diagnose) from None
+        raise await faulted(seat, exc, diagnose) from None
     sent = str(reply.action)
     charge(clock, seat, reply)
     try:  # the engine's one legality gate: parse, check, play
@@ -301,8 +391,8 @@ def _after(before: SeriesScore, record: GameRecord, seat: int) -> SeriesScore:
     )
 
 
-def _announce_end(
-    players: Sequence[Player],
+async def _announce_end(
+    players: Sequence[AsyncPlayer],
     game: AnyGame,
     record: GameRecord,
     number: int,
@@ -312,7 +402,7 @@ def _announce_end(
     for seat, player in enumerate(players):
         # A bot that cannot take GameEnd fails its next request, which is recorded then.
         with contextlib.suppress(BotFault):
-            player.send(
+            await player.send(
                 GameEnd(
                     game_number=number,
                     winner=record.winner,

@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import partial
 from typing import Protocol
 
-from referee.match import Diagnose, Player, play_game
+from referee.match import AsyncDiagnose, AsyncPlayer, Blocking, Player, play_game_async
 from referee.protocol.messages import (
     PROTOCOL_VERSION,
     GameEndReason,
@@ -26,6 +26,7 @@ from referee.protocol.messages import (
 )
 from referee.record import REFEREE_VERSION, Forfeit, GameRecord, clip
 from referee.rules import DEFAULT_RULESET, DEFAULT_TURN_LIMIT, RULESETS, Card, shuffled_deck
+from referee.synchronous import drive
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +207,37 @@ class BotSlot(Protocol):
         ...
 
 
+class AsyncBotSlot(Protocol):
+    """:class:`BotSlot` for the asynchronous series loop: starting a bot and diagnosing its
+    death are awaited (another series on the same loop plays meanwhile)."""
+
+    name: str
+
+    async def player(self, handshake: Handshake) -> AsyncPlayer:
+        """A running player that has accepted ``handshake`` (see :meth:`BotSlot.player`)."""
+        ...
+
+    async def diagnose(self) -> GameEndReason | None:
+        """After a failure: the sandbox's verdict (memory, processes, disk), if any."""
+        ...
+
+
+class BlockingSlot:
+    """A blocking :class:`BotSlot` as an :class:`AsyncBotSlot` that never suspends."""
+
+    def __init__(self, slot: BotSlot) -> None:
+        self.slot = slot
+        self.name = slot.name
+
+    async def player(self, handshake: Handshake) -> AsyncPlayer:
+        """The slot's player."""
+        return Blocking(self.slot.player(handshake))
+
+    async def diagnose(self) -> GameEndReason | None:
+        """The slot's diagnosis."""
+        return self.slot.diagnose()
+
+
 class _NeitherStarted(InfrastructureError):
     """Both bots failed to start (their own faults, or a sandbox in trouble)."""
 
@@ -299,6 +331,28 @@ def run_series(
     should_stop: Callable[[], bool] | None = None,
     keep_records: bool = True,
 ) -> SeriesResult:
+    """:func:`run_series_async` for blocking slots (runs without an event loop)."""
+    return drive(
+        run_series_async(
+            config,
+            (BlockingSlot(slots[0]), BlockingSlot(slots[1])),
+            recorder=recorder,
+            done=done,
+            should_stop=should_stop,
+            keep_records=keep_records,
+        )
+    )
+
+
+async def run_series_async(
+    config: SeriesConfig,
+    slots: tuple[AsyncBotSlot, AsyncBotSlot],
+    *,
+    recorder: Recorder | None = None,
+    done: Mapping[int, GameRecord] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    keep_records: bool = True,
+) -> SeriesResult:
     """Play every game of the series not already in ``done`` (resumption), in order.
 
     A bot that crashed is restarted for the next game; one that cannot be started forfeits
@@ -327,7 +381,7 @@ def run_series(
             dealer = planned_dealer(config, number, previous)
         last = (number, dealer)
         deck = series_deck(config, deal_number(config, number))
-        record = play_with_retries(
+        record = await play_with_retries(
             config,
             number,
             kind="game",
@@ -342,13 +396,13 @@ def run_series(
     return result
 
 
-def play_with_retries(
+async def play_with_retries(
     config: SeriesConfig,
     number: int,
     *,
     kind: str,
     described: str,
-    play_once: Callable[[], GameRecord],
+    play_once: Callable[[], Awaitable[GameRecord]],
     start_failure: type[InfrastructureError],
     give_up: Callable[[InfrastructureError], GameRecord],
     recorder: Recorder | None,
@@ -364,7 +418,7 @@ def play_with_retries(
     last = ""
     for attempt in range(1, config.max_attempts + 1):
         try:
-            record = play_once()
+            record = await play_once()
         except start_failure as exc:
             last = str(exc)
             log.warning("%s %s attempt %s: %s", kind, number, attempt, last)
@@ -392,19 +446,20 @@ def play_with_retries(
     )
 
 
-def _play_once(
+async def _play_once(
     config: SeriesConfig,
-    slots: tuple[BotSlot, BotSlot],
+    slots: tuple[AsyncBotSlot, AsyncBotSlot],
     number: int,
     deck: tuple[Card, ...],
     dealer: int,
     result: SeriesResult,
 ) -> GameRecord:
-    players: list[Player | None] = [None, None]
+    players: list[AsyncPlayer | None] = [None, None]
     failures: list[Forfeit | None] = [None, None]
     for seat, slot in enumerate(slots):
         try:
-            players[seat] = slot.player(series_handshake(config, result.names[1 - seat], seat))
+            handshake = series_handshake(config, result.names[1 - seat], seat)
+            players[seat] = await slot.player(handshake)
         except BotStartError as exc:
             failures[seat] = Forfeit(seat, exc.reason, "", clip(str(exc)))
     if failures[0] and failures[1]:
@@ -417,13 +472,13 @@ def _play_once(
         log.warning("%s forfeits: %s", result.names[forfeit.seat], forfeit.detail)
         return _unplayed(config, deck, dealer, result.names, forfeit)
 
-    def diagnose(seat: int) -> GameEndReason | None:
-        return slots[seat].diagnose()
+    async def diagnose(seat: int) -> GameEndReason | None:
+        return await slots[seat].diagnose()
 
     ready = (players[0], players[1])
     assert ready[0] is not None and ready[1] is not None
-    diag: Diagnose = diagnose
-    return play_game(
+    diag: AsyncDiagnose = diagnose
+    return await play_game_async(
         (ready[0], ready[1]),
         number=number,
         deck=deck,

@@ -21,7 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from referee.match import Diagnose, Player, forfeit_results, play_game
+from referee.match import (
+    AsyncDiagnose,
+    AsyncPlayer,
+    Diagnose,
+    Player,
+    forfeit_results,
+    play_game,
+    play_game_async,
+)
 from referee.protocol.messages import (
     PROTOCOL_VERSION,
     GameEndReason,
@@ -37,6 +45,8 @@ from referee.rules import (
     RulesError,
 )
 from referee.series import (
+    AsyncBotSlot,
+    BlockingSlot,
     BotSlot,
     BotStartError,
     InfrastructureError,
@@ -47,6 +57,7 @@ from referee.series import (
     game_deck,
     play_with_retries,
 )
+from referee.synchronous import drive
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +175,26 @@ def run_table_series(
     done: Mapping[int, GameRecord] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> TableSeriesResult:
+    """:func:`run_table_series_async` for blocking slots (runs without an event loop)."""
+    return drive(
+        run_table_series_async(
+            config,
+            [BlockingSlot(slot) for slot in slots],
+            recorder=recorder,
+            done=done,
+            should_stop=should_stop,
+        )
+    )
+
+
+async def run_table_series_async(
+    config: SeriesConfig,
+    slots: Sequence[AsyncBotSlot],
+    *,
+    recorder: Recorder | None = None,
+    done: Mapping[int, GameRecord] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> TableSeriesResult:
     """Play every game of a table series not already in ``done`` (resumption), in order.
 
     ``slots[s]`` sits at seat ``s`` for the whole series. A crashed bot is restarted for the
@@ -184,7 +215,7 @@ def run_table_series(
             raise SeriesInterrupted(f"stopped before game {number}")
         dealer = planned_table_dealer(config, number, result.games)
         deck = game_deck(config.seed, number)
-        record = play_with_retries(
+        record = await play_with_retries(
             config,
             number,
             kind="table game",
@@ -199,19 +230,19 @@ def run_table_series(
     return result
 
 
-def _play_once(
+async def _play_once(
     config: SeriesConfig,
-    slots: Sequence[BotSlot],
+    slots: Sequence[AsyncBotSlot],
     number: int,
     deck: tuple[Card, ...],
     dealer: int,
     result: TableSeriesResult,
 ) -> GameRecord:
-    players: list[Player] = []
+    players: list[AsyncPlayer] = []
     failures: list[Forfeit] = []
     for seat, slot in enumerate(slots):
         try:
-            players.append(slot.player(table_handshake(config, result.names, seat)))
+            players.append(await slot.player(table_handshake(config, result.names, seat)))
         except BotStartError as exc:
             failures.append(Forfeit(seat, exc.reason, "", clip(str(exc))))
     if len(failures) == 1:
@@ -221,10 +252,11 @@ def _play_once(
         # Healthy bots start; when several do not, the sandbox may be the culprit: retry.
         raise _StartFailures(failures, len(slots))
 
-    def diagnose(seat: int) -> GameEndReason | None:
-        return slots[seat].diagnose()
+    async def diagnose(seat: int) -> GameEndReason | None:
+        return await slots[seat].diagnose()
 
-    return play_table_game(
+    diag: AsyncDiagnose = diagnose
+    return await play_game_async(
         players,
         number=number,
         deck=deck,
@@ -232,7 +264,8 @@ def _play_once(
         scores=[result.score(s) for s in range(len(slots))],
         time_control=config.controls(),
         turn_limit=config.turn_limit,
-        diagnose=diagnose,
+        diagnose=diag,
+        ruleset=CLASSIC_RULESET,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import logging
@@ -19,7 +20,7 @@ from typing import ClassVar
 
 import grpc
 
-from referee.client import CHANNEL_OPTIONS, BotClient, BotUnreachableError
+from referee.client import CHANNEL_OPTIONS, AsyncBotClient, BotClient, BotUnreachableError
 from referee.client import BotCrashedError as ClientCrashed
 from sandbox.death import DeathCause, DeathReport, tail_lines
 from sandbox.dial import MAX_SUN_PATH, SOCKET_NAME, fd_address, open_bot_socket
@@ -286,6 +287,7 @@ class RunningBot(ABC):
         self.address = ""
         self._channel: grpc.Channel | None = None
         self._client: BotClient | None = None
+        self._async_client: AsyncBotClient | None = None
         self._fd: int | None = None
         self._dial_link: Path | None = None
         self._death: DeathReport | None = None
@@ -389,6 +391,9 @@ class RunningBot(ABC):
         client, self._client = self._client, None
         if client is not None:
             client.close()
+        async_client, self._async_client = self._async_client, None
+        if async_client is not None:
+            async_client.close()
 
     def _close_fd(self) -> None:
         fd, self._fd = self._fd, None
@@ -450,7 +455,8 @@ class RunningBot(ABC):
         self._dial_link = link
         return f"unix://{link}"
 
-    def _connect(self) -> None:
+    def _wait_socket(self) -> float:
+        """Wait for the bot's socket and dial it safely; return the start-up deadline."""
         deadline = time.monotonic() + self.limits.startup_timeout
         fd: int | None = None
         while fd is None:
@@ -468,19 +474,51 @@ class RunningBot(ABC):
                 time.sleep(0.02)
         self._fd = fd
         self.address = self._unique_address(fd)
+        return deadline
+
+    def _unhealthy(self, exc: BotUnreachableError) -> BotNotHealthyError:
+        return BotNotHealthyError(
+            f"bot {self.label!r} did not report SERVING before its startup deadline ({exc})",
+            label=self.label,
+        )
+
+    def _connect(self) -> None:
+        deadline = self._wait_socket()
         self._client = BotClient(self.address)
         try:
             self._client.wait_healthy(max(0.0, deadline - time.monotonic()), alive=self.alive)
         except BotUnreachableError as exc:
-            raise BotNotHealthyError(
-                f"bot {self.label!r} did not report SERVING before its startup deadline ({exc})",
-                label=self.label,
-            ) from None
+            raise self._unhealthy(exc) from None
         except ClientCrashed:
             pass  # it died while starting: reported just below
         report = self.death()
         if report is not None:
             raise self._crashed(report, "exited during start-up")
+
+    async def aconnect(self) -> AsyncBotClient:
+        """:meth:`connect` for a referee on an event loop (a bot started with
+        ``connect=False``): the connection is an :class:`AsyncBotClient` of the running
+        loop, and the sandbox's blocking checks run in worker threads."""
+        try:
+            deadline = await asyncio.to_thread(self._wait_socket)
+            client = self._async_client = AsyncBotClient(self.address)
+
+            async def alive() -> bool:
+                return await asyncio.to_thread(self.alive)
+
+            try:
+                await client.wait_healthy(max(0.0, deadline - time.monotonic()), alive=alive)
+            except BotUnreachableError as exc:
+                raise self._unhealthy(exc) from None
+            except ClientCrashed:
+                pass  # it died while starting: reported just below
+            report = await asyncio.to_thread(self.death)
+            if report is not None:
+                raise self._crashed(report, "exited during start-up")
+            return client
+        except BaseException:
+            self.stop()
+            raise
 
 
 def _raise_collected(what: str, failures: list[BaseException]) -> None:
@@ -536,8 +574,12 @@ class Backend(ABC):
         label: str = "bot",
         *,
         trusted: bool = False,
+        connect: bool = True,
     ) -> RunningBot:
         """Start the bot and return once its health service answers SERVING.
+
+        With ``connect=False`` it returns once the bot is launched: the caller connects
+        with :meth:`RunningBot.aconnect` (a referee on an event loop) or ``connect()``.
 
         Raises :class:`~sandbox.errors.BotStartupError` subclasses for the bot's faults and
         :class:`~sandbox.errors.SandboxInfrastructureError` subclasses for ours. ``label``

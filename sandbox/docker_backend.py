@@ -286,6 +286,7 @@ class DockerBackend(Backend):
         label: str = "bot",
         *,
         trusted: bool = False,
+        connect: bool = True,
     ) -> DockerBot:
         """Start the bot in a container; return once it answers SERVING.
 
@@ -372,7 +373,8 @@ class DockerBackend(Backend):
             expected_uid=self.uid,
             work_dir=work_dir,
         )
-        bot.connect()
+        if connect:
+            bot.connect()
         return bot
 
     def _remove_by_name(self, name: str) -> None:

@@ -668,6 +668,7 @@ class BwrapBackend(Backend):
         label: str = "bot",
         *,
         trusted: bool = False,
+        connect: bool = True,
     ) -> LocalBot:
         """Start the bot under bwrap; return once it answers SERVING.
 
@@ -778,7 +779,8 @@ class BwrapBackend(Backend):
         finally:
             for fd, _ in binds.values():
                 os.close(fd)
-        bot.connect()
+        if connect:
+            bot.connect()
         return bot
 
     def artifact_for(self, submission: SubmissionLike, *, trusted: bool = False) -> Path:
@@ -970,6 +972,7 @@ class ProcessBackend(Backend):
         label: str = "bot",
         *,
         trusted: bool = False,
+        connect: bool = True,
     ) -> LocalBot:
         """Start the bot as a plain process; untrusted bots need ``allow_unsafe``."""
         limits = limits or SandboxLimits()
@@ -1027,7 +1030,8 @@ class ProcessBackend(Backend):
             with contextlib.suppress(CleanupError):
                 remove_tree(sock_dir)
             raise
-        bot.connect()
+        if connect:
+            bot.connect()
         return bot
 
     def sweep_leftovers(self, label_prefix: str = "") -> int:

@@ -1,16 +1,19 @@
 """Where series run: an executor takes series tasks and plays them, reporting as they finish.
 
-The local executor is the default: one series at a time in this process, or with a
-concurrency above one a referee process per series slot (:mod:`.process_executor`), so
-that N series use N cores. Bots are separate processes or containers either way. A
-distributed executor implements the same :class:`Executor` protocol.
+The local executor is the default. A referee process plays its series as tasks of one event
+loop (:func:`~arena.tournament.runner.play_series_tasks`); with a concurrency above one it
+runs a referee process per core (:mod:`.process_executor`), each playing its share of the
+series at once, so that ``--concurrency N`` uses up to N cores. Bots are separate processes
+or containers either way. A distributed executor implements the same :class:`Executor`
+protocol.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from typing import Protocol
 
 from arena.tournament.runner import (
@@ -18,7 +21,7 @@ from arena.tournament.runner import (
     GameCallback,
     SeriesOutcome,
     SeriesTask,
-    play_series_task,
+    play_series_tasks,
 )
 
 SeriesCallback = Callable[[SeriesOutcome], None]
@@ -40,8 +43,9 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Series on this machine: ``concurrency`` at once, in worker processes when that is
-    more than one (``processes=False``: threads of this process, sharing one core)."""
+    """Series on this machine: ``concurrency`` at once. Above one, in referee processes (one
+    per core, each playing its share of the series on its event loop); ``processes=False``:
+    all of them on one event loop of this process (one core)."""
 
     def __init__(self, concurrency: int, *, processes: bool | None = None) -> None:
         if concurrency < 1:
@@ -64,27 +68,36 @@ class LocalExecutor:
             return ProcessExecutor(self.concurrency).run(
                 tasks, stop=stop, on_game=on_game, on_series=on_series
             )
-        outcomes: list[SeriesOutcome] = []
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="kryt-series")
-        pending: set[Future[SeriesOutcome]] = {
-            pool.submit(play_series_task, task, stop=stop, on_game=on_game) for task in tasks
-        }
+        # The loop runs in its own thread so that Ctrl-C reaches this one, which stops the
+        # run the same way whatever the loop is doing.
+        done: Future[list[SeriesOutcome]] = Future()
+
+        def serve() -> None:
+            try:
+                done.set_result(
+                    asyncio.run(
+                        play_series_tasks(
+                            tasks,
+                            concurrency=self.concurrency,
+                            stop=stop,
+                            on_game=on_game,
+                            on_series=on_series,
+                        )
+                    )
+                )
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        loop_thread = threading.Thread(target=serve, name="kryt-series-loop", daemon=True)
+        loop_thread.start()
         try:
-            while pending:
-                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for future in done:
-                    outcome = future.result()
-                    outcomes.append(outcome)
-                    if on_series is not None:
-                        on_series(outcome)
+            while not done.done():
+                loop_thread.join(timeout=0.5)
+            return done.result()
         except BaseException:
             # Stop first, then kill: a game disrupted by the kill sees the flag and is not
             # recorded (it is replayed by ``resume``).
             stop.set()
-            for future in pending:
-                future.cancel()
             ACTIVE.close_all()
-            pool.shutdown(wait=True, cancel_futures=True)
+            loop_thread.join()
             raise
-        pool.shutdown(wait=True)
-        return outcomes

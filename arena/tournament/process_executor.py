@@ -1,5 +1,8 @@
-"""Series in worker processes: one referee process per core, so ``--concurrency N`` uses N
-cores (threads of one process share one, because the referee's Python work holds the GIL).
+"""Series in worker processes: one referee process per core, so ``--concurrency N`` uses up
+to N cores (threads of one process would share one: the referee's Python work holds the GIL).
+With more series at once than cores, each process plays its share together, as tasks of one
+event loop (:func:`~arena.tournament.runner.play_series_tasks`): it is handed them in
+batches of that size.
 
 A series task is plain data that names its database (the same tasks travel to Dask workers),
 so a worker needs nothing from this process but the task. What a worker sends back:
@@ -37,13 +40,25 @@ _games: Any = None
 _local_stop = threading.Event()
 
 
-class ProcessExecutor:
-    """Series in a pool of ``concurrency`` worker processes."""
+def available_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
-    def __init__(self, concurrency: int) -> None:
+
+class ProcessExecutor:
+    """Series in worker processes: ``concurrency`` at once, in at most one process per core
+    (``processes``: how many at most; default, the cores available)."""
+
+    def __init__(self, concurrency: int, *, processes: int | None = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if processes is not None and processes < 1:
+            raise ValueError(f"processes must be >= 1, got {processes}")
         self.concurrency = concurrency
+        self.processes = processes or available_cores()
 
     def run(
         self,
@@ -67,14 +82,17 @@ class ProcessExecutor:
             target=_relay_games, args=(games, on_game), name="kryt-game-relay", daemon=True
         )
         relay.start()
+        workers = min(self.concurrency, self.processes, len(tasks))
+        each = -(-self.concurrency // workers)  # series at once in one process
+        batches = [tuple(tasks[i : i + each]) for i in range(0, len(tasks), each)]
         pool = ProcessPoolExecutor(
-            min(self.concurrency, len(tasks)),
+            workers,
             mp_context=context,
             initializer=_start_worker,
             initargs=(stop_flag, games, os.getpid(), on_game is not None),
         )
-        futures: dict[Future[SeriesOutcome], SeriesTask] = {
-            pool.submit(_play, task): task for task in tasks
+        futures: dict[Future[list[SeriesOutcome]], tuple[SeriesTask, ...]] = {
+            pool.submit(_play, batch): batch for batch in batches
         }
         pending = set(futures)
         try:
@@ -83,10 +101,10 @@ class ProcessExecutor:
                     stop_flag.set()
                 done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 for future in done:
-                    outcome = _outcome(future, futures[future])
-                    outcomes.append(outcome)
-                    if on_series is not None:
-                        on_series(outcome)
+                    for outcome in _outcomes(future, futures[future]):
+                        outcomes.append(outcome)
+                        if on_series is not None:
+                            on_series(outcome)
         except BaseException:
             stop.set()  # Ctrl-C: the games in progress are not recorded (resume replays them)
             raise
@@ -102,16 +120,24 @@ class ProcessExecutor:
         return outcomes
 
 
-def _outcome(future: Future[SeriesOutcome], task: SeriesTask) -> SeriesOutcome:
-    """The outcome of a finished future; a dead worker is ours: the series can be resumed."""
+def _outcomes(
+    future: Future[list[SeriesOutcome]], batch: tuple[SeriesTask, ...]
+) -> list[SeriesOutcome]:
+    """The outcomes of a finished batch; a dead worker is ours: its series can be resumed."""
     if future.cancelled():
-        return SeriesOutcome(task.series_id, "interrupted", 0, "not started (the run stopped)")
+        return [
+            SeriesOutcome(task.series_id, "interrupted", 0, "not started (the run stopped)")
+            for task in batch
+        ]
     try:
         return future.result()
     except BrokenProcessPool as exc:
-        return SeriesOutcome(
-            task.series_id, "interrupted", 0, f"its referee process died ({exc}); resume it"
-        )
+        return [
+            SeriesOutcome(
+                task.series_id, "interrupted", 0, f"its referee process died ({exc}); resume it"
+            )
+            for task in batch
+        ]
 
 
 def _relay_games(games: Any, on_game: GameCallback | None) -> None:
@@ -156,8 +182,13 @@ def _report_game(series_id: int, number: int, record: object) -> None:
         _games.put((series_id, number, record))
 
 
-def _play(task: SeriesTask) -> SeriesOutcome:
-    """One series in a worker (imported there by name: module-level, picklable)."""
-    from arena.tournament.runner import play_series_task
+def _play(batch: tuple[SeriesTask, ...]) -> list[SeriesOutcome]:
+    """A batch of series in a worker, all at once on its event loop (imported there by name:
+    module-level, picklable)."""
+    import asyncio
 
-    return play_series_task(task, stop=_local_stop, on_game=_report_game)
+    from arena.tournament.runner import play_series_tasks
+
+    return asyncio.run(
+        play_series_tasks(batch, concurrency=len(batch), stop=_local_stop, on_game=_report_game)
+    )

@@ -7,6 +7,7 @@ Games are committed one by one as they finish, so a run stopped at any point (Ct
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import threading
@@ -55,7 +56,7 @@ from referee.series import (
     SeriesConfig,
     SeriesFormat,
     SeriesInterrupted,
-    run_series,
+    run_series_async,
 )
 from sandbox import choose_backend
 from sandbox.backend import Backend
@@ -320,16 +321,61 @@ def play_series_task(
     stop: threading.Event | None = None,
     on_game: GameCallback | None = None,
 ) -> SeriesOutcome:
+    """:func:`play_series_task_async` on an event loop of its own (a Dask worker, a thread)."""
+    return asyncio.run(play_series_task_async(task, stop=stop, on_game=on_game))
+
+
+async def play_series_tasks(
+    tasks: Iterable[SeriesTask],
+    *,
+    concurrency: int,
+    stop: threading.Event,
+    on_game: GameCallback | None = None,
+    on_series: Callable[[SeriesOutcome], None] | None = None,
+) -> list[SeriesOutcome]:
+    """Play ``tasks``, ``concurrency`` series at a time as tasks of the running event loop
+    (one referee process plays many series: its CPU goes to the games, not to threads).
+
+    Once ``stop`` is set, no further series starts; those come back ``interrupted``."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(task: SeriesTask) -> SeriesOutcome:
+        async with gate:
+            if stop.is_set():
+                outcome = SeriesOutcome(
+                    task.series_id, "interrupted", 0, "not started (the run stopped)"
+                )
+            else:
+                outcome = await play_series_task_async(task, stop=stop, on_game=on_game)
+        if on_series is not None:
+            on_series(outcome)
+        return outcome
+
+    return list(await asyncio.gather(*(one(task) for task in tasks)))
+
+
+async def play_series_task_async(
+    task: SeriesTask,
+    *,
+    stop: threading.Event | None = None,
+    on_game: GameCallback | None = None,
+) -> SeriesOutcome:
     """Play what is missing of one series and commit each game as it ends.
 
     Runs anywhere with access to the database: it fetches both submissions, starts them in
     the best sandbox available (as configured), and never raises for a bot's misbehaviour.
+    Other series may play on the same event loop meanwhile: the sandbox's blocking work
+    runs in worker threads, the games' I/O on the loop.
     """
     config = TournamentConfig.from_json(dict(task.config))
     if config.ruleset != "default":  # a table of 2-4 seats
         from arena.tournament.table_runner import play_table_series_task
 
-        status, games, message = play_table_series_task(
+        # A table plays through blocking slots: in a worker thread, beside the loop.
+        status, games, message = await asyncio.to_thread(
+            play_table_series_task,
             database_url=task.database_url,
             tournament_id=task.tournament_id,
             series_id=task.series_id,
@@ -371,7 +417,7 @@ def play_series_task(
     trusted = bundled_hashes()
     slots = []
     for seat, sid in enumerate((a_id, b_id)):
-        submission = materialize(sid, db=db, store=store)
+        submission = await asyncio.to_thread(materialize, sid, db=db, store=store)
         slots.append(
             SandboxSlot(
                 backend,
@@ -419,9 +465,9 @@ def play_series_task(
             if task.runner_id:
                 hold_lease(task.tournament_id, task.runner_id, session=session)
             set_series_status(task.series_id, SeriesStatus.RUNNING, session=session)
-        run_series(
+        await run_series_async(
             series_config,
-            (slots[0], slots[1]),
+            (slots[0].aio, slots[1].aio),
             recorder=recorder,
             done=_done_games(task.series_id, db),
             should_stop=stopping,
@@ -441,7 +487,7 @@ def play_series_task(
         for slot in slots:
             ACTIVE.discard(slot)
             try:
-                slot.close()
+                await slot.aclose()
             except CleanupError as exc:  # ours: logged, the reaper / next sweep retries
                 log.error("cleanup after series %s: %s", task.series_id, exc)
     try:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
-from referee.client import BotClient, BotFault, Reply
-from referee.match import Player
+from referee.client import AsyncBotClient, BotClient, BotFault, Reply
+from referee.match import AsyncPlayer, Player
 from referee.protocol.messages import (
     AnyView,
     Clock,
@@ -32,8 +34,9 @@ from sandbox.errors import CleanupError
 log = logging.getLogger(__name__)
 
 HANDSHAKE_SECONDS = 10.0
-DEATH_REPORT_WAIT = 1.5
-"""Seconds to wait for the sandbox's death report after a bot's connection failed."""
+DEATH_REPORT_WAIT = 3.0
+"""Seconds to wait for the sandbox's death report after a bot's connection failed (a busy
+engine may take over a second to say the kernel's OOM killer ended the bot)."""
 
 _VERDICTS = {
     DeathCause.OOM: GameEndReason.MEMORY_LIMIT,
@@ -69,6 +72,7 @@ class SandboxSlot:
         self._trusted = trusted
         self._running: RunningBot | None = None
         self._client: BotClient | None = None
+        self._async_client: AsyncBotClient | None = None
         self._failed = False
         self._closing = False
         self._lock = threading.Lock()
@@ -78,22 +82,8 @@ class SandboxSlot:
         """The running, handshaken bot; (re)started when it is not running or has failed."""
         if self._client is not None and not self._failed and self._alive():
             return _Watched(self._client, self)
-        if self._closing:
-            raise InfrastructureError(f"{self.name} is being stopped by the runner")
-        try:
-            self._stop()
-        except CleanupError as exc:  # removing the old sandbox failed: ours, not the bot's
-            raise InfrastructureError(f"cleanup of {self.name} failed: {exc}") from None
-        self.starts += 1
-        try:
-            running = self._backend.start(
-                self._submission, self._limits, self._label, trusted=self._trusted
-            )
-        except BotStartupError as exc:
-            raise BotStartError(f"{self.name} could not start: {exc}") from None
-        except SandboxInfrastructureError as exc:
-            raise InfrastructureError(f"sandbox failed to start {self.name}: {exc}") from None
-        self._running = running
+        self._prepare_start()
+        running = self._start(connect=True)
         client = running.client
         try:
             reply = client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
@@ -101,18 +91,69 @@ class SandboxSlot:
             client.close()
             self._stop()
             raise BotStartError(f"{self.name} failed the handshake: {exc}") from None
+        self._check_identity(reply, client.close)
+        self._client = client
+        self._failed = False
+        return _Watched(client, self)
+
+    async def start_player(self, handshake: Handshake) -> AsyncPlayer:
+        """:meth:`player` for a referee on an event loop: the sandbox's blocking work runs
+        in worker threads, and the connection is an AsyncBotClient of the running loop."""
+        client = self._async_client
+        if client is not None and not self._failed and await asyncio.to_thread(self._alive):
+            return _AsyncWatched(client, self)
+        await asyncio.to_thread(self._prepare_start)
+        running = await asyncio.to_thread(self._start, connect=False)
+        try:
+            client = await running.aconnect()
+        except BotStartupError as exc:
+            raise BotStartError(f"{self.name} could not start: {exc}") from None
+        except SandboxInfrastructureError as exc:
+            raise InfrastructureError(f"sandbox failed to start {self.name}: {exc}") from None
+        try:
+            reply = await client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
+        except BotFault as exc:
+            client.close()
+            await asyncio.to_thread(self._stop)
+            raise BotStartError(f"{self.name} failed the handshake: {exc}") from None
+        self._check_identity(reply, client.close)
+        self._async_client = client
+        self._failed = False
+        return _AsyncWatched(client, self)
+
+    def _prepare_start(self) -> None:
+        """Refuse while closing; stop the bot that ran before (ours if that fails)."""
+        if self._closing:
+            raise InfrastructureError(f"{self.name} is being stopped by the runner")
+        try:
+            self._stop()
+        except CleanupError as exc:  # removing the old sandbox failed: ours, not the bot's
+            raise InfrastructureError(f"cleanup of {self.name} failed: {exc}") from None
+
+    def _start(self, *, connect: bool) -> RunningBot:
+        self.starts += 1
+        try:
+            running = self._backend.start(
+                self._submission, self._limits, self._label, trusted=self._trusted, connect=connect
+            )
+        except BotStartupError as exc:
+            raise BotStartError(f"{self.name} could not start: {exc}") from None
+        except SandboxInfrastructureError as exc:
+            raise InfrastructureError(f"sandbox failed to start {self.name}: {exc}") from None
+        self._running = running
+        return running
+
+    def _check_identity(self, reply: HandshakeReply, close: Callable[[], None]) -> None:
+        """A bot must say it is the bot of its ``bot.toml`` (name and version)."""
         manifest = self._submission.manifest
         if (reply.name, reply.version) != (manifest.name, manifest.version):
-            client.close()
+            close()
             self._stop()
             raise BotStartError(
                 f"{self.name}: the handshake says it is {printable(reply.name)!r} version"
                 f" {printable(reply.version)!r}, but its bot.toml says {manifest.name!r}"
                 f" version {manifest.version!r}; send the name and version of bot.toml"
             )
-        self._client = client
-        self._failed = False
-        return _Watched(client, self)
 
     def _alive(self) -> bool:
         running = self._running
@@ -147,6 +188,10 @@ class SandboxSlot:
             raise InfrastructureError(f"{self.name} was stopped by us: {report.describe()}")
         return _VERDICTS.get(report.cause)
 
+    async def diagnosis(self) -> GameEndReason | None:
+        """:meth:`diagnose` without holding up the event loop (it may wait for the sandbox)."""
+        return await asyncio.to_thread(self.diagnose)
+
     def logs(self) -> str:
         """The tail of the bot's output (for reports)."""
         running = self._running
@@ -154,10 +199,12 @@ class SandboxSlot:
 
     def _stop(self) -> None:
         with self._lock:  # Ctrl-C closes every slot from the main thread
-            client, running = self._client, self._running
-            self._client = self._running = None
+            client, async_client, running = self._client, self._async_client, self._running
+            self._client = self._async_client = self._running = None
         if client is not None:
             client.close()
+        if async_client is not None:
+            async_client.close()  # any thread: handed to its loop
         if running is not None:
             running.stop()
 
@@ -175,6 +222,38 @@ class SandboxSlot:
             except BotFault:
                 log.debug("bot %s did not take the shutdown", self.name)
         self._stop()
+
+    async def aclose(self) -> None:
+        """:meth:`close` for a slot used on an event loop (its connection is of that loop)."""
+        self._closing = True
+        client = self._async_client
+        if client is not None and not self._failed:
+            try:
+                await client.shutdown("series over", timeout=1.0)
+            except BotFault:
+                log.debug("bot %s did not take the shutdown", self.name)
+        await asyncio.to_thread(self._stop)
+
+    @property
+    def aio(self) -> AsyncSandboxSeat:
+        """This slot as the asynchronous series loop takes it (``AsyncBotSlot``)."""
+        return AsyncSandboxSeat(self)
+
+
+class AsyncSandboxSeat:
+    """A :class:`SandboxSlot` as an ``AsyncBotSlot`` (for ``run_series_async``)."""
+
+    def __init__(self, slot: SandboxSlot) -> None:
+        self.slot = slot
+        self.name = slot.name
+
+    async def player(self, handshake: Handshake) -> AsyncPlayer:
+        """The running, handshaken bot (see :meth:`SandboxSlot.start_player`)."""
+        return await self.slot.start_player(handshake)
+
+    async def diagnose(self) -> GameEndReason | None:
+        """The sandbox's verdict after a failure (see :meth:`SandboxSlot.diagnose`)."""
+        return await self.slot.diagnosis()
 
 
 class _Watched:
@@ -211,4 +290,40 @@ class _Watched:
         if before is None or after is None:
             return reply
         # The bot's CPU time over the decision (its whole process tree, by its cgroup).
+        return replace(reply, cpu=max(0.0, after - before))
+
+
+class _AsyncWatched:
+    """:class:`_Watched` for the asynchronous game loop."""
+
+    def __init__(self, client: AsyncBotClient, slot: SandboxSlot) -> None:
+        self._client = client
+        self._slot = slot
+        self.name = slot.name
+
+    async def handshake(self, handshake: Handshake) -> HandshakeReply:
+        try:
+            return await self._client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
+        except BotFault:
+            self._slot.failed()
+            raise
+
+    async def send(self, message: RefereeMessage) -> None:
+        try:
+            await self._client.send(message)
+        except BotFault:
+            self._slot.failed()
+            raise
+
+    async def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
+        running = self._slot._running
+        before = running.cpu_seconds() if running is not None else None
+        try:
+            reply = await self._client.decide(view, clock, game_number=game_number, timeout=timeout)
+        except BotFault:
+            self._slot.failed()
+            raise
+        after = running.cpu_seconds() if running is not None else None
+        if before is None or after is None:
+            return reply
         return replace(reply, cpu=max(0.0, after - before))

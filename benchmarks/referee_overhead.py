@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Referee overhead per decision over a bare asyncio echo, at 1 and 64 concurrent streams.
+
+    python benchmarks/referee_overhead.py [--streams 1 64] [--decisions 6000] [--repeat 3]
+                                          [--transport uds|tcp]
+
+Issue 15's target: *referee overhead per decision* = the referee's CPU per decision minus
+the bare asyncio echo client's CPU per round trip, at the same number of concurrent streams,
+in one run: at most 100 µs.
+
+Every server is its own process, serving on gRPC's asyncio API (any number of streams):
+- *bare*: ``N`` pairs of echo streams on one event loop of this process; each pair is asked
+  in turn, as a referee asks its two bots, ``--decisions`` round trips in all. The client
+  CPU per round trip is the floor of anything that talks gRPC from Python.
+- *referee*: ``N`` series as tasks of one event loop (:func:`referee.series.run_series_async`
+  over :class:`referee.client.AsyncBotClient`, one client and stream per seat) against
+  ``benchmarks/minimal_bot.py --aio`` (raw protobuf, the first legal action: it costs what
+  the echo server costs). Everything the tournament's referee does per decision is in it:
+  the engine's view, the request's encoding, the deadline, the reply's decoding, the
+  legality gate, the clock, the move's record. Games are played until at least
+  ``--decisions`` decisions are made.
+
+CPU is this process's (``time.process_time``: gRPC's own threads included); the servers' CPU is
+printed for information. Each measurement is repeated and the best kept (the machine is
+shared; noise only adds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from referee.client import (  # noqa: E402
+    CHANNEL_OPTIONS,
+    AsyncBotClient,
+    AsyncRemotePlayer,
+    BotClient,
+    RemotePlayer,
+)
+from referee.match import AsyncPlayer, Player  # noqa: E402
+from referee.protocol.messages import GameEndReason, Handshake, TimeControl  # noqa: E402
+from referee.series import SeriesConfig, run_series, run_series_async  # noqa: E402
+
+ECHO_SERVICE = "bench.Echo"
+ECHO_PATH = f"/{ECHO_SERVICE}/Play"
+TARGET_US = 100.0
+
+
+async def _echo(requests: AsyncIterator[bytes], context: object) -> AsyncIterator[bytes]:
+    async for data in requests:
+        yield data
+
+
+async def serve_echo(address: str) -> None:
+    """The bare server: echo every message of every stream (asyncio, unlimited streams)."""
+    server = grpc.aio.server()
+    handler = grpc.stream_stream_rpc_method_handler(_echo)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(ECHO_SERVICE, {"Play": handler}),)
+    )
+    server.add_insecure_port(address)
+    await server.start()
+    await server.wait_for_termination()
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+Cost = tuple[float, float]
+"""Per round trip or decision: this process's CPU seconds, the servers' CPU seconds."""
+
+
+async def bare(addresses: list[str], streams: int, rounds: int, pids: list[int]) -> Cost:
+    """Client CPU per round trip of ``streams`` pairs of echo streams on this loop."""
+    channels = []
+    pairs = []
+    for _ in range(streams):
+        pair = []
+        for address in addresses:
+            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            await channel.channel_ready()
+            channels.append(channel)
+            pair.append(channel.stream_stream(ECHO_PATH, None, None)(None))
+        pairs.append(pair)
+    payload = b"x" * 300  # about a decision request's size
+
+    async def ask(pair: list[grpc.aio.StreamStreamCall[bytes, bytes]], count: int) -> None:
+        for i in range(count):
+            call = pair[i % 2]
+            await call.write(payload)
+            await call.read()
+
+    await asyncio.gather(*(ask(p, 100) for p in pairs))  # warm-up
+    per_pair = max(1, rounds // streams)
+    cpu, others = time.process_time(), _cpu_seconds(pids)
+    await asyncio.gather(*(ask(p, per_pair) for p in pairs))
+    done = per_pair * streams
+    cost = ((time.process_time() - cpu) / done, (_cpu_seconds(pids) - others) / done)
+    for pair in pairs:
+        for call in pair:
+            call.cancel()
+    for channel in channels:
+        await channel.close(None)
+    return cost
+
+
+class _Slot:
+    """One seat's bot for a whole series (already running; handshaken once)."""
+
+    def __init__(self, client: AsyncBotClient, name: str) -> None:
+        self._player = AsyncRemotePlayer(client, handshake_timeout=30)
+        self.name = name
+        self._ready = False
+
+    async def player(self, handshake: Handshake) -> AsyncPlayer:
+        if not self._ready:
+            await self._player.handshake(handshake)
+            self._ready = True
+        return self._player
+
+    async def diagnose(self) -> GameEndReason | None:
+        return None
+
+
+async def referee(addresses: list[str], streams: int, decisions: int, pids: list[int]) -> Cost:
+    """Referee CPU per decision of ``streams`` series on this loop against minimal bots."""
+    clients = [AsyncBotClient(a) for _ in range(streams) for a in addresses]
+    for client in clients:
+        await client.wait_healthy(30)
+    control = TimeControl(move_ms=10_000, bank_ms=60_000)
+
+    async def series(index: int, games: int, seed: str) -> int:
+        slots = (_Slot(clients[2 * index], "a"), _Slot(clients[2 * index + 1], "b"))
+        config = SeriesConfig(games=games, seed=f"{seed}-{index}", time_control=control)
+        result = await run_series_async(config, slots)
+        assert all(not g.ending.is_forfeit for g in result.games.values()), result
+        return sum(len(g.moves) for g in result.games.values())
+
+    await asyncio.gather(*(series(i, 1, "warm-up") for i in range(streams)))
+    # ~170 decisions a game: enough games that every stream makes its share.
+    games = max(1, -(-decisions // (170 * streams)))
+    cpu, others = time.process_time(), _cpu_seconds(pids)
+    made = sum(await asyncio.gather(*(series(i, games, "bench") for i in range(streams))))
+    cost = ((time.process_time() - cpu) / made, (_cpu_seconds(pids) - others) / made)
+    for client in clients:
+        await client.aclose()
+    return cost
+
+
+class _BlockingSlot:
+    """:class:`_Slot` for the blocking series loop."""
+
+    def __init__(self, client: BotClient, name: str) -> None:
+        self._player = RemotePlayer(client, handshake_timeout=30)
+        self.name = name
+        self._ready = False
+
+    def player(self, handshake: Handshake) -> Player:
+        if not self._ready:
+            self._player.handshake(handshake)
+            self._ready = True
+        return self._player
+
+    def diagnose(self) -> GameEndReason | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def blocking(addresses: list[str], decisions: int, pids: list[int]) -> Cost:
+    """:func:`referee` through the blocking facades (``run_series`` over ``BotClient``, its
+    loop run once per call): one series, as the referee played every series before."""
+    clients = [BotClient(a) for a in addresses]
+    for client in clients:
+        client.wait_healthy(30)
+    control = TimeControl(move_ms=10_000, bank_ms=60_000)
+
+    def series(games: int, seed: str) -> int:
+        slots = (_BlockingSlot(clients[0], "a"), _BlockingSlot(clients[1], "b"))
+        result = run_series(SeriesConfig(games=games, seed=seed, time_control=control), slots)
+        return sum(len(g.moves) for g in result.games.values())
+
+    series(1, "warm-up")
+    cpu, others = time.process_time(), _cpu_seconds(pids)
+    made = series(max(1, -(-decisions // 170)), "bench")
+    cost = ((time.process_time() - cpu) / made, (_cpu_seconds(pids) - others) / made)
+    for client in clients:
+        client.close()
+    return cost
+
+
+def _spawn(args: list[str]) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen(
+        [sys.executable, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, nargs="+", default=[1, 64])
+    parser.add_argument("--decisions", type=int, default=6000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--transport", choices=["uds", "tcp"], default="uds")
+    parser.add_argument("--serve-echo", metavar="ADDRESS", help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if opts.serve_echo:
+        asyncio.run(serve_echo(opts.serve_echo))
+        return 0
+    tmp = Path(tempfile.mkdtemp(prefix="kryt-overhead-"))
+    names = ["echo1", "echo2", "bot1", "bot2"]
+    if opts.transport == "uds":
+        addresses = [f"unix://{tmp / f'{n}.sock'}" for n in names]
+    else:
+        base = 41000 + (os.getpid() % 500) * 4
+        addresses = [f"127.0.0.1:{base + i}" for i in range(4)]
+    here = str(Path(__file__).resolve())
+    procs = [_spawn([here, "--serve-echo", a]) for a in addresses[:2]]
+    procs += [
+        _spawn([str(ROOT / "benchmarks" / "minimal_bot.py"), a, "--aio"]) for a in addresses[2:]
+    ]
+    echo_pids = [p.pid for p in procs[:2]]
+    bot_pids = [p.pid for p in procs[2:]]
+    print(
+        f"{opts.transport}, best of {opts.repeat}, load average {os.getloadavg()[0]:.1f};"
+        " µs of CPU per round trip (bare) or per decision (referee)"
+    )
+    print(
+        f"{'streams':>8}{'bare client':>13}{'referee':>9}{'overhead':>10}{'target':>8}"
+        f"{'echo servers':>14}{'bots':>6}"
+    )
+    failed = False
+    before: list[Cost] = []
+    try:
+        loop = asyncio.new_event_loop()
+        for streams in opts.streams:
+            bares: list[Cost] = []
+            refs: list[Cost] = []
+            for _ in range(opts.repeat):
+                if streams == 1:
+                    before.append(blocking(addresses[2:], opts.decisions, bot_pids))
+                bares.append(
+                    loop.run_until_complete(bare(addresses[:2], streams, opts.decisions, echo_pids))
+                )
+                refs.append(
+                    loop.run_until_complete(
+                        referee(addresses[2:], streams, opts.decisions, bot_pids)
+                    )
+                )
+            b, r = min(bares), min(refs)
+            overhead = (r[0] - b[0]) * 1e6
+            met = overhead <= TARGET_US
+            failed |= not met
+            print(
+                f"{streams:>8}{b[0] * 1e6:>13.0f}{r[0] * 1e6:>9.0f}{overhead:>10.0f}"
+                f"{'met' if met else 'missed':>8}{b[1] * 1e6:>14.0f}{r[1] * 1e6:>6.0f}"
+            )
+        loop.run_until_complete(asyncio.sleep(0.2))  # gRPC's own tasks of the closed calls end
+        loop.close()
+        if before:
+            print(
+                f"the blocking facade (run_series over BotClient, one series): "
+                f"{min(before)[0] * 1e6:.0f} µs of CPU per decision"
+            )
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    state = "missed" if failed else "met"
+    print(f"target: overhead <= {TARGET_US:.0f} µs at every stream count: {state}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
