@@ -342,6 +342,9 @@ def run_tournament(
         )
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     refit_and_store(db, tournament_id=tournament_id)
+    # And the board of every tournament: `kryt leaderboard` shows a stored fit whose inputs
+    # are still those of the database instead of fitting again (and loading SciPy).
+    refit_and_store(db)
     return result
 
 

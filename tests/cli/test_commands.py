@@ -79,6 +79,19 @@ def test_run_status_replay_and_verify(capsys: pytest.CaptureFixture[str], db: Pa
     )  # fmt: skip
     assert code == 0, err
     assert "Leaderboard: cli-test" in out and "greedy" in out
+    # The run stored a fit of the whole database too, and it is fresh: the global board
+    # shows it instead of fitting again.
+    from arena.db import latest_rating_snapshot, open_database
+    from leaderboard.standings import standings
+
+    database = open_database(f"sqlite:///{db}", create=False)
+    with database.read_session() as session:
+        stored = latest_rating_snapshot(session=session, model="bayeselo")
+        assert stored is not None
+        assert stored.snapshot.tournament_id is None
+        inputs = stored.snapshot.parameters["inputs"]
+        board = standings(session=session)
+    assert inputs == board.inputs != ""
     code, out, _ = kryt(capsys, "tournament", "status")
     assert code == 0 and "cli-test" in out and "2/2" in out
     code, out, _ = kryt(capsys, "replay", "1", "--verify")
