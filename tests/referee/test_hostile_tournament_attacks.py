@@ -26,6 +26,7 @@ import logging
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,8 +222,13 @@ def _on_device(path: Path, device: int) -> bool:
 
 
 def _owned_files(uid: int) -> set[str]:
-    """Files owned by ``uid`` on the host's shared scratch places (one file system each)."""
+    """Files owned by ``uid`` on the host's shared scratch places (one file system each).
+
+    Pytest's own temporary directories are left out: tests running beside this one (other
+    xdist workers) build bots there under the same uid, which no bot of this tournament can
+    reach."""
     places = ["/tmp", "/var/tmp", "/dev/shm", str(runtime_dir())]
+    pytest_tmp = os.path.join(tempfile.gettempdir(), "pytest-of-")
     out = subprocess.run(
         ["find", *[p for p in places if os.path.isdir(p)], "-xdev", "-uid", str(uid)],
         capture_output=True,
@@ -230,7 +236,7 @@ def _owned_files(uid: int) -> set[str]:
         timeout=300,
         check=False,
     )
-    return set(out.stdout.splitlines())
+    return {path for path in out.stdout.splitlines() if not path.startswith(pytest_tmp)}
 
 
 def _store_bytes(store: Path) -> dict[str, int]:
