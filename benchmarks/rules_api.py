@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--games", type=int, default=3000, help="games for (a) and (b)")
     parser.add_argument("--naive-games", type=int, default=300, help="games for (c)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=3, help="best of this many runs each")
+    parser.add_argument("--rounds", type=int, default=5, help="best of this many runs each")
     args = parser.parse_args(argv)
     rates: dict[str, float] = {}
     runs: list[tuple[str, Callable[[int, int], list[Outcome]], int]] = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Final
 
-from referee.rules.cards import Card
+from referee.rules.cards import FULL_MASK, Card
 from referee.rules.errors import InvalidActionError, InvalidCardError
 
 
@@ -46,7 +46,7 @@ class Action:
     ``swap`` whether the trump six is exchanged for the face-up card first.
     """
 
-    __slots__ = ("code", "cover", "kind", "lead", "swap", "text")
+    __slots__ = ("_keep", "_push", "code", "cover", "kind", "lead", "swap", "text")
 
     code: int
     kind: ActionKind
@@ -55,6 +55,11 @@ class Action:
     swap: bool
     text: str
     """The canonical text (also what ``str()`` gives)."""
+    _push: tuple[int, ...]
+    # The card indices this action puts on the pile, bottom first (empty for take): what the
+    # engine's transition applies without decoding the code again.
+    _keep: int
+    # The mask of the cards left in hand by playing this action's cards (all 36 for take).
 
     def __new__(
         cls,
@@ -122,6 +127,11 @@ class Action:
         else:
             action.cover = action.lead = None
             action.text = f"{swap}take"
+        action._push = tuple(c.index for c in (action.cover, action.lead) if c is not None)
+        keep = FULL_MASK
+        for index in action._push:
+            keep &= ~(1 << index)
+        action._keep = keep
         return action
 
     @classmethod

@@ -58,7 +58,8 @@ def _action(code: int) -> Action:
 
 # Lookup tables for listing legal actions, each indexed first by swap flag (0 or 1).
 _TAKES: Final = tuple(_action(_TAKE_CODE | s) for s in (0, SWAP_BIT))
-_TAKE_ONLY: Final = (_TAKES[0],)
+_TAKE_ACTION: Final = _TAKES[0]
+_TAKE_ONLY: Final = (_TAKE_ACTION,)
 _GO_OUTS: Final = tuple(
     tuple(_action(encode(_GO_OUT, x) | s) for x in range(N_CARDS)) for s in (0, SWAP_BIT)
 )
@@ -80,21 +81,6 @@ _LEAD_ROWS: Final = tuple(
 # Precomputed masks: hands are 36-bit ints, past CPython's small-int fast paths, so every
 # shift or complement allocates; a table lookup does not.
 _BIT: Final = tuple(1 << i for i in range(N_CARDS))
-
-
-def _keep_table() -> tuple[int, ...]:
-    """``table[code]``: the cards left in hand by playing a lead or cover action's cards."""
-    table = [FULL_MASK] * (SWAP_BIT << 1)
-    for action in BY_CODE:
-        if action is not None:
-            for card in (action.cover, action.lead):
-                if card is not None:
-                    table[action.code] &= ~(1 << card.index)
-    return tuple(table)
-
-
-_KEEP: Final = _keep_table()
-"""``_KEEP[code]``: the mask of the cards a playing (non-take) action leaves in hand."""
 
 
 def _index_table(offset: int) -> tuple[tuple[int, ...], ...]:
@@ -135,6 +121,7 @@ class Game:
     """
 
     __slots__ = (
+        "_covering",
         "_dealer",
         "_deck",
         "_final_cover",
@@ -147,6 +134,7 @@ class Game:
         "_over",
         "_pile",
         "_reason",
+        "_six",
         "_stock",
         "_to_move",
         "_trump",
@@ -169,6 +157,8 @@ class Game:
     _turn_limit: int
     _final_cover: int
     _listed: tuple[Action, ...] | None  # legal actions of the current state, once listed
+    _six: int  # the bit of the trump six (derived from _trump, kept for the hot paths)
+    _covering: tuple[int, ...]  # COVER_MASKS[_trump]: top card -> the cards covering it
 
     # ------------------------------------------------------------------ construction
 
@@ -253,7 +243,7 @@ class Game:
         for i in range(6):
             hands[non_dealer if i % 2 == 0 else dealer] |= 1 << indices[i]
         game._hands = hands
-        game._trump = indices[6] // 9
+        game._set_trump(indices[6] // 9)
         game._stock = [indices[6], *reversed(indices[7:])]
         game._known = [0, 0]
         game._pile = []
@@ -384,7 +374,7 @@ class Game:
         known[1 - seat] = _mask(view.opponent_known)
         game._hands = hands
         game._known = known
-        game._trump = int(view.trump)
+        game._set_trump(int(view.trump))
         game._pile = pile
         game._stock = list(reversed(stock_idx))
         game._to_move = (
@@ -408,6 +398,8 @@ class Game:
         game._deck = self._deck
         game._dealer = self._dealer
         game._trump = self._trump
+        game._six = self._six
+        game._covering = self._covering
         game._hands = self._hands.copy()
         game._known = self._known.copy()
         game._pile = self._pile.copy()
@@ -422,6 +414,11 @@ class Game:
         game._final_cover = self._final_cover
         game._listed = self._listed  # same state, same (immutable) list
         return game
+
+    def _set_trump(self, trump: int) -> None:
+        self._trump = trump
+        self._six = _BIT[trump * 9]
+        self._covering = COVER_MASKS[trump]
 
     # ------------------------------------------------------------------ public state
 
@@ -593,20 +590,32 @@ class Game:
             return []
         hand = self._hands[self._to_move]
         pile = self._pile
-        six = self._trump * 9
-        if self._stock and hand & _BIT[six]:
+        if self._stock and hand & self._six:
             # The trump six may be swapped first (rare): both halves by the general lister.
-            swapped = hand ^ _BIT[six] | _BIT[self._stock[0]]
+            swapped = hand ^ self._six | _BIT[self._stock[0]]
             actions = self._list_hand(hand, 0) + self._list_hand(swapped, 1)
-        elif not pile:
-            actions = self._list_hand(hand, 0)
-        else:
-            covers = hand & COVER_MASKS[self._trump][pile[-1]]
+        elif pile:
+            # The commonest positions, listed inline (no swap): "take", then the covers.
+            covers = hand & self._covering[pile[-1]]
             if not covers:
-                # Nothing covers: only "take". The commonest position, so listed inline.
+                # Nothing covers: only "take".
                 self._listed = _TAKE_ONLY
-                return [_TAKES[0]]
-            actions = self._list_covers(hand, covers, 0)
+                return [_TAKE_ACTION]
+            cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
+            if len(cards) < 2:
+                # The last card covers: it may go out once the stock is empty.
+                actions = [_TAKE_ACTION] if self._stock else [_TAKE_ACTION, _GO_OUTS[0][cards[0]]]
+            elif covers & (covers - 1):
+                actions = self._list_covers(cards, covers, 0)
+            else:
+                # One covering card x (the common case, without a loop): one C-level gather
+                # picks "cover x, lead y" for every y in the hand; the row's hole at y == x
+                # (None) is deleted right after.
+                x = covers.bit_length() - 1
+                actions = [_TAKE_ACTION, *itemgetter(*cards)(_COVER_ROWS[0][x])]
+                del actions[1 + cards.index(x)]
+        else:
+            actions = self._list_hand(hand, 0)
         # The caller gets the fresh list; the cache is a private immutable copy (see play).
         self._listed = tuple(actions)
         return actions
@@ -622,41 +631,37 @@ class Game:
         """The actions of ``hand`` (already swapped when ``swap`` is 1), in legal_actions order,
         gathered from the tables of interned actions."""
         pile = self._pile
+        cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
         if not pile:
-            cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
             if len(cards) >= 2:
                 return list(itemgetter(*cards)(_LEAD_ROWS[swap]))
             return [_LEAD_ROWS[swap][x] for x in cards]
-        covers = hand & COVER_MASKS[self._trump][pile[-1]]
+        covers = hand & self._covering[pile[-1]]
         if not covers:
             return [_TAKES[swap]]
-        return self._list_covers(hand, covers, swap)
-
-    def _list_covers(self, hand: int, covers: int, swap: int) -> list[Action]:
-        """The actions of ``hand`` on a non-empty pile where ``covers`` (not empty) cover."""
-        actions = [_TAKES[swap]]
-        cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
         if len(cards) >= 2:
-            # One C-level gather per covering card x picks "cover x, lead y" for every y in
-            # the hand; the row's hole at y == x (None) is deleted right after.
-            pick = itemgetter(*cards)
-            rows = _COVER_ROWS[swap]
-            if covers.bit_count() == 1:  # the common case, without a loop
-                x = covers.bit_length() - 1
-                actions += pick(rows[x])
-                del actions[1 + cards.index(x)]
-                return actions
-            position = cards.index
-            for x in (
-                _IDX_LOW[covers & 0xFFF] + _IDX_MID[covers >> 12 & 0xFFF] + _IDX_HIGH[covers >> 24]
-            ):
-                hole = len(actions) + position(x)
-                actions += pick(rows[x])
-                del actions[hole]
-            return actions
+            return self._list_covers(cards, covers, swap)
         if not self._stock:
             # The last card covers and the stock is empty: it may go out.
-            actions.append(_GO_OUTS[swap][cards[0]])
+            return [_TAKES[swap], _GO_OUTS[swap][cards[0]]]
+        return [_TAKES[swap]]
+
+    @staticmethod
+    def _list_covers(cards: tuple[int, ...], covers: int, swap: int) -> list[Action]:
+        """The actions of a hand of two or more ``cards`` (card-index order) on a non-empty
+        pile, where the cards of the mask ``covers`` (not empty) cover the top card."""
+        # One C-level gather per covering card x picks "cover x, lead y" for every y in the
+        # hand; the row's hole at y == x (None) is deleted right after.
+        actions = [_TAKES[swap]]
+        pick = itemgetter(*cards)
+        rows = _COVER_ROWS[swap]
+        position = cards.index
+        for x in (
+            _IDX_LOW[covers & 0xFFF] + _IDX_MID[covers >> 12 & 0xFFF] + _IDX_HIGH[covers >> 24]
+        ):
+            hole = len(actions) + position(x)
+            actions += pick(rows[x])
+            del actions[hole]
         return actions
 
     def is_legal(self, action: Action | str) -> bool:
@@ -715,14 +720,14 @@ class Game:
             # The cache is dropped by every state change, so a stale list cannot vouch.
             listed = self._listed
             if listed is not None and action in listed:
-                self._apply(action.code)
+                self._apply(action)
                 return action
         parsed = Action.parse(action)
         problem = self._illegal_because(parsed)
         if problem is not None:
             seat = "" if self._over else f" for seat {self._to_move}"
             raise IllegalActionError(f"illegal action {str(action)!r}{seat}: {problem}")
-        self._apply(parsed.code)
+        self._apply(parsed)
         return parsed
 
     def play_random(self, rng: random.Random) -> Action:
@@ -738,26 +743,34 @@ class Game:
             code = self._decode(hand, i, 0)
         else:
             code = self._decode(swapped, i - n_plain, SWAP_BIT)
-        self._apply(code)
-        return Action.from_code(code)
+        action = _action(code)
+        self._apply(action)
+        return action
 
-    def _apply(self, code: int) -> None:
-        """Apply a legal action code: the single place where the rules change the state."""
+    def _apply(self, action: Action) -> None:
+        """Apply a legal action: the single place where the rules change the state."""
         self._listed = None
         seat = self._to_move
         hands = self._hands
-        known = self._known
-        pile = self._pile
         stock = self._stock
         hand = hands[seat]
-        if code & SWAP_BIT:
+        if action.swap:
             six = self._trump * 9
             face_up = stock[0]
             hand = hand ^ (1 << six) | (1 << face_up)
             stock[0] = six
+            known = self._known
             known[seat] = known[seat] & ~(1 << six) | (1 << face_up)
-        kind = code >> 12 & 3
-        if kind == _TAKE:
+        push = action._push  # the cards put on the pile (none for take), precomputed
+        pile = self._pile
+        if push:
+            pile += push
+            keep = action._keep
+            hand &= keep
+            known = self._known
+            if known[seat]:
+                known[seat] &= keep
+        else:
             top = pile[-1]
             if top // 9 != self._trump:  # the common case: one card
                 gained = _BIT[pile.pop()]
@@ -768,28 +781,30 @@ class Game:
                     gained |= _BIT[c]
                 del pile[-n:]
             hand |= gained
-            known[seat] |= gained
-        else:
-            pile.append(code >> 6 & 63)
-            if kind == _COVER_AND_LEAD:
-                pile.append(code & 63)
-            keep = _KEEP[code]
-            hand &= keep
-            known[seat] &= keep
+            self._known[seat] |= gained
         if stock:
             need = HAND_TARGET - hand.bit_count()
-            while need > 0 and stock:
-                drawn = stock.pop()
-                hand |= _BIT[drawn]
-                need -= 1
-                if not stock:  # the face-up card, drawn last, is public
-                    known[seat] |= _BIT[drawn]
+            if need > 0:
+                if len(stock) > need:
+                    # Draw from the end (the top of the stock), one to three cards.
+                    hand |= _BIT[stock.pop()]
+                    if need > 1:
+                        hand |= _BIT[stock.pop()]
+                        if need > 2:
+                            hand |= _BIT[stock.pop()]
+                else:
+                    # The rest of the stock, ending with the face-up card, which is public.
+                    for drawn in stock:
+                        hand |= _BIT[drawn]
+                    self._known[seat] |= _BIT[stock[0]]
+                    stock.clear()
         hands[seat] = hand
-        self._history.append(code)
+        history = self._history
+        history.append(action.code)
         self._to_move = 1 - seat
         if not hand and not stock:
-            self._finish_out(seat, kind)
-        elif len(self._history) >= self._turn_limit:
+            self._finish_out(seat, action.kind)
+        elif len(history) >= self._turn_limit:
             self._over = True
             self._outcome = None
             self._reason = EndReason.TURN_LIMIT
