@@ -15,8 +15,8 @@ It also prints the CPU spent per decision by the referee processes and the bots 
 (actions per game × CPU per decision)``; the fraction cannot exceed that ceiling over the
 ideal. And the scaling: the same round robin at concurrency 1 (one process) and at
 ``--concurrency`` (referee processes, one per core, each playing its share on its loop), best
-of ``--repeat`` runs each,
-games/s in ratio (issue 15: >= 1.8 at 2 on 2 cores) and per referee process.
+of ``--repeat`` runs each, games/s in ratio (issue 15: >= 1.8 at 2 on 2 cores) and per
+referee process.
 """
 
 from __future__ import annotations
