@@ -26,29 +26,6 @@ from kryt_proto.v1 import bot_pb2 as pb
 SERVICE = "kryt.v1.Bot"
 
 
-def play(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
-    """Answer every decision request with its first legal action."""
-    for data in requests:
-        message = pb.RefereeMessage.FromString(data)
-        body = message.WhichOneof("body")
-        if body == "decision_request":
-            request = message.decision_request
-            decision = pb.Decision(
-                request_id=request.request_id, text=request.view.legal_actions[0]
-            )
-            yield pb.BotMessage(decision=decision).SerializeToString()
-        elif body == "handshake":
-            reply = pb.HandshakeReply(
-                protocol_version=message.handshake.protocol_version,
-                name="minimal",
-                version="1.0.0",
-                sdk="raw protobuf",
-            )
-            yield pb.BotMessage(handshake_reply=reply).SerializeToString()
-        elif body == "shutdown":
-            return
-
-
 def answer(data: bytes) -> bytes | None:
     """The reply to one referee message (None: none is due; b"": the series is over)."""
     message = pb.RefereeMessage.FromString(data)
@@ -68,6 +45,16 @@ def answer(data: bytes) -> bytes | None:
     if body == "shutdown":
         return b""
     return None
+
+
+def play(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+    """Answer every decision request with its first legal action."""
+    for data in requests:
+        reply = answer(data)
+        if reply == b"":
+            return
+        if reply is not None:
+            yield reply
 
 
 async def play_aio(requests: AsyncIterator[bytes], context: object) -> AsyncIterator[bytes]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from referee.client import AsyncBotClient, BotClient, BotFault, Reply
@@ -104,12 +105,8 @@ class SandboxSlot:
             return _AsyncWatched(client, self)
         await asyncio.to_thread(self._prepare_start)
         running = await asyncio.to_thread(self._start, connect=False)
-        try:
+        with self._start_errors():
             client = await running.aconnect()
-        except BotStartupError as exc:
-            raise BotStartError(f"{self.name} could not start: {exc}") from None
-        except SandboxInfrastructureError as exc:
-            raise InfrastructureError(f"sandbox failed to start {self.name}: {exc}") from None
         try:
             reply = await client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
         except BotFault as exc:
@@ -132,16 +129,22 @@ class SandboxSlot:
 
     def _start(self, *, connect: bool) -> RunningBot:
         self.starts += 1
-        try:
+        with self._start_errors():
             running = self._backend.start(
                 self._submission, self._limits, self._label, trusted=self._trusted, connect=connect
             )
+        self._running = running
+        return running
+
+    @contextlib.contextmanager
+    def _start_errors(self) -> Iterator[None]:
+        """A start-up failure as the series sees it: the bot's fault, or ours."""
+        try:
+            yield
         except BotStartupError as exc:
             raise BotStartError(f"{self.name} could not start: {exc}") from None
         except SandboxInfrastructureError as exc:
             raise InfrastructureError(f"sandbox failed to start {self.name}: {exc}") from None
-        self._running = running
-        return running
 
     def _check_identity(self, reply: HandshakeReply, close: Callable[[], None]) -> None:
         """A bot must say it is the bot of its ``bot.toml`` (name and version)."""
@@ -286,11 +289,16 @@ class _Watched:
         except BotFault:
             self._slot.failed()
             raise
-        after = running.cpu_seconds() if running is not None else None
-        if before is None or after is None:
-            return reply
-        # The bot's CPU time over the decision (its whole process tree, by its cgroup).
-        return replace(reply, cpu=max(0.0, after - before))
+        return _with_cpu(reply, running, before)
+
+
+def _with_cpu(reply: Reply, running: RunningBot | None, before: float | None) -> Reply:
+    """The reply with the bot's CPU time over the decision (its whole process tree, by its
+    cgroup), where the sandbox counts it."""
+    after = running.cpu_seconds() if running is not None else None
+    if before is None or after is None:
+        return reply
+    return replace(reply, cpu=max(0.0, after - before))
 
 
 class _AsyncWatched:
@@ -323,7 +331,4 @@ class _AsyncWatched:
         except BotFault:
             self._slot.failed()
             raise
-        after = running.cpu_seconds() if running is not None else None
-        if before is None or after is None:
-            return reply
-        return replace(reply, cpu=max(0.0, after - before))
+        return _with_cpu(reply, running, before)
