@@ -25,17 +25,20 @@ from arena.db import (
     RatingLine,
     RatingSnapshot,
     StoredSnapshot,
-    forfeit_counts,
     get_tournament,
-    pair_counts,
     save_rating_snapshot,
     submission_labels,
     table_forfeit_counts,
     table_games,
     table_pair_counts,
 )
-from arena.db.elo import elo_board, replayed_elo
-from arena.db.results import DealPairKind, deal_pair_counts
+from arena.db.elo import board_tallies, elo_board, replayed_elo
+from arena.db.results import (
+    DealPairKind,
+    aggregated_forfeit_counts,
+    aggregated_pair_counts,
+    deal_pair_counts,
+)
 
 if TYPE_CHECKING:
     from leaderboard.ratings import BayesEloFit, DealPair
@@ -216,9 +219,15 @@ def standings(
     )
     kinds: list[DealPairKind] | None = None
     if kind == ("default", 2):
-        counts = pair_counts(session=session, tournament_id=tournament_id)
-        forfeits = forfeit_counts(session=session, tournament_id=tournament_id)
-        counted = sum(c.games for c in counts)
+        tallies = board_tallies(
+            session=session, tournament_id=tournament_id, ruleset=kind[0], players=kind[1]
+        )
+        if tallies is not None:  # the usual case: recorded through arena.db
+            counts, forfeits, counted = tallies.pairs, tallies.forfeits, tallies.games
+        else:
+            counts = aggregated_pair_counts(session=session, tournament_id=tournament_id)
+            forfeits = aggregated_forfeit_counts(session=session, tournament_id=tournament_id)
+            counted = sum(c.games for c in counts)
         kinds = deal_pair_counts(session=session, tournament_id=tournament_id)
     else:
         played = table_games(

@@ -1,8 +1,9 @@
 """Recording many new games at once (imports, benchmarks): one statement per chunk of rows.
 
 :func:`record_games` stores exactly what :func:`arena.db.record_game` would store for each
-game (the same validation and the same row values) and applies them to live Elo in the same
-transaction, but is not idempotent: it is for games that are not stored yet.
+game (the same validation and the same row values) and applies them to live Elo and the
+boards' tallies in the same transaction, but is not idempotent: it is for games that are not
+stored yet.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
-from arena.db.elo import ScoredGame, apply_games, scored_pairs
+from arena.db.elo import ScoredGame, apply_games, forfeiter, scored_pairs
 from arena.db.enums import SeriesStatus
 from arena.db.errors import ConflictError, InvalidRecordError, NotFoundError
 
@@ -73,6 +74,13 @@ def record_games(games: Sequence[tuple[GameRecord, GamePlace]], *, session: Sess
                     seats=row["seats"],
                     pairwise=row["pairwise"],
                 ),
+                forfeiter(
+                    row["forfeit_seat"],
+                    row["seat0_submission_id"],
+                    row["seat1_submission_id"],
+                    row["seats"],
+                ),
+                None if row["forfeit_seat"] is None else str(row["end_reason"]),
             )
             for game_id, row in zip(ids, rows, strict=True)
             if not row["voided"]

@@ -28,6 +28,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
+from arena.db.records import PairCounts
 from arena.db.table_results import table_pair_scores
 from arena.elo import INITIAL_RATING, NEW_BOT_GAMES, expected_score, k_factor
 
@@ -50,6 +51,8 @@ _GAMES = sa.table(
     sa.column("seat1_submission_id", sa.Integer),
     sa.column("seats", sa.JSON),
     sa.column("pairwise", sa.JSON),
+    sa.column("forfeit_seat", sa.Integer),
+    sa.column("end_reason", sa.String),
 )
 _SERIES = sa.table("series", sa.column("id", sa.Integer), sa.column("tournament_id", sa.Integer))
 SCOPES = sa.table(
@@ -69,6 +72,29 @@ RATINGS = sa.table(
     sa.column("rating", sa.Float),
     sa.column("games", sa.Integer),
 )
+PAIRS = sa.table(
+    "board_pairs",
+    sa.column("tournament_id", sa.Integer),
+    sa.column("ruleset", sa.String),
+    sa.column("players", sa.Integer),
+    sa.column("first_submission_id", sa.Integer),
+    sa.column("second_submission_id", sa.Integer),
+    sa.column("wins", sa.Integer),
+    sa.column("draws", sa.Integer),
+    sa.column("losses", sa.Integer),
+)
+FORFEITS = sa.table(
+    "board_forfeits",
+    sa.column("tournament_id", sa.Integer),
+    sa.column("ruleset", sa.String),
+    sa.column("players", sa.Integer),
+    sa.column("submission_id", sa.Integer),
+    sa.column("reason", sa.String),
+    sa.column("games", sa.Integer),
+)
+_SCOPE_KEY = ("tournament_id", "ruleset", "players")
+_PAIR_KEY = (*_SCOPE_KEY, "first_submission_id", "second_submission_id")
+_FORFEIT_KEY = (*_SCOPE_KEY, "submission_id", "reason")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +145,10 @@ class ScoredGame:
     ruleset: str
     players: int
     pairs: tuple[tuple[int, int, float], ...]  # (first, second, first's score)
+    forfeiter: int | None = None
+    """The submission that forfeited the game, if one did."""
+    forfeit_reason: str | None = None
+    """How the game ended when one forfeited (a :class:`GameEndReason` value)."""
 
     def scopes(self) -> tuple[Scope, Scope]:
         """The board of all tournaments first, then its tournament's (the lock order)."""
@@ -162,6 +192,15 @@ def scored_pairs(
     return ((int(first), int(second), score),)
 
 
+def forfeiter(
+    forfeit_seat: int | None, seat0: int, seat1: int, seats: Sequence[int] | None
+) -> int | None:
+    """The submission in ``forfeit_seat`` (None when nobody forfeited)."""
+    if forfeit_seat is None:
+        return None
+    return int((seats or (seat0, seat1))[forfeit_seat])
+
+
 def _scored(row: Any) -> ScoredGame:
     return ScoredGame(
         int(row.id),
@@ -178,6 +217,8 @@ def _scored(row: Any) -> ScoredGame:
             seats=row.seats,
             pairwise=row.pairwise,
         ),
+        forfeiter(row.forfeit_seat, row.seat0_submission_id, row.seat1_submission_id, row.seats),
+        None if row.forfeit_seat is None else str(row.end_reason),
     )
 
 
@@ -196,6 +237,8 @@ def _light_query() -> sa.Select[Any]:
             g.seat1_submission_id,
             g.seats,
             g.pairwise,
+            g.forfeit_seat,
+            g.end_reason,
         )
         .select_from(_GAMES.join(_SERIES, _SERIES.c.id == g.series_id))
         .where(g.voided.is_(False))
@@ -297,11 +340,71 @@ def _save(
         connection.execute(RATINGS.insert(), new)
 
 
-def apply_games(connection: Connection, games: Sequence[ScoredGame]) -> None:
-    """Apply newly recorded counted games, in this order, to their boards.
+def _pair_column(score: float) -> int:
+    # 0: the first's win, 1: a draw, 2: the first's loss (board_pairs' three counts).
+    return 0 if score == 1.0 else (1 if score == 0.5 else 2)
+
+
+def _add_tallies(connection: Connection, scope: Scope, games: Iterable[ScoredGame]) -> None:
+    """Add the games' pairwise results and forfeits to the scope's stored tallies."""
+    pairs: dict[tuple[int, int], list[int]] = {}
+    forfeits: dict[tuple[int, str], int] = {}
+    for game in games:
+        for a, b, score in game.pairs:
+            pairs.setdefault((a, b), [0, 0, 0])[_pair_column(score)] += 1
+        if game.forfeiter is not None:
+            key = (game.forfeiter, game.forfeit_reason or "")
+            forfeits[key] = forfeits.get(key, 0) + 1
+    scope_values = {
+        "tournament_id": scope.tournament_id,
+        "ruleset": scope.ruleset,
+        "players": scope.players,
+    }
+    if pairs:
+        insert = _insert(connection, PAIRS)
+        connection.execute(
+            insert.on_conflict_do_update(
+                index_elements=list(_PAIR_KEY),
+                set_={
+                    name: PAIRS.c[name] + insert.excluded[name]
+                    for name in ("wins", "draws", "losses")
+                },
+            ),
+            [
+                scope_values
+                | {
+                    "first_submission_id": a,
+                    "second_submission_id": b,
+                    "wins": w,
+                    "draws": d,
+                    "losses": lo,
+                }
+                for (a, b), (w, d, lo) in sorted(pairs.items())
+            ],
+        )
+    if forfeits:
+        insert = _insert(connection, FORFEITS)
+        connection.execute(
+            insert.on_conflict_do_update(
+                index_elements=list(_FORFEIT_KEY),
+                set_={"games": FORFEITS.c.games + insert.excluded.games},
+            ),
+            [
+                scope_values | {"submission_id": sid, "reason": reason, "games": n}
+                for (sid, reason), n in sorted(forfeits.items())
+            ],
+        )
+
+
+def apply_games(
+    connection: Connection, games: Sequence[ScoredGame], *, tallies: bool = True
+) -> None:
+    """Apply newly recorded counted games, in this order, to their boards: live Elo and, with
+    ``tallies``, the per-pair results and forfeits (``board_pairs``, ``board_forfeits``).
 
     Loads each touched board once (only the submissions the games involve), so recording one
-    game or a bulk of them costs the same handful of statements per board.
+    game or a bulk of them costs the same handful of statements per board. ``tallies=False``
+    is for migration 0006, which runs before the tally tables exist.
     """
     by_scope: dict[Scope, list[ScoredGame]] = {}
     for game in games:
@@ -317,6 +420,8 @@ def apply_games(connection: Connection, games: Sequence[ScoredGame]) -> None:
         for game in applied:
             apply_pairs(state, game.pairs)
         _save(connection, scope, before, state)
+        if tallies:
+            _add_tallies(connection, scope, applied)
         connection.execute(
             SCOPES.update()
             .where(scope.where(SCOPES))
@@ -337,25 +442,34 @@ def record_elo(game_id: int | None, *, session: Session) -> None:
         apply_games(connection, [scored])
 
 
-def rebuild_elo(connection: Connection, scopes: Iterable[Scope] | None = None) -> None:
+def rebuild_elo(
+    connection: Connection, scopes: Iterable[Scope] | None = None, *, tallies: bool = True
+) -> None:
     """Replay the counted games of ``scopes`` (every board when None) by id, replacing their
-    live Elo. Used by migration 0006 and when a recorded game is voided."""
+    live Elo and (with ``tallies``) their per-pair results and forfeits. Used by migrations
+    0006 (without tallies) and 0010, and when a recorded game is voided."""
+    tables = (RATINGS, PAIRS, FORFEITS) if tallies else (RATINGS,)
     if scopes is None:
-        connection.execute(RATINGS.delete())
+        for table in tables:
+            connection.execute(table.delete())
         connection.execute(SCOPES.delete())
-        apply_games(connection, stored_scored_games(connection))
+        apply_games(connection, stored_scored_games(connection), tallies=tallies)
         return
     for scope in sorted(set(scopes), key=lambda s: (s.tournament_id, s.ruleset, s.players)):
         _lock_scope(connection, scope)
-        connection.execute(RATINGS.delete().where(scope.where(RATINGS)))
+        for table in tables:
+            connection.execute(table.delete().where(scope.where(table)))
         # apply_games would also touch the other board of each game: replay this one only.
         count = 0
         last: int | None = None
         state: dict[int, tuple[float, int]] = {}
-        for game in stored_scored_games(connection, scope):
+        games = stored_scored_games(connection, scope)
+        for game in games:
             apply_pairs(state, game.pairs)
             count, last = count + 1, game.game_id
         _save(connection, scope, {}, state)
+        if tallies:
+            _add_tallies(connection, scope, games)
         connection.execute(
             SCOPES.update().where(scope.where(SCOPES)).values(games=count, last_game_id=last)
         )
@@ -402,3 +516,71 @@ def replayed_elo(
         apply_pairs(state, game.pairs)
     entries = {sid: EloEntry(sid, rating, g) for sid, (rating, g) in state.items()}
     return EloBoard(len(games), entries)
+
+
+@dataclass(frozen=True)
+class BoardTallies:
+    """A board's stored per-pair results and forfeits, as kept by :func:`apply_games`."""
+
+    games: int
+    """Counted games the tallies account for."""
+    pairs: list[PairCounts]
+    """W/D/L of every ordered pair (first, second), sorted by (first, second) id."""
+    forfeits: dict[int, dict[str, int]]
+    """For each submission that forfeited counted games: ``{reason: count}``."""
+
+
+def counted_games(connection: Connection, scope: Scope) -> int:
+    """How many counted games the board has, counted in the games table itself."""
+    g = _GAMES.c
+    query = sa.select(sa.func.count()).select_from(_GAMES)
+    query = query.where(g.voided.is_(False), g.ruleset == scope.ruleset)
+    if scope.ruleset != "default":
+        # The default game is two-player by its rules; leaving the size out keeps this
+        # count inside ix_games_standings, which has no column for it.
+        query = query.where(g.players == scope.players)
+    if scope.tournament_id != ALL_TOURNAMENTS:
+        query = query.join(_SERIES, _SERIES.c.id == g.series_id).where(
+            _SERIES.c.tournament_id == scope.tournament_id
+        )
+    return int(connection.execute(query).scalar_one())
+
+
+def board_tallies(
+    *, session: Session, tournament_id: int | None, ruleset: str, players: int
+) -> BoardTallies | None:
+    """The board's stored tallies (all tournaments when ``tournament_id`` is None), or None
+    when they do not account for exactly its counted games (rows written around
+    :func:`arena.db.record_game`, or a game recorded between these reads on a database
+    whose reads are not one snapshot): the caller then aggregates the games themselves.
+
+    Costs one count over the standings' index and two reads of small tables, whatever the
+    number of games.
+    """
+    scope = Scope(tournament_id or ALL_TOURNAMENTS, ruleset, players)
+    connection = session.connection()
+    counted = counted_games(connection, scope)
+    row = connection.execute(sa.select(SCOPES.c.games).where(scope.where(SCOPES))).first()
+    if (0 if row is None else int(row[0])) != counted:
+        return None
+    forfeits: dict[int, dict[str, int]] = {}
+    for sid, reason, n in connection.execute(
+        sa.select(FORFEITS.c.submission_id, FORFEITS.c.reason, FORFEITS.c.games).where(
+            scope.where(FORFEITS), FORFEITS.c.games > 0
+        )
+    ):
+        forfeits.setdefault(int(sid), {})[str(reason)] = int(n)
+    p = PAIRS.c
+    pairs = [
+        PairCounts(int(a), int(b), int(w), int(d), int(lo))
+        for a, b, w, d, lo in connection.execute(
+            sa.select(p.first_submission_id, p.second_submission_id, p.wins, p.draws, p.losses)
+            .where(scope.where(PAIRS))
+            .order_by(p.first_submission_id, p.second_submission_id)
+        )
+        if w or d or lo
+    ]
+    # Each game is one pairwise result per pair of its seats (rules-classic.md).
+    if sum(c.games for c in pairs) != counted * (players * (players - 1) // 2):
+        return None
+    return BoardTallies(counted, pairs, forfeits)

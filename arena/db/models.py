@@ -432,6 +432,43 @@ class EloRatingRow(SQLModel, table=True):
     games: int
 
 
+class BoardPairRow(SQLModel, table=True):
+    """One ordered pair's counted results on one board (see :class:`EloScope`), from the
+    first's side: the first mover of the default game, the seat playing earlier at a
+    classic table. Kept up to date with live Elo, so the standings read per-pair results
+    without aggregating every game."""
+
+    __tablename__ = "board_pairs"
+
+    tournament_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    ruleset: str = Field(sa_type=String(16), primary_key=True)
+    players: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    first_submission_id: int = Field(
+        foreign_key="submissions.id", primary_key=True, sa_column_kwargs={"autoincrement": False}
+    )
+    second_submission_id: int = Field(
+        foreign_key="submissions.id", primary_key=True, sa_column_kwargs={"autoincrement": False}
+    )
+    wins: int
+    draws: int
+    losses: int
+
+
+class BoardForfeitRow(SQLModel, table=True):
+    """How many counted games of one board a submission forfeited, by how they ended."""
+
+    __tablename__ = "board_forfeits"
+
+    tournament_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    ruleset: str = Field(sa_type=String(16), primary_key=True)
+    players: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    submission_id: int = Field(
+        foreign_key="submissions.id", primary_key=True, sa_column_kwargs={"autoincrement": False}
+    )
+    reason: str = Field(sa_type=String(64), primary_key=True)
+    games: int
+
+
 # The standings' aggregates (per-pair counts, forfeits, deal pairs) read only these columns
 # of the counted games: a covering index lets the database scan it instead of the games'
 # rows, which carry the deal and the moves (2 GB of rows against ~100 MB of index at 10^6

@@ -10,6 +10,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col
 from sqlmodel import select as select_rows
 
+from arena.db.elo import board_tallies
 from arena.db.models import Game, Series
 from arena.db.records import GameOutcome, PairCounts
 
@@ -56,8 +57,22 @@ def pair_counts(*, session: Session, tournament_id: int | None = None) -> list[P
     """W/D/L of every ordered pair (first mover, second), from the first mover's side.
 
     Over all counted games, or one tournament's. Sorted by (first, second) id. This is
-    what a Bradley–Terry fit with a first-mover advantage consumes.
+    what a Bradley–Terry fit with a first-mover advantage consumes. Read from the board's
+    stored tallies when they account for every counted game, else aggregated from the
+    games (:func:`aggregated_pair_counts`); both give the same counts.
     """
+    tallies = board_tallies(
+        session=session, tournament_id=tournament_id, ruleset="default", players=2
+    )
+    if tallies is not None:
+        return tallies.pairs
+    return aggregated_pair_counts(session=session, tournament_id=tournament_id)
+
+
+def aggregated_pair_counts(
+    *, session: Session, tournament_id: int | None = None
+) -> list[PairCounts]:
+    """:func:`pair_counts` grouped by the database over every counted game (the slow path)."""
     first = _FIRST_SUB.label("first")
     second = _SECOND_SUB.label("second")
     query = _scoped(
@@ -102,7 +117,20 @@ def game_outcomes(*, session: Session, tournament_id: int | None = None) -> list
 def forfeit_counts(
     *, session: Session, tournament_id: int | None = None
 ) -> dict[int, dict[str, int]]:
-    """For each submission that forfeited counted games: ``{reason: count}``."""
+    """For each submission that forfeited counted games: ``{reason: count}`` (from the
+    board's stored tallies when they account for every counted game)."""
+    tallies = board_tallies(
+        session=session, tournament_id=tournament_id, ruleset="default", players=2
+    )
+    if tallies is not None:
+        return tallies.forfeits
+    return aggregated_forfeit_counts(session=session, tournament_id=tournament_id)
+
+
+def aggregated_forfeit_counts(
+    *, session: Session, tournament_id: int | None = None
+) -> dict[int, dict[str, int]]:
+    """:func:`forfeit_counts` grouped by the database over every counted game."""
     offender = case(
         (col(Game.forfeit_seat) == 0, col(Game.seat0_submission_id)),
         else_=col(Game.seat1_submission_id),
@@ -140,16 +168,22 @@ def deal_pair_counts(
     """The counted default games as deal pairs, counted by kind in the database, when every
     one of them is in a duplicate series and every odd-numbered one has its partner (the
     next number); else None (intervals are then per game). Games 1+2, 3+4, ... are pairs."""
-    other = Series.__table__.alias("fmt")  # type: ignore[attr-defined]
-    unpaired_format = _scoped(
-        select(func.count())
-        .select_from(Game)
-        .join(other, other.c.id == col(Game.series_id))
-        .where(other.c.format != "duplicate"),
-        tournament_id,
-    ).where(*_counted(tournament_id))
+    # A series of another format with a counted game: one index probe per series (series
+    # are few), where joining every game to its series' format read them all.
+    has_counted = (
+        select(col(Game.id))
+        .where(
+            col(Game.ruleset) == "default",
+            col(Game.voided).is_(False),
+            col(Game.series_id) == col(Series.id),
+        )
+        .exists()
+    )
+    unpaired_format = select(col(Series.id)).where(col(Series.format) != "duplicate", has_counted)
+    if tournament_id is not None:
+        unpaired_format = unpaired_format.where(col(Series.tournament_id) == tournament_id)
     connection = session.connection()
-    if connection.execute(unpaired_format).scalar_one():
+    if connection.execute(unpaired_format.limit(1)).first() is not None:
         return None
     odd = _scoped(select(func.count()).select_from(Game), tournament_id).where(
         *_counted(tournament_id), col(Game.number) % 2 == 1

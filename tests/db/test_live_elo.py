@@ -19,7 +19,7 @@ from arena.db import (
     series_of_tournament,
     void_game,
 )
-from arena.db.elo import EloBoard, elo_board, replayed_elo
+from arena.db.elo import EloBoard, board_tallies, elo_board, replayed_elo
 from arena.db.migrate import alembic_config, current_revision, head_revision, upgrade_engine
 from leaderboard.ratings import EloTracker, Game, Outcome
 from referee.protocol.messages import GameEndReason
@@ -134,3 +134,8 @@ def test_concurrent_writers_lose_no_update(db: Database, world: World) -> None:
     # Every game moved both bots' counts: a lost update would leave fewer.
     assert sorted(e.games for e in board.entries.values()) == [20, 20]
     assert _board(db, t.id).games == 20
+    # The per-pair tallies are updated under the same lock: none lost either.
+    with db.read_session() as s:
+        tallies = board_tallies(session=s, tournament_id=t.id, ruleset="default", players=2)
+    assert tallies is not None
+    assert sum(c.games for c in tallies.pairs) == 20

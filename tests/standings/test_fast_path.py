@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from arena.db import (
     Database,
@@ -37,8 +37,15 @@ from arena.db import (
     submit,
     void_game,
 )
-from arena.db.elo import elo_board, rebuild_elo
-from arena.db.table_results import table_pair_scores
+from arena.db.elo import board_tallies, elo_board, rebuild_elo
+from arena.db.records import PairCounts as PairCountsRow
+from arena.db.results import aggregated_forfeit_counts, aggregated_pair_counts
+from arena.db.table_results import (
+    table_forfeit_counts,
+    table_games,
+    table_pair_counts,
+    table_pair_scores,
+)
 from leaderboard.ratings import (
     BayesEloFit,
     DealPair,
@@ -365,13 +372,38 @@ def test_fast_standings_equal_the_replayed_ones(seed: int) -> None:
                         ruleset=ruleset,
                         players=players,
                     )
+                    tallies = board_tallies(
+                        session=session,
+                        tournament_id=tournament_id,
+                        ruleset=ruleset,
+                        players=players,
+                    )
+                    aggregated = _aggregated(session, tournament_id, ruleset, players)
                 expected = reference(built.db, tournament_id, ruleset, players)
                 _compare(board, expected)
+                # The stored tallies are what the standings read, and equal the games' counts.
+                assert tallies is not None
+                assert (tallies.pairs, tallies.forfeits) == aggregated
                 # The live state itself accounts for every counted game (no replay fallback).
                 assert stored.games == sum(
                     1 for _ in _counted(built.db, tournament_id, ruleset, players)
                 )
         built.db.close()
+
+
+def _aggregated(
+    session: Session, tournament_id: int | None, ruleset: str, players: int
+) -> tuple[list[PairCountsRow], dict[int, dict[str, int]]]:
+    """Per-pair results and forfeits counted from the games themselves."""
+    if ruleset == "default":
+        return (
+            aggregated_pair_counts(session=session, tournament_id=tournament_id),
+            aggregated_forfeit_counts(session=session, tournament_id=tournament_id),
+        )
+    played = table_games(
+        session=session, ruleset=ruleset, players=players, tournament_id=tournament_id
+    )
+    return table_pair_counts(played), table_forfeit_counts(played)
 
 
 def _counted(db: Database, tournament_id: int | None, ruleset: str, players: int) -> list[int]:
@@ -399,12 +431,16 @@ def test_a_rebuild_reproduces_the_live_state(tmp_path: Path) -> None:
     def snapshot() -> list[Any]:
         with built.db.read_session() as session:
             return [
-                elo_board(session=session, tournament_id=t, ruleset=r, players=p)
+                (
+                    elo_board(session=session, tournament_id=t, ruleset=r, players=p),
+                    board_tallies(session=session, tournament_id=t, ruleset=r, players=p),
+                )
                 for t, r, p in scopes
             ]
 
     live = snapshot()
-    assert any(board.entries for board in live)
+    assert any(board.entries for board, _ in live)
+    assert all(tallies is not None for _, tallies in live)
     with built.db.session() as session:
         rebuild_elo(session.connection())
     assert snapshot() == live

@@ -69,7 +69,7 @@ def upgrade() -> None:
         ),
     )
     op.create_index("ix_games_standings", "games", list(STANDINGS_COLUMNS))
-    rebuild_elo(op.get_bind())
+    rebuild_elo(op.get_bind(), tallies=False)  # the tally tables come with 0010
 
 
 def downgrade() -> None:
