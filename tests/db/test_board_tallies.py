@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import sqlalchemy as sa
 from alembic import command
+from sqlmodel import col
 
 from arena.db import Database, record_game, record_games, void_game
 from arena.db.elo import BoardTallies, board_tallies
@@ -70,7 +71,7 @@ def test_voiding_a_game_rebuilds_the_tallies(db: Database, world: World) -> None
     _record(db, world)
     with db.session() as s:
         forfeited = s.execute(
-            sa.select(Game.id).where(Game.end_reason == "timeout")  # type: ignore[arg-type]
+            sa.select(col(Game.id)).where(col(Game.end_reason) == "timeout")
         ).scalar_one()
         void_game(forfeited, "found broken", session=s)
     tallies = _tallies(db)

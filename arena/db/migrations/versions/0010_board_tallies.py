@@ -8,7 +8,8 @@ Additive: ``board_pairs`` (each board's W/D/L per ordered pair) and ``board_forf
 board's forfeits per submission and ending), updated in the transaction that records a game,
 like live Elo (0006). The standings then read them instead of grouping every game. The
 upgrade replays every counted game by id into all boards (live Elo included: the same
-numbers); the downgrade drops both tables (the standings aggregate the games again).
+numbers). It also adds ``ix_games_voided``, a partial index of the voided games, so progress
+counts them without reading every game. The downgrade drops both tables and the index.
 """
 
 from __future__ import annotations
@@ -77,10 +78,19 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint(*_SCOPE, "submission_id", "reason", name="pk_board_forfeits"),
     )
+    op.create_index(
+        "ix_games_voided",
+        "games",
+        ["series_id"],
+        sqlite_where=sa.text("voided = 1"),
+        postgresql_where=sa.text("voided"),
+    )
     rebuild_elo(op.get_bind())
 
 
 def downgrade() -> None:
-    """Drop the tally tables (the standings aggregate the stored games instead)."""
+    """Drop the tally tables and the index of voided games (the standings aggregate the
+    stored games instead)."""
+    op.drop_index("ix_games_voided", table_name="games")
     op.drop_table("board_forfeits")
     op.drop_table("board_pairs")
