@@ -626,18 +626,27 @@ class Game:
                 # Nothing covers: only "take".
                 self._listed = _TAKE_ONLY
                 return [_TAKE_ACTION]
+            if hand == covers and not hand & (hand - 1):
+                # The last card covers: it may go out once the stock is empty.
+                actions = (
+                    [_TAKE_ACTION]
+                    if self._stock
+                    else [_TAKE_ACTION, _GO_OUTS[0][hand.bit_length() - 1]]
+                )
+                self._listed = tuple(actions)
+                return actions
+            # For each covering card x, "cover x, lead y" for the other cards y, concatenated
+            # from the runs of six 6-bit slices of the hand (split in halves first: a 36-bit
+            # int is slow to shift and mask, an 18-bit one is not).
+            low = hand & 0x3FFFF
+            high = hand >> 18
+            h0 = low & 63
+            h1 = low >> 6 & 63
+            h2 = low >> 12
+            h3 = high & 63
+            h4 = high >> 6 & 63
+            h5 = high >> 12
             if covers & (covers - 1):
-                # Several covering cards (so two or more cards in hand): for each covering
-                # card x, "cover x, lead y" for the other cards y, from six 6-bit slices of
-                # the hand (split in halves first: a 36-bit int is slow to shift and mask).
-                low = hand & 0x3FFFF
-                high = hand >> 18
-                h0 = low & 63
-                h1 = low >> 6 & 63
-                h2 = low >> 12
-                h3 = high & 63
-                h4 = high >> 6 & 63
-                h5 = high >> 12
                 actions = [_TAKE_ACTION]
                 for x in (
                     _IDX_LOW[covers & 0xFFF]
@@ -651,19 +660,10 @@ class Game:
                     actions += t3[h3]
                     actions += t4[h4]
                     actions += t5[h5]
-                self._listed = tuple(actions)
-                return actions
-            cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
-            if len(cards) < 2:
-                # The last card covers: it may go out once the stock is empty.
-                actions = [_TAKE_ACTION] if self._stock else [_TAKE_ACTION, _GO_OUTS[0][cards[0]]]
             else:
-                # One covering card x (the common case, without a loop): one C-level gather
-                # picks "cover x, lead y" for every y in the hand; the row's hole at y == x
-                # (None) is deleted right after.
-                x = covers.bit_length() - 1
-                actions = [_TAKE_ACTION, *itemgetter(*cards)(_COVER_ROWS[0][x])]
-                del actions[1 + cards.index(x)]
+                # One covering card (the common case): no loop.
+                t0, t1, t2, t3, t4, t5 = _COVER_SLICES[covers.bit_length() - 1]
+                actions = [_TAKE_ACTION, *t0[h0], *t1[h1], *t2[h2], *t3[h3], *t4[h4], *t5[h5]]
         else:
             actions = self._list_hand(hand, 0)
         # The caller gets the fresh list; the cache is a private immutable copy (see play).
