@@ -109,7 +109,7 @@ def _cover_slices() -> tuple[tuple[tuple[tuple[Action, ...], ...], ...], ...]:
             by_bits: list[tuple[Action, ...]] = [()]
             for i in range(6):
                 action = row[j + i]
-                by_bits += by_bits if action is None else [t + (action,) for t in by_bits]
+                by_bits += by_bits if action is None else [(*t, action) for t in by_bits]
             slices.append(tuple(by_bits))
         table.append(tuple(slices))
     return tuple(table)
