@@ -107,9 +107,12 @@ def _cover_slices() -> tuple[tuple[tuple[tuple[Action, ...], ...], ...], ...]:
             # Doubling: the patterns with bit i set are those without it plus card j + i (the
             # patterns holding x itself repeat those without it: x cannot lead after covering).
             by_bits: list[tuple[Action, ...]] = [()]
-            for i in range(6):
-                action = row[j + i]
-                by_bits += by_bits if action is None else [(*t, action) for t in by_bits]
+            for action in row[j : j + 6]:
+                if action is None:
+                    by_bits *= 2
+                else:
+                    one = (action,)
+                    by_bits += [t + one for t in by_bits]
             slices.append(tuple(by_bits))
         table.append(tuple(slices))
     return tuple(table)
