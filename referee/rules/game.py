@@ -97,6 +97,35 @@ _IDX_MID: Final = _index_table(12)
 _IDX_HIGH: Final = _index_table(24)
 
 
+def _cover_slices() -> tuple[tuple[tuple[tuple[Action, ...], ...], ...], ...]:
+    """``table[x][j][bits]``: the actions "cover x, lead y" (no swap), in card-index order, for
+    the cards y = 6j + i of the set bits i of a 6-bit pattern, leaving out y == x."""
+    table = []
+    for row in _COVER_ROWS[0]:
+        slices = []
+        for j in range(0, N_CARDS, 6):
+            # Doubling: the patterns with bit i set are those without it plus card j + i (the
+            # patterns holding x itself repeat those without it: x cannot lead after covering).
+            by_bits: list[tuple[Action, ...]] = [()]
+            for action in row[j : j + 6]:
+                if action is None:
+                    by_bits *= 2
+                else:
+                    one = (action,)
+                    by_bits += [t + one for t in by_bits]
+            slices.append(tuple(by_bits))
+        table.append(tuple(slices))
+    return tuple(table)
+
+
+# The covers of a hand on a non-empty pile (no swap) are concatenated from these precomputed
+# runs of actions, six per covering card, instead of gathered one action at a time (~300
+# instructions an action through ``itemgetter``): it pays most on the long lists of several
+# covering cards (~30 % of the positions, ~80 % of the listed actions). 36 x 6 x 64 tuples,
+# ~0.45 MB, ~2.7 ms at import.
+_COVER_SLICES: Final = _cover_slices()
+
+
 def _nth_bit(mask: int, n: int) -> int:
     """Index of the ``n``-th lowest set bit of ``mask`` (0-based)."""
     for _ in range(n):
@@ -601,19 +630,44 @@ class Game:
                 # Nothing covers: only "take".
                 self._listed = _TAKE_ONLY
                 return [_TAKE_ACTION]
-            cards = _IDX_LOW[hand & 0xFFF] + _IDX_MID[hand >> 12 & 0xFFF] + _IDX_HIGH[hand >> 24]
-            if len(cards) < 2:
+            if hand == covers and not hand & (hand - 1):
                 # The last card covers: it may go out once the stock is empty.
-                actions = [_TAKE_ACTION] if self._stock else [_TAKE_ACTION, _GO_OUTS[0][cards[0]]]
-            elif covers & (covers - 1):
-                actions = self._list_covers(cards, covers, 0)
+                actions = (
+                    [_TAKE_ACTION]
+                    if self._stock
+                    else [_TAKE_ACTION, _GO_OUTS[0][hand.bit_length() - 1]]
+                )
+                self._listed = tuple(actions)
+                return actions
+            # For each covering card x, "cover x, lead y" for the other cards y, concatenated
+            # from the runs of six 6-bit slices of the hand (split in halves first: a 36-bit
+            # int is slow to shift and mask, an 18-bit one is not).
+            low = hand & 0x3FFFF
+            high = hand >> 18
+            h0 = low & 63
+            h1 = low >> 6 & 63
+            h2 = low >> 12
+            h3 = high & 63
+            h4 = high >> 6 & 63
+            h5 = high >> 12
+            if covers & (covers - 1):
+                actions = [_TAKE_ACTION]
+                for x in (
+                    _IDX_LOW[covers & 0xFFF]
+                    + _IDX_MID[covers >> 12 & 0xFFF]
+                    + _IDX_HIGH[covers >> 24]
+                ):
+                    t0, t1, t2, t3, t4, t5 = _COVER_SLICES[x]
+                    actions += t0[h0]
+                    actions += t1[h1]
+                    actions += t2[h2]
+                    actions += t3[h3]
+                    actions += t4[h4]
+                    actions += t5[h5]
             else:
-                # One covering card x (the common case, without a loop): one C-level gather
-                # picks "cover x, lead y" for every y in the hand; the row's hole at y == x
-                # (None) is deleted right after.
-                x = covers.bit_length() - 1
-                actions = [_TAKE_ACTION, *itemgetter(*cards)(_COVER_ROWS[0][x])]
-                del actions[1 + cards.index(x)]
+                # One covering card (the common case): no loop.
+                t0, t1, t2, t3, t4, t5 = _COVER_SLICES[covers.bit_length() - 1]
+                actions = [_TAKE_ACTION, *t0[h0], *t1[h1], *t2[h2], *t3[h3], *t4[h4], *t5[h5]]
         else:
             actions = self._list_hand(hand, 0)
         # The caller gets the fresh list; the cache is a private immutable copy (see play).
