@@ -1,17 +1,19 @@
-"""The decision deadline of :class:`referee.client.AsyncBotClient`: one alarm per client,
-moved only when a deadline comes sooner, with the semantics of ``asyncio.timeout_at``
-around each decision (a timeout at the deadline, a late reply discarded by the next request,
-a cancel of the task still a cancel)."""
+"""The decision deadline of :class:`referee.client.AsyncBotClient` (its :class:`Deadline`):
+one alarm per client, moved only when a deadline comes sooner, with the semantics of
+``asyncio.timeout_at`` around each decision (a timeout at the deadline, a late reply
+discarded by the next request, a cancel of the task still a cancel)."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 import pytest
 
-from referee.client import AsyncBotClient, BotTimeoutError, Reply
+from referee.client import AsyncBotClient, BotTimeoutError, Deadline, Reply
 from referee.protocol.messages import (
     PROTOCOL_VERSION,
     BotMessage,
@@ -28,6 +30,8 @@ from referee.rules import Game
 from tests.protocol.helpers import raw_server
 
 pytestmark = pytest.mark.timeout(60)
+
+T = TypeVar("T")
 
 CLOCK = Clock(move_ms=1000, bank_ms=10_000)
 HANDSHAKE = Handshake(
@@ -162,3 +166,116 @@ def test_cancelling_a_waiting_decision_is_a_cancel_not_a_timeout() -> None:
         cancelled, stray, answered, cancelling = asyncio.run(scenario())
     assert cancelled and stray == [bot.seen[0]] and answered == bot.seen[1]
     assert cancelling == 0
+
+
+# ---------------------------------------------------------------------------- Deadline alone
+
+
+class CountingLoop(asyncio.SelectorEventLoop):
+    """An event loop that counts the timers scheduled on it."""
+
+    timers = 0
+
+    def call_at(  # type: ignore[override]  # counts, then calls the same method
+        self, when: float, callback: Callable[..., object], *args: Any, context: Any = None
+    ) -> asyncio.TimerHandle:
+        self.timers += 1
+        return super().call_at(when, callback, *args, context=context)
+
+
+def _run(scenario: Callable[[], Coroutine[Any, Any, T]]) -> tuple[T, int]:
+    loop = CountingLoop()
+    try:
+        return loop.run_until_complete(scenario()), loop.timers
+    finally:
+        loop.close()
+
+
+async def _wait(deadline: Deadline, when: float, seconds: float) -> str:
+    """Sleep ``seconds`` under a deadline at ``when``: "done", "timeout" or "cancelled"."""
+    deadline.start(when)
+    try:
+        await asyncio.sleep(seconds)
+        return "done"
+    except asyncio.CancelledError:
+        if deadline.passed():
+            return "timeout"
+        return "cancelled"
+    finally:
+        deadline.stop()
+
+
+def test_a_deadline_cancels_the_wait_and_takes_its_cancel_back() -> None:
+    async def scenario() -> tuple[str, float, int]:
+        loop = asyncio.get_running_loop()
+        deadline = Deadline(loop)
+        start = loop.time()
+        outcome = await _wait(deadline, start + 0.05, 5.0)
+        task = asyncio.current_task()
+        assert task is not None
+        return outcome, loop.time() - start, task.cancelling()
+
+    (outcome, took, cancelling), _ = _run(scenario)
+    assert outcome == "timeout" and 0.05 <= took < 2.0 and cancelling == 0
+
+
+def test_one_timer_serves_many_waits_under_later_deadlines() -> None:
+    async def scenario() -> list[str]:
+        loop = asyncio.get_running_loop()
+        deadline = Deadline(loop)
+        outcomes = [await _wait(deadline, loop.time() + 30.0 + i, 0) for i in range(1000)]
+        deadline.close()
+        return outcomes
+
+    outcomes, timers = _run(scenario)
+    assert outcomes == ["done"] * 1000
+    assert timers <= 2  # asyncio.timeout_at would have scheduled 1000
+
+
+def test_a_sooner_deadline_moves_the_alarm_and_a_later_one_is_waited_for() -> None:
+    async def scenario() -> tuple[str, str, float]:
+        loop = asyncio.get_running_loop()
+        deadline = Deadline(loop)
+        assert await _wait(deadline, loop.time() + 30.0, 0) == "done"  # alarm 30 s away
+        sooner = await _wait(deadline, loop.time() + 0.05, 5.0)  # moved: times out
+        assert await _wait(deadline, loop.time() + 0.05, 0) == "done"  # alarm 0.05 s away
+        start = loop.time()
+        # Past the old alarm (0.05 s) but within this wait's own deadline (1 s).
+        later = await _wait(deadline, start + 1.0, 0.2)
+        return sooner, later, loop.time() - start
+
+    (sooner, later, took), _ = _run(scenario)
+    assert sooner == "timeout" and later == "done" and took >= 0.2
+
+
+def test_a_cancel_from_outside_is_not_taken_for_the_deadline() -> None:
+    async def scenario() -> tuple[str, str, int]:
+        loop = asyncio.get_running_loop()
+        deadline = Deadline(loop)
+        task = asyncio.current_task()
+        assert task is not None
+        loop.call_later(0.02, task.cancel)
+        before = await _wait(deadline, loop.time() + 5.0, 5.0)
+        task.uncancel()
+        # Cancelled from outside at the very time the deadline passes (both timers are due
+        # in the same iteration of the loop, before the task runs again): the cancel wins.
+        when = loop.time() + 0.05
+        loop.call_at(when, task.cancel)
+        both = await _wait(deadline, when, 5.0)
+        return before, both, task.cancelling()
+
+    (before, both, cancelling), _ = _run(scenario)
+    assert before == "cancelled" and both == "cancelled"
+    assert cancelling == 1  # the outside cancel is still counted; the deadline's was taken back
+
+
+def test_an_alarm_after_the_wait_ended_cancels_nothing() -> None:
+    async def scenario() -> str:
+        loop = asyncio.get_running_loop()
+        deadline = Deadline(loop)
+        assert await _wait(deadline, loop.time() + 0.05, 0) == "done"
+        await asyncio.sleep(0.2)  # the alarm rings with nothing pending
+        return "slept"
+
+    outcome, _ = _run(scenario)
+    assert outcome == "slept"
