@@ -21,8 +21,9 @@ Every server is its own process, serving on gRPC's asyncio API (any number of st
   ``--decisions`` decisions are made.
 
 CPU is this process's (``time.process_time``: gRPC's own threads included); the servers' CPU is
-printed for information. Each measurement is repeated and the best kept (the machine is
-shared; noise only adds).
+printed for information, and so is the kernel's part of this process's CPU (system time, of
+the best run: the transport's system calls; the rest is Python and gRPC in user space).
+Each measurement is repeated and the best kept (the machine is shared; noise only adds).
 """
 
 from __future__ import annotations
@@ -86,8 +87,13 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-Cost = tuple[float, float]
-"""Per round trip or decision: this process's CPU seconds, the servers' CPU seconds."""
+Cost = tuple[float, float, float]
+"""Per round trip or decision: this process's CPU seconds, the servers' CPU seconds, and the
+part of this process's CPU spent in the kernel (system time: the transport's calls)."""
+
+
+def _system_seconds() -> float:
+    return os.times().system
 
 
 async def bare(addresses: list[str], streams: int, rounds: int, pids: list[int]) -> Cost:
@@ -112,10 +118,14 @@ async def bare(addresses: list[str], streams: int, rounds: int, pids: list[int])
 
     await asyncio.gather(*(ask(p, 100) for p in pairs))  # warm-up
     per_pair = max(1, rounds // streams)
-    cpu, others = time.process_time(), _cpu_seconds(pids)
+    cpu, others, system = time.process_time(), _cpu_seconds(pids), _system_seconds()
     await asyncio.gather(*(ask(p, per_pair) for p in pairs))
     done = per_pair * streams
-    cost = ((time.process_time() - cpu) / done, (_cpu_seconds(pids) - others) / done)
+    cost = (
+        (time.process_time() - cpu) / done,
+        (_cpu_seconds(pids) - others) / done,
+        (_system_seconds() - system) / done,
+    )
     for pair in pairs:
         for call in pair:
             call.cancel()
@@ -159,9 +169,13 @@ async def referee(addresses: list[str], streams: int, decisions: int, pids: list
     await asyncio.gather(*(series(i, 1, "warm-up") for i in range(streams)))
     # ~170 decisions a game: enough games that every stream makes its share.
     games = max(1, -(-decisions // (170 * streams)))
-    cpu, others = time.process_time(), _cpu_seconds(pids)
+    cpu, others, system = time.process_time(), _cpu_seconds(pids), _system_seconds()
     made = sum(await asyncio.gather(*(series(i, games, "bench") for i in range(streams))))
-    cost = ((time.process_time() - cpu) / made, (_cpu_seconds(pids) - others) / made)
+    cost = (
+        (time.process_time() - cpu) / made,
+        (_cpu_seconds(pids) - others) / made,
+        (_system_seconds() - system) / made,
+    )
     for client in clients:
         await client.aclose()
     return cost
@@ -202,9 +216,13 @@ def blocking(addresses: list[str], decisions: int, pids: list[int]) -> Cost:
         return sum(len(g.moves) for g in result.games.values())
 
     series(1, "warm-up")
-    cpu, others = time.process_time(), _cpu_seconds(pids)
+    cpu, others, system = time.process_time(), _cpu_seconds(pids), _system_seconds()
     made = series(max(1, -(-decisions // 170)), "bench")
-    cost = ((time.process_time() - cpu) / made, (_cpu_seconds(pids) - others) / made)
+    cost = (
+        (time.process_time() - cpu) / made,
+        (_cpu_seconds(pids) - others) / made,
+        (_system_seconds() - system) / made,
+    )
     for client in clients:
         client.close()
     return cost
@@ -248,7 +266,7 @@ def main() -> int:
     )
     print(
         f"{'streams':>8}{'bare client':>13}{'referee':>9}{'overhead':>10}{'target':>8}"
-        f"{'echo servers':>14}{'bots':>6}"
+        f"{'echo servers':>14}{'bots':>6}{'system (bare/referee)':>23}"
     )
     failed = False
     before: list[Cost] = []
@@ -275,6 +293,7 @@ def main() -> int:
             print(
                 f"{streams:>8}{b[0] * 1e6:>13.0f}{r[0] * 1e6:>9.0f}{overhead:>10.0f}"
                 f"{'met' if met else 'missed':>8}{b[1] * 1e6:>14.0f}{r[1] * 1e6:>6.0f}"
+                f"{f'{b[2] * 1e6:.0f} / {r[2] * 1e6:.0f}':>23}"
             )
         loop.run_until_complete(asyncio.sleep(0.2))  # gRPC's own tasks of the closed calls end
         loop.close()

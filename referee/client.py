@@ -198,6 +198,96 @@ INBOX_LIMIT: Final = 8
 by its next request (every unasked message is a fault), so more would only cost memory."""
 
 
+class Deadline:
+    """A deadline for each of a series of waits of the calling task, with the semantics of
+    ``asyncio.timeout_at`` around each wait, for less.
+
+        deadline.start(when)             # the loop's clock
+        try:
+            ...                          # awaits
+        except asyncio.CancelledError:
+            if not deadline.passed():    # a cancel from outside goes on
+                raise
+            ...                          # the timeout
+        finally:
+            deadline.stop()
+
+    When ``when`` passes before :meth:`stop`, the task is cancelled, whatever it awaits;
+    :meth:`passed` then takes that cancel back and says so. If the task was also cancelled
+    from outside, :meth:`passed` says False and the cancel goes on (as ``asyncio.timeout``
+    does). ``asyncio.timeout`` schedules and cancels a timer handle per wait (~7 % of the
+    referee's CPU per decision at 64 streams); here one alarm rings at the deadline of an
+    earlier wait and is moved only when a new deadline comes sooner; when it rings before
+    the pending deadline it is set again for it. A decision's deadline is seconds away and
+    a decision takes about a millisecond, so a connection schedules one timer every few
+    seconds instead of one per decision. One wait at a time (a connection asks one thing
+    at a time); made and used in the loop's thread.
+    """
+
+    __slots__ = ("_alarm", "_alarm_at", "_cancelling", "_expired", "_loop", "_task", "_when")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._when: float | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelling = 0
+        self._expired = False
+        self._alarm: asyncio.TimerHandle | None = None
+        self._alarm_at = 0.0
+
+    def start(self, when: float) -> None:
+        """Cancel the calling task at ``when`` (the loop's clock) unless :meth:`stop` comes
+        first. Raises RuntimeError outside a task of the loop."""
+        task = asyncio.current_task(self._loop)
+        if task is None:
+            raise RuntimeError(f"a deadline ({when}) needs a task of its loop")
+        self._when, self._task = when, task
+        self._cancelling = task.cancelling()
+        self._expired = False
+        alarm = self._alarm
+        if alarm is None or self._alarm_at > when:
+            if alarm is not None:
+                alarm.cancel()
+            self._alarm_at = when
+            self._alarm = self._loop.call_at(when, self._ring)
+
+    def passed(self) -> bool:
+        """In ``except asyncio.CancelledError``: True when the cancel was the deadline's and
+        nothing else cancelled the task (the cancel is then taken back)."""
+        if not self._expired or self._task is None:
+            return False
+        self._expired = False
+        return self._task.uncancel() <= self._cancelling
+
+    def stop(self) -> None:
+        """The wait is over (the alarm stays set for a later one)."""
+        task = self._task
+        if self._expired and task is not None:  # cancelled by the deadline, ended otherwise
+            self._expired = False
+            task.uncancel()
+        self._when = self._task = None
+
+    def close(self) -> None:
+        """Drop the alarm (nothing is pending any more)."""
+        alarm, self._alarm = self._alarm, None
+        if alarm is not None:
+            alarm.cancel()
+
+    def _ring(self) -> None:
+        # Cancel the task if its deadline is the alarm's time (the loop runs a timer up to
+        # its clock resolution early, as asyncio.timeout_at is run), else ring again then.
+        self._alarm = None
+        when, task = self._when, self._task
+        if when is None or task is None:
+            return  # nothing pending: the next start sets the alarm
+        if when > self._alarm_at:
+            self._alarm_at = when
+            self._alarm = self._loop.call_at(when, self._ring)
+        elif not self._expired:
+            self._expired = True
+            task.cancel()
+
+
 class AsyncBotClient:
     """A connection to one bot, used by coroutines of the event loop that made it.
 
@@ -219,6 +309,8 @@ class AsyncBotClient:
         self._inbox: collections.deque[_Item] = collections.deque()
         self._timed_out: set[int] = set()
         self._answered: set[int] = set()
+        self._deadline = Deadline(self._loop)
+        """The decisions' deadline: one alarm for all of them (see :class:`Deadline`)."""
         self.discarded: list[Decision] = []
         """Late replies to requests that had already timed out (ignored, kept for the record)."""
         self.closed = False
@@ -451,26 +543,31 @@ class AsyncBotClient:
                     f"bot sent {len(stray)} message(s) nobody asked for", repr(stray[0])
                 )
         sent = time.monotonic()
+        deadline = self._deadline
+        deadline.start(sent + timeout)
         try:
-            async with asyncio.timeout_at(sent + timeout):
-                at, item = await self._send_then_next(data)
-                while True:
-                    message = self._decode(item)
-                    if isinstance(message, Decision):
-                        if message.request_id == request_id:
-                            self._answered.add(request_id)
-                            return Reply(message.action, at - sent, request_id)
-                        if message.request_id in self._timed_out:  # late: not blamed here
-                            self._timed_out.discard(message.request_id)
-                            self.discarded.append(message)
-                            at, item = await self._next()
-                            continue
-                    break
-        except TimeoutError:
+            at, item = await self._send_then_next(data)
+            while True:
+                message = self._decode(item)
+                if isinstance(message, Decision):
+                    if message.request_id == request_id:
+                        self._answered.add(request_id)
+                        return Reply(message.action, at - sent, request_id)
+                    if message.request_id in self._timed_out:  # late: not blamed here
+                        self._timed_out.discard(message.request_id)
+                        self.discarded.append(message)
+                        at, item = await self._next()
+                        continue
+                break
+        except asyncio.CancelledError:
+            if not deadline.passed():  # a cancel from outside goes on
+                raise
             self._timed_out.add(request_id)
             raise BotTimeoutError(
                 f"no decision within {timeout:.3f}s (request {request_id})"
             ) from None
+        finally:
+            deadline.stop()
         what = (
             f"a second reply to request {message.request_id}"
             if isinstance(message, Decision) and message.request_id in self._answered
@@ -516,6 +613,7 @@ class AsyncBotClient:
     async def aclose(self) -> None:
         """Drop the connection and close the channel (the bot sees its stream cancelled)."""
         self._abort()
+        self._deadline.close()
         reader, self._reader = self._reader, None
         if reader is not None and not reader.done():
             reader.cancel()
