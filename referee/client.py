@@ -539,9 +539,15 @@ class AsyncBotClient:
         if self._inbox:
             stray = self.unsolicited()
             if stray:
-                raise UnexpectedReplyError(
-                    f"bot sent {len(stray)} message(s) nobody asked for", repr(stray[0])
+                # Whether the duplicate came before this request or after it is a race:
+                # both ways it is named the same.
+                first = stray[0]
+                what = (
+                    f"a second reply to request {first.request_id}"
+                    if isinstance(first, Decision) and first.request_id in self._answered
+                    else f"{len(stray)} message(s) nobody asked for"
                 )
+                raise UnexpectedReplyError(f"bot sent {what}", repr(first))
         sent = time.monotonic()
         deadline = self._deadline
         deadline.start(sent + timeout)
