@@ -21,6 +21,11 @@ from typing import Annotated, Any, Final
 # that is expected here, so keep its log to errors (the user can still override both).
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+# Every ratings fit runs on one BLAS thread (threadpoolctl, leaderboard/ratings/bayeselo.py);
+# a BLAS thread pool started when NumPy is imported would only spin beside it (about 0.2 s
+# of CPU per `kryt leaderboard` that fits). Set before NumPy can be imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 from kryt.errors import ExitCode, classify
 
