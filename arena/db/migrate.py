@@ -5,6 +5,7 @@ Run as a module for maintenance::
     python -m arena.db.migrate current [URL]     # revision of a database vs. the code
     python -m arena.db.migrate upgrade [URL]     # migrate a database to the code's head
     python -m arena.db.migrate revision -m "add x"   # new revision from the models
+    python -m arena.db.migrate rebuild-boards [URL]  # replay live Elo and the boards' tallies
 
 ``URL`` defaults as everywhere (``KRYT_DATABASE_URL``, else ``./kryt.db``).
 """
@@ -19,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import sqlalchemy as sa
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection, Engine
 
@@ -164,6 +166,25 @@ def make_revision(message: str) -> Path:
     return path
 
 
+def _rebuild_boards(url: str | None) -> int:
+    """Replay every counted game into live Elo and the boards' tallies, in one transaction:
+    the repair after games were written around ``record_game`` (until then the standings
+    count those boards' games themselves, slower but right)."""
+    from arena.db.elo import SCOPES, rebuild_elo
+    from arena.db.engine import open_database
+
+    db = open_database(url, create=False)
+    try:
+        with db.session() as session:
+            connection = session.connection()
+            rebuild_elo(connection)
+            boards = connection.execute(sa.select(sa.func.count()).select_from(SCOPES)).scalar_one()
+        print(f"{db.display_url}: rebuilt {boards} board(s) from the stored games")
+    finally:
+        db.close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
     from arena.db.engine import open_database
@@ -171,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m arena.db.migrate")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("current", "upgrade"):
+    for name in ("current", "upgrade", "rebuild-boards"):
         p = sub.add_parser(name)
         p.add_argument("url", nargs="?", default=None)
     rev = sub.add_parser("revision")
@@ -181,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "revision":
             print(f"created {make_revision(args.message)}; review it before committing")
             return 0
+        if args.command == "rebuild-boards":
+            return _rebuild_boards(args.url)
         if args.command == "upgrade":
             db = open_database(args.url, upgrade=True)
             print(f"{db.display_url} is at revision {head_revision()}")

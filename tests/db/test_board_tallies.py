@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from sqlmodel import col
@@ -14,6 +15,7 @@ from sqlmodel import col
 from arena.db import Database, record_game, record_games, void_game
 from arena.db.elo import BoardTallies, board_tallies
 from arena.db.migrate import alembic_config, current_revision, head_revision, upgrade_engine
+from arena.db.migrate import main as migrate_main
 from arena.db.models import Game
 from arena.db.records import PairCounts
 from arena.db.results import (
@@ -109,6 +111,26 @@ def test_games_written_around_record_game_are_counted_from_the_games(
         assert pair_counts(session=s) == aggregated_pair_counts(session=s)
         assert forfeit_counts(session=s) == aggregated_forfeit_counts(session=s)
         assert sum(c.games for c in pair_counts(session=s)) == 9
+
+
+def test_rebuild_boards_repairs_tallies_after_rows_written_around(
+    db: Database, world: World, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record(db, world)
+    with db.session() as s:
+        # A forfeit lost by b, stored by hand: the tallies miss it until they are rebuilt.
+        row = s.get(Game, 1)
+        assert row is not None
+        copy = {c.name: getattr(row, c.name) for c in Game.__table__.columns}  # type: ignore[attr-defined]
+        copy.update(id=None, number=8, result="seat0", end_reason="crash", forfeit_seat=1)
+        s.add(Game(**copy))
+    assert _tallies(db) is None
+    assert migrate_main(["rebuild-boards", database_url]) == 0
+    assert "rebuilt 2 board(s)" in capsys.readouterr().out
+    tallies = _tallies(db)
+    assert tallies is not None and tallies.games == 9
+    assert (tallies.pairs, tallies.forfeits) == _counted(db)
+    assert tallies.forfeits[world.sub_b] == {"timeout": 1, "crash": 1}
 
 
 def test_migration_0010_backfills_and_drops_the_tallies(db: Database, world: World) -> None:
