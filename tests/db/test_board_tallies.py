@@ -57,6 +57,15 @@ def _record(db: Database, world: World) -> None:
         record_game(record, replace(where, attempt=2), session=s)
 
 
+def _store_by_hand(db: Database, **changes: object) -> None:
+    """Store a copy of game 1 as game 8 of its series with ``changes``, around record_game."""
+    with db.session() as s:
+        row = s.get(Game, 1)
+        assert row is not None
+        copy = {c.name: getattr(row, c.name) for c in Game.__table__.columns}  # type: ignore[attr-defined]
+        s.add(Game(**(copy | {"id": None, "number": 8} | changes)))
+
+
 def test_recording_keeps_the_tallies_equal_to_the_games(db: Database, world: World) -> None:
     _record(db, world)
     tallies = _tallies(db)
@@ -98,14 +107,7 @@ def test_games_written_around_record_game_are_counted_from_the_games(
 ) -> None:
     _record(db, world)
     # A counted game stored by hand: the tallies do not know it, so they are not used.
-    with db.session() as s:
-        row = s.get(Game, 1)
-        assert row is not None
-        copy = {c.name: getattr(row, c.name) for c in Game.__table__.columns}  # type: ignore[attr-defined]
-        copy.update(
-            id=None, number=8, seat0_submission_id=world.sub_b, seat1_submission_id=world.sub_a
-        )
-        s.add(Game(**copy))
+    _store_by_hand(db, seat0_submission_id=world.sub_b, seat1_submission_id=world.sub_a)
     assert _tallies(db) is None
     with db.read_session() as s:
         assert pair_counts(session=s) == aggregated_pair_counts(session=s)
@@ -117,13 +119,8 @@ def test_rebuild_boards_repairs_tallies_after_rows_written_around(
     db: Database, world: World, database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _record(db, world)
-    with db.session() as s:
-        # A forfeit lost by b, stored by hand: the tallies miss it until they are rebuilt.
-        row = s.get(Game, 1)
-        assert row is not None
-        copy = {c.name: getattr(row, c.name) for c in Game.__table__.columns}  # type: ignore[attr-defined]
-        copy.update(id=None, number=8, result="seat0", end_reason="crash", forfeit_seat=1)
-        s.add(Game(**copy))
+    # A forfeit lost by b, stored by hand: the tallies miss it until they are rebuilt.
+    _store_by_hand(db, result="seat0", end_reason="crash", forfeit_seat=1)
     assert _tallies(db) is None
     assert migrate_main(["rebuild-boards", database_url]) == 0
     assert "rebuilt 2 board(s)" in capsys.readouterr().out
