@@ -40,10 +40,15 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any
 
-import grpc
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import referee  # noqa: E402
+
+# gRPC reads its settings when first imported: referee/__init__.py has set its defaults.
+GRPC_SETTINGS = {name: os.environ[name] for name in referee.GRPC_DEFAULTS}
+
+import grpc  # noqa: E402
 
 from referee.client import (  # noqa: E402
     CHANNEL_OPTIONS,
@@ -285,6 +290,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="kryt-bench-"))
     procs: list[subprocess.Popen[bytes]] = []
     print(f"best of {opts.repeat}; µs per round trip (bare) or per decision (referee)")
+    print("gRPC: " + ", ".join(f"{name}={value!r}" for name, value in GRPC_SETTINGS.items()))
     header = f"{'transport':<10}{'bare threaded':>14}{'bare asyncio':>13}{'floor':>7}"
     header += f"{'lean bound':>12}{'ratio':>7}"
     header += "".join(f"{'referee+' + bot:>17}{'ratio':>7}" for bot in opts.bots)

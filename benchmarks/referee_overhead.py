@@ -38,10 +38,15 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import grpc
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import referee  # noqa: E402
+
+# gRPC reads its settings when first imported: referee/__init__.py has set its defaults.
+GRPC_SETTINGS = {name: os.environ[name] for name in referee.GRPC_DEFAULTS}
+
+import grpc  # noqa: E402
 
 from referee.client import (  # noqa: E402
     CHANNEL_OPTIONS,
@@ -264,6 +269,7 @@ def main() -> int:
         f"{opts.transport}, best of {opts.repeat}, load average {os.getloadavg()[0]:.1f};"
         " µs of CPU per round trip (bare) or per decision (referee)"
     )
+    print("gRPC: " + ", ".join(f"{name}={value!r}" for name, value in GRPC_SETTINGS.items()))
     print(
         f"{'streams':>8}{'bare client':>13}{'referee':>9}{'overhead':>10}{'target':>8}"
         f"{'echo servers':>14}{'bots':>6}{'system (bare/referee)':>23}"

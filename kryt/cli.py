@@ -18,9 +18,10 @@ import sys
 from typing import Annotated, Any, Final
 
 # gRPC's C core logs an INFO line whenever a sandbox process is forked while its threads run;
-# that is expected here, so keep its log to errors (the user can still override both).
+# that is expected here, so keep its log to errors (the user can still override it).
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+import referee  # noqa: F401  (gRPC's defaults, referee.GRPC_DEFAULTS, before gRPC loads)
+
 # Every ratings fit runs on one BLAS thread (threadpoolctl, leaderboard/ratings/bayeselo.py);
 # a BLAS thread pool started when NumPy is imported would only spin beside it (about 0.2 s
 # of CPU per `kryt leaderboard` that fits). Set before NumPy can be imported.

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# First: gRPC's settings (referee.GRPC_DEFAULTS) must be in place before sandbox.backend
+# imports grpc, which it does before the referee's modules (third-party imports come first).
+import referee  # noqa: F401
 from sandbox.death import DeathCause, DeathReport
 from sandbox.errors import (
     BackendUnavailableError,

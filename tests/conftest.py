@@ -1,6 +1,5 @@
 """Settings the whole suite shares."""
 
-import os
-
-# As in ``referee/__init__.py``: test modules may import grpc before the referee does.
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+# Test modules may import grpc before the referee does: gRPC's defaults
+# (``referee.GRPC_DEFAULTS``) are set first, as in every process of ours.
+import referee  # noqa: F401

@@ -1,0 +1,94 @@
+"""gRPC's settings (``referee.GRPC_DEFAULTS``) are in place before gRPC is first imported.
+
+gRPC reads them once, when it loads: a module of ours that imported grpc before the referee
+package would run every connection of its process on gRPC's other transport (about twice
+the CPU a decision, docs/benchmarks.md) without any error. Each entry point is imported
+first thing in a fresh interpreter whose environment lacks the settings, and a hook records
+the environment at the moment ``grpc`` is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import referee
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import json, os, sys
+seen = {}
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "grpc" and "grpc" not in seen:
+            seen["grpc"] = {k: os.environ.get(k) for k in json.loads(sys.argv[2])}
+        return None
+sys.meta_path.insert(0, Watch())
+import importlib
+importlib.import_module(sys.argv[1])
+after = {k: os.environ.get(k) for k in json.loads(sys.argv[2])}
+print(json.dumps({"at_grpc_import": seen.get("grpc"), "after": after}))
+"""
+
+ENTRY_POINTS = [
+    "referee.client",  # the referee's connection to a bot
+    "sdk",  # what a Python bot imports
+    "sdk.server",
+    "sdk.__main__",
+    "sandbox",
+    "sandbox.backend",
+    "arena.tournament.runner",
+    "arena.tournament.dask_executor",
+    "arena.service.ladder",
+    "kryt.cli",
+]
+
+
+def _probe(module: str, env: dict[str, str]) -> dict[str, dict[str, str | None] | None]:
+    names = json.dumps(sorted(referee.GRPC_DEFAULTS))
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, module, names],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, dict[str, str | None] | None] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in referee.GRPC_DEFAULTS}
+
+
+@pytest.mark.parametrize("module", ENTRY_POINTS)
+def test_the_defaults_are_set_before_grpc_loads(module: str) -> None:
+    found = _probe(module, _clean_env())
+    assert found["after"] == referee.GRPC_DEFAULTS
+    # Modules that load gRPC lazily (the CLI) may not import it at all; when they do, the
+    # settings must already be there.
+    if found["at_grpc_import"] is not None:
+        assert found["at_grpc_import"] == referee.GRPC_DEFAULTS, module
+
+
+def test_an_explicit_setting_wins() -> None:
+    env = _clean_env()
+    env["GRPC_EXPERIMENTS"] = ""  # gRPC's own defaults, on purpose
+    found = _probe("referee.client", env)
+    assert found["at_grpc_import"] is not None
+    assert found["at_grpc_import"]["GRPC_EXPERIMENTS"] == ""
+    assert found["at_grpc_import"]["GRPC_ENABLE_FORK_SUPPORT"] == "false"
+
+
+def test_the_referee_connection_module_loads_grpc() -> None:
+    """The probe can fail: importing the client does import grpc (else the check above would
+    pass vacuously for it)."""
+    assert _probe("referee.client", _clean_env())["at_grpc_import"] is not None
