@@ -41,10 +41,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import referee  # noqa: E402
+import referee as referee_package  # noqa: E402
 
 # gRPC reads its settings when first imported: referee/__init__.py has set its defaults.
-GRPC_SETTINGS = {name: os.environ[name] for name in referee.GRPC_DEFAULTS}
+GRPC_SETTINGS = {name: os.environ[name] for name in referee_package.GRPC_DEFAULTS}
 
 import grpc  # noqa: E402
 
