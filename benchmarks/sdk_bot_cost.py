@@ -25,10 +25,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import grpc
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import referee  # noqa: E402
+
+# gRPC reads its settings when first imported: referee/__init__.py has set its defaults.
+GRPC_SETTINGS = {name: os.environ[name] for name in referee.GRPC_DEFAULTS}
+
+import grpc  # noqa: E402
 
 from referee.protocol.messages import (  # noqa: E402
     PROTOCOL_VERSION,
@@ -136,6 +141,7 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"bot CPU per decision, best of {opts.repeat} rounds of {len(requests)} requests")
+    print("gRPC: " + ", ".join(f"{name}={value!r}" for name, value in GRPC_SETTINGS.items()))
     raw = best["minimal"]
     print(f"{'minimal (raw protobuf)':<24}{raw * 1e6:>8.0f} µs")
     for name in opts.bots:
