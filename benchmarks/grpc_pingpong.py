@@ -15,7 +15,8 @@ Every server runs as its own process, as bots do:
 
 The target (issue "Referee": the referee's cost per decision within 1.25x of the floor) is
 read against the *minimal* bot (``benchmarks/minimal_bot.py``: raw protobuf, no SDK, the
-first legal action), which costs what the echo server costs, so the figure is the referee's.
+first legal action), whose own work is ~5 µs a message more than the echo server's, so the
+figure is the referee's (its gRPC costs more than the echo server's: see docs/benchmarks.md).
 The *lean bound* plays the same games against the same bot with only the work every
 decision needs, on streams awaited directly (:func:`lean_referee_decision`): the floor for a
 referee written in Python with this engine and serde. With SDK bots (``--bots greedy``) the

@@ -4,8 +4,10 @@
     python benchmarks/minimal_bot.py ADDRESS [--aio]
 
 It is what a bot in another language looks like from the wire (``proto/kryt/v1/bot.proto``
-and nothing else) and costs about what the bare echo server costs per message, so a series
-against it measures the referee's cost per decision rather than a bot's.
+and nothing else). Its own work is ~5 µs a message more than a bare echo server's (parse the
+request, build the reply), so a series against it measures the referee's cost per decision
+rather than a bot's. Its CPU per message is higher than the echo server's all the same: a
+slower peer (the referee) leaves its loop idle between messages (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ games (encoded once by the referee's encoder, so the referee costs nothing durin
 measurement). Each reply is awaited before the next request is sent. The bot's CPU time is
 read from ``/proc`` before and after; the rounds of the bots alternate, and the best round of
 each is kept (noise only adds). Issue 15's target: an SDK bot's CPU per decision within
-1.25x of the minimal bot's (``benchmarks/minimal_bot.py``), which costs what an echo costs.
+1.25x of the minimal bot's (``benchmarks/minimal_bot.py``, raw protobuf, on gRPC's threaded
+server; it is also printed on the asyncio server, as the SDK serves).
 """
 
 from __future__ import annotations
