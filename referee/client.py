@@ -193,6 +193,10 @@ _IDS: list[int] = []
 _Item = tuple[float, bytes | BaseException | None]
 """What the stream delivered and when: bytes, the error that ended it, or None at its end."""
 
+ANSWERED_KEPT: Final = 64
+"""Answered request ids a connection remembers (one per decision was kept for the whole
+series before: ~50 MB for a 10,000-game series)."""
+
 INBOX_LIMIT: Final = 8
 """Messages the reader holds before it stops reading: a bot that floods its stream is caught
 by its next request (every unasked message is a fault), so more would only cost memory."""
@@ -308,7 +312,9 @@ class AsyncBotClient:
         self._room: asyncio.Future[None] | None = None
         self._inbox: collections.deque[_Item] = collections.deque()
         self._timed_out: set[int] = set()
-        self._answered: set[int] = set()
+        self._answered: collections.deque[int] = collections.deque(maxlen=ANSWERED_KEPT)
+        """The latest requests answered, to name a duplicate reply as one (any unasked message
+        is a fault either way); bounded, so a long series' connection does not grow."""
         self._deadline = Deadline(self._loop)
         """The decisions' deadline: one alarm for all of them (see :class:`Deadline`)."""
         self.discarded: list[Decision] = []
@@ -557,7 +563,7 @@ class AsyncBotClient:
                 message = self._decode(item)
                 if isinstance(message, Decision):
                     if message.request_id == request_id:
-                        self._answered.add(request_id)
+                        self._answered.append(request_id)
                         return Reply(message.action, at - sent, request_id)
                     if message.request_id in self._timed_out:  # late: not blamed here
                         self._timed_out.discard(message.request_id)

@@ -13,6 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from referee.client import (
+    ANSWERED_KEPT,
     BotClient,
     BotCrashedError,
     BotTimeoutError,
@@ -423,3 +424,25 @@ def test_a_bot_stuck_in_its_own_code_does_not_hold_stop_forever() -> None:
         release.set()
     assert elapsed < 20, f"stop() took {elapsed:.1f} s"
     assert elapsed >= 1.0, "stop() cannot have finished while the bot held the loop"
+
+
+def test_the_answered_requests_kept_are_bounded() -> None:
+    """A long series' connection keeps only the latest answered ids, and still names a
+    duplicate of the latest reply as a second reply."""
+    asked = itertools.count(1)
+    decisions = ANSWERED_KEPT + 40
+
+    def twice_at_the_end(message: RefereeMessage) -> list[BotMessage | bytes]:
+        replies = _fine(message)
+        if isinstance(message, DecisionRequest) and next(asked) == decisions:
+            return replies * 2
+        return replies
+
+    with raw_server(twice_at_the_end) as address, BotClient(address) as client:
+        client.handshake(_handshake(), timeout=5)
+        for _ in range(decisions):
+            _decide(client)
+        assert len(client.connection._answered) == ANSWERED_KEPT
+        time.sleep(0.2)  # let the duplicate arrive
+        with pytest.raises(UnexpectedReplyError, match="a second reply to request"):
+            _decide(client)
