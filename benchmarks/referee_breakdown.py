@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from referee_overhead import ROOT as _BENCH_ROOT  # noqa: E402
-from referee_overhead import _Slot, _spawn  # noqa: E402
+from referee_overhead import SlotPair, _spawn, play_series, slot_pairs  # noqa: E402
 
 import referee.client  # noqa: E402
 import referee.match  # noqa: E402
@@ -55,11 +55,9 @@ from referee.protocol.messages import (  # noqa: E402
     Handshake,
     HandshakeReply,
     RefereeMessage,
-    TimeControl,
 )
 from referee.protocol.wire import encode_bot_message, encode_referee_message  # noqa: E402
 from referee.rules import Game  # noqa: E402
-from referee.series import SeriesConfig, run_series_async  # noqa: E402
 
 PIECES: tuple[tuple[object, str, str], ...] = (
     (Game, "view", "the engine's view"),
@@ -170,48 +168,36 @@ def _since(start: CpuSpent) -> CpuSpent:
     return time.thread_time() - start[0], time.process_time() - start[1]
 
 
-async def in_process(streams: int, decisions: int, spent: Spent) -> CpuSpent:
-    """``streams`` series at once on this loop against :class:`InProcessBot` (a warm-up game
-    each, then at least ``decisions`` decisions measured)."""
-    control = TimeControl(move_ms=10_000, bank_ms=60_000)
-
-    async def series(index: int, games: int, seed: str) -> int:
-        slots = (_InProcessSlot("a", spent), _InProcessSlot("b", spent))
-        config = SeriesConfig(games=games, seed=f"{seed}-{index}", time_control=control)
-        result = await run_series_async(config, slots)
-        return sum(len(g.moves) for g in result.games.values())
-
-    await asyncio.gather(*(series(i, 1, "warm-up") for i in range(streams)))
-    games = max(1, -(-decisions // (60 * streams)))
-    spent.clear()
-    start = _cpu()
-    await asyncio.gather(*(series(i, games, "bench") for i in range(streams)))
-    return _since(start)
-
-
-async def over_grpc(addresses: list[str], streams: int, decisions: int, spent: Spent) -> CpuSpent:
-    """``streams`` series at once on this loop against the minimal bots at ``addresses``, one
-    connection per seat (made and warmed up first, then at least ``decisions`` decisions
-    measured)."""
-    clients = [AsyncBotClient(a) for _ in range(streams) for a in addresses]
-    for client in clients:
-        await client.wait_healthy(30)
-    control = TimeControl(move_ms=10_000, bank_ms=60_000)
-
-    async def series(index: int, games: int, seed: str) -> int:
-        slots = (_Slot(clients[2 * index], "a"), _Slot(clients[2 * index + 1], "b"))
-        config = SeriesConfig(games=games, seed=f"{seed}-{index}", time_control=control)
-        result = await run_series_async(config, slots)
-        assert all(not g.ending.is_forfeit for g in result.games.values()), result
-        return sum(len(g.moves) for g in result.games.values())
-
-    await asyncio.gather(*(series(i, 1, "warm-up") for i in range(streams)))
+async def _measured(
+    pairs: Callable[[], list[SlotPair]], streams: int, decisions: int, spent: Spent
+) -> CpuSpent:
+    """A warm-up game for each of ``streams`` series, then at least ``decisions`` decisions
+    measured (the timers' counter cleared where the measured stretch starts)."""
+    await play_series(pairs(), 1, "warm-up")
     # The minimal bots' games are short (~65 decisions: the first legal action takes a lot).
     games = max(1, -(-decisions // (60 * streams)))
     spent.clear()
     start = _cpu()
-    await asyncio.gather(*(series(i, games, "bench") for i in range(streams)))
-    cpu = _since(start)
+    await play_series(pairs(), games, "bench")
+    return _since(start)
+
+
+async def in_process(streams: int, decisions: int, spent: Spent) -> CpuSpent:
+    """:func:`_measured` with ``streams`` series on this loop against :class:`InProcessBot`."""
+
+    def pairs() -> list[SlotPair]:
+        return [(_InProcessSlot("a", spent), _InProcessSlot("b", spent)) for _ in range(streams)]
+
+    return await _measured(pairs, streams, decisions, spent)
+
+
+async def over_grpc(addresses: list[str], streams: int, decisions: int, spent: Spent) -> CpuSpent:
+    """:func:`_measured` with ``streams`` series on this loop against the minimal bots at
+    ``addresses``, one connection per seat (made before)."""
+    clients = [AsyncBotClient(a) for _ in range(streams) for a in addresses]
+    for client in clients:
+        await client.wait_healthy(30)
+    cpu = await _measured(lambda: slot_pairs(clients), streams, decisions, spent)
     for client in clients:
         await client.aclose()
     return cpu

@@ -57,7 +57,12 @@ from referee.client import (  # noqa: E402
 )
 from referee.match import AsyncPlayer, Player  # noqa: E402
 from referee.protocol.messages import GameEndReason, Handshake, TimeControl  # noqa: E402
-from referee.series import SeriesConfig, run_series, run_series_async  # noqa: E402
+from referee.series import (  # noqa: E402
+    AsyncBotSlot,
+    SeriesConfig,
+    run_series,
+    run_series_async,
+)
 
 ECHO_SERVICE = "bench.Echo"
 ECHO_PATH = f"/{ECHO_SERVICE}/Play"
@@ -157,25 +162,38 @@ class _Slot:
         return None
 
 
-async def referee(addresses: list[str], streams: int, decisions: int, pids: list[int]) -> Cost:
-    """Referee CPU per decision of ``streams`` series on this loop against minimal bots."""
-    clients = [AsyncBotClient(a) for _ in range(streams) for a in addresses]
-    for client in clients:
-        await client.wait_healthy(30)
+SlotPair = tuple[AsyncBotSlot, AsyncBotSlot]
+
+
+async def play_series(pairs: list[SlotPair], games: int, seed: str) -> int:
+    """One series of ``games`` games for each pair of seats, all at once as tasks of this
+    loop; the decisions made (a forfeit fails the benchmark)."""
     control = TimeControl(move_ms=10_000, bank_ms=60_000)
 
-    async def series(index: int, games: int, seed: str) -> int:
-        slots = (_Slot(clients[2 * index], "a"), _Slot(clients[2 * index + 1], "b"))
+    async def series(index: int, slots: SlotPair) -> int:
         config = SeriesConfig(games=games, seed=f"{seed}-{index}", time_control=control)
         result = await run_series_async(config, slots)
         assert all(not g.ending.is_forfeit for g in result.games.values()), result
         return sum(len(g.moves) for g in result.games.values())
 
-    await asyncio.gather(*(series(i, 1, "warm-up") for i in range(streams)))
+    return sum(await asyncio.gather(*(series(i, pair) for i, pair in enumerate(pairs))))
+
+
+def slot_pairs(clients: list[AsyncBotClient]) -> list[SlotPair]:
+    """Fresh seats (handshaken at their series' first game) over connections taken in twos."""
+    return [(_Slot(clients[i], "a"), _Slot(clients[i + 1], "b")) for i in range(0, len(clients), 2)]
+
+
+async def referee(addresses: list[str], streams: int, decisions: int, pids: list[int]) -> Cost:
+    """Referee CPU per decision of ``streams`` series on this loop against minimal bots."""
+    clients = [AsyncBotClient(a) for _ in range(streams) for a in addresses]
+    for client in clients:
+        await client.wait_healthy(30)
+    await play_series(slot_pairs(clients), 1, "warm-up")
     # ~170 decisions a game: enough games that every stream makes its share.
     games = max(1, -(-decisions // (170 * streams)))
     cpu, others, system = time.process_time(), _cpu_seconds(pids), _system_seconds()
-    made = sum(await asyncio.gather(*(series(i, games, "bench") for i in range(streams))))
+    made = await play_series(slot_pairs(clients), games, "bench")
     cost = (
         (time.process_time() - cpu) / made,
         (_cpu_seconds(pids) - others) / made,
