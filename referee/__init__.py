@@ -4,7 +4,35 @@ the game and series loops and the record of a game.
 Importing this package imports nothing heavy; the rules core is usable on its own.
 """
 
+import importlib.util as _importlib_util
 import os as _os
+import re as _re
+from pathlib import Path as _Path
+
+OLDER_TRANSPORT_VERIFIED: tuple[tuple[int, int], ...] = ((1, 85),)
+"""grpcio releases (major, minor) measured with gRPC's older transport (docs/benchmarks.md,
+"gRPC's transport"). gRPC is retiring the switch: a release without it would log "Unknown
+experiment" on the standard error of every process (every bot's log included), so it is
+only set for releases measured with it."""
+
+
+def grpcio_version() -> tuple[int, int] | None:
+    """The installed grpcio's (major, minor), read without importing gRPC (which would read
+    its settings then); ``None`` if it cannot be told."""
+    try:
+        spec = _importlib_util.find_spec("grpc")
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            text = (_Path(folder) / "_grpcio_metadata.py").read_text(encoding="utf-8")
+        except OSError:
+            continue
+        found = _re.search(r"(\d+)\.(\d+)", text)
+        if found:
+            return int(found[1]), int(found[2])
+    return None
+
 
 GRPC_DEFAULTS: dict[str, str] = {
     # gRPC's fork handlers crash a child forked while other threads are inside gRPC (seen as
@@ -12,17 +40,19 @@ GRPC_DEFAULTS: dict[str, str] = {
     # The referee forks launchers from threads that talk to bots, so it never wants them; a
     # bot's runtime (which imports this package too) must not fork inside gRPC either.
     "GRPC_ENABLE_FORK_SUPPORT": "false",
-    # gRPC's EventEngine endpoints (its default client and server transport) cost a Python
-    # ping-pong about twice the CPU of its older pollers: a bare asyncio echo client 133 -> 65
-    # µs a round trip at 64 streams, the referee 322 -> 158 µs a decision (docs/benchmarks.md,
-    # "gRPC's transport"). A referee and a bot exchange one small message each way per
-    # decision, the worst case for it, so both sides default to the older transport.
-    "GRPC_EXPERIMENTS": "-event_engine_client,-event_engine_listener",
 }
 """gRPC settings every process of ours (referee, runner, SDK bot) starts with. gRPC reads them
 once, when it is first imported, so this package sets them at import, before any gRPC import of
 ours; a setting already in the environment wins (an empty ``GRPC_EXPERIMENTS`` keeps gRPC's own
 defaults)."""
+
+if grpcio_version() in OLDER_TRANSPORT_VERIFIED:
+    # gRPC's EventEngine endpoints (its default client and server transport) cost a Python
+    # ping-pong about twice the CPU of its older pollers: a bare asyncio echo client 86-124
+    # -> 46-81 µs a round trip at 64 streams, the referee 247-306 -> 115-219 µs a decision
+    # (docs/benchmarks.md, "gRPC's transport"). A referee and a bot exchange one small
+    # message each way per decision, the worst case for it, so both sides use the older one.
+    GRPC_DEFAULTS["GRPC_EXPERIMENTS"] = "-event_engine_client,-event_engine_listener"
 
 for _name, _value in GRPC_DEFAULTS.items():
     _os.environ.setdefault(_name, _value)

@@ -27,6 +27,16 @@ seen = {}
 class Watch:
     def find_spec(self, name, path=None, target=None):
         if name == "grpc" and "grpc" not in seen:
+            frame = sys._getframe(1)
+            while frame is not None:  # importlib.util.find_spec("grpc") looks it up only
+                code = frame.f_code
+                if (
+                    code.co_name == "find_spec"
+                    and "importlib" in code.co_filename
+                    and frame.f_locals.get("name") == "grpc"
+                ):
+                    return None
+                frame = frame.f_back
             seen["grpc"] = {k: os.environ.get(k) for k in json.loads(sys.argv[2])}
         return None
 sys.meta_path.insert(0, Watch())
@@ -92,3 +102,33 @@ def test_the_referee_connection_module_loads_grpc() -> None:
     """The probe can fail: importing the client does import grpc (else the check above would
     pass vacuously for it)."""
     assert _probe("referee.client", _clean_env())["at_grpc_import"] is not None
+
+
+def test_a_grpcio_release_not_measured_keeps_its_transport(tmp_path: Path) -> None:
+    """On a grpcio release not measured with the older transport the switch is left alone:
+    one that no longer knows it would print "Unknown experiment" in every process's log."""
+    fake = tmp_path / "grpc"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "_grpcio_metadata.py").write_text('__version__ = """9.1.0"""\n')
+    env = _clean_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT)])
+    script = (
+        "import json, os, referee; print(json.dumps([referee.grpcio_version(),"
+        " os.environ.get('GRPC_EXPERIMENTS'), os.environ.get('GRPC_ENABLE_FORK_SUPPORT')]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [[9, 1], None, "false"]
+
+
+def test_the_installed_grpcio_is_read_without_importing_it() -> None:
+    script = (
+        "import sys, referee; print(referee.grpcio_version() is not None, 'grpc' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["True", "False"], done.stderr
