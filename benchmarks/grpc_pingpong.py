@@ -44,10 +44,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import referee  # noqa: E402
+
+import referee as referee_package  # noqa: E402
 
 # gRPC reads its settings when first imported: referee/__init__.py has set its defaults.
-GRPC_SETTINGS = {name: os.environ[name] for name in referee.GRPC_DEFAULTS}
+GRPC_SETTINGS = referee_package.grpc_settings()
 
 import grpc  # noqa: E402
 
@@ -291,7 +292,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="kryt-bench-"))
     procs: list[subprocess.Popen[bytes]] = []
     print(f"best of {opts.repeat}; µs per round trip (bare) or per decision (referee)")
-    print("gRPC: " + ", ".join(f"{name}={value!r}" for name, value in GRPC_SETTINGS.items()))
+    print(f"gRPC: {GRPC_SETTINGS}")
     header = f"{'transport':<10}{'bare threaded':>14}{'bare asyncio':>13}{'floor':>7}"
     header += f"{'lean bound':>12}{'ratio':>7}"
     header += "".join(f"{'referee+' + bot:>17}{'ratio':>7}" for bot in opts.bots)

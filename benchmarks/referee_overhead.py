@@ -41,10 +41,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+
 import referee as referee_package  # noqa: E402
 
 # gRPC reads its settings when first imported: referee/__init__.py has set its defaults.
-GRPC_SETTINGS = {name: os.environ[name] for name in referee_package.GRPC_DEFAULTS}
+GRPC_SETTINGS = referee_package.grpc_settings()
 
 import grpc  # noqa: E402
 
@@ -287,7 +288,7 @@ def main() -> int:
         f"{opts.transport}, best of {opts.repeat}, load average {os.getloadavg()[0]:.1f};"
         " µs of CPU per round trip (bare) or per decision (referee)"
     )
-    print("gRPC: " + ", ".join(f"{name}={value!r}" for name, value in GRPC_SETTINGS.items()))
+    print(f"gRPC: {GRPC_SETTINGS}")
     print(
         f"{'streams':>8}{'bare client':>13}{'referee':>9}{'overhead':>10}{'target':>8}"
         f"{'echo servers':>14}{'bots':>6}{'system (bare/referee)':>23}"

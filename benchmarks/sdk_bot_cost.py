@@ -29,10 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import referee  # noqa: E402
+
+import referee as referee_package  # noqa: E402
 
 # gRPC reads its settings when first imported: referee/__init__.py has set its defaults.
-GRPC_SETTINGS = {name: os.environ[name] for name in referee.GRPC_DEFAULTS}
+GRPC_SETTINGS = referee_package.grpc_settings()
 
 import grpc  # noqa: E402
 
@@ -128,7 +129,7 @@ def main() -> int:
             for name in names:
                 address = f"unix://{tmp / f'{name}.sock'}"
                 bot = subprocess.Popen(
-                    [sys.executable, *(address if a is ADDRESS else a for a in BOTS[name])],
+                    [sys.executable, *(address if a == ADDRESS else a for a in BOTS[name])],
                     env=env,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
@@ -145,7 +146,7 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"bot CPU per decision, best of {opts.repeat} rounds of {len(requests)} requests")
-    print("gRPC: " + ", ".join(f"{name}={value!r}" for name, value in GRPC_SETTINGS.items()))
+    print(f"gRPC: {GRPC_SETTINGS}")
     raw = best["minimal"]
     print(f"{'minimal (raw protobuf)':<24}{raw * 1e6:>8.0f} µs  (the yardstick: threaded server)")
     aio = best["minimal-aio"]

@@ -7,13 +7,11 @@ Importing this package imports nothing heavy; the rules core is usable on its ow
 import importlib.util as _importlib_util
 import os as _os
 import re as _re
-from pathlib import Path as _Path
 
 OLDER_TRANSPORT_VERIFIED: tuple[tuple[int, int], ...] = ((1, 85),)
 """grpcio releases (major, minor) measured with gRPC's older transport (docs/benchmarks.md,
-"gRPC's transport"). gRPC is retiring the switch: a release without it would log "Unknown
-experiment" on the standard error of every process (every bot's log included), so it is
-only set for releases measured with it."""
+"gRPC's transport"), the only ones it is asked for on: gRPC is retiring the switch, and a
+release without it would log "Unknown experiment" in every process (every bot's log too)."""
 
 
 def grpcio_version() -> tuple[int, int] | None:
@@ -25,7 +23,8 @@ def grpcio_version() -> tuple[int, int] | None:
         return None
     for folder in (spec.submodule_search_locations or []) if spec else []:
         try:
-            text = (_Path(folder) / "_grpcio_metadata.py").read_text(encoding="utf-8")
+            with open(_os.path.join(folder, "_grpcio_metadata.py"), encoding="utf-8") as file:
+                text = file.read()
         except OSError:
             continue
         found = _re.search(r"(\d+)\.(\d+)", text)
@@ -47,12 +46,19 @@ ours; a setting already in the environment wins (an empty ``GRPC_EXPERIMENTS`` k
 defaults)."""
 
 if grpcio_version() in OLDER_TRANSPORT_VERIFIED:
-    # gRPC's EventEngine endpoints (its default client and server transport) cost a Python
-    # ping-pong about twice the CPU of its older pollers: a bare asyncio echo client 86-124
-    # -> 46-81 µs a round trip at 64 streams, the referee 247-306 -> 115-219 µs a decision
-    # (docs/benchmarks.md, "gRPC's transport"). A referee and a bot exchange one small
-    # message each way per decision, the worst case for it, so both sides use the older one.
+    # gRPC's EventEngine endpoints (its default client and server transport) cost a ping-pong
+    # of small messages, a referee's and a bot's only traffic, about twice the CPU of its
+    # older pollers: both sides use the older ones.
     GRPC_DEFAULTS["GRPC_EXPERIMENTS"] = "-event_engine_client,-event_engine_listener"
+
+GRPC_SETTING_NAMES: tuple[str, ...] = ("GRPC_ENABLE_FORK_SUPPORT", "GRPC_EXPERIMENTS")
+"""Every gRPC setting :data:`GRPC_DEFAULTS` may hold."""
+
+
+def grpc_settings() -> str:
+    """The gRPC settings in force in this process, for a report (benchmarks print it)."""
+    return ", ".join(f"{name}={_os.environ.get(name)!r}" for name in GRPC_SETTING_NAMES)
+
 
 for _name, _value in GRPC_DEFAULTS.items():
     _os.environ.setdefault(_name, _value)

@@ -132,3 +132,9 @@ def test_the_installed_grpcio_is_read_without_importing_it() -> None:
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.stdout.split() == ["True", "False"], done.stderr
+
+
+def test_the_settings_in_force_are_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRPC_EXPERIMENTS", "")
+    monkeypatch.delenv("GRPC_ENABLE_FORK_SUPPORT")
+    assert referee.grpc_settings() == "GRPC_ENABLE_FORK_SUPPORT=None, GRPC_EXPERIMENTS=''"
