@@ -19,6 +19,14 @@ Every server is its own process, serving on gRPC's asyncio API (any number of st
   does per decision is in it: the engine's view, the request's encoding, the deadline, the
   reply's decoding, the legality gate, the clock, the move's record. Games are played until
   at least ``--decisions`` decisions are made.
+- *replay*: the same ``N`` pairs of streams to the same minimal bots, writing the decision
+  requests of recorded games (encoded as the referee encodes them, each seat playing the
+  first legal action, as the minimal bot does) and reading each reply, with no other work,
+  streams awaited directly as in the bare echo: what a referee that did nothing but talk
+  would cost against these bots. It splits the overhead in two: *replay - bare* is the
+  peer's part (a real bot and real message sizes instead of an echo server and 300 bytes),
+  which no referee work can remove; *referee - replay* is the referee's own work, as it
+  costs beside gRPC.
 
 CPU is this process's (``time.process_time``: gRPC's own threads included); the servers' CPU is
 printed for information, and so is the kernel's part of this process's CPU (system time, of
@@ -55,9 +63,18 @@ from referee.client import (  # noqa: E402
     AsyncRemotePlayer,
     BotClient,
     RemotePlayer,
+    default_handshake,
 )
 from referee.match import AsyncPlayer, Player  # noqa: E402
-from referee.protocol.messages import GameEndReason, Handshake, TimeControl  # noqa: E402
+from referee.protocol.fast_encode import encode_decision_request  # noqa: E402
+from referee.protocol.messages import (  # noqa: E402
+    Clock,
+    GameEndReason,
+    Handshake,
+    TimeControl,
+)
+from referee.protocol.wire import PLAY_PATH, encode_referee_message  # noqa: E402
+from referee.rules import Game  # noqa: E402
 from referee.series import (  # noqa: E402
     AsyncBotSlot,
     SeriesConfig,
@@ -129,6 +146,70 @@ async def bare(addresses: list[str], streams: int, rounds: int, pids: list[int])
 
     await asyncio.gather(*(ask(p, 100) for p in pairs))  # warm-up
     per_pair = max(1, rounds // streams)
+    cpu, others, system = time.process_time(), _cpu_seconds(pids), _system_seconds()
+    await asyncio.gather(*(ask(p, per_pair) for p in pairs))
+    done = per_pair * streams
+    cost = (
+        (time.process_time() - cpu) / done,
+        (_cpu_seconds(pids) - others) / done,
+        (_system_seconds() - system) / done,
+    )
+    for pair in pairs:
+        for call in pair:
+            call.cancel()
+    for channel in channels:
+        await channel.close(None)
+    return cost
+
+
+def recorded_requests(decisions: int, seed: str) -> list[tuple[int, bytes]]:
+    """(seat, request bytes) of whole games, at least ``decisions`` of them, in which every
+    seat plays its first legal action (the minimal bot's choice), encoded as the referee
+    encodes them (request ids counting up, the dealer alternating)."""
+    clock = Clock(move_ms=10_000, bank_ms=60_000)
+    requests: list[tuple[int, bytes]] = []
+    number = 0
+    while len(requests) < decisions:
+        number += 1
+        game = Game.new(f"{seed}-{number}", dealer=number % 2)
+        while not game.over:
+            seat = game.to_move
+            assert seat is not None
+            view = game.view(seat)
+            requests.append((seat, encode_decision_request(len(requests) + 1, number, view, clock)))
+            game.play(view.legal_actions[0])
+    return requests
+
+
+async def replay(
+    addresses: list[str], streams: int, requests: list[tuple[int, bytes]], pids: list[int]
+) -> Cost:
+    """Client CPU per decision of ``streams`` pairs of streams to the bots, each replaying
+    ``requests`` (no other work): the floor of a referee against these bots."""
+    channels = []
+    pairs = []
+    hello = encode_referee_message(default_handshake("replay", 1, 10_000, 60_000))
+    for _ in range(streams):
+        pair = []
+        for address in addresses:
+            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            await channel.channel_ready()
+            channels.append(channel)
+            call = channel.stream_stream(PLAY_PATH, None, None)(None)
+            await call.write(hello)
+            await call.read()
+            pair.append(call)
+        pairs.append(pair)
+
+    async def ask(pair: list[grpc.aio.StreamStreamCall[bytes, bytes]], count: int) -> None:
+        for i in range(count):
+            seat, data = requests[i % len(requests)]
+            call = pair[seat]
+            await call.write(data)
+            await call.read()
+
+    await asyncio.gather(*(ask(p, 100) for p in pairs))  # warm-up
+    per_pair = max(1, len(requests) // streams)
     cpu, others, system = time.process_time(), _cpu_seconds(pids), _system_seconds()
     await asyncio.gather(*(ask(p, per_pair) for p in pairs))
     done = per_pair * streams
@@ -292,14 +373,17 @@ def main() -> int:
     print(
         f"{'streams':>8}{'bare client':>13}{'referee':>9}{'overhead':>10}{'target':>8}"
         f"{'echo servers':>14}{'bots':>6}{'system (bare/referee)':>23}"
+        f"{'replay':>8}{'peer':>6}{'own work':>10}"
     )
     failed = False
     before: list[Cost] = []
+    recorded = recorded_requests(opts.decisions, "replay")
     try:
         loop = asyncio.new_event_loop()
         for streams in opts.streams:
             bares: list[Cost] = []
             refs: list[Cost] = []
+            replays: list[Cost] = []
             for _ in range(opts.repeat):
                 if streams == 1:
                     before.append(blocking(addresses[2:], opts.decisions, bot_pids))
@@ -311,7 +395,10 @@ def main() -> int:
                         referee(addresses[2:], streams, opts.decisions, bot_pids)
                     )
                 )
-            b, r = min(bares), min(refs)
+                replays.append(
+                    loop.run_until_complete(replay(addresses[2:], streams, recorded, bot_pids))
+                )
+            b, r, p = min(bares), min(refs), min(replays)
             overhead = (r[0] - b[0]) * 1e6
             met = overhead <= TARGET_US
             failed |= not met
@@ -319,6 +406,7 @@ def main() -> int:
                 f"{streams:>8}{b[0] * 1e6:>13.0f}{r[0] * 1e6:>9.0f}{overhead:>10.0f}"
                 f"{'met' if met else 'missed':>8}{b[1] * 1e6:>14.0f}{r[1] * 1e6:>6.0f}"
                 f"{f'{b[2] * 1e6:.0f} / {r[2] * 1e6:.0f}':>23}"
+                f"{p[0] * 1e6:>8.0f}{(p[0] - b[0]) * 1e6:>6.0f}{(r[0] - p[0]) * 1e6:>10.0f}"
             )
         loop.run_until_complete(asyncio.sleep(0.2))  # gRPC's own tasks of the closed calls end
         loop.close()
@@ -332,6 +420,11 @@ def main() -> int:
             proc.kill()
             proc.wait()
     state = "missed" if failed else "met"
+    print(
+        "replay: the referee's recorded requests written to the same bots with no other work;"
+        " peer = replay - bare (a real bot and real sizes instead of an echo), own work ="
+        " referee - replay"
+    )
     print(f"target: overhead <= {TARGET_US:.0f} µs at every stream count: {state}")
     return 0
 

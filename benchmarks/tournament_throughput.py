@@ -163,6 +163,19 @@ def main() -> int:
             f" ({best[1].rate:.1f} games/s at 1; target >= 1.8 at 2 on 2 cores);"
             f" {main_run.rate / opts.concurrency:.1f} games/s per referee process"
         )
+        # The ratio is (cores busy at N / cores busy at 1) x (CPU per game at 1 / at N): one
+        # series already runs its referee and two bots at once, and CPU per game rises when
+        # more series share the cores.
+        busy = {c: r.cpu * r.rate / r.games for c, r in best.items()}
+        bound = min(opts.concurrency, cores) / busy[1]
+        print(
+            f"cores busy (CPU / wall)    {busy[1]:8.2f} at concurrency 1, {busy[0]:.2f} at"
+            f" {opts.concurrency}: at most {bound:.2f}x on {cores} cores at the same CPU per game"
+        )
+        print(
+            f"CPU per decision           {best[1].cpu / best[1].actions * 1e6:8.0f} µs at"
+            f" concurrency 1, {per_decision * 1e6:.0f} at {opts.concurrency}"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
