@@ -69,12 +69,19 @@ from referee.match import AsyncPlayer, Player  # noqa: E402
 from referee.protocol.fast_encode import encode_decision_request  # noqa: E402
 from referee.protocol.messages import (  # noqa: E402
     Clock,
+    Decision,
+    DecisionRequest,
     GameEndReason,
     Handshake,
     TimeControl,
 )
-from referee.protocol.wire import PLAY_PATH, encode_referee_message  # noqa: E402
-from referee.rules import Game  # noqa: E402
+from referee.protocol.wire import (  # noqa: E402
+    PLAY_PATH,
+    decode_bot_message,
+    decode_referee_message,
+    encode_referee_message,
+)
+from referee.rules import Game, View  # noqa: E402
 from referee.series import (  # noqa: E402
     AsyncBotSlot,
     SeriesConfig,
@@ -181,6 +188,18 @@ def recorded_requests(decisions: int, seed: str) -> list[tuple[int, bytes]]:
     return requests
 
 
+def check_reply(request: bytes, reply: object) -> None:
+    """Raise AssertionError unless ``reply`` is the decision for ``request``: its request id,
+    and the request's first legal action (the minimal bot's choice)."""
+    asked = decode_referee_message(request)
+    assert isinstance(asked, DecisionRequest) and isinstance(asked.view, View), asked
+    assert isinstance(reply, bytes), f"no reply to request {asked.request_id}: {reply!r}"
+    answer = decode_bot_message(reply)
+    assert isinstance(answer, Decision), answer
+    assert answer.request_id == asked.request_id, (answer, asked.request_id)
+    assert str(answer.action) == str(asked.view.legal_actions[0]), answer
+
+
 async def replay(
     addresses: list[str], streams: int, requests: list[tuple[int, bytes]], pids: list[int]
 ) -> Cost:
@@ -201,14 +220,19 @@ async def replay(
             pair.append(call)
         pairs.append(pair)
 
-    async def ask(pair: list[grpc.aio.StreamStreamCall[bytes, bytes]], count: int) -> None:
+    async def ask(
+        pair: list[grpc.aio.StreamStreamCall[bytes, bytes]], count: int, check: bool = False
+    ) -> None:
         for i in range(count):
             seat, data = requests[i % len(requests)]
             call = pair[seat]
             await call.write(data)
-            await call.read()
+            reply = await call.read()
+            if check:
+                check_reply(data, reply)
 
-    await asyncio.gather(*(ask(p, 100) for p in pairs))  # warm-up
+    # The warm-up checks that the bots answer what was asked; the measured rounds only read.
+    await asyncio.gather(*(ask(p, 100, check=True) for p in pairs))
     per_pair = max(1, len(requests) // streams)
     cpu, others, system = time.process_time(), _cpu_seconds(pids), _system_seconds()
     await asyncio.gather(*(ask(p, per_pair) for p in pairs))
