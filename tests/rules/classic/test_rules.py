@@ -231,6 +231,17 @@ def test_turn_limit_out_seats_beat_those_still_playing_who_draw_with_each_other(
     assert game.pairwise_results() == ((0, 1), (0, 2), (0, 3))
 
 
+def test_a_leader_whose_last_cards_meet_the_turn_limit_is_not_out_and_draws() -> None:
+    """Out is decided after a trick: at the limit, a leader who has just led his last cards
+    (stock empty) still draws with the other seats that are not out (docs/rules.md)."""
+    game = position(trump="H", hands=["7C", "8C JD", "AS"], leader=0, turn_limit=1)
+    game.play("lead 7C")
+    assert game.hands[0] == ()
+    assert game.over and game.loser is None and game.reason is ClassicEndReason.TURN_LIMIT
+    assert game.out == (False, False, False)
+    assert game.pairwise_results() == ()
+
+
 def test_default_game_reports_its_loser() -> None:
     game = Game.new(seed=3, dealer=0)
     assert game.loser is None
