@@ -11,8 +11,15 @@ from arena.db.errors import NotFoundError
 RowT = TypeVar("RowT", bound=SQLModel)
 
 
+MAX_ID = 2**63 - 1
+"""The largest id a row can have (a signed 64-bit integer on both databases)."""
+
+
 def get_or_raise(session: Session, model: type[RowT], key: int, what: str) -> RowT:
-    """The row of ``model`` with primary key ``key``, or :class:`NotFoundError`."""
+    """The row of ``model`` with primary key ``key``, or :class:`NotFoundError` (also for a
+    key no row can have, which the database driver would refuse with an OverflowError)."""
+    if isinstance(key, int) and not -MAX_ID - 1 <= key <= MAX_ID:
+        raise NotFoundError(f"no {what} with id {key!r}")
     row = session.get(model, key)
     if row is None:
         raise NotFoundError(f"no {what} with id {key!r}")

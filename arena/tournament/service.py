@@ -34,6 +34,7 @@ from arena.db import (
     update_tournament_config,
 )
 from arena.tournament.config import (
+    MAX_GAMES_PER_PAIR,
     STORED_ONLY,
     ConfigError,
     TournamentConfig,
@@ -423,7 +424,8 @@ def extend(tournament_id: int, games: int, db: Database) -> Extended:
 
     The series are added while this process holds the tournament's lease, so a live run
     of the tournament refuses the extension (TournamentBusyError naming it) and nothing can
-    start it in between. TournamentError for a cancelled tournament or ``games`` < 1.
+    start it in between. TournamentError for a cancelled tournament or ``games`` outside
+    [1, MAX_GAMES_PER_PAIR].
     """
     from arena.db.tournaments import extend_tournament
     from arena.tournament.extend import (
@@ -433,8 +435,10 @@ def extend(tournament_id: int, games: int, db: Database) -> Extended:
         new_extension,
     )
 
-    if isinstance(games, bool) or games < 1:
-        raise TournamentError(f"--games must be at least 1 (games per pair to add), got {games}")
+    if isinstance(games, bool) or not 1 <= games <= MAX_GAMES_PER_PAIR:
+        raise TournamentError(
+            f"--games must be in [1, {MAX_GAMES_PER_PAIR}] (games per pair to add), got {games}"
+        )
     with db.read_session() as session:
         status = get_tournament(tournament_id, session=session).status
     if status == TournamentStatus.CANCELLED.value:

@@ -28,6 +28,7 @@ from arena.db import (
     open_database,
 )
 from kryt.errors import ExitCode, UserError, classify
+from kryt.options import MAX_ID
 from leaderboard.standings import Leaderboard, standings
 from leaderboard.web.queries import Progress, progress
 
@@ -171,7 +172,13 @@ def leaderboard(
     ctx: typer.Context,
     tournament: Annotated[
         int | None,
-        typer.Option("--tournament", "-t", help="Only this tournament (default: all games)."),
+        typer.Option(
+            "--tournament",
+            "-t",
+            min=1,
+            max=MAX_ID,
+            help="Only this tournament (default: all games).",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     ruleset: Annotated[

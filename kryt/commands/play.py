@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from referee.record import GameRecord
 
 SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
+MAX_GAMES = 1_000_000
+"""The most games of one run: a tournament's most games per pair
+(``arena.tournament.config.MAX_GAMES_PER_PAIR``, not imported here: start-up stays light)."""
 
 
 @dataclass(slots=True)
@@ -141,7 +144,9 @@ def play(
             show_default=False,
         ),
     ],
-    games: Annotated[int, typer.Option("--games", "-n", min=1, help="Games to play.")] = 10,
+    games: Annotated[
+        int, typer.Option("--games", "-n", min=1, max=MAX_GAMES, help="Games to play.")
+    ] = 10,
     jobs: Annotated[
         int,
         typer.Option(
@@ -253,7 +258,10 @@ def play(
         book=decks,
     )
     configs = pairing_configs(base, jobs)
-    sandbox = choose_backend(backend_choice(backend, sandbox_alias), allow_unsafe=False)
+    try:
+        sandbox = choose_backend(backend_choice(backend, sandbox_alias), allow_unsafe=False)
+    except ValueError as exc:  # an unknown backend name (an unusable one is a SandboxError)
+        raise UserError(f"--backend: {exc}") from None
     err.print(f"sandbox: [bold]{sandbox.describe()}[/bold]")
     limits = SandboxSettings().limits()
 

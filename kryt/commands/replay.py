@@ -20,7 +20,7 @@ from arena.db import (
 from arena.tournament.extend import seed_chain
 from arena.tournament.seeds import deal_problems
 from kryt.errors import ExitCode
-from kryt.options import DatabaseOption, open_db
+from kryt.options import MAX_ID, DatabaseOption, open_db
 from referee.replay import verify
 from referee.rules import Card
 from sandbox.death import printable
@@ -29,7 +29,10 @@ out = Console()
 
 
 def replay(
-    game_id: Annotated[int, typer.Argument(help="The game's id (see the web page or status).")],
+    game_id: Annotated[
+        int,
+        typer.Argument(min=1, max=MAX_ID, help="The game's id (see the web page or status)."),
+    ],
     verify_: Annotated[
         bool,
         typer.Option("--verify", help="Re-execute through the rules engine and check the result."),

@@ -71,7 +71,17 @@ def _out() -> Any:
     return Console()
 
 
+def _shown(value: object) -> str:
+    """A value the server sent, as plain text for the terminal: it may carry a bot's words
+    (its name, its crash message), so control characters are made visible."""
+    from sandbox.death import printable
+
+    return printable(str(value))
+
+
 def _submit_remote(path: Path, server: str, *, wait: bool) -> None:
+    from rich.text import Text
+
     from arena.service.server import Client, ClientError, archive_of, read_token
 
     out = _out()
@@ -81,7 +91,10 @@ def _submit_remote(path: Path, server: str, *, wait: bool) -> None:
         data = client.upload(archive, filename)
         state = "uploaded" if data.get("created") else "already on the server (same content)"
         out.print(
-            f"{data['bot']} {data['version']}: {state} as submission {data['submission_id']}",
+            Text(
+                f"{_shown(data['bot'])} {_shown(data['version'])}: {state} as submission"
+                f" {_shown(data['submission_id'])}"
+            ),
             highlight=False,
         )
         if wait and (data.get("check") or {}).get("status") == "pending":
@@ -89,11 +102,14 @@ def _submit_remote(path: Path, server: str, *, wait: bool) -> None:
             data = client.wait(int(data["submission_id"]))
     except ClientError as exc:
         code = ExitCode.UNAVAILABLE if "cannot reach" in str(exc) else ExitCode.BAD_INPUT
-        raise UserError(str(exc), code=code) from None
+        raise UserError(_shown(exc), code=code) from None
     check = data.get("check") or {}
+    # Text, not markup: "[bold]" in a bot's crash message is the bot's text, shown as is.
     out.print(
-        f"status {data['status']}; validation {check.get('status', '-')}: "
-        f"{check.get('message', '')}",
+        Text(
+            f"status {_shown(data['status'])}; validation {_shown(check.get('status', '-'))}: "
+            f"{_shown(check.get('message', ''))}"
+        ),
         highlight=False,
     )
     if data["status"] == "rejected":

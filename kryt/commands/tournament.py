@@ -60,7 +60,7 @@ from arena.tournament.service import extend as extend_tournament
 from arena.tournament.service import run_tournament as service_run
 from arena.tournament.store import DEFAULT_STORE
 from kryt.errors import ExitCode, UserError
-from kryt.options import DatabaseOption, StoreOption, open_db
+from kryt.options import MAX_ID, DatabaseOption, StoreOption, open_db
 from leaderboard.standings import refit_and_store, standings
 from referee.record import GameRecord
 from referee.series import SeriesFormat
@@ -532,7 +532,9 @@ def run(
 
 @app.command()
 def resume(
-    tournament_id: Annotated[int, typer.Argument(help="The tournament to finish.")],
+    tournament_id: Annotated[
+        int, typer.Argument(min=1, max=MAX_ID, help="The tournament to finish.")
+    ],
     executor: ExecutorOption = ExecutorName.local,
     scheduler: SchedulerOption = None,
     worker_store: WorkerStoreOption = None,
@@ -588,7 +590,9 @@ def _run_stored(
 
 @app.command()
 def extend(
-    tournament_id: Annotated[int, typer.Argument(help="The tournament to add games to.")],
+    tournament_id: Annotated[
+        int, typer.Argument(min=1, max=MAX_ID, help="The tournament to add games to.")
+    ],
     games: Annotated[
         int,
         typer.Option(
@@ -638,7 +642,7 @@ def extend(
 @app.command()
 def status(
     tournament_id: Annotated[
-        int | None, typer.Argument(help="One tournament (default: all).")
+        int | None, typer.Argument(min=1, max=MAX_ID, help="One tournament (default: all).")
     ] = None,
     database: DatabaseOption = None,
 ) -> None:
@@ -672,7 +676,9 @@ def status(
 
 @app.command("cancel")
 def cancel_command(
-    tournament_id: Annotated[int, typer.Argument(help="The tournament to cancel.")],
+    tournament_id: Annotated[
+        int, typer.Argument(min=1, max=MAX_ID, help="The tournament to cancel.")
+    ],
     database: DatabaseOption = None,
 ) -> None:
     """Cancel a tournament that has not finished: nothing more is played or recorded (a run
@@ -684,7 +690,9 @@ def cancel_command(
 
 @app.command("set")
 def set_command(
-    tournament_id: Annotated[int, typer.Argument(help="The tournament to change.")],
+    tournament_id: Annotated[
+        int, typer.Argument(min=1, max=MAX_ID, help="The tournament to change.")
+    ],
     assignments: Annotated[
         list[str],
         typer.Argument(
