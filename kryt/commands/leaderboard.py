@@ -57,6 +57,21 @@ def _fail(error: UserError) -> typer.Exit:
     return typer.Exit(error.code)
 
 
+def _check_table(ruleset: str | None, table_size: int | None) -> None:
+    """A usage error for a ruleset the rules core does not know, or a table size no ruleset
+    (or not the one named) seats: such a filter would only ever show an empty board."""
+    from referee.rules.rulesets import RULESETS
+
+    if ruleset is not None and ruleset not in RULESETS:
+        known = " or ".join(RULESETS)
+        raise _fail(UserError(f"--ruleset must be {known}, got {ruleset!r}"))  # repr: escaped
+    sizes = RULESETS[ruleset] if ruleset is not None else sorted(set().union(*RULESETS.values()))
+    if table_size is not None and table_size not in sizes:
+        what = f"the {ruleset} ruleset" if ruleset is not None else "a table"
+        seats = f"{min(sizes)}-{max(sizes)}" if len(sizes) > 1 else str(sizes[0])
+        raise _fail(UserError(f"--table-size: {what} seats {seats}, got {table_size}"))
+
+
 def _open(url: str | None) -> Database:
     try:
         return open_database(url, create=False)
@@ -201,6 +216,7 @@ def leaderboard(
     ctx.obj = {"database": database}
     if ctx.invoked_subcommand is not None:
         return
+    _check_table(ruleset, table_size)
     if html is not None:
         if as_json or tournament is not None:
             # The export is the whole site (every tournament, and JSON files beside it).

@@ -153,3 +153,21 @@ def test_submit_to_a_server_shows_its_text_escaped_and_never_as_markup(
     # The markup is the bot's text: shown as written, not applied.
     assert "[bold red]MARKUP[/bold red]" in out
     assert "\\u202eevil" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--ruleset", "nope\x1b[2J"), "--ruleset must be default or classic, got 'nope\\x1b[2J'"),
+        (("--ruleset", "classic", "--table-size", "9"), "the classic ruleset seats 2-4, got 9"),
+        (("--ruleset", "default", "--table-size", "3"), "the default ruleset seats 2, got 3"),
+        (("--table-size", "5"), "a table seats 2-4, got 5"),
+    ],
+)
+def test_a_leaderboard_filter_no_game_can_match_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], db: Path, args: tuple[str, ...], said: str
+) -> None:
+    code, out, err = kryt(capsys, "leaderboard", *args)
+    assert code == ExitCode.BAD_INPUT, (out, err)
+    assert said in err and "\x1b" not in err
+    assert not db.exists()
