@@ -156,6 +156,13 @@ def _sqlite_engine(url: str, *, create: bool) -> Engine:
     assert database is not None  # normalize_url guarantees a file name
     path = Path(database)
     if not path.parent.is_dir():
+        # Name what is in the way: a missing folder, or a file where a folder should be.
+        blocker = next((p for p in path.parents if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise DatabaseUnavailableError(
+                f"cannot create SQLite database {path}: {blocker} is a file, not a directory;"
+                " choose another path"
+            )
         raise DatabaseUnavailableError(
             f"cannot create SQLite database {path}: directory {path.parent} does not exist; "
             "create it or choose another path"

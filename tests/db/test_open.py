@@ -120,6 +120,13 @@ def test_missing_directory(tmp_path: Path) -> None:
         open_database(tmp_path / "no" / "such" / "dir" / "k.db")
 
 
+def test_a_file_where_the_folder_should_be_is_named(tmp_path: Path) -> None:
+    (tmp_path / "text.db").write_text("a file")
+    with pytest.raises(DatabaseUnavailableError, match=r"text\.db is a file, not a directory"):
+        open_database(tmp_path / "text.db" / "inner" / "k.db")
+    assert (tmp_path / "text.db").read_text() == "a file"
+
+
 def test_file_that_is_not_a_database(tmp_path: Path) -> None:
     path = tmp_path / "notes.db"
     path.write_bytes(b"these are my notes, not a database" * 100)
