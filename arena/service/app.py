@@ -25,14 +25,20 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import (
+    http_exception_handler,
+    request_validation_exception_handler,
+)
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import (
     HTMLResponse,
     JSONResponse,
@@ -42,6 +48,7 @@ from fastapi.responses import (
 )
 from sqlalchemy import func
 from sqlmodel import Session, col, select
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from arena.db import (
     Bot,
@@ -183,6 +190,23 @@ def create_service_app(
     app.state.service = service
 
     @app.middleware("http")
+    async def api_problems(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        """Any other error under /api/ (the mounted leaderboard's, an unknown route) becomes
+        a problem document too."""
+        response: Response = await call_next(request)
+        if response.status_code < 400 or not request.url.path.startswith("/api/"):
+            return response
+        if response.headers.get("content-type", "").startswith(PROBLEM):
+            return response
+        body = b"".join([chunk async for chunk in response.body_iterator])  # type: ignore[attr-defined]
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        detail = _detail_of(data) or body.decode(errors="replace")[:500]
+        return _problem_response(response.status_code, detail, response.headers)
+
+    @app.middleware("http")
     async def count_and_harden(request: Request, call_next: Callable[[Request], Any]) -> Response:
         response: Response = await call_next(request)
         service.metrics.count(request.method, response.status_code)
@@ -191,17 +215,26 @@ def create_service_app(
         response.headers.setdefault("Referrer-Policy", "same-origin")
         return response
 
+    @app.exception_handler(StarletteHTTPException)
+    async def http_problem(request: Request, exc: StarletteHTTPException) -> Response:
+        if not request.url.path.startswith("/api/"):
+            return await http_exception_handler(request, exc)
+        detail = str(exc.detail)
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"no API route at {request.url.path}"
+        return _problem_response(exc.status_code, detail, exc.headers or {})
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        if not request.url.path.startswith("/api/"):
+            return await request_validation_exception_handler(request, exc)
+        return _problem_response(422, _detail_of({"detail": exc.errors()}), {})
+
     @app.exception_handler(Problem)
     async def problem(request: Request, exc: Problem) -> Response:
         headers = {"Retry-After": str(max(1, round(exc.retry_after)))} if exc.retry_after else {}
         if request.url.path.startswith("/api/"):
-            body = {
-                "type": "about:blank",
-                "title": exc.title,
-                "status": exc.status,
-                "detail": exc.detail,
-            }
-            return JSONResponse(body, status_code=exc.status, media_type=PROBLEM, headers=headers)
+            return _problem_response(exc.status, exc.detail, headers, title=exc.title)
         html = render(
             "error.html", links=LINKS, title=exc.title, heading=exc.title, message=exc.detail
         )
@@ -212,6 +245,36 @@ def create_service_app(
     _add_pages(app, service)
     app.mount("/", create_leaderboard_app(db))
     return app
+
+
+def _problem_response(
+    status: int, detail: str, headers: Mapping[str, str], *, title: str = ""
+) -> JSONResponse:
+    """A problem document (RFC 9457); ``title`` defaults to the status's reason phrase."""
+    if not title:
+        try:
+            title = HTTPStatus(status).phrase
+        except ValueError:
+            title = "Error"
+    keep = {k: v for k, v in headers.items() if k.lower() in ("retry-after", "allow")}
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+    return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=keep)
+
+
+def _detail_of(data: object) -> str:
+    """The message of a JSON error body: ``{"error": ...}``, ``{"detail": ...}`` or the
+    list of FastAPI's validation errors (``query.limit: Input should be ...``)."""
+    if not isinstance(data, dict):
+        return ""
+    message = data.get("detail", data.get("error"))
+    if isinstance(message, list):
+        parts = []
+        for item in message:
+            if isinstance(item, dict):
+                where = ".".join(str(x) for x in item.get("loc", ()))
+                parts.append(f"{where}: {item.get('msg', '')}" if where else str(item.get("msg")))
+        return "; ".join(parts)
+    return "" if message is None else str(message)
 
 
 # ---------------------------------------------------------------------------- authentication

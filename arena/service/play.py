@@ -37,31 +37,89 @@ from referee.series import (
 )
 from sandbox import Submission, choose_backend, load_submission
 from sandbox.backend import Backend
+from sandbox.death import printable
+from sandbox.docker_backend import LOG_TAIL_LINES as DOCKER_TAIL_LINES
+from sandbox.limits import SandboxLimits
+from sandbox.local import LOG_TAIL_BYTES
 
 log = logging.getLogger(__name__)
 
+DOCKER_TAIL_CHARS = 8192
+"""The docker backend's tail: its last ``DOCKER_TAIL_LINES`` lines, at most this long."""
+
 LOG_OVERLAP = 200
-"""Characters of the previous tail used to find where a game's new output starts."""
+"""Characters at the end of the previous tail looked for in the new one."""
+
+FULL_SLACK_BYTES = 16
+"""A tail this close to its bound counts as full (decoding a character cut at the start of
+the tail may change its length a little)."""
+
+
+def tail_bound(backend: Backend, limits: SandboxLimits) -> tuple[int, int]:
+    """How much of a bot's output its backend keeps: (bytes, lines; 0 lines: no bound)."""
+    if backend.name == "docker":
+        return min(limits.log_bytes, DOCKER_TAIL_CHARS), DOCKER_TAIL_LINES
+    return min(limits.log_bytes, LOG_TAIL_BYTES), 0
+
+
+def last_bytes(text: str, limit: int) -> tuple[str, bool]:
+    """The end of ``text`` that fits in ``limit`` UTF-8 bytes, and whether any was cut."""
+    data = text.encode(errors="replace")
+    if len(data) <= limit:
+        return text, False
+    return data[-limit:].decode(errors="ignore"), True
 
 
 class LogTail:
-    """Turns a slot's rolling output tail into the part written since the previous game."""
+    """Turns a slot's rolling output tail into the part written since the previous game.
 
-    def __init__(self, slot: SandboxSlot) -> None:
+    The sandbox keeps only a bounded tail of what a bot writes. While the tail is not full
+    it holds everything the bot wrote since it started, so the new part is exactly what
+    follows the previous tail. Once full, the new part starts where the previous tail's end
+    occurs in the new one; when that end occurs nowhere (more was written than the tail
+    keeps) or at several places (repeating output: the new part cannot be told from the
+    old), the whole tail is the game's output and it is marked cut: some of what the bot
+    wrote in the game is missing (and, repeating, some of it may be the previous game's).
+    """
+
+    def __init__(self, slot: SandboxSlot, *, bound_bytes: int, bound_lines: int = 0) -> None:
         self._slot = slot
         self._previous = ""
+        self._bound_bytes = bound_bytes
+        self._bound_lines = bound_lines
 
-    def new_output(self) -> str:
-        """Output written since the last call (the whole tail after a restart)."""
+    def _full(self, text: str) -> bool:
+        """True when the tail may have dropped older output to keep ``text``."""
+        if len(text.encode(errors="replace")) >= self._bound_bytes - FULL_SLACK_BYTES:
+            return True
+        return self._bound_lines > 0 and text.count("\n") >= self._bound_lines
+
+    def new_output(self) -> tuple[str, bool]:
+        """The output written since the last call (all of it after a restart) and whether
+        part of it was cut."""
         text = self._slot.logs()
         previous, self._previous = self._previous, text
+        if not text:
+            return "", False
+        if not self._full(text):
+            # Everything since the bot (re)started is there.
+            if previous and text.startswith(previous):
+                return text[len(previous) :], False
+            return text, False
         if not previous:
-            return text
-        if text.startswith(previous):
-            return text[len(previous) :]
+            return text, True
         anchor = previous[-LOG_OVERLAP:]
-        at = text.rfind(anchor)
-        return text[at + len(anchor) :] if at >= 0 else text
+        overlaps: list[int] = []
+        at = text.find(anchor)
+        while at >= 0 and len(overlaps) < 2:
+            end = at + len(anchor)
+            if previous.endswith(text[:end]):
+                overlaps.append(end)
+            at = text.find(anchor, at + 1)
+        if len(overlaps) == 1:
+            # The previous end is still in the tail: nothing written since was dropped.
+            return text[overlaps[0] :], False
+        return text, True
 
 
 _backends: dict[tuple[str, bool], Backend] = {}
@@ -75,6 +133,11 @@ def backend_for(settings: ServiceSettings) -> Backend:
         if key not in _backends:
             _backends[key] = choose_backend(*key)
         return _backends[key]
+
+
+def _log_tail(settings: ServiceSettings, slot: SandboxSlot) -> LogTail:
+    bound_bytes, bound_lines = tail_bound(backend_for(settings), settings.sandbox.limits())
+    return LogTail(slot, bound_bytes=bound_bytes, bound_lines=bound_lines)
 
 
 def _slot(
@@ -136,7 +199,7 @@ def play_ladder_series(
         )
         for seat, sid in enumerate(seats)
     ]
-    tails = [LogTail(slot) for slot in slots]
+    tails = [_log_tail(settings, slot) for slot in slots]
     played = 0
 
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
@@ -148,8 +211,9 @@ def play_ladder_series(
                 record, GamePlace(series_id, number, attempt, seats), session=session
             ).game
             assert stored.id is not None
-            for seat, text in enumerate(outputs):
-                store_game_log(
+            for seat, (output, cut) in enumerate(outputs):
+                text, shortened = last_bytes(output, settings.log_limit_bytes)
+                row = store_game_log(
                     stored.id,
                     seat,
                     seats[seat],
@@ -157,6 +221,9 @@ def play_ladder_series(
                     session=session,
                     limit=settings.log_limit_bytes,
                 )
+                if (cut or shortened) and not row.truncated:
+                    row.truncated = True
+                    session.add(row)
         if not record.voided:
             played += 1
             on_game(series_id)
@@ -211,7 +278,8 @@ def validate_submission(
                 submission, opponent, reference, settings, slots, seed
             )
         except SeriesAborted as exc:
-            return Verdict(False, f"validation against {reference} could not finish: {exc}", games)
+            why = printable(str(exc))
+            return Verdict(False, f"validation against {reference} could not finish: {why}", games)
         for number, record in sorted(records.items()):
             forfeit = record.forfeit
             line: dict[str, object] = {
@@ -219,11 +287,12 @@ def validate_submission(
                 "game": number,
                 "ending": record.ending.value,
                 "winner": record.winner,
-                "log": outputs.get(number, "")[-settings.log_limit_bytes :],
+                "log": last_bytes(outputs.get(number, ""), settings.log_limit_bytes)[0],
             }
             games.append(line)
             if forfeit is not None and forfeit.seat == 0:
-                detail = f": {forfeit.detail}" if forfeit.detail else ""
+                # Bot output (a crash's stderr) is stored escaped, like a malformed action.
+                detail = f": {printable(forfeit.detail)}" if forfeit.detail else ""
                 return Verdict(
                     False,
                     f"forfeited validation game {number} against {reference} "
@@ -246,10 +315,10 @@ def _validation_series(
     """Play one validation series; its counted records and the submission's output per game."""
     records: dict[int, GameRecord] = {}
     outputs: dict[int, str] = {}
-    tail = LogTail(slots[0])
+    tail = _log_tail(settings, slots[0])
 
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
-        outputs[number] = tail.new_output()
+        outputs[number] = tail.new_output()[0]
         if not record.voided:
             records[number] = record
 

@@ -25,25 +25,62 @@ TOKEN_ENV = "KRYT_TOKEN"
 TOKEN_FILE = Path("~/.config/kryt/token")
 
 
+class ServeError(RuntimeError):
+    """The server cannot start: its address cannot be listened on (``unavailable``) or its
+    port file cannot be written. The message is one line."""
+
+    def __init__(self, message: str, *, unavailable: bool) -> None:
+        super().__init__(message)
+        self.unavailable = unavailable
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (0: any free port), or :class:`ServeError`."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, OverflowError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ServeError(f"cannot listen on {host}:{port}: {reason}", unavailable=True) from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        raise ServeError(f"cannot listen on {host}:{port}: {reason}", unavailable=True) from None
+    return sock
+
+
 def serve(db: Database, settings: ServiceSettings, *, port_file: Path | None = None) -> None:
-    """Serve until interrupted; prints (and optionally writes) the address it listens on."""
+    """Serve until interrupted; prints (and optionally writes) the address it listens on.
+    :class:`ServeError` (before serving) when the address or the port file is unusable."""
     import uvicorn
 
     from arena.service.app import create_service_app
 
-    sock = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((settings.host, settings.port))
-    port = sock.getsockname()[1]
-    app = create_service_app(db, settings)
-    config = uvicorn.Config(
-        app, log_level="warning", proxy_headers=True, forwarded_allow_ips="127.0.0.1"
-    )
-    server = uvicorn.Server(config)
-    print(f"kryt arena listening on http://{settings.host}:{port}", flush=True)
-    if port_file is not None:
-        port_file.write_text(str(port))
-    server.run(sockets=[sock])
+    sock = listen(settings.host, settings.port)
+    try:
+        port = sock.getsockname()[1]
+        if port_file is not None:
+            try:
+                port_file.write_text(str(port))
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                raise ServeError(
+                    f"cannot write the port file {port_file}: {reason}", unavailable=False
+                ) from None
+        app = create_service_app(db, settings)
+        config = uvicorn.Config(
+            app, log_level="warning", proxy_headers=True, forwarded_allow_ips="127.0.0.1"
+        )
+        server = uvicorn.Server(config)
+        shown = f"[{settings.host}]" if ":" in settings.host else settings.host
+        print(f"kryt arena listening on http://{shown}:{port}", flush=True)
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 class ClientError(RuntimeError):

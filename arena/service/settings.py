@@ -84,6 +84,8 @@ class ServiceSettings:
             "ladder.games_per_series": self.ladder.games_per_series,
             "ladder.concurrency": self.ladder.concurrency,
         }
+        if type(self.port) is int and self.port > 65535:
+            raise SettingsError(f"port must be in 0..65535, got {self.port}")
         for name, value in positive.items():
             if name == "port" and value == 0:
                 continue  # port 0: any free port (tests)

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from kryt.errors import ExitCode, UserError
-from kryt.options import DatabaseOption, open_db
+from kryt.options import MAX_ID, DatabaseOption, open_db
 
 app = typer.Typer(no_args_is_help=True)
 author_app = typer.Typer(no_args_is_help=True)
@@ -31,7 +31,9 @@ ServerOption = Annotated[
 def serve(
     database: DatabaseOption = None,
     host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (0: any free port).")] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Port (0: any free port).", min=0, max=65535)
+    ] = None,
     store: Annotated[Path | None, typer.Option(help="Where unpacked submissions live.")] = None,
     ladder: Annotated[bool, typer.Option(help="Run the ladder in the background.")] = True,
     games_per_series: Annotated[int | None, typer.Option(help="Ladder games per series.")] = None,
@@ -53,6 +55,7 @@ def serve(
     """Serve the leaderboard, the authors' API and pages, and run the ladder."""
     from dataclasses import replace
 
+    from arena.service.server import ServeError
     from arena.service.server import serve as run_server
     from arena.service.settings import ServiceSettings
 
@@ -80,7 +83,14 @@ def serve(
         settings = replace(settings, sandbox=replace(settings.sandbox, backend=backend))
     db = open_db(database)
     out.print(f"database {db.display_url}", highlight=False)
-    run_server(db, settings, port_file=port_file)
+    try:
+        run_server(db, settings, port_file=port_file)
+    except ServeError as exc:
+        if exc.unavailable:
+            raise UserError(
+                str(exc), code=ExitCode.UNAVAILABLE, hint="choose another --port (or --host)"
+            ) from None
+        raise UserError(str(exc)) from None
 
 
 @author_app.command("add")
@@ -194,6 +204,7 @@ def invite_list(database: DatabaseOption = None) -> None:
     from arena.db.accounts import list_invites
     from arena.db.models import Author
     from arena.db.types import utcnow
+    from sandbox.death import printable
 
     db = open_db(database, create=False)
     now = utcnow()
@@ -206,7 +217,8 @@ def invite_list(database: DatabaseOption = None) -> None:
                 state = "expired"
             else:
                 state = f"open until {row.expires_at:%Y-%m-%d %H:%M}"
-            typer.echo(f"{row.id}\t{row.label or '-'}\t{state}")  # plain tabs, easy to cut
+            label = printable(row.label or "-").replace("\t", "\\t")
+            typer.echo(f"{row.id}\t{label}\t{state}")  # plain tabs, easy to cut
 
 
 @token_app.command("create")
@@ -232,18 +244,22 @@ def token_list(
 ) -> None:
     """An author's tokens (never the secrets)."""
     from arena.db.accounts import list_tokens
+    from sandbox.death import printable
 
     db = open_db(database, create=False)
     with db.read_session() as session:
         for t in list_tokens(author, session=session):
             state = "revoked" if t.revoked_at else f"expires {t.expires_at:%Y-%m-%d}"
             used = f"last used {t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "never used"
-            out.print(f"{t.id}\t{t.label or '-'}\t{state}\t{used}", highlight=False)
+            label = printable(t.label or "-").replace("\t", "\\t")
+            typer.echo(f"{t.id}\t{label}\t{state}\t{used}")  # plain tabs, easy to cut
 
 
 @token_app.command("revoke")
 def token_revoke(
-    token_id: Annotated[int, typer.Argument(help="The token's id (see `token list`).")],
+    token_id: Annotated[
+        int, typer.Argument(min=1, max=MAX_ID, help="The token's id (see `token list`).")
+    ],
     database: DatabaseOption = None,
 ) -> None:
     """Revoke a token at once."""
@@ -258,19 +274,26 @@ def token_revoke(
 def submissions(server: ServerOption) -> None:
     """Your uploaded versions on the server and the outcome of their validation."""
     from arena.service.server import Client, ClientError, read_token
+    from sandbox.death import printable
 
     try:
         data = Client(server, read_token()).request("GET", "/api/submissions")
     except ClientError as exc:
         code = ExitCode.UNAVAILABLE if "cannot reach" in str(exc) else ExitCode.BAD_INPUT
-        raise UserError(str(exc), code=code) from None
+        raise UserError(printable(str(exc)), code=code) from None
     rows = data.get("submissions", [])
     if not rows:
         out.print("no submissions yet", highlight=False)
     for row in rows:
         check = row.get("check") or {}
-        # Plain tab-separated lines: easy to read and to cut.
-        typer.echo(
-            f"{row['submission_id']}\t{row['bot']} {row['version']}\t{row['status']}\t"
-            f"{check.get('status', '-')}\t{check.get('message', '')}"
+        # Plain tab-separated lines: easy to read and to cut. Every field comes from the
+        # server, the bot's name, version and check message from its author: control and
+        # bidi characters are shown as escapes, tabs too (they would shift the columns).
+        fields = (
+            row.get("submission_id", "?"),
+            f"{row.get('bot', '?')} {row.get('version', '?')}",
+            row.get("status", "?"),
+            check.get("status", "-"),
+            check.get("message", ""),
         )
+        typer.echo("\t".join(printable(str(f)).replace("\t", "\\t") for f in fields))

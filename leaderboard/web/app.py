@@ -2,9 +2,10 @@
 
 Routes: ``/`` (overall leaderboard), ``/tournaments/{id}``, ``/submissions/{id}``,
 ``/bots/{name}``, ``/series/{id}``, ``/games/{id}`` (replay viewer),
-``/api/leaderboard[?tournament=ID]``, ``/api/games/{id}``, ``/static/...``. Unknown or
-malformed ids give a 404 page (or a JSON
-error under ``/api``); a database that cannot be read gives a 503 with the reason.
+``/api/leaderboard[?tournament=ID][&ruleset=NAME][&table_size=N]``, ``/api/games/{id}``,
+``/static/...``. Unknown or malformed ids give a 404 page (or a JSON error under ``/api``); a
+ruleset the rules core does not know, or a table size it cannot seat, a 422; a database that
+cannot be read gives a 503 with the reason.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from leaderboard.web.pages import (
     submission_page,
 )
 from leaderboard.web.render import Links, render
+from referee.rules.rulesets import DEFAULT_RULESET, RULESETS
 
 LINKS = Links("/", static=False)
 
@@ -47,6 +49,29 @@ def _error_response(request: Request, status: int, heading: str, message: str) -
         return JSONResponse({"error": message}, status_code=status)
     html = render("error.html", links=LINKS, title=heading, heading=heading, message=message)
     return HTMLResponse(html, status_code=status)
+
+
+class InvalidFilterError(ValueError):
+    """A leaderboard filter no game can match: an unknown ruleset or table size."""
+
+
+def board_filters(ruleset: str | None, table_size: str | None) -> tuple[str | None, int | None]:
+    """The ``ruleset`` and ``table_size`` filters of ``/api/leaderboard`` checked against the
+    rulesets the rules core knows (a size needs the ruleset named, else the default one), or
+    InvalidFilterError quoting the value."""
+    if ruleset is not None and ruleset not in RULESETS:
+        known = ", ".join(RULESETS)
+        raise InvalidFilterError(f"unknown ruleset {ruleset!r} (known: {known})")
+    if table_size is None:
+        return ruleset, None
+    named = ruleset or DEFAULT_RULESET
+    sizes = RULESETS[named]
+    if not (table_size.isascii() and table_size.isdigit()) or int(table_size) not in sizes:
+        allowed = ", ".join(map(str, sizes))
+        raise InvalidFilterError(
+            f"table_size {table_size!r} is not one of the {named} ruleset's table sizes ({allowed})"
+        )
+    return ruleset, int(table_size)
 
 
 def create_app(db: Database) -> FastAPI:
@@ -73,6 +98,10 @@ def create_app(db: Database) -> FastAPI:
         if exc.status_code == 404:
             return _error_response(request, 404, "Not found", f"no page at {request.url.path}")
         return _error_response(request, exc.status_code, "Error", str(exc.detail))
+
+    @app.exception_handler(InvalidFilterError)
+    async def invalid_filter(request: Request, exc: InvalidFilterError) -> Response:
+        return _error_response(request, 422, "Invalid filter", str(exc))
 
     @app.exception_handler(DatabaseUnavailableError)
     async def unavailable(request: Request, exc: DatabaseUnavailableError) -> Response:
@@ -109,9 +138,14 @@ def create_app(db: Database) -> FastAPI:
         return str(read(lambda s: game_page(gid, session=s, links=LINKS)))
 
     @app.get("/api/leaderboard")
-    def api_leaderboard(tournament: str | None = None) -> dict[str, Any]:
+    def api_leaderboard(
+        tournament: str | None = None, ruleset: str | None = None, table_size: str | None = None
+    ) -> dict[str, Any]:
         tid = None if tournament is None else parse_id(tournament, "tournament")
-        data: dict[str, Any] = read(lambda s: leaderboard_json(session=s, tournament_id=tid))
+        kind, size = board_filters(ruleset, table_size)
+        data: dict[str, Any] = read(
+            lambda s: leaderboard_json(session=s, tournament_id=tid, ruleset=kind, table_size=size)
+        )
         return data
 
     @app.get("/api/games/{game_id}")

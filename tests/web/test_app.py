@@ -209,6 +209,26 @@ def test_bad_ids_give_a_json_404_under_api(client: TestClient, path: str) -> Non
     assert "error" in response.json() and response.json()["error"]
 
 
+@pytest.mark.parametrize(
+    ("query", "bad"),
+    [
+        ("ruleset=<script>", "'<script>'"),
+        ("table_size=3", "'3'"),
+        ("ruleset=classic&table_size=9", "'9'"),
+    ],
+)
+def test_a_filter_no_game_can_match_is_a_json_422(client: TestClient, query: str, bad: str) -> None:
+    response = client.get(f"/api/leaderboard?{query}")
+    assert response.status_code == 422
+    assert bad in response.json()["error"]
+
+
+def test_the_leaderboard_filters_by_table(client: TestClient) -> None:
+    classic = client.get("/api/leaderboard?ruleset=classic&table_size=3")
+    assert classic.status_code == 200 and classic.json()["rows"] == []  # no classic games here
+    assert client.get("/api/leaderboard?ruleset=default").json()["rows"]
+
+
 def test_static_files_are_served(client: TestClient) -> None:
     css = client.get("/static/style.css")
     js = client.get("/static/replay.js")

@@ -1,0 +1,238 @@
+"""Round-3 hostile findings on the arena service: game logs of chatty bots with repeating
+output, bot text printed raw by ``kryt submissions``, ``kryt arena serve`` tracebacks, and
+API errors that were not problem documents."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from arena.db import open_database
+from arena.service.app import create_service_app
+from arena.service.play import LogTail, last_bytes
+from arena.service.server import Client, ClientError
+from arena.service.settings import ServiceSettings
+from kryt.cli import main
+from kryt.errors import ExitCode
+
+CAP = 16 * 1024
+
+
+class RollingSlot:
+    """A slot whose output tail keeps the last ``cap`` bytes, like the sandbox's."""
+
+    def __init__(self, cap: int = CAP) -> None:
+        self.cap = cap
+        self.data = b""
+
+    def write(self, text: str) -> None:
+        self.data = (self.data + text.encode())[-self.cap :]
+
+    def restart(self) -> None:
+        self.data = b""
+
+    def logs(self) -> str:
+        return self.data.decode(errors="replace")
+
+
+def _tail(slot: RollingSlot) -> LogTail:
+    return LogTail(slot, bound_bytes=slot.cap)  # type: ignore[arg-type]
+
+
+def test_repeating_chatty_output_is_never_lost_and_marked_cut() -> None:
+    slot = RollingSlot()
+    tail = _tail(slot)
+    line = "noisy noisy noisy noisy noisy noisy noisy noisy noisy noisy noisy noisy\n"
+    for _game in range(4):
+        slot.write(line * (800_000 // len(line)))
+        text, cut = tail.new_output()
+        assert len(text.encode()) >= CAP - 100, "a game's output was lost"
+        assert cut, "800 KB written, 16 KiB kept: the log must say it was cut"
+
+
+def test_short_repeating_output_is_exact_per_game() -> None:
+    slot = RollingSlot()
+    tail = _tail(slot)
+    for _game in range(5):
+        slot.write("thinking\n" * 10)
+        assert tail.new_output() == ("thinking\n" * 10, False)
+
+
+def test_unique_output_after_the_tail_filled_is_exact() -> None:
+    slot = RollingSlot()
+    tail = _tail(slot)
+    slot.write("".join(f"game 1 move {i}\n" for i in range(3000)))
+    assert tail.new_output()[1]
+    game2 = "".join(f"game 2 move {i}\n" for i in range(50))
+    slot.write(game2)
+    assert tail.new_output() == (game2, False)
+
+
+def test_restarted_bot_gives_its_whole_tail() -> None:
+    slot = RollingSlot()
+    tail = _tail(slot)
+    slot.write("first life\n")
+    assert tail.new_output() == ("first life\n", False)
+    slot.restart()
+    slot.write("second\n")
+    assert tail.new_output() == ("second\n", False)
+    assert tail.new_output() == ("", False)
+
+
+def test_last_bytes_keeps_the_end_within_the_limit() -> None:
+    assert last_bytes("abc", 3) == ("abc", False)
+    text, cut = last_bytes("é" * 10, 5)
+    assert cut and len(text.encode()) <= 5 and text == "éé"
+
+
+# ------------------------------------------------------------------ problem documents
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    db = open_database(f"sqlite:///{tmp_path / 'arena.db'}")
+    settings = ServiceSettings(store=tmp_path / "store")
+    with TestClient(create_service_app(db, settings, run_background=False)) as http:
+        yield http
+
+
+def _problem(response: Any, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body: dict[str, Any] = response.json()
+    assert set(body) == {"type", "title", "status", "detail"}, body
+    assert body["status"] == status and body["detail"]
+    return body
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/games/-5",
+        "/api/games/abc",
+        "/api/games/999999",
+        "/api/leaderboard?tournament=abc",
+        "/api/leaderboard?tournament=424242",
+        "/api/no/such/route",
+    ],
+)
+def test_api_not_found_is_a_problem_document(client: TestClient, path: str) -> None:
+    _problem(client.get(path), 404)
+
+
+def test_api_validation_errors_are_problem_documents(client: TestClient) -> None:
+    response = client.get("/api/bots/x/logs?limit=abc", headers={"Authorization": "Bearer x"})
+    assert "limit" in _problem(response, 422)["detail"]
+    # A method no route of that path takes (the leaderboard mounted at / answers it).
+    assert _problem(client.delete("/api/ladder"), 404)["title"] == "Not Found"
+
+
+@pytest.mark.parametrize(
+    ("query", "bad"),
+    [
+        ("ruleset=<script>", "<script>"),
+        ("ruleset=poker", "poker"),
+        ("table_size=3", "3"),
+        ("ruleset=classic&table_size=9", "9"),
+        ("ruleset=classic&table_size=x", "x"),
+    ],
+)
+def test_leaderboard_filters_are_checked(client: TestClient, query: str, bad: str) -> None:
+    body = _problem(client.get(f"/api/leaderboard?{query}"), 422)
+    assert bad in body["detail"]
+
+
+def test_leaderboard_with_known_filters_answers(client: TestClient) -> None:
+    for query in ("", "?ruleset=default", "?ruleset=classic&table_size=3"):
+        response = client.get(f"/api/leaderboard{query}")
+        assert response.status_code == 200, response.text
+        assert "rows" in response.json()
+
+
+# ------------------------------------------------------------------ kryt arena serve
+
+
+def _kryt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected", "words"),
+    [
+        (["--port", "99999"], ExitCode.BAD_INPUT, "--port"),
+        (["--host", "999.1.1.1"], ExitCode.UNAVAILABLE, "cannot listen on 999.1.1.1"),
+        (["--port", "0", "--port-file", "/nonexistent/dir/p"], ExitCode.BAD_INPUT, "port file"),
+    ],
+)
+def test_serve_refuses_bad_addresses_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], expected: int, words: str
+) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    code, output = _kryt(capsys, "arena", "serve", "--no-ladder", "-d", url, *args)
+    assert code == expected, output
+    assert words in output and "Traceback" not in output
+
+
+def test_serve_refuses_a_port_in_use(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        url = f"sqlite:///{tmp_path / 'a.db'}"
+        code, output = _kryt(
+            capsys, "arena", "serve", "--no-ladder", "-d", url, "--port", str(port)
+        )
+    assert code == ExitCode.UNAVAILABLE, output
+    assert f"cannot listen on 127.0.0.1:{port}" in output and "Traceback" not in output
+
+
+# ------------------------------------------------------------------ kryt submissions
+
+
+HOSTILE = "crashed: \x1b]0;PWNED\x07 \x1b[2J\rfake OK \u202eevil\ttab [bold red]MARKUP"
+
+
+def test_submissions_shows_bot_text_escaped(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    row = {
+        "submission_id": 7,
+        "bot": "raiser",
+        "version": "1",
+        "status": "rejected",
+        "check": {"status": "failed", "message": HOSTILE},
+    }
+
+    def request(_self: Client, _method: str, _path: str, *_a: Any, **_k: Any) -> dict[str, Any]:
+        return {"submissions": [row]}
+
+    monkeypatch.setattr(Client, "request", request)
+    monkeypatch.setenv("KRYT_TOKEN", "kryt_test")
+    code, output = _kryt(capsys, "submissions", "--server", "http://127.0.0.1:9")
+    assert code == 0, output
+    for raw in ("\x1b", "\x07", "\r", "\u202e"):
+        assert raw not in output
+    assert "\\x1b]0;PWNED\\x07" in output and "\\u202e" in output
+    assert "[bold red]MARKUP" in output
+    line = output.strip().splitlines()[-1]
+    assert line.split("\t") == ["7", "raiser 1", "rejected", "failed", line.split("\t")[-1]]
+
+
+def test_submissions_error_from_the_server_is_escaped(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def request(_self: Client, _method: str, _path: str, *_a: Any, **_k: Any) -> dict[str, Any]:
+        raise ClientError("http://x/api/submissions: 401 \x1b]0;PWNED\x07")
+
+    monkeypatch.setattr(Client, "request", request)
+    monkeypatch.setenv("KRYT_TOKEN", "kryt_test")
+    code, output = _kryt(capsys, "submissions", "--server", "http://127.0.0.1:9")
+    assert code == ExitCode.BAD_INPUT
+    assert "\x1b" not in output and "\\x1b]0;PWNED" in output
