@@ -17,15 +17,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, Final
 
+from arena.db.enums import SeriesFormat, SeriesStatus, TournamentStatus
+from arena.db.records import MAX_SEED, SHA256_RE
 from referee.protocol.messages import GameEndReason, TimeControl
 from referee.record import Forfeit, GameRecord, Move
 from referee.timecontrol import format_time_spec, parse_time_spec
+from sandbox.submission import NAME_RE, VERSION_RE
 
 FORMAT_VERSION: Final = "1"
 """Written as the ``KrytGameFile`` header of every record; readers refuse other versions."""
@@ -36,10 +41,34 @@ _RESULT_WINNER: Final = {"1-0": 0, "0-1": 1, "1/2-1/2": None}
 
 _HEADER = re.compile(r'^\[([A-Za-z][A-Za-z0-9]*) (".*")\]$')
 _MOVE = re.compile(r"^(\d+)\. ([01]) ([^{}]+?) \{([0-9.eE+-]+)\}$")
+_INTEGER = re.compile(r"-?[0-9]+\Z")
+
+MAX_INT: Final = 2**31 - 1
+"""The largest game number, attempt, series position, series length or turn limit: they are
+INTEGER columns, 32 bits on PostgreSQL."""
+MAX_BIGINT: Final = MAX_SEED
+"""The largest seed or id (BIGINT columns)."""
+MAX_TOURNAMENT_NAME: Final = 200
+"""As the database's ``TournamentSpec`` allows."""
+_SHOWN: Final = 80
+"""At most this many characters of a bad value go into an error message."""
 
 
 class GameFileError(ValueError):
     """A game file (text, JSON) that cannot be read; the message says where."""
+
+
+class GameFieldError(GameFileError):
+    """A header (field) of a record whose value is malformed or out of range: the message
+    names the file and line (or JSON index), the field and the value, escaped."""
+
+
+def shown(value: str) -> str:
+    """``value`` quoted for an error message: escaped by ``repr`` (control and format
+    characters included), at most :data:`_SHOWN` characters of it."""
+    if len(value) > _SHOWN:
+        return repr(value[:_SHOWN]) + f"... ({len(value)} characters)"
+    return repr(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +121,15 @@ def _seconds(text: str, key: str) -> float:
     try:
         stamp = datetime.fromisoformat(text)
     except ValueError:
-        raise GameFileError(f"{key}: not an ISO timestamp: {text!r}") from None
+        raise GameFieldError(f"{key}: not an ISO timestamp: {shown(text)}") from None
     if stamp.tzinfo is None:
-        raise GameFileError(f"{key}: the timestamp needs a time zone: {text!r}")
-    return stamp.timestamp()
+        raise GameFieldError(f"{key}: the timestamp needs a time zone: {shown(text)}")
+    try:
+        seconds = stamp.timestamp()
+        datetime.fromtimestamp(seconds, UTC)  # storable: the database keeps it as a datetime
+    except (ValueError, OverflowError, OSError):
+        raise GameFieldError(f"{key}: the timestamp is out of range: {shown(text)}") from None
+    return seconds
 
 
 def result_token(record: GameRecord) -> str:
@@ -113,14 +147,14 @@ def _time_control(text: str, where: str) -> TimeControl:
     spec, *extra = text.split() or [""]
     settings = dict(part.partition("=")[::2] for part in extra)
     if sorted(settings) != ["clock", "grace"]:
-        raise GameFileError(
-            f"{where}: expected 'MOVE+BANK+INCREMENT grace=G clock=C', got {text!r}"
+        raise GameFieldError(
+            f"{where}: expected 'MOVE+BANK+INCREMENT grace=G clock=C', got {shown(text)}"
         )
     try:
         base = TimeControl.from_seconds(1, 0, float(settings["grace"]), settings["clock"])
         return parse_time_spec(spec, base)
-    except ValueError as exc:
-        raise GameFileError(f"{where}: {exc}") from None
+    except (ValueError, OverflowError) as exc:
+        raise GameFieldError(f"{where}: {exc}") from None
 
 
 def headers(entry: GameEntry) -> dict[str, str]:
@@ -194,48 +228,154 @@ def format_games(entries: Iterable[GameEntry]) -> str:
     return "\n".join(format_game(entry) for entry in entries)
 
 
-def _int(fields: Mapping[str, str], key: str, where: str) -> int:
-    text = _field(fields, key, where)
-    try:
-        return int(text)
-    except ValueError:
-        raise GameFileError(f"{where}: {key} must be an integer, got {text!r}") from None
-
-
 def _field(fields: Mapping[str, str], key: str, where: str) -> str:
     try:
         return fields[key]
     except KeyError:
-        raise GameFileError(f"{where}: missing header {key}") from None
+        raise GameFieldError(f"{where}: missing header {key}") from None
+
+
+def _int(
+    fields: Mapping[str, str], key: str, where: str, low: int, high: int, note: str = ""
+) -> int:
+    """Header ``key`` as a decimal integer in ``[low, high]`` (``note`` says why, for the
+    message); GameFieldError otherwise."""
+    text = _field(fields, key, where)
+    if _INTEGER.match(text) is None:
+        raise GameFieldError(f"{where}: {key} must be an integer, got {shown(text)}")
+    value = int(text) if len(text) <= 24 else high + 1  # longer: out of range anyway
+    if not low <= value <= high:
+        raise GameFieldError(
+            f"{where}: {key} must be an integer in [{low}, {high}]{note}, got {shown(text)}"
+        )
+    return value
+
+
+def _choice(fields: Mapping[str, str], key: str, where: str, kind: type[StrEnum]) -> str:
+    """Header ``key``, which must be one of the values of ``kind``."""
+    text = _field(fields, key, where)
+    allowed = [member.value for member in kind]
+    if text not in allowed:
+        raise GameFieldError(
+            f"{where}: {key} must be one of {', '.join(allowed)}, got {shown(text)}"
+        )
+    return text
+
+
+def _matching(
+    fields: Mapping[str, str], key: str, where: str, pattern: re.Pattern[str], rule: str
+) -> str:
+    """Header ``key``, which must match ``pattern`` (``rule`` says how, for the message)."""
+    text = _field(fields, key, where)
+    if pattern.match(text) is None:
+        raise GameFieldError(f"{where}: {key} must be {rule}, got {shown(text)}")
+    return text
+
+
+def _seat(fields: Mapping[str, str], seat: int, at: Callable[[str], str]) -> Seat:
+    """Who sat in ``seat``, checked as a bot.toml (name, version) and a content hash are;
+    ``at(key)`` is where header ``key`` is, for the message."""
+    name, version, sha = f"Seat{seat}", f"Seat{seat}Version", f"Seat{seat}Sha256"
+    return Seat(
+        _matching(fields, name, at(name), NAME_RE, _NAME_RULE),
+        _matching(fields, version, at(version), VERSION_RE, _VERSION_RULE),
+        _matching(fields, sha, at(sha), _SHA256, "64 lowercase hex digits"),
+    )
+
+
+_NAME_RULE: Final = (
+    "a bot name as in bot.toml (1-40 characters of [a-z0-9_-], starting with a letter or digit)"
+)
+_VERSION_RULE: Final = (
+    "a version as in bot.toml (1-40 characters of [0-9A-Za-z.+_-], starting with a letter or digit)"
+)
+_SHA256: Final = re.compile(SHA256_RE.pattern + r"\Z")
 
 
 def entry_from_fields(
-    fields: Mapping[str, str], moves: Iterable[Move], where: str = "record"
+    fields: Mapping[str, str],
+    moves: Iterable[Move],
+    where: str = "record",
+    *,
+    lines: Mapping[str, int] | None = None,
+    source: str = "",
 ) -> GameEntry:
-    """A :class:`GameEntry` from its headers and moves (``where`` locates errors)."""
+    """A :class:`GameEntry` from its headers and moves (``where`` locates errors).
+
+    Every header is checked here, before anything is stored: a value the database could
+    not hold, or a bot.toml would refuse, is a :class:`GameFieldError` naming the header,
+    its value and (with ``lines``, the line of each header in ``source``) its line.
+    """
+    lines = lines or {}
+
+    def at(key: str) -> str:
+        return f"{source}:{lines[key]}" if key in lines else where
+
     version = fields.get("KrytGameFile")
     if version != FORMAT_VERSION:
-        raise GameFileError(f"{where}: KrytGameFile version {version!r} is not {FORMAT_VERSION!r}")
+        raise GameFieldError(
+            f"{at('KrytGameFile')}: KrytGameFile version"
+            f" {'None' if version is None else shown(version)} is not {FORMAT_VERSION!r}"
+        )
+    ending_text = _field(fields, "Ending", where)
     try:
-        ending = GameEndReason(_field(fields, "Ending", where))
+        ending = GameEndReason(ending_text)
     except ValueError:
-        raise GameFileError(f"{where}: unknown Ending {fields['Ending']!r}") from None
+        raise GameFieldError(f"{at('Ending')}: unknown Ending {shown(ending_text)}") from None
     result = _field(fields, "Result", where)
     if result != VOID_RESULT and result not in _RESULT_WINNER:
-        raise GameFileError(f"{where}: Result must be 1-0, 0-1, 1/2-1/2 or *, got {result!r}")
-    forfeit = None
-    if "ForfeitSeat" in fields:
-        forfeit = Forfeit(
-            _int(fields, "ForfeitSeat", where),
-            ending,
-            fields.get("ForfeitInput", ""),
-            fields.get("ForfeitDetail", ""),
+        raise GameFieldError(
+            f"{at('Result')}: Result must be 1-0, 0-1, 1/2-1/2 or *, got {shown(result)}"
         )
+    seats = (_seat(fields, 0, at), _seat(fields, 1, at))
+    if seats[0].sha256 == seats[1].sha256:
+        raise GameFieldError(
+            f"{at('Seat1Sha256')}: Seat0Sha256 and Seat1Sha256 are the same bot version"
+            f" ({seats[0].sha256[:16]}...): a game needs two"
+        )
+    tournament = _field(fields, "Tournament", where)
+    if not tournament.strip() or len(tournament) > MAX_TOURNAMENT_NAME:
+        raise GameFieldError(
+            f"{at('Tournament')}: Tournament must be a non-empty name of at most"
+            f" {MAX_TOURNAMENT_NAME} characters, got {shown(tournament)}"
+        )
+
+    def number(key: str, low: int, high: int, note: str = "") -> int:
+        return _int(fields, key, at(key), low, high, note)
+
+    def optional_id(key: str) -> int | None:
+        return number(key, 1, MAX_BIGINT) if key in fields else None
+
+    series_format = _choice(fields, "SeriesFormat", at("SeriesFormat"), SeriesFormat)
+    series_games = number("SeriesGames", 1, MAX_INT)
+    if series_format == SeriesFormat.DUPLICATE.value and series_games % 2:
+        raise GameFieldError(
+            f"{at('SeriesGames')}: a duplicate series plays each deal twice: SeriesGames must"
+            f" be even, got {shown(fields['SeriesGames'])}"
+        )
+    game_number = number("Game", 1, series_games, " (the series' SeriesGames)")
+    dealer = number("Dealer", 0, 1)
+    turn_limit = number("TurnLimit", 1, MAX_INT)
+    forfeit = None
+    started = _seconds(_field(fields, "Started", where), f"{at('Started')}: Started")
+    finished = _seconds(_field(fields, "Finished", where), f"{at('Finished')}: Finished")
+    time_controls = tuple(
+        _time_control(fields[f"Seat{s}Time"], f"{at(f'Seat{s}Time')}: Seat{s}Time")
+        for s in (0, 1)
+        if f"Seat{s}Time" in fields
+    )
     try:
+        if "ForfeitSeat" in fields:
+            forfeit = Forfeit(
+                number("ForfeitSeat", 0, 1),
+                ending,
+                fields.get("ForfeitInput", ""),
+                fields.get("ForfeitDetail", ""),
+            )
         record = GameRecord(
             deck=tuple(_field(fields, "Deck", where).split()),
-            dealer=_int(fields, "Dealer", where),
-            turn_limit=_int(fields, "TurnLimit", where),
+            dealer=dealer,
+            turn_limit=turn_limit,
             moves=tuple(moves),
             ending=ending,
             winner=None if result == VOID_RESULT else _RESULT_WINNER[result],
@@ -243,59 +383,96 @@ def entry_from_fields(
             final_cover=fields.get("FinalCover"),
             void_reason=fields.get("VoidReason", ""),
             referee_version=_field(fields, "Referee", where),
-            players=(
-                f"{fields.get('Seat0', '')} {fields.get('Seat0Version', '')}",
-                f"{fields.get('Seat1', '')} {fields.get('Seat1Version', '')}",
-            ),
-            started=_seconds(_field(fields, "Started", where), "Started"),
-            finished=_seconds(_field(fields, "Finished", where), "Finished"),
-            time_controls=tuple(
-                _time_control(fields[f"Seat{s}Time"], f"Seat{s}Time")
-                for s in (0, 1)
-                if f"Seat{s}Time" in fields
-            ),
+            players=(seats[0].label, seats[1].label),
+            started=started,
+            finished=finished,
+            time_controls=time_controls,
         )
+    except GameFileError:
+        raise
     except ValueError as exc:
-        raise GameFileError(f"{where}: {exc}") from None
-    seats = tuple(
-        Seat(
-            _field(fields, f"Seat{s}", where),
-            _field(fields, f"Seat{s}Version", where),
-            _field(fields, f"Seat{s}Sha256", where),
-        )
-        for s in (0, 1)
-    )
-
-    def optional_int(key: str) -> int | None:
-        return _int(fields, key, where) if key in fields else None
+        raise GameFieldError(f"{where}: {exc}") from None
 
     return GameEntry(
         record=record,
-        seats=(seats[0], seats[1]),
-        number=_int(fields, "Game", where),
-        attempt=_int(fields, "Attempt", where),
-        tournament=_field(fields, "Tournament", where),
-        tournament_seed=_int(fields, "TournamentSeed", where),
-        tournament_status=_field(fields, "TournamentStatus", where),
-        series_position=_int(fields, "SeriesPosition", where),
-        series_format=_field(fields, "SeriesFormat", where),
-        series_games=_int(fields, "SeriesGames", where),
-        series_seed=_int(fields, "SeriesSeed", where),
-        series_status=_field(fields, "SeriesStatus", where),
-        series_a_seat=_int(fields, "SeriesASeat", where),
-        game_id=optional_int("GameId"),
-        tournament_id=optional_int("TournamentId"),
-        series_id=optional_int("SeriesId"),
+        seats=seats,
+        number=game_number,
+        attempt=number("Attempt", 1, MAX_INT),
+        tournament=tournament,
+        tournament_seed=number("TournamentSeed", 0, MAX_BIGINT),
+        tournament_status=_choice(
+            fields, "TournamentStatus", at("TournamentStatus"), TournamentStatus
+        ),
+        series_position=number("SeriesPosition", 0, MAX_INT),
+        series_format=series_format,
+        series_games=series_games,
+        series_seed=number("SeriesSeed", 0, MAX_BIGINT),
+        series_status=_choice(fields, "SeriesStatus", at("SeriesStatus"), SeriesStatus),
+        series_a_seat=number("SeriesASeat", 0, 1),
+        game_id=optional_id("GameId"),
+        tournament_id=optional_id("TournamentId"),
+        series_id=optional_id("SeriesId"),
     )
 
 
+def _move_seconds(text: object, where: str) -> float:
+    """A move's thinking time: a finite number of seconds >= 0."""
+    try:
+        seconds = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise GameFieldError(
+            f"{where}: a move's seconds must be a finite number >= 0, got {shown(str(text))}"
+        )
+    return seconds
+
+
+def _check_series(entries: Sequence[tuple[GameEntry, str]]) -> None:
+    """The records of one series (tournament name and seed, series position) agree on it:
+    its format, length, seed, status and its two bots (the import keeps the first's)."""
+    first: dict[tuple[str, int, int], tuple[object, ...]] = {}
+    tournaments: dict[tuple[str, int], str] = {}
+    for entry, where in entries:
+        a = entry.seats[entry.series_a_seat].sha256
+        b = entry.seats[1 - entry.series_a_seat].sha256
+        series = (
+            entry.series_format,
+            entry.series_games,
+            entry.series_seed,
+            entry.series_status,
+            a,
+            b,
+        )
+        place = (entry.tournament, entry.tournament_seed, entry.series_position)
+        if first.setdefault(place, series) != series:
+            raise GameFieldError(
+                f"{where}: series {entry.series_position} of tournament"
+                f" {shown(entry.tournament)} differs from an earlier record of it (its"
+                f" SeriesFormat, SeriesGames, SeriesSeed, SeriesStatus or bots)"
+            )
+        status = tournaments.setdefault(place[:2], entry.tournament_status)
+        if status != entry.tournament_status:
+            raise GameFieldError(
+                f"{where}: TournamentStatus {shown(entry.tournament_status)} differs from an"
+                f" earlier record of tournament {shown(entry.tournament)} ({shown(status)})"
+            )
+
+
 def parse_games(text: str, *, source: str = "<games>") -> list[GameEntry]:
-    """Every record of a game file (the inverse of :func:`format_games`)."""
-    return list(_records(text.splitlines(), source))
+    """Every record of a game file (the inverse of :func:`format_games`).
+
+    The whole file is checked: GameFileError (a :class:`GameFieldError` for a bad header
+    value) names the line of the first problem; nothing is returned for part of a file.
+    """
+    located = list(_records(text.splitlines(), source))
+    _check_series(located)
+    return [entry for entry, _ in located]
 
 
-def _records(lines: list[str], source: str) -> Iterator[GameEntry]:
+def _records(lines: list[str], source: str) -> Iterator[tuple[GameEntry, str]]:
     fields: dict[str, str] = {}
+    header_lines: dict[str, int] = {}
     moves: list[Move] = []
     in_moves = False
     start = 0
@@ -311,34 +488,41 @@ def _records(lines: list[str], source: str) -> Iterator[GameEntry]:
                 continue
             header = _HEADER.match(line)
             if header is None:
-                raise GameFileError(f'{where}: expected a [Key "value"] header, got {line!r}')
+                raise GameFileError(f'{where}: expected a [Key "value"] header, got {shown(line)}')
             if not fields:
                 start = index
             try:
                 value = json.loads(header.group(2))
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, RecursionError) as exc:
                 raise GameFileError(f"{where}: bad header value: {exc}") from None
             if not isinstance(value, str):
                 raise GameFileError(f"{where}: a header value must be a string")
             fields[header.group(1)] = value
+            header_lines[header.group(1)] = index
             continue
         if not line.strip():
             continue
         if line in _RESULT_WINNER or line == VOID_RESULT:
             if line != fields.get("Result"):
+                shown_result = fields.get("Result")
                 raise GameFileError(
                     f"{where}: result line {line!r} differs from the Result header"
-                    f" {fields.get('Result')!r}"
+                    f" {shown(shown_result) if shown_result is not None else None}"
                 )
-            yield entry_from_fields(fields, moves, f"{source}:{start}")
-            fields, moves, in_moves = {}, [], False
+            place = f"{source}:{start}"
+            entry = entry_from_fields(fields, moves, place, lines=header_lines, source=source)
+            yield entry, place
+            fields, header_lines, moves, in_moves = {}, {}, [], False
             continue
         move = _MOVE.match(line)
         if move is None:
-            raise GameFileError(f"{where}: expected 'N. SEAT ACTION {{SECONDS}}', got {line!r}")
-        if int(move.group(1)) != len(moves) + 1:
-            raise GameFileError(f"{where}: move {move.group(1)} out of order")
-        moves.append(Move(int(move.group(2)), move.group(3), float(move.group(4))))
+            raise GameFileError(
+                f"{where}: expected 'N. SEAT ACTION {{SECONDS}}', got {shown(line)}"
+            )
+        if len(move.group(1)) > 12 or int(move.group(1)) != len(moves) + 1:
+            raise GameFileError(f"{where}: move {move.group(1)[:20]} out of order")
+        seconds = _move_seconds(move.group(4), where)
+        moves.append(Move(int(move.group(2)), move.group(3), seconds))
     if fields:
         raise GameFileError(f"{source}: the record at line {start} has no result line")
 
@@ -356,27 +540,48 @@ def to_json(entries: Iterable[GameEntry]) -> str:
 
 
 def from_json(text: str, *, source: str = "<json>") -> list[GameEntry]:
-    """The games of :func:`to_json`'s output."""
+    """The games of :func:`to_json`'s output (all checked, as by :func:`parse_games`)."""
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise GameFileError(f"{source}: not JSON: {exc}") from None
     if not isinstance(data, list):
         raise GameFileError(f"{source}: expected a JSON array of games")
-    entries = []
+    located = []
     for index, game in enumerate(data):
         where = f"{source}[{index}]"
         if not isinstance(game, dict) or not isinstance(game.get("Moves"), list):
             raise GameFileError(f"{where}: expected an object with a Moves list")
-        try:
-            moves = [
-                Move(int(m["seat"]), str(m["action"]), float(m["seconds"])) for m in game["Moves"]
-            ]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise GameFileError(f"{where}: bad move: {exc!r}") from None
-        fields = {k: str(v) for k, v in game.items() if k != "Moves"}
-        entries.append(entry_from_fields(fields, moves, where))
-    return entries
+        moves = []
+        for number, m in enumerate(game["Moves"], start=1):
+            at = f"{where}: move {number}"
+            if not isinstance(m, dict) or not {"seat", "action", "seconds"} <= m.keys():
+                raise GameFileError(f"{at}: expected an object with seat, action and seconds")
+            if type(m["seat"]) is not int or m["seat"] not in (0, 1):
+                raise GameFieldError(f"{at}: seat must be 0 or 1, got {shown(str(m['seat']))}")
+            if not isinstance(m["action"], str):
+                raise GameFieldError(f"{at}: action must be a string")
+            moves.append(Move(m["seat"], m["action"], _move_seconds(m["seconds"], at)))
+        fields = {k: v if isinstance(v, str) else json.dumps(v) for k, v in game.items()}
+        fields.pop("Moves")
+        located.append((entry_from_fields(fields, moves, where), where))
+    _check_series(located)
+    return [entry for entry, _ in located]
+
+
+def load_games(data: bytes, *, source: str, json_name: bool = False) -> list[GameEntry]:
+    """The games of a game file's bytes: JSON when ``json_name`` (a ``.json`` file) or when
+    the text starts like a JSON array, else the text format. GameFileError for a file that is
+    not UTF-8 text, or (see :func:`parse_games`) not a valid game file."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise GameFileError(
+            f"{source}: not a UTF-8 text file (byte {exc.start} is {data[exc.start]:#04x})"
+        ) from None
+    if json_name or re.match(r"\s*\[\s*[{\]]", text):
+        return from_json(text, source=source)
+    return parse_games(text, source=source)
 
 
 CSV_COLUMNS: Final = (

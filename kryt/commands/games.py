@@ -9,7 +9,6 @@ game file (plain text, see docs/games-format.md), CSV or JSON, and import a game
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kryt.errors import UserError
-from kryt.options import DatabaseOption, open_db
+from kryt.options import MAX_ID, DatabaseOption, open_db
 
 if TYPE_CHECKING:
     from leaderboard.games_io import GameFilter
@@ -30,7 +29,8 @@ BotFilter = Annotated[
     str | None, typer.Option("--bot", "-b", help="Only games of this bot (any version).")
 ]
 TournamentFilter = Annotated[
-    int | None, typer.Option("--tournament", "-t", help="Only games of this tournament.")
+    int | None,
+    typer.Option("--tournament", "-t", min=1, max=MAX_ID, help="Only games of this tournament."),
 ]
 ResultFilter = Annotated[
     str | None,
@@ -180,8 +180,18 @@ def export(
     if file == "-":
         sys.stdout.write(text)
         return
-    Path(file).write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {len(entries)} games to {file} ({chosen})", err=True)
+    try:
+        Path(file).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {_shown_path(file)}: {exc.strerror or exc}") from None
+    typer.echo(f"wrote {len(entries)} games to {_shown_path(file)} ({chosen})", err=True)
+
+
+def _shown_path(path: str | Path) -> str:
+    """A file name as given on the command line, with control characters made visible."""
+    from sandbox.death import printable
+
+    return printable(str(path))
 
 
 @app.command("import")
@@ -194,18 +204,20 @@ def import_(
 ) -> None:
     """Store the games of a game file with their tournaments, series and bot versions
     (idempotent: importing the same file twice adds nothing)."""
-    from leaderboard.gamefile import GameFileError, from_json, parse_games
+    from leaderboard.gamefile import GameFileError, load_games
     from leaderboard.games_io import import_entries
+    from sandbox.death import printable
 
-    text = file.read_text(encoding="utf-8")
     try:
-        is_json = file.suffix.lower() == ".json" or re.match(r"\s*\[\s*[{\]]", text)
-        if is_json:
-            entries = from_json(text, source=file.name)
-        else:
-            entries = parse_games(text, source=file.name)
+        data = file.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read {_shown_path(file)}: {exc.strerror or exc}") from None
+    try:  # the whole file is checked before the database is opened: all of it, or nothing
+        entries = load_games(
+            data, source=_shown_path(file.name), json_name=file.suffix.lower() == ".json"
+        )
     except GameFileError as exc:
-        raise UserError(str(exc)) from None
+        raise UserError(printable(str(exc))) from None
     db = open_db(database)
     with db.session() as session:
         summary = import_entries(entries, session=session)
