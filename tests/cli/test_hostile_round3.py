@@ -76,6 +76,8 @@ def test_extend_refuses_more_games_than_a_tournament_may_have_and_stores_nothing
         ("tournament", "extend", HUGE, "--games", "1"),
         ("tournament", "cancel", HUGE),
         ("tournament", "set", HUGE, "games_per_pair=2"),
+        ("games", "list", "-t", HUGE),
+        ("arena", "token", "revoke", HUGE),
         ("play", "builtin:random", "builtin:greedy", "-n", HUGE),
         ("play", "builtin:random", "builtin:greedy", "-n", str(MAX_GAMES + 1)),
     ],
