@@ -43,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,8 +131,15 @@ def _system_seconds() -> float:
     return os.times().system
 
 
-async def bare(addresses: list[str], streams: int, rounds: int, pids: list[int]) -> Cost:
-    """Client CPU per round trip of ``streams`` pairs of echo streams on this loop."""
+Stream = grpc.aio.StreamStreamCall[bytes, bytes]
+"""One bidirectional stream of raw bytes."""
+
+
+async def _open_pairs(
+    addresses: list[str], streams: int, path: str, hello: bytes | None
+) -> tuple[list[grpc.aio.Channel], list[list[Stream]]]:
+    """``streams`` pairs of streams, one to each address, each on its own channel; each
+    stream says ``hello`` first and reads the answer, if one is given."""
     channels = []
     pairs = []
     for _ in range(streams):
@@ -141,21 +148,27 @@ async def bare(addresses: list[str], streams: int, rounds: int, pids: list[int])
             channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
             await channel.channel_ready()
             channels.append(channel)
-            pair.append(channel.stream_stream(ECHO_PATH, None, None)(None))
+            call: Stream = channel.stream_stream(path, None, None)(None)
+            if hello is not None:
+                await call.write(hello)
+                await call.read()
+            pair.append(call)
         pairs.append(pair)
-    payload = b"x" * 300  # about a decision request's size
+    return channels, pairs
 
-    async def ask(pair: list[grpc.aio.StreamStreamCall[bytes, bytes]], count: int) -> None:
-        for i in range(count):
-            call = pair[i % 2]
-            await call.write(payload)
-            await call.read()
 
-    await asyncio.gather(*(ask(p, 100) for p in pairs))  # warm-up
-    per_pair = max(1, rounds // streams)
+async def _measure(
+    channels: list[grpc.aio.Channel],
+    pairs: list[list[Stream]],
+    ask: Callable[[list[Stream], int], Awaitable[None]],
+    per_pair: int,
+    pids: list[int],
+) -> Cost:
+    """The cost of ``per_pair`` rounds of ``ask`` on every pair at once, per round; then
+    the streams and channels are closed."""
     cpu, others, system = time.process_time(), _cpu_seconds(pids), _system_seconds()
     await asyncio.gather(*(ask(p, per_pair) for p in pairs))
-    done = per_pair * streams
+    done = per_pair * len(pairs)
     cost = (
         (time.process_time() - cpu) / done,
         (_cpu_seconds(pids) - others) / done,
@@ -167,6 +180,21 @@ async def bare(addresses: list[str], streams: int, rounds: int, pids: list[int])
     for channel in channels:
         await channel.close(None)
     return cost
+
+
+async def bare(addresses: list[str], streams: int, rounds: int, pids: list[int]) -> Cost:
+    """Client CPU per round trip of ``streams`` pairs of echo streams on this loop."""
+    channels, pairs = await _open_pairs(addresses, streams, ECHO_PATH, None)
+    payload = b"x" * 300  # about a decision request's size
+
+    async def ask(pair: list[Stream], count: int) -> None:
+        for i in range(count):
+            call = pair[i % 2]
+            await call.write(payload)
+            await call.read()
+
+    await asyncio.gather(*(ask(p, 100) for p in pairs))  # warm-up
+    return await _measure(channels, pairs, ask, max(1, rounds // streams), pids)
 
 
 def recorded_requests(decisions: int, seed: str) -> list[tuple[int, bytes]]:
@@ -205,24 +233,10 @@ async def replay(
 ) -> Cost:
     """Client CPU per decision of ``streams`` pairs of streams to the bots, each replaying
     ``requests`` (no other work): the floor of a referee against these bots."""
-    channels = []
-    pairs = []
     hello = encode_referee_message(default_handshake("replay", 1, 10_000, 60_000))
-    for _ in range(streams):
-        pair = []
-        for address in addresses:
-            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
-            await channel.channel_ready()
-            channels.append(channel)
-            call = channel.stream_stream(PLAY_PATH, None, None)(None)
-            await call.write(hello)
-            await call.read()
-            pair.append(call)
-        pairs.append(pair)
+    channels, pairs = await _open_pairs(addresses, streams, PLAY_PATH, hello)
 
-    async def ask(
-        pair: list[grpc.aio.StreamStreamCall[bytes, bytes]], count: int, check: bool = False
-    ) -> None:
+    async def ask(pair: list[Stream], count: int, check: bool = False) -> None:
         for i in range(count):
             seat, data = requests[i % len(requests)]
             call = pair[seat]
@@ -233,21 +247,7 @@ async def replay(
 
     # The warm-up checks that the bots answer what was asked; the measured rounds only read.
     await asyncio.gather(*(ask(p, 100, check=True) for p in pairs))
-    per_pair = max(1, len(requests) // streams)
-    cpu, others, system = time.process_time(), _cpu_seconds(pids), _system_seconds()
-    await asyncio.gather(*(ask(p, per_pair) for p in pairs))
-    done = per_pair * streams
-    cost = (
-        (time.process_time() - cpu) / done,
-        (_cpu_seconds(pids) - others) / done,
-        (_system_seconds() - system) / done,
-    )
-    for pair in pairs:
-        for call in pair:
-            call.cancel()
-    for channel in channels:
-        await channel.close(None)
-    return cost
+    return await _measure(channels, pairs, ask, max(1, len(requests) // streams), pids)
 
 
 class _Slot:

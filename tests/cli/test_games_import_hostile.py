@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from kryt.cli import main
 from kryt.errors import ExitCode
 from leaderboard.gamefile import GameEntry, Seat, format_games, to_json
 from referee.protocol.messages import GameEndReason
 from referee.record import GameRecord, Move
 from referee.rules import shuffled_deck
+from tests.cli.helpers import kryt
 
 DECK = tuple(str(card) for card in shuffled_deck("kryt:test:hostile:1"))
 SEATS = (Seat("alpha", "1.0", "a" * 64), Seat("beta", "2.0-rc1", "b" * 64))
@@ -50,12 +50,6 @@ def game(number: int = 1, position: int = 0) -> GameEntry:
         series_status="finished",
         series_a_seat=0,
     )
-
-
-def kryt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def counts(db: Path) -> dict[str, int]:

@@ -14,18 +14,12 @@ from arena.db._util import MAX_ID, get_or_raise
 from arena.db.errors import NotFoundError
 from arena.db.models import Game as GameRow
 from arena.tournament.config import MAX_GAMES_PER_PAIR
-from kryt.cli import main
 from kryt.commands.play import MAX_GAMES
 from kryt.errors import ExitCode
 from kryt.options import MAX_ID as CLI_MAX_ID
+from tests.cli.helpers import kryt
 
 HUGE = "99999999999999999999999"
-
-
-def kryt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture

@@ -8,26 +8,11 @@ in-process player's own work is kept apart, and the wrappers are removed afterwa
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 
 from referee.rules import Game
+from tests.referee.bench_loader import load_benchmark
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-rb = _load("referee_breakdown")
+rb = load_benchmark("referee_breakdown")
 
 
 def test_the_pieces_are_timed_once_a_decision_and_unpatched_after() -> None:

@@ -8,13 +8,11 @@ The figures are the benchmark's business (never a timed test); this checks the i
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import math
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -23,21 +21,12 @@ from referee.protocol.messages import Clock, Decision, DecisionRequest
 from referee.protocol.wire import decode_referee_message, encode_bot_message
 from referee.rules import Game
 from tests.protocol.helpers import socket_dir
+from tests.referee.bench_loader import BENCHMARKS, load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
-BENCHMARKS = ROOT / "benchmarks"
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ro = _load("referee_overhead")
+ro = load_benchmark("referee_overhead")
 
 
 def test_the_recorded_requests_are_whole_first_action_games_as_the_referee_encodes_them() -> None:
