@@ -80,6 +80,8 @@ RUNNER_KEY = "org.kryt.runner"
 RUNNER_HOST_KEY = "org.kryt.runner.host"
 log = logging.getLogger("sandbox")
 LOG_TAIL_LINES = 40
+LOG_TAIL_CHARS = 8192
+"""A container's log tail: its last ``LOG_TAIL_LINES`` lines, at most this long."""
 
 
 def docker_client(timeout: float = 30.0) -> Any:
@@ -186,7 +188,7 @@ class DockerBot(RunningBot):
             raw: bytes = self.container.logs(tail=LOG_TAIL_LINES)
         except APIError:
             return ""
-        return raw.decode(errors="replace")[-8192:]
+        return raw.decode(errors="replace")[-LOG_TAIL_CHARS:]
 
 
 class DockerBackend(Backend):

@@ -38,14 +38,12 @@ from referee.series import (
 from sandbox import Submission, choose_backend, load_submission
 from sandbox.backend import Backend
 from sandbox.death import printable
+from sandbox.docker_backend import LOG_TAIL_CHARS as DOCKER_TAIL_CHARS
 from sandbox.docker_backend import LOG_TAIL_LINES as DOCKER_TAIL_LINES
 from sandbox.limits import SandboxLimits
 from sandbox.local import LOG_TAIL_BYTES
 
 log = logging.getLogger(__name__)
-
-DOCKER_TAIL_CHARS = 8192
-"""The docker backend's tail: its last ``DOCKER_TAIL_LINES`` lines, at most this long."""
 
 LOG_OVERLAP = 200
 """Characters at the end of the previous tail looked for in the new one."""
