@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,8 @@ from arena.db.results import (
     aggregated_pair_counts,
     deal_pair_counts,
 )
+from referee.rules.errors import InvalidDeckError
+from referee.rules.rulesets import DEFAULT_RULESET, check_ruleset
 
 if TYPE_CHECKING:
     from leaderboard.ratings import BayesEloFit, DealPair
@@ -173,17 +175,41 @@ class Leaderboard:
         }
 
 
+class InvalidFilterError(ValueError):
+    """A leaderboard filter no game can match: a ruleset the rules core does not know, or a
+    table size the board's ruleset does not seat. The message quotes the value."""
+
+
+def resolve_board_kind(
+    ruleset: str | None,
+    table_size: int | None,
+    tournament_config: Mapping[str, Any] | None = None,
+) -> tuple[str, int]:
+    """(ruleset, table size) of a leaderboard: as asked, else the tournament's (given its
+    config), else the default two-player game; InvalidFilterError if no game can match.
+
+    The one check of a board's filters, for every caller (the CLI, the web API)."""
+    if ruleset is None and tournament_config is not None:
+        ruleset = str(tournament_config.get("ruleset", DEFAULT_RULESET))
+        if table_size is None:
+            table_size = int(tournament_config.get("table_size", 2))
+    kind = DEFAULT_RULESET if ruleset is None else ruleset
+    size = 2 if table_size is None else table_size
+    try:
+        return check_ruleset(kind, size), size
+    except InvalidDeckError as exc:
+        raise InvalidFilterError(str(exc)) from None
+
+
 def board_kind(
     *, session: Session, tournament_id: int | None, ruleset: str | None, table_size: int | None
 ) -> tuple[str, int]:
     """(ruleset, table size) of a leaderboard: as asked, else the tournament's, else the
-    default two-player game."""
+    default two-player game (:func:`resolve_board_kind`, which may raise InvalidFilterError)."""
+    config = None
     if ruleset is None and tournament_id is not None:
         config = get_tournament(tournament_id, session=session).config
-        ruleset = str(config.get("ruleset", "default"))
-        table_size = table_size or int(config.get("table_size", 2))
-    ruleset = ruleset or "default"
-    return ruleset, table_size or 2
+    return resolve_board_kind(ruleset, table_size, config)
 
 
 def standings(

@@ -29,7 +29,13 @@ from arena.db import (
 )
 from kryt.errors import ExitCode, UserError, classify
 from kryt.options import MAX_ID
-from leaderboard.standings import Leaderboard, standings
+from leaderboard.standings import (
+    InvalidFilterError,
+    Leaderboard,
+    board_kind,
+    resolve_board_kind,
+    standings,
+)
 from leaderboard.web.queries import Progress, progress
 
 app = typer.Typer(
@@ -57,19 +63,19 @@ def _fail(error: UserError) -> typer.Exit:
     return typer.Exit(error.code)
 
 
-def _check_table(ruleset: str | None, table_size: int | None) -> None:
-    """A usage error for a ruleset the rules core does not know, or a table size no ruleset
-    (or not the one named) seats: such a filter would only ever show an empty board."""
-    from referee.rules.rulesets import RULESETS
+def _check_filters(ruleset: str | None, table_size: int | None, tournament: int | None) -> None:
+    """A usage error, before any database is opened, for a filter no game can match, where
+    the tournament's ruleset does not decide it (then the board itself checks it)."""
+    if ruleset is None and tournament is not None:
+        return
+    try:
+        resolve_board_kind(ruleset, table_size)
+    except InvalidFilterError as exc:
+        raise _fail(UserError(_filter_error(exc))) from None
 
-    if ruleset is not None and ruleset not in RULESETS:
-        known = " or ".join(RULESETS)
-        raise _fail(UserError(f"--ruleset must be {known}, got {ruleset!r}"))  # repr: escaped
-    sizes = RULESETS[ruleset] if ruleset is not None else sorted(set().union(*RULESETS.values()))
-    if table_size is not None and table_size not in sizes:
-        what = f"the {ruleset} ruleset" if ruleset is not None else "a table"
-        seats = f"{min(sizes)}-{max(sizes)}" if len(sizes) > 1 else str(sizes[0])
-        raise _fail(UserError(f"--table-size: {what} seats {seats}, got {table_size}"))
+
+def _filter_error(exc: InvalidFilterError) -> str:
+    return f"--ruleset/--table-size: {exc}"  # the value is quoted with repr: escaped
 
 
 def _open(url: str | None) -> Database:
@@ -216,11 +222,16 @@ def leaderboard(
     ctx.obj = {"database": database}
     if ctx.invoked_subcommand is not None:
         return
-    _check_table(ruleset, table_size)
+    _check_filters(ruleset, table_size, tournament)
     if html is not None:
-        if as_json or tournament is not None:
+        if as_json or tournament is not None or ruleset is not None or table_size is not None:
             # The export is the whole site (every tournament, and JSON files beside it).
-            raise _fail(UserError("--html exports every tournament: drop --json/--tournament"))
+            raise _fail(
+                UserError(
+                    "--html exports every tournament: "
+                    "drop --json/--tournament/--ruleset/--table-size"
+                )
+            )
         _export(html, database)
         return
     with _open(database) as db:
@@ -232,7 +243,13 @@ def leaderboard(
                 else:
                     title = "Leaderboard: all tournaments"
                 if ruleset is not None or table_size is not None:
-                    title += f" ({ruleset or 'default'}, table of {table_size or 2})"
+                    kind, seats = board_kind(
+                        session=session,
+                        tournament_id=tournament,
+                        ruleset=ruleset,
+                        table_size=table_size,
+                    )
+                    title += f" ({kind}, table of {seats})"
                 if as_json:
                     # Imported here: the web pages (Jinja) are not needed for a table.
                     from leaderboard.web.pages import leaderboard_json
@@ -252,6 +269,8 @@ def leaderboard(
                     table_size=table_size,
                 )
                 done = progress(session=session, tournament_id=tournament)
+        except InvalidFilterError as exc:
+            raise _fail(UserError(_filter_error(exc))) from None
         except DatabaseError as exc:
             known = classify(exc)
             assert known is not None

@@ -22,6 +22,7 @@ from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from arena.db import Database, DatabaseUnavailableError, NotFoundError
+from leaderboard.standings import InvalidFilterError
 from leaderboard.web.bot_page import bot_page
 from leaderboard.web.pages import (
     PageNotFoundError,
@@ -34,7 +35,6 @@ from leaderboard.web.pages import (
     submission_page,
 )
 from leaderboard.web.render import Links, render
-from referee.rules.rulesets import DEFAULT_RULESET, RULESETS
 
 LINKS = Links("/", static=False)
 
@@ -51,27 +51,14 @@ def _error_response(request: Request, status: int, heading: str, message: str) -
     return HTMLResponse(html, status_code=status)
 
 
-class InvalidFilterError(ValueError):
-    """A leaderboard filter no game can match: an unknown ruleset or table size."""
-
-
-def board_filters(ruleset: str | None, table_size: str | None) -> tuple[str | None, int | None]:
-    """The ``ruleset`` and ``table_size`` filters of ``/api/leaderboard`` checked against the
-    rulesets the rules core knows (a size needs the ruleset named, else the default one), or
-    InvalidFilterError quoting the value."""
-    if ruleset is not None and ruleset not in RULESETS:
-        known = ", ".join(RULESETS)
-        raise InvalidFilterError(f"unknown ruleset {ruleset!r} (known: {known})")
+def table_size_filter(table_size: str | None) -> int | None:
+    """The ``table_size`` filter of ``/api/leaderboard`` as a number, or InvalidFilterError
+    quoting it (whether the board's ruleset seats it is the board's own check)."""
     if table_size is None:
-        return ruleset, None
-    named = ruleset or DEFAULT_RULESET
-    sizes = RULESETS[named]
-    if not (table_size.isascii() and table_size.isdigit()) or int(table_size) not in sizes:
-        allowed = ", ".join(map(str, sizes))
-        raise InvalidFilterError(
-            f"table_size {table_size!r} is not one of the {named} ruleset's table sizes ({allowed})"
-        )
-    return ruleset, int(table_size)
+        return None
+    if not (table_size.isascii() and table_size.isdigit()) or len(table_size) > 4:
+        raise InvalidFilterError(f"table_size must be a number of seats, got {table_size!r}")
+    return int(table_size)
 
 
 def create_app(db: Database) -> FastAPI:
@@ -142,9 +129,11 @@ def create_app(db: Database) -> FastAPI:
         tournament: str | None = None, ruleset: str | None = None, table_size: str | None = None
     ) -> dict[str, Any]:
         tid = None if tournament is None else parse_id(tournament, "tournament")
-        kind, size = board_filters(ruleset, table_size)
+        size = table_size_filter(table_size)
         data: dict[str, Any] = read(
-            lambda s: leaderboard_json(session=s, tournament_id=tid, ruleset=kind, table_size=size)
+            lambda s: leaderboard_json(
+                session=s, tournament_id=tid, ruleset=ruleset, table_size=size
+            )
         )
         return data
 

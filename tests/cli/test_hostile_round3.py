@@ -154,10 +154,19 @@ def test_submit_to_a_server_shows_its_text_escaped_and_never_as_markup(
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (("--ruleset", "nope\x1b[2J"), "--ruleset must be default or classic, got 'nope\\x1b[2J'"),
-        (("--ruleset", "classic", "--table-size", "9"), "the classic ruleset seats 2-4, got 9"),
-        (("--ruleset", "default", "--table-size", "3"), "the default ruleset seats 2, got 3"),
-        (("--table-size", "5"), "a table seats 2-4, got 5"),
+        (("--ruleset", "nope\x1b[2J"), "unknown ruleset 'nope\\x1b[2J'"),
+        (
+            ("--ruleset", "classic", "--table-size", "9"),
+            "classic ruleset seats 2, 3 or 4 players, got 9",
+        ),
+        (
+            ("--ruleset", "default", "--table-size", "3"),
+            "the default ruleset seats 2 players, got 3",
+        ),
+        (("--table-size", "0"), "the default ruleset seats 2 players, got 0"),
+        # No ruleset and no tournament: the board is the default game's, which seats 2.
+        (("--table-size", "3"), "the default ruleset seats 2 players, got 3"),
+        (("--html", "site", "--ruleset", "classic"), "drop --json/--tournament/--ruleset"),
     ],
 )
 def test_a_leaderboard_filter_no_game_can_match_is_a_usage_error(
@@ -167,3 +176,28 @@ def test_a_leaderboard_filter_no_game_can_match_is_a_usage_error(
     assert code == ExitCode.BAD_INPUT, (out, err)
     assert said in err and "\x1b" not in err
     assert not db.exists()
+
+
+def test_a_tournaments_ruleset_decides_which_table_sizes_its_board_has(
+    capsys: pytest.CaptureFixture[str], db: Path
+) -> None:
+    for name, ruleset, seats in (("pairs", "default", "2"), ("tables", "classic", "3")):
+        code, _, err = kryt(
+            capsys, "tournament", "run", "builtin:random", "builtin:greedy", "builtin:mc",
+            "--games", "1", "--ruleset", ruleset, "--table-size", seats,
+            "--backend", "process", "--name", name,
+        )  # fmt: skip
+        assert code == ExitCode.OK, err
+    # The classic tournament's board at 3 seats is its own; at 2 seats it is empty but valid.
+    code, out, err = kryt(capsys, "leaderboard", "-t", "2", "--table-size", "3")
+    assert code == ExitCode.OK, err
+    assert "(classic, table of 3)" in out and "random" in out
+    code, out, err = kryt(capsys, "leaderboard", "-t", "2", "--table-size", "2")
+    assert code == ExitCode.OK, err
+    assert "(classic, table of 2)" in out
+    # The default tournament's ruleset seats only 2: checked once its ruleset is read.
+    code, out, err = kryt(capsys, "leaderboard", "-t", "1", "--table-size", "3")
+    assert code == ExitCode.BAD_INPUT, (out, err)
+    assert "the default ruleset seats 2 players, got 3" in err and "Traceback" not in err
+    code, out, err = kryt(capsys, "leaderboard", "-t", "1", "--json", "--table-size", "3")
+    assert code == ExitCode.BAD_INPUT, (out, err)

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine
 
-from arena.db import Database, get_game
+from arena.db import Database, TournamentSpec, create_tournament, get_game, open_database
 from leaderboard.standings import standings
 from leaderboard.web import create_app, pages
 from leaderboard.web.replay import unpack_steps
@@ -213,8 +213,10 @@ def test_bad_ids_give_a_json_404_under_api(client: TestClient, path: str) -> Non
     ("query", "bad"),
     [
         ("ruleset=<script>", "'<script>'"),
-        ("table_size=3", "'3'"),
-        ("ruleset=classic&table_size=9", "'9'"),
+        ("table_size=3", "the default ruleset seats 2 players, got 3"),
+        ("ruleset=classic&table_size=9", "got 9"),
+        ("ruleset=classic&table_size=%2B3", "'+3'"),
+        ("ruleset=classic&table_size=99999999999999999999", "'99999999999999999999'"),
     ],
 )
 def test_a_filter_no_game_can_match_is_a_json_422(client: TestClient, query: str, bad: str) -> None:
@@ -227,6 +229,31 @@ def test_the_leaderboard_filters_by_table(client: TestClient) -> None:
     classic = client.get("/api/leaderboard?ruleset=classic&table_size=3")
     assert classic.status_code == 200 and classic.json()["rows"] == []  # no classic games here
     assert client.get("/api/leaderboard?ruleset=default").json()["rows"]
+
+
+def test_a_tournaments_ruleset_decides_which_table_sizes_its_api_board_has(
+    sqlite_world: tuple[str, World],
+) -> None:
+    path, _ = sqlite_world
+    db = open_database(path, create=False)
+    try:
+        with db.session() as session:
+            classic = create_tournament(
+                TournamentSpec("tables", 7, {"ruleset": "classic", "table_size": 3}),
+                session=session,
+            )
+            default = create_tournament(TournamentSpec("pairs", 8, {}), session=session)
+            ids = (classic.id, default.id)
+        with TestClient(create_app(db)) as client:
+            # No ruleset named: the tournament's decides, so 3 seats are a classic board.
+            for size in (3, 4):
+                response = client.get(f"/api/leaderboard?tournament={ids[0]}&table_size={size}")
+                assert response.status_code == 200, response.text
+            response = client.get(f"/api/leaderboard?tournament={ids[1]}&table_size=3")
+            assert response.status_code == 422
+            assert "the default ruleset seats 2 players, got 3" in response.json()["error"]
+    finally:
+        db.close()
 
 
 def test_static_files_are_served(client: TestClient) -> None:
