@@ -14,6 +14,7 @@ import threading
 import time
 import weakref
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar
@@ -260,6 +261,16 @@ def _stop_all_at_exit() -> None:
             bot.stop()
 
 
+@dataclass(frozen=True, slots=True)
+class OutputSince:
+    """A bot's output after a position: ``text``; ``cut`` when the bounded tail no longer
+    holds all of it (the oldest part is missing); ``position`` to ask from next time."""
+
+    text: str
+    cut: bool
+    position: int
+
+
 class RunningBot(ABC):
     """A started bot: a connected channel plus liveness, death report and cleanup.
 
@@ -333,6 +344,14 @@ class RunningBot(ABC):
     @abstractmethod
     def logs(self) -> str:
         """The tail of the bot's captured stdout and stderr (bounded)."""
+
+    @abstractmethod
+    def output_since(self, position: int) -> OutputSince:
+        """What the bot wrote after ``position`` of its output (0: since it started), as far
+        as the bounded tail still holds it, and the position to pass next time.
+
+        Positions are opaque to callers (a byte count, a log timestamp): only ever pass 0 or
+        a position this same bot returned."""
 
     def alive(self) -> bool:
         """True while the bot is running and has not been stopped."""

@@ -27,6 +27,7 @@ import os
 import socket
 import tarfile
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from sandbox.backend import (
     SANDBOX_ADDRESS,
     SANDBOX_SOCKET_DIR,
     Backend,
+    OutputSince,
     RunningBot,
     SubmissionLike,
     make_work_dir,
@@ -98,6 +100,45 @@ def docker_client(timeout: float = 30.0) -> Any:
     except Exception as exc:
         raise EngineUnavailableError(f"no Docker engine answers: {exc}") from exc
     return client
+
+
+def _stamp_ns(stamp: str) -> int | None:
+    """Nanoseconds since the epoch of an RFC 3339 timestamp the engine put before a log line
+    (``2026-12-02T05:01:02.123456789Z``), or None if it is not one."""
+    whole, _, fraction = stamp.rstrip("Z").partition(".")
+    try:
+        seconds = datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+    if not (fraction.isascii() and fraction.isdigit()) and fraction:
+        return None
+    return int(seconds) * 1_000_000_000 + int((fraction or "0").ljust(9, "0")[:9])
+
+
+SINCE_MARGIN_NS = 1_000_000
+"""How much earlier than a position the engine is asked for lines (the float it takes loses
+nanoseconds); lines up to the position are then dropped here, by their exact stamps."""
+
+
+def lines_since(stamped: str, position: int) -> OutputSince:
+    """The lines of a timestamped log (``docker logs -t --since``) stamped after
+    ``position``. Cut when the line stamped exactly ``position`` (the last one read before)
+    is no longer there: the engine's log file was rotated meanwhile (its size is the bot's
+    ``log_bytes``), so lines written after it may be gone."""
+    kept: list[str] = []
+    newest = position
+    mark_seen = position == 0
+    for line in stamped.splitlines(keepends=True):
+        stamp, space, text = line.partition(" ")
+        ns = _stamp_ns(stamp) if space else None
+        if ns is None or ns < position:
+            continue
+        if ns == position:
+            mark_seen = True
+            continue
+        kept.append(text)
+        newest = max(newest, ns)
+    return OutputSince("".join(kept), not mark_seen, newest)
 
 
 class DockerBot(RunningBot):
@@ -189,6 +230,18 @@ class DockerBot(RunningBot):
         except APIError:
             return ""
         return raw.decode(errors="replace")[-LOG_TAIL_CHARS:]
+
+    def output_since(self, position: int) -> OutputSince:
+        """The lines the engine stamped after ``position`` (nanoseconds since the epoch; 0:
+        since the container started), from its log file (at most ``log_bytes``)."""
+        from docker.errors import APIError
+
+        since = (position - SINCE_MARGIN_NS) / 1e9 if position > SINCE_MARGIN_NS else None
+        try:
+            raw: bytes = self.container.logs(timestamps=True, since=since)
+        except APIError:
+            return OutputSince("", False, position)
+        return lines_since(raw.decode(errors="replace"), position)
 
 
 class DockerBackend(Backend):

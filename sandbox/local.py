@@ -27,6 +27,7 @@ import fcntl
 import importlib.util
 import os
 import pwd
+import select
 import shutil
 import signal
 import subprocess
@@ -44,6 +45,7 @@ from sandbox.backend import (
     SANDBOX_ADDRESS,
     SANDBOX_SOCKET_DIR,
     Backend,
+    OutputSince,
     RunningBot,
     SubmissionLike,
     make_socket_dir,
@@ -315,29 +317,84 @@ def _reachable_by_others(path: Path) -> bool:
 
 
 class _Tail:
-    """Reads a pipe in a thread, keeping only the last ``limit`` bytes."""
+    """Reads a pipe, keeping only the last ``limit`` bytes (and counting all of them).
+
+    A thread reads as output arrives; :meth:`since` first reads what is still waiting in the
+    pipe itself, so everything the bot wrote before it answered the referee is counted by
+    the time the referee asks. Reads and appends happen under one lock, in pipe order."""
+
+    DRAIN_READS = 32
+    """Most reads of what is waiting that one :meth:`since` makes (a bot writing without end
+    cannot hold it up)."""
 
     def __init__(self, stream: IO[bytes], limit: int) -> None:
         self._chunks: collections.deque[bytes] = collections.deque()
         self._size = 0
+        self._total = 0
         self._limit = limit
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self._stream = stream
+        self._fd: int | None = stream.fileno()
+        os.set_blocking(self._fd, False)
+        self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()
 
-    def _pump(self, stream: IO[bytes]) -> None:
-        with stream:
-            while chunk := stream.read1(65536):  # type: ignore[attr-defined]
+    def _pump(self) -> None:
+        poller = select.poll()
+        assert self._fd is not None
+        poller.register(self._fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        try:
+            while True:
+                poller.poll()
                 with self._lock:
-                    self._chunks.append(chunk)
-                    self._size += len(chunk)
-                    while self._size - len(self._chunks[0]) >= self._limit:
-                        self._size -= len(self._chunks.popleft())
+                    if self._read_once() is None:
+                        return
+        finally:
+            with self._lock:
+                self._fd = None
+                self._stream.close()
+
+    def _read_once(self) -> bytes | None:
+        """One read of what is waiting (b"" if nothing; None at the end); lock held."""
+        if self._fd is None:
+            return None
+        try:
+            chunk = os.read(self._fd, 65536)
+        except BlockingIOError:
+            return b""
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        self._chunks.append(chunk)
+        self._size += len(chunk)
+        self._total += len(chunk)
+        while self._size - len(self._chunks[0]) >= self._limit:
+            self._size -= len(self._chunks.popleft())
+        return chunk
+
+    def _drain(self) -> None:
+        """Read what is waiting in the pipe (lock held)."""
+        for _ in range(self.DRAIN_READS):
+            if not self._read_once():
+                return
 
     def text(self) -> str:
         with self._lock:
+            self._drain()
             data = b"".join(self._chunks)
         return data[-self._limit :].decode(errors="replace")
+
+    def since(self, position: int) -> OutputSince:
+        """The bytes written after the first ``position`` ones, as far as the tail keeps them
+        (what is waiting in the pipe is read first)."""
+        with self._lock:
+            self._drain()
+            data, total = b"".join(self._chunks)[-self._limit :], self._total
+        wanted = max(total - position, 0)
+        return OutputSince(
+            data[-wanted:].decode(errors="replace") if wanted else "", wanted > len(data), total
+        )
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
@@ -453,6 +510,10 @@ class LocalBot(RunningBot):
     def logs(self) -> str:
         """The last bytes the bot wrote to stdout/stderr."""
         return self._tail.text()
+
+    def output_since(self, position: int) -> OutputSince:
+        """What the bot wrote after its first ``position`` bytes of output."""
+        return self._tail.since(position)
 
 
 def _mount_code_tmpfs(submission: Submission, code_dir: Path) -> None:

@@ -24,7 +24,7 @@ from arena.db import (
 )
 from arena.db.ladder import store_game_log
 from arena.service.settings import ServiceSettings
-from arena.tournament.seats import SandboxSlot
+from arena.tournament.seats import NO_OUTPUT_YET, OutputMark, SandboxSlot
 from arena.tournament.store import EXAMPLES, bundled_hashes, materialize
 from referee.protocol.messages import GameEndReason
 from referee.record import GameRecord
@@ -38,26 +38,8 @@ from referee.series import (
 from sandbox import Submission, choose_backend, load_submission
 from sandbox.backend import Backend
 from sandbox.death import printable
-from sandbox.docker_backend import LOG_TAIL_CHARS as DOCKER_TAIL_CHARS
-from sandbox.docker_backend import LOG_TAIL_LINES as DOCKER_TAIL_LINES
-from sandbox.limits import SandboxLimits
-from sandbox.local import LOG_TAIL_BYTES
 
 log = logging.getLogger(__name__)
-
-LOG_OVERLAP = 200
-"""Characters at the end of the previous tail looked for in the new one."""
-
-FULL_SLACK_BYTES = 16
-"""A tail this close to its bound counts as full (decoding a character cut at the start of
-the tail may change its length a little)."""
-
-
-def tail_bound(backend: Backend, limits: SandboxLimits) -> tuple[int, int]:
-    """How much of a bot's output its backend keeps: (bytes, lines; 0 lines: no bound)."""
-    if backend.name == "docker":
-        return min(limits.log_bytes, DOCKER_TAIL_CHARS), DOCKER_TAIL_LINES
-    return min(limits.log_bytes, LOG_TAIL_BYTES), 0
 
 
 def last_bytes(text: str, limit: int) -> tuple[str, bool]:
@@ -69,55 +51,19 @@ def last_bytes(text: str, limit: int) -> tuple[str, bool]:
 
 
 class LogTail:
-    """Turns a slot's rolling output tail into the part written since the previous game.
+    """What a slot's bot wrote since the previous game, read from its sandbox's bounded
+    output tail by position (never by comparing text: a bot that repeats itself is told
+    apart exactly). ``cut`` when the tail no longer holds all of it."""
 
-    The sandbox keeps only a bounded tail of what a bot writes. While the tail is not full
-    it holds everything the bot wrote since it started, so the new part is exactly what
-    follows the previous tail. Once full, the new part starts where the previous tail's end
-    occurs in the new one; when that end occurs nowhere (more was written than the tail
-    keeps) or at several places (repeating output: the new part cannot be told from the
-    old), the whole tail is the game's output and it is marked cut: some of what the bot
-    wrote in the game is missing (and, repeating, some of it may be the previous game's).
-    """
-
-    def __init__(self, slot: SandboxSlot, *, bound_bytes: int, bound_lines: int = 0) -> None:
+    def __init__(self, slot: SandboxSlot) -> None:
         self._slot = slot
-        self._previous = ""
-        self._bound_bytes = bound_bytes
-        self._bound_lines = bound_lines
-
-    def _full(self, text: str) -> bool:
-        """True when the tail may have dropped older output to keep ``text``."""
-        if len(text.encode(errors="replace")) >= self._bound_bytes - FULL_SLACK_BYTES:
-            return True
-        return self._bound_lines > 0 and text.count("\n") >= self._bound_lines
+        self._mark: OutputMark = NO_OUTPUT_YET
 
     def new_output(self) -> tuple[str, bool]:
-        """The output written since the last call (all of it after a restart) and whether
-        part of it was cut."""
-        text = self._slot.logs()
-        previous, self._previous = self._previous, text
-        if not text:
-            return "", False
-        if not self._full(text):
-            # Everything since the bot (re)started is there.
-            if previous and text.startswith(previous):
-                return text[len(previous) :], False
-            return text, False
-        if not previous:
-            return text, True
-        anchor = previous[-LOG_OVERLAP:]
-        overlaps: list[int] = []
-        at = text.find(anchor)
-        while at >= 0 and len(overlaps) < 2:
-            end = at + len(anchor)
-            if previous.endswith(text[:end]):
-                overlaps.append(end)
-            at = text.find(anchor, at + 1)
-        if len(overlaps) == 1:
-            # The previous end is still in the tail: nothing written since was dropped.
-            return text[overlaps[0] :], False
-        return text, True
+        """The output written since the last call (the new bot's, after a restart) and
+        whether part of it was cut."""
+        text, cut, self._mark = self._slot.output_since(self._mark)
+        return text, cut
 
 
 _backends: dict[tuple[str, bool], Backend] = {}
@@ -131,11 +77,6 @@ def backend_for(settings: ServiceSettings) -> Backend:
         if key not in _backends:
             _backends[key] = choose_backend(*key)
         return _backends[key]
-
-
-def _log_tail(settings: ServiceSettings, slot: SandboxSlot) -> LogTail:
-    bound_bytes, bound_lines = tail_bound(backend_for(settings), settings.sandbox.limits())
-    return LogTail(slot, bound_bytes=bound_bytes, bound_lines=bound_lines)
 
 
 def _slot(
@@ -197,7 +138,7 @@ def play_ladder_series(
         )
         for seat, sid in enumerate(seats)
     ]
-    tails = [_log_tail(settings, slot) for slot in slots]
+    tails = [LogTail(slot) for slot in slots]
     played = 0
 
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
@@ -313,7 +254,7 @@ def _validation_series(
     """Play one validation series; its counted records and the submission's output per game."""
     records: dict[int, GameRecord] = {}
     outputs: dict[int, str] = {}
-    tail = _log_tail(settings, slots[0])
+    tail = LogTail(slots[0])
 
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
         outputs[number] = tail.new_output()[0]

@@ -48,6 +48,13 @@ _STOPPED_BY_US = {DeathCause.STOPPED, DeathCause.VANISHED}
 bot's fault, so the game they break is voided (replayed), never forfeited."""
 
 
+OutputMark = tuple[int, int]
+"""Where a slot's output was last read: (which start of its bot, position in its output)."""
+
+NO_OUTPUT_YET: OutputMark = (0, 0)
+"""The mark before anything was read."""
+
+
 class SandboxSlot:
     """Runs ``submission`` in ``backend`` for one seat of a series.
 
@@ -199,6 +206,18 @@ class SandboxSlot:
         """The tail of the bot's output (for reports)."""
         running = self._running
         return running.logs() if running is not None else ""
+
+    def output_since(self, mark: OutputMark) -> tuple[str, bool, OutputMark]:
+        """What the bot wrote after ``mark`` (``NO_OUTPUT_YET``, or a mark this slot
+        returned), whether the sandbox's bounded tail no longer holds part of it, and the
+        mark to pass next time. After a restart it is the new bot's output since it started
+        (what the old one wrote after ``mark`` went with its sandbox)."""
+        running, starts = self._running, self.starts
+        if running is None:
+            return "", False, mark
+        position = mark[1] if mark[0] == starts else 0
+        output = running.output_since(position)
+        return output.text, output.cut, (starts, output.position)
 
     def _stop(self) -> None:
         with self._lock:  # Ctrl-C closes every slot from the main thread

@@ -14,74 +14,14 @@ from fastapi.testclient import TestClient
 
 from arena.db import open_database
 from arena.service.app import create_service_app
-from arena.service.play import LogTail, last_bytes
+from arena.service.play import last_bytes
 from arena.service.server import Client, ClientError
 from arena.service.settings import ServiceSettings
 from kryt.cli import main
 from kryt.errors import ExitCode
 
-CAP = 16 * 1024
-
-
-class RollingSlot:
-    """A slot whose output tail keeps the last ``cap`` bytes, like the sandbox's."""
-
-    def __init__(self, cap: int = CAP) -> None:
-        self.cap = cap
-        self.data = b""
-
-    def write(self, text: str) -> None:
-        self.data = (self.data + text.encode())[-self.cap :]
-
-    def restart(self) -> None:
-        self.data = b""
-
-    def logs(self) -> str:
-        return self.data.decode(errors="replace")
-
-
-def _tail(slot: RollingSlot) -> LogTail:
-    return LogTail(slot, bound_bytes=slot.cap)  # type: ignore[arg-type]
-
-
-def test_repeating_chatty_output_is_never_lost_and_marked_cut() -> None:
-    slot = RollingSlot()
-    tail = _tail(slot)
-    line = "noisy noisy noisy noisy noisy noisy noisy noisy noisy noisy noisy noisy\n"
-    for _game in range(4):
-        slot.write(line * (800_000 // len(line)))
-        text, cut = tail.new_output()
-        assert len(text.encode()) >= CAP - 100, "a game's output was lost"
-        assert cut, "800 KB written, 16 KiB kept: the log must say it was cut"
-
-
-def test_short_repeating_output_is_exact_per_game() -> None:
-    slot = RollingSlot()
-    tail = _tail(slot)
-    for _game in range(5):
-        slot.write("thinking\n" * 10)
-        assert tail.new_output() == ("thinking\n" * 10, False)
-
-
-def test_unique_output_after_the_tail_filled_is_exact() -> None:
-    slot = RollingSlot()
-    tail = _tail(slot)
-    slot.write("".join(f"game 1 move {i}\n" for i in range(3000)))
-    assert tail.new_output()[1]
-    game2 = "".join(f"game 2 move {i}\n" for i in range(50))
-    slot.write(game2)
-    assert tail.new_output() == (game2, False)
-
-
-def test_restarted_bot_gives_its_whole_tail() -> None:
-    slot = RollingSlot()
-    tail = _tail(slot)
-    slot.write("first life\n")
-    assert tail.new_output() == ("first life\n", False)
-    slot.restart()
-    slot.write("second\n")
-    assert tail.new_output() == ("second\n", False)
-    assert tail.new_output() == ("", False)
+# A game's log read by position from the sandbox (the chatty, repeating bots of this round's
+# finding): tests/sandbox/test_game_logs_exact.py and tests/sandbox/test_output_since.py.
 
 
 def test_last_bytes_keeps_the_end_within_the_limit() -> None:
