@@ -46,9 +46,10 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         env=env,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (len(counted(db)) >= 3 and processes_in(store)):
+    deadline = time.monotonic() + 300
+    while not (len(counted(db)) >= 3 and processes_in(store)):
         assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "no three games recorded in time"
         time.sleep(0.1)
     run.send_signal(signal.SIGINT)
     out, err = run.communicate(timeout=60)

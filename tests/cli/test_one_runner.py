@@ -115,7 +115,8 @@ def test_a_second_runner_is_refused_and_a_take_over_stops_the_first(
         tmp_path,
         "tournament", "run", str(EXAMPLES / "random"), str(EXAMPLES / "mc"),
         "--games", "400", "--concurrency", "1", "--backend", backend,
-        "--move-seconds", "0.5", *where,
+        # A roomy bank: no healthy bot's move may be a forfeit on a busy machine (checked).
+        "--move-seconds", "0.5", "--bank-seconds", "60", *where,
     )  # fmt: skip
     try:
         wait_for_games(db, first, 3)

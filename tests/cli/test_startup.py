@@ -4,9 +4,9 @@ install's ``kryt`` names the extra to install."""
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,12 +36,18 @@ def test_importing_the_cli_loads_no_heavy_module() -> None:
     assert commands == [], f"command modules imported at start-up: {commands}"
 
 
+def _children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def test_kryt_help_is_fast() -> None:
-    # The best of three runs, to be robust on a busy machine; the target is well under 0.5 s
-    # on an idle one, the bound is generous.
+    # The best of three runs of the CPU time the command costs: a busy machine stretches the
+    # wall time of a start-up without bound, not the work it does. The target is well under
+    # 0.5 s on an idle machine; the bound is generous.
     best = float("inf")
     for _ in range(3):
-        start = time.perf_counter()
+        start = _children_cpu_seconds()
         done = subprocess.run(
             [sys.executable, "-m", "kryt", "--help"],
             cwd=ROOT,
@@ -50,10 +56,10 @@ def test_kryt_help_is_fast() -> None:
             timeout=60,
             check=False,
         )
-        best = min(best, time.perf_counter() - start)
+        best = min(best, _children_cpu_seconds() - start)
         assert done.returncode == 0, done.stderr
         assert "tournament" in done.stdout and "games" in done.stdout
-    assert best < 1.5, f"kryt --help took {best:.2f}s"
+    assert best < 1.5, f"kryt --help took {best:.2f}s of CPU"
 
 
 def test_a_usage_error_loads_no_heavy_module() -> None:

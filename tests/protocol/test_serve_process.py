@@ -16,7 +16,12 @@ from referee.protocol.messages import PROTOCOL_VERSION, Handshake, TimeControl
 from tests.protocol.helpers import socket_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(240)
+
+STARTUP = 60.0
+"""Seconds a bot process may take to start serving (not under test; CI's machine is busy)."""
+PATIENT = 30.0
+"""Seconds for a reply or an exit that is not under test."""
 
 
 def _start(args: list[str], env_address: str | None, cwd: Path) -> subprocess.Popen[bytes]:
@@ -40,11 +45,11 @@ def test_example_bot_serves_from_env_and_exits_on_shutdown() -> None:
         proc = _start(["bot.py"], address, folder)
         try:
             client = BotClient(address)
-            client.wait_healthy(15)
-            reply = client.handshake(_handshake(), timeout=5)
+            client.wait_healthy(STARTUP)
+            reply = client.handshake(_handshake(), timeout=PATIENT)
             assert (reply.name, reply.version) == ("greedy", "1.0.0")  # from its bot.toml
-            client.shutdown("bye")
-            assert proc.wait(10) == 0
+            client.shutdown("bye", timeout=PATIENT)
+            assert proc.wait(PATIENT) == 0
         finally:
             proc.kill()
             _, err = proc.communicate()
@@ -59,10 +64,10 @@ def test_python_m_sdk_serve_takes_the_address_argument_and_stops_on_sigterm() ->
         )
         try:
             client = BotClient(address)
-            client.wait_healthy(15)
-            assert client.handshake(_handshake(), timeout=5).name == "random"
+            client.wait_healthy(STARTUP)
+            assert client.handshake(_handshake(), timeout=PATIENT).name == "random"
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(10) == 0
+            assert proc.wait(PATIENT) == 0
             client.close()
         finally:
             proc.kill()
@@ -88,13 +93,17 @@ def test_a_raw_protobuf_bot_plays_a_series_through_the_referee() -> None:
         proc = _start([str(ROOT / "benchmarks" / "minimal_bot.py"), address], None, tmp)
         client = BotClient(address)
         try:
-            client.wait_healthy(20)
-            remote = RemotePlayer(client)
-            series = run_series([remote, LocalPlayer(GreedyBot())], 4, seed="raw")
+            client.wait_healthy(STARTUP)
+            remote = RemotePlayer(client, handshake_timeout=PATIENT)
+            # Roomy clocks: a move forfeited on a busy machine is not what this test is about.
+            roomy = TimeControl(move_ms=10_000, bank_ms=60_000)
+            series = run_series(
+                [remote, LocalPlayer(GreedyBot())], 4, seed="raw", time_control=roomy
+            )
         finally:
             client.close()
             proc.terminate()
-            proc.wait(5)
+            proc.wait(PATIENT)
     assert remote.name == "minimal"
     assert len(series.games) == 4
     assert series.forfeits == [], series.forfeits

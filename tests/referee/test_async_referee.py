@@ -144,9 +144,14 @@ def test_a_bot_that_floods_its_stream_is_caught_and_its_inbox_stays_bounded() ->
                     opponent_name="x",
                     time_control=TimeControl(1000, 10_000),
                 ),
-                timeout=10,
+                timeout=30,
             )
-            await asyncio.sleep(0.5)  # the flood arrives meanwhile; the reader stops reading
+            # The flood arrives (later on a busy machine) until the reader stops reading.
+            waited = 0.0
+            while len(client._inbox) < INBOX_LIMIT and waited < 30:
+                await asyncio.sleep(0.05)
+                waited += 0.05
+            await asyncio.sleep(0.2)  # had the reader not stopped, more would come meanwhile
             held = len(client._inbox)
             view = _view()
             try:
@@ -154,7 +159,7 @@ def test_a_bot_that_floods_its_stream_is_caught_and_its_inbox_stays_bounded() ->
                     view,
                     Clock(move_ms=1000, bank_ms=10_000),
                     game_number=1,
-                    timeout=5,
+                    timeout=30,
                 )
             except UnexpectedReplyError as exc:
                 return held, str(exc)

@@ -65,10 +65,15 @@ def test_a_tournament_with_hostile_bots_finishes_with_verdicts(tmp_path: Path) -
         backend="docker",
         move_seconds=1.0,
         bank_seconds=1.0,
+        # The fork bomb's spinning ends in a timeout at the 1+1 s above. At its memory limit
+        # the kernel may thrash the hog's pages for many seconds before the OOM kill: a
+        # roomy clock lets its verdict be the memory limit however busy the machine, and
+        # greedy's moves beside two hostile bots are never the forfeit.
+        bot_time={"memhog": "120+0", "greedy": "30+60"},
         memory_mb=128,
         pids=32,
         seed=3,
-        startup_seconds=60.0,
+        startup_seconds=120.0,  # starting a container on a busy machine is not under test
     )
     store = tmp_path / "store"
     tournament_id = create(config, db=db, store=store)
@@ -119,7 +124,9 @@ def test_a_tournament_with_bots_that_never_start_finishes(tmp_path: Path) -> Non
         bots=[str(EXAMPLES / "greedy"), *bots],
         games_per_pair=1,
         backend="docker",
-        startup_seconds=10.0,
+        # Generous: the swapper is refused on sight and the crasher dies, whatever the
+        # deadline; greedy must start however busy the machine.
+        startup_seconds=120.0,
         seed=4,
     )
     store = tmp_path / "store"

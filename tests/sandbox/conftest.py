@@ -15,10 +15,21 @@ from typing import Any
 import pytest
 
 from sandbox.backend import Backend
+from sandbox.limits import SandboxLimits
 from tests.services import require
 
 HOSTILE = Path(__file__).parent / "hostile"
 MakeBot = Callable[..., Path]
+
+STARTUP_SECONDS = 120.0
+"""A start-up deadline for tests that do not test it: starting a sandbox on CI's busy, shared
+machine (under memory pressure, beside other sandboxes) can take far longer than the default."""
+
+
+def roomy(**fields: Any) -> SandboxLimits:
+    """``SandboxLimits(**fields)`` with a generous start-up deadline unless one is given."""
+    fields.setdefault("startup_timeout", STARTUP_SECONDS)
+    return SandboxLimits(**fields)
 
 
 @pytest.fixture

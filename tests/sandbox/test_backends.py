@@ -18,13 +18,12 @@ from sandbox.errors import (
     InvalidSubmissionError,
     UnsafeBackendError,
 )
-from sandbox.limits import SandboxLimits
 from sandbox.local import ProcessBackend, UnsafeSandboxWarning
-from tests.sandbox.conftest import MakeBot
+from tests.sandbox.conftest import STARTUP_SECONDS, MakeBot, roomy
 from tests.sandbox.procs import bot_processes, container_gone, survivors
 from tests.sandbox.test_hostile import report
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "bwrap", "process"])
@@ -35,7 +34,7 @@ def any_backend(request: pytest.FixtureRequest) -> Backend:
 
 
 def test_start_talk_stop(any_backend: Backend, make_bot: MakeBot) -> None:
-    bot = any_backend.start(make_bot("healthy"), SandboxLimits(), "test-life")
+    bot = any_backend.start(make_bot("healthy"), roomy(), "test-life")
     assert bot.alive()
     assert bot.death() is None
     link = Path(bot.address.removeprefix("unix://"))
@@ -63,7 +62,7 @@ def test_start_talk_stop(any_backend: Backend, make_bot: MakeBot) -> None:
 
 
 def test_context_manager_stops(any_backend: Backend, make_bot: MakeBot) -> None:
-    with any_backend.start(make_bot("healthy"), SandboxLimits(), "test-ctx") as bot:
+    with any_backend.start(make_bot("healthy"), roomy(), "test-ctx") as bot:
         assert report(bot)["cwd"]
     assert not bot.alive()
     assert container_gone(bot)
@@ -73,7 +72,7 @@ def test_invalid_submission_is_the_bots_fault(any_backend: Backend, make_bot: Ma
     folder = make_bot("healthy")
     (folder / "bot.py").unlink()
     with pytest.raises(InvalidSubmissionError, match=re.escape("entry 'bot.py'")) as caught:
-        any_backend.start(folder, SandboxLimits(), "test-invalid")
+        any_backend.start(folder, roomy(), "test-invalid")
     assert isinstance(caught.value, BotStartupError)
 
 
@@ -81,17 +80,17 @@ def test_process_backend_refuses_untrusted_bots(make_bot: MakeBot) -> None:
     backend = ProcessBackend(allow_unsafe=False, trusted_roots=[])
     folder = make_bot("healthy")
     with pytest.raises(UnsafeBackendError, match="--unsafe"):
-        backend.start(folder, SandboxLimits(), "test-untrusted")
+        backend.start(folder, roomy(), "test-untrusted")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with backend.start(folder, SandboxLimits(), "test-trusted", trusted=True) as bot:
+        with backend.start(folder, roomy(), "test-trusted", trusted=True) as bot:
             assert report(bot)["uid"] == os.geteuid()
 
 
 def test_process_backend_with_unsafe_warns(make_bot: MakeBot) -> None:
     backend = ProcessBackend(allow_unsafe=True, trusted_roots=[])
     with pytest.warns(UnsafeSandboxWarning, match="WITHOUT isolation"):
-        bot = backend.start(make_bot("healthy"), SandboxLimits(), "test-unsafe")
+        bot = backend.start(make_bot("healthy"), roomy(), "test-unsafe")
     bot.stop()
 
 
@@ -139,7 +138,7 @@ def test_sweep_spares_the_containers_of_a_live_runner(
 ) -> None:
     # A dead runner's containers are swept (tests/sandbox/test_runner_death.py); this
     # runner is alive, so its bot must survive another sweep untouched.
-    bot = docker_backend.start(make_bot("healthy"), SandboxLimits(), "test-sweep-live-1")
+    bot = docker_backend.start(make_bot("healthy"), roomy(), "test-sweep-live-1")
     try:
         assert docker_backend.sweep_leftovers("test-sweep-live-") == 0
         assert not container_gone(bot)
@@ -167,8 +166,10 @@ def test_forgotten_bots_are_stopped_at_exit(make_bot: MakeBot) -> None:
     folder = make_bot("healthy")
     script = (
         "import sys\n"
+        "from sandbox.limits import SandboxLimits\n"
         "from sandbox.local import ProcessBackend\n"
-        f"bot = ProcessBackend(trusted_roots=[{str(folder.parent)!r}]).start({str(folder)!r})\n"
+        f"backend = ProcessBackend(trusted_roots=[{str(folder.parent)!r}])\n"
+        f"bot = backend.start({str(folder)!r}, SandboxLimits(startup_timeout={STARTUP_SECONDS}))\n"
         "print(bot.work_dir, bot.pid)\n"
     )
     root = Path(__file__).resolve().parents[2]
@@ -203,17 +204,17 @@ def test_a_client_built_from_the_address_reaches_this_bot_only(
 
     from tests.sandbox.test_hostile import call
 
-    first = any_backend.start(make_bot("healthy"), SandboxLimits(), "test-addr-a")
+    first = any_backend.start(make_bot("healthy"), roomy(), "test-addr-a")
     first_address = first.address
     first_pid = report(first)["pid"]
     first.stop()
-    second = any_backend.start(make_bot("victim"), SandboxLimits(), "test-addr-b")
+    second = any_backend.start(make_bot("victim"), roomy(), "test-addr-b")
     try:
         assert second.address != first_address
         # A plain client with default options (the global subchannel pool).
         with grpc.insecure_channel(second.address) as channel:
             stub = channel.unary_unary("/kryt.test.Probe/Report", None, None)
-            assert b"secret_len" in stub(b"", timeout=15)
+            assert b"secret_len" in stub(b"", timeout=60)
         assert b"secret_len" in call(second, "Report")
     finally:
         second.stop()

@@ -26,6 +26,7 @@ from sandbox.runtimes import REGISTRY, Runtime, RuntimeBuildError, get_runtime
 from sandbox.runtimes.rootfs import artifact_dir
 from sandbox.submission import load_submission
 from tests.referee.test_polyglot_tournament import PYTHON, STARTERS
+from tests.sandbox.conftest import roomy
 from tests.services import require
 
 LANGUAGES = {"node": "js", "java": "java", "cpp": "cpp", "go": "go"}
@@ -59,6 +60,9 @@ def test_a_round_robin_of_five_languages_under_bwrap(
         games_per_pair=1,
         backend="bwrap",
         startup_seconds=120.0,  # a compiled bot's first start includes its build
+        # Roomy clocks: a JVM's first moves on a busy machine must not be forfeits here.
+        move_seconds=10.0,
+        bank_seconds=120.0,
     )
     store = tmp_path / "store"
     tournament_id = create(config, db=db, store=store)
@@ -100,7 +104,7 @@ def test_a_node_bot_sees_no_host_path_of_ours(bwrap_backend: Backend, tmp_path: 
     )
     manifest = (folder / "bot.toml").read_text()
     (folder / "bot.toml").write_text(manifest.replace('"bot.js"', '"spy.js"'))
-    bot = bwrap_backend.start(folder, SandboxLimits(), "t14-nodespy")
+    bot = bwrap_backend.start(folder, roomy(), "t14-nodespy")
     try:
         seen = bot.logs()
         assert " /artifact " not in seen  # a starter without package.json is not built
@@ -195,7 +199,7 @@ def test_the_jvm_memory_floor_holds_under_bwrap(bwrap_backend: Backend) -> None:
     from sandbox.local import LocalBot
 
     rootfs_or_skip("java")
-    bot = bwrap_backend.start(STARTERS / "java", SandboxLimits(), "t14-jvm")
+    bot = bwrap_backend.start(STARTERS / "java", roomy(), "t14-jvm")
     try:
         assert isinstance(bot, LocalBot) and bot.cgroup is not None
         assert bot.limits.memory_bytes == 512 * MiB and bot.limits.pids == 128
@@ -253,7 +257,7 @@ def test_a_node_bot_with_a_vendored_package_builds_and_starts_under_bwrap(
     submission = load_submission(make_npm_bot(tmp_path / "bot", name="npm-bwrap"))
     artifact = bwrap_backend.artifact_for(submission)
     assert (artifact / "node_modules" / PACKAGE / "index.js").is_file()
-    bot = bwrap_backend.start(submission, SandboxLimits(), "t14-npm")
+    bot = bwrap_backend.start(submission, roomy(), "t14-npm")
     try:
         assert bot.alive()
     finally:

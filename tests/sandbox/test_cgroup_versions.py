@@ -20,7 +20,7 @@ import sandbox.cgroups as cgroups
 from sandbox.backend import Backend
 from sandbox.errors import LimitsUnavailableError
 from sandbox.limits import SandboxLimits
-from tests.sandbox.conftest import MakeBot
+from tests.sandbox.conftest import MakeBot, roomy
 from tests.sandbox.test_hostile_issue13 import stop_and_assert_gone
 
 ROOT = Path("/sys/fs/cgroup")
@@ -39,7 +39,7 @@ def test_bwrap_bots_get_the_hosts_cgroup_version(bwrap_backend: Backend, make_bo
     version = _host_version()
     if version is None or os.geteuid() != 0:
         pytest.skip("no per-bot cgroups here (not root, or no memory/pids controller)")
-    bot = bwrap_backend.start(make_bot("healthy"), SandboxLimits(), "cg-version")
+    bot = bwrap_backend.start(make_bot("healthy"), roomy(), "cg-version")
     try:
         cgroup = getattr(bot, "cgroup", None)
         assert cgroup is not None, "an untrusted bwrap bot runs in its own cgroup"

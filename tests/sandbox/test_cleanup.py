@@ -11,9 +11,8 @@ import pytest
 from sandbox.backend import Backend, make_work_dir, stop_all, sweep_runtime
 from sandbox.errors import CleanupError
 from sandbox.hostfs import mount_tmpfs, mounts_under, remove_tree
-from sandbox.limits import SandboxLimits
 from sandbox.runner import RunnerId, RunnerState, current_runner
-from tests.sandbox.conftest import MakeBot
+from tests.sandbox.conftest import MakeBot, roomy
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -94,7 +93,7 @@ def test_stop_removes_a_deep_tree_and_runs_every_step(
     bwrap_backend: Backend, make_bot: MakeBot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = make_bot("healthy")
-    bots = [bwrap_backend.start(folder, SandboxLimits(), f"t13-stop-{i}") for i in range(2)]
+    bots = [bwrap_backend.start(folder, roomy(), f"t13-stop-{i}") for i in range(2)]
     deep_tree(bots[0].work_dir)
 
     def broken_close() -> None:

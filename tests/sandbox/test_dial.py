@@ -75,13 +75,13 @@ def test_dialing_by_descriptor_reaches_the_checked_socket(tmp_path: Path) -> Non
         address = fd_address(fd)
         assert len(address) < 40
         with BotClient(address) as client:
-            client.wait_healthy(5, alive=lambda: True)
+            client.wait_healthy(30, alive=lambda: True)
         with grpc.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
             # Swapping the path afterwards does not redirect the referee.
             os.unlink(deep / "bot.sock")
             (deep / "bot.sock").symlink_to("/var/run/docker.sock")
             stub = health_pb2_grpc.HealthStub(channel)
-            reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=5)
+            reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=30)
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
     finally:
         os.close(fd)

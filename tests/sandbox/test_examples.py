@@ -11,8 +11,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from sandbox.backend import Backend
-from sandbox.limits import SandboxLimits
 from sandbox.local import ProcessBackend, project_package_dirs
+from tests.sandbox.conftest import roomy
 from tests.sandbox.procs import container_gone
 
 pytestmark = pytest.mark.timeout(120)
@@ -41,9 +41,9 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 
 @pytest.mark.parametrize("example", examples(), ids=lambda p: p.name)
 def test_example_serves(backend: Backend, example: Path) -> None:
-    with backend.start(example, SandboxLimits(), f"test-example-{example.name}") as bot:
+    with backend.start(example, roomy(), f"test-example-{example.name}") as bot:
         stub = health_pb2_grpc.HealthStub(bot.channel)
-        reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=10)
+        reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=60)
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
         assert bot.alive()
     assert container_gone(bot)

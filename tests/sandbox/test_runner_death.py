@@ -18,11 +18,10 @@ import pytest
 
 from sandbox.backend import Backend
 from sandbox.hostfs import mounts_under
-from sandbox.limits import SandboxLimits
-from tests.sandbox.conftest import MakeBot
+from tests.sandbox.conftest import STARTUP_SECONDS, MakeBot, roomy
 from tests.sandbox.procs import container_gone
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(300)
 ROOT = Path(__file__).resolve().parents[2]
 
 RUNNER = textwrap.dedent(
@@ -36,7 +35,8 @@ RUNNER = textwrap.dedent(
     else:
         from sandbox.local import BwrapBackend
         backend = BwrapBackend()
-    bot = backend.start(folder, label=label)
+    from sandbox.limits import SandboxLimits
+    bot = backend.start(folder, SandboxLimits(startup_timeout=float(sys.argv[5])), label=label)
     cgroup = getattr(bot, "cgroup", None)
     container = getattr(bot, "container", None)
     print(json.dumps({
@@ -55,7 +55,16 @@ def start_runner(backend: Backend, folder: Path, label: str) -> tuple[int, dict[
     image = str(getattr(backend, "base_image", ""))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     process = subprocess.Popen(
-        [sys.executable, "-c", RUNNER, backend.name, str(folder), label, image],
+        [
+            sys.executable,
+            "-c",
+            RUNNER,
+            backend.name,
+            str(folder),
+            label,
+            image,
+            str(STARTUP_SECONDS),
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -80,7 +89,7 @@ def kill_9(pid: int) -> None:
 
 def kill_reaper(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)  # not our child (it was started through a shell)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
         assert time.monotonic() < deadline
         time.sleep(0.05)
@@ -136,7 +145,10 @@ def test_sweep_removes_a_dead_runners_bot_and_spares_a_live_one(
     sandbox_backend: Backend, make_bot: MakeBot
 ) -> None:
     folder = make_bot("healthy")
-    pid, made = start_runner(sandbox_backend, folder, "t13-swept-dead")
+    # The backend in every label: this test runs once per backend, maybe at the same time
+    # (pytest-xdist), and each run's sweep must find only its own leftovers.
+    prefix = f"t13-swept-{sandbox_backend.name}-"
+    pid, made = start_runner(sandbox_backend, folder, prefix + "dead")
     kill_reaper(made["reaper"])
     kill_9(pid)
     time.sleep(1.0)
@@ -144,9 +156,9 @@ def test_sweep_removes_a_dead_runners_bot_and_spares_a_live_one(
         # Nothing removed it (no reaper, and containers do not die with their runner).
         assert container_exists(sandbox_backend, made["container"])
     assert Path(made["work_dir"]).exists()
-    live = sandbox_backend.start(folder, SandboxLimits(), "t13-swept-live")
+    live = sandbox_backend.start(folder, roomy(), prefix + "live")
     try:
-        assert sandbox_backend.sweep_leftovers("t13-swept-") >= 1
+        assert sandbox_backend.sweep_leftovers(prefix) >= 1
         assert leftovers(sandbox_backend, made) == []
         assert live.alive()
         if sandbox_backend.name == "docker":

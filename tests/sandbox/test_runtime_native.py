@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from sandbox.backend import Backend
-from sandbox.limits import SandboxLimits
 from sandbox.submission import load_submission
+from tests.sandbox.conftest import roomy
 from tests.services import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,8 +81,9 @@ def test_an_executable_built_elsewhere_plays_as_native(
     submission = load_submission(folder)
     assert submission.files == ("bot", "bot.toml")
 
-    control = TimeControl(move_ms=1000, bank_ms=5000, grace_ms=500)
-    limits = SandboxLimits(startup_timeout=30.0)
+    # Roomy clocks and start-up: a forfeit or a late start on a busy machine is not under test.
+    control = TimeControl(move_ms=10_000, bank_ms=60_000, grace_ms=5_000)
+    limits = roomy()
     slots = [
         SandboxSlot(docker_backend, sub, name=name, limits=limits, label=f"test-native-{seat}")
         for seat, (name, sub) in enumerate(

@@ -22,6 +22,7 @@ from sandbox.backend import Backend
 from sandbox.limits import SandboxLimits
 from sandbox.runtimes import REGISTRY, RuntimeBuildError, containers
 from sandbox.submission import Submission, load_submission
+from tests.sandbox.conftest import roomy
 from tests.services import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -207,8 +208,9 @@ def test_a_bot_with_a_vendored_dependency_builds_and_plays(
     assert "exports.choose" in listing
     assert docker_backend.image_for(submission) == tag  # built once: the artifact is kept
 
-    control = TimeControl(move_ms=1000, bank_ms=5000, grace_ms=500)
-    limits = SandboxLimits(startup_timeout=30.0)
+    # Roomy clocks and start-up: a forfeit or a late start on a busy machine is not under test.
+    control = TimeControl(move_ms=10_000, bank_ms=60_000, grace_ms=5_000)
+    limits = roomy()
     slots = [
         SandboxSlot(docker_backend, sub, name=name, limits=limits, label=f"test-npm-{seat}")
         for seat, (name, sub) in enumerate(
@@ -327,9 +329,7 @@ def test_a_shipped_node_modules_is_checked_and_used(
         json.dumps({"name": PACKAGE, "version": "1.0.0", "main": "index.js"})
     )
     shutil.rmtree(folder / "vendor")  # not needed: node_modules is used as it is
-    bot = docker_backend.start(
-        load_submission(folder), SandboxLimits(startup_timeout=30.0), "test-npm-shipped"
-    )
+    bot = docker_backend.start(load_submission(folder), roomy(), "test-npm-shipped")
     try:
         assert bot.alive()
     finally:
@@ -394,7 +394,7 @@ def test_a_shipped_npm_cache_is_installed_from_offline(
         path.chmod(0o755 if path.is_dir() else 0o644)
     submission = load_submission(folder)
     assert any(rel.startswith("npm-cache/_cacache/content-v2/") for rel in submission.files)
-    bot = docker_backend.start(submission, SandboxLimits(startup_timeout=30.0), "test-npm-cache")
+    bot = docker_backend.start(submission, roomy(), "test-npm-cache")
     try:
         assert bot.alive()  # it required the package at start-up
     finally:

@@ -26,6 +26,7 @@ from sandbox.runtimes import (
 )
 from sandbox.runtimes.images import RuntimeImageSpec, image_tag, root_tag
 from sandbox.submission import InvalidManifestError, load_submission, parse_manifest
+from tests.sandbox.conftest import roomy
 from tests.services import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -261,8 +262,9 @@ def test_example_plays_the_python_greedy_bot_under_docker(
     from referee.series import SeriesConfig, run_series
 
     runtime_images(EXAMPLES[folder])
-    control = TimeControl(move_ms=1000, bank_ms=5000, grace_ms=500)
-    limits = SandboxLimits(startup_timeout=30.0)
+    # Roomy clocks and start-up: a forfeit or a late start on a busy machine is not under test.
+    control = TimeControl(move_ms=10_000, bank_ms=60_000, grace_ms=5_000)
+    limits = roomy()
     slots = [
         SandboxSlot(
             docker_backend,

@@ -87,8 +87,9 @@ def processes_in(folder: Path) -> list[int]:
     return found
 
 
-def wait_no_processes_in(folder: Path, seconds: float = 10.0) -> list[int]:
-    """Wait for the bots under ``folder`` to be gone; returns those still alive."""
+def wait_no_processes_in(folder: Path, seconds: float = 60.0) -> list[int]:
+    """Wait for the bots under ``folder`` to be gone; returns those still alive. Generous:
+    on a busy machine dying processes may take a while to exit."""
     deadline = time.monotonic() + seconds
     while processes_in(folder) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -26,7 +26,7 @@ from tests.scaling.helpers import (
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(240)]
 
-GAMES = 6
+GAMES = 10  # long enough series that a poll on a busy machine catches one in progress
 BOTS = ("random", "greedy", "mc")
 
 

@@ -13,7 +13,12 @@ from sdk.tools.check import check_bot
 from tests.protocol.helpers import served
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "sdk" / "examples"
-pytestmark = pytest.mark.timeout(90)
+pytestmark = pytest.mark.timeout(300)
+
+STARTUP = 120.0
+"""Seconds a bot may take to start: not under test, and a busy machine starts them slowly."""
+ROOMY = TimeControl(move_ms=10_000, bank_ms=60_000)
+"""For checks whose verdict is not about time: no reply is slow or late on a busy machine."""
 
 
 def _bot(tmp_path: Path, name: str, body: str) -> Path:
@@ -31,7 +36,7 @@ def _bot(tmp_path: Path, name: str, body: str) -> Path:
 
 
 def test_an_example_bot_passes() -> None:
-    report = check_bot(EXAMPLES / "random", games=3)
+    report = check_bot(EXAMPLES / "random", games=3, time_control=ROOMY, startup_timeout=STARTUP)
     assert report.ok, report.format()
     assert (report.name, report.version) == ("random", "1.0.0")
     assert report.series is not None and len(report.series.games) == 3
@@ -41,13 +46,13 @@ def test_an_example_bot_passes() -> None:
 
 def test_a_running_bot_can_be_checked_by_address() -> None:
     with served(RandomBot(seed=2), "tcp") as (address, _):
-        report = check_bot(address, games=2)
+        report = check_bot(address, games=2, time_control=ROOMY, startup_timeout=STARTUP)
     assert report.ok, report.format()
 
 
 def test_illegal_actions_are_reported_per_game(tmp_path: Path) -> None:
     folder = _bot(tmp_path, "cheat", "        return 'take' if not view.pile else 'lead 6C'")
-    report = check_bot(folder, games=3)
+    report = check_bot(folder, games=3, time_control=ROOMY, startup_timeout=STARTUP)
     assert not report.ok
     (problem,) = report.problems
     assert problem.kind == "illegal action" and problem.games == (1, 2, 3)
@@ -56,7 +61,7 @@ def test_illegal_actions_are_reported_per_game(tmp_path: Path) -> None:
 
 def test_a_crash_in_act_is_reported_with_the_traceback(tmp_path: Path) -> None:
     folder = _bot(tmp_path, "crasher", "        raise ZeroDivisionError('oops')")
-    report = check_bot(folder, games=2)
+    report = check_bot(folder, games=2, time_control=ROOMY, startup_timeout=STARTUP)
     (problem,) = report.problems
     assert problem.kind == "crash" and "ZeroDivisionError: oops" in problem.detail
     assert "Traceback" in report.stderr
@@ -79,12 +84,24 @@ def test_slow_replies_are_flagged_and_timeouts_forfeit(tmp_path: Path) -> None:
         "        return view.legal_actions[0]",
     )
     # A bank far above the 0.12 s naps: a busy machine must not turn "slow" into "timeout".
-    report = check_bot(slow, games=1, time_control=TimeControl(move_ms=100, bank_ms=30_000))
+    report = check_bot(
+        slow,
+        games=1,
+        time_control=TimeControl(move_ms=100, bank_ms=30_000),
+        startup_timeout=STARTUP,
+    )
     assert report.ok, report.format()
     assert [p.kind for p in report.problems] == ["slow replies"]
-    hang = _bot(tmp_path, "hang", "        time.sleep(5)\n        return 'take'")
-    report = check_bot(hang, games=1, time_control=TimeControl(move_ms=100, bank_ms=100))
-    # Still asleep when Shutdown arrives, so it also fails to exit in time (a warning).
+    # It sleeps far past its deadline and the check's few seconds for Shutdown: still
+    # asleep when Shutdown arrives, so it also fails to exit in time (a warning). (A 5 s nap
+    # could end within that wait, on a busy machine or not.)
+    hang = _bot(tmp_path, "hang", "        time.sleep(120)\n        return 'take'")
+    report = check_bot(
+        hang,
+        games=1,
+        time_control=TimeControl(move_ms=100, bank_ms=100),
+        startup_timeout=STARTUP,
+    )
     assert [(p.kind, p.severity) for p in report.problems] == [
         ("timeout", "error"),
         ("shutdown", "warning"),
@@ -100,7 +117,13 @@ def test_a_bad_manifest_is_reported(tmp_path: Path) -> None:
 
 
 def test_a_bot_folder_can_be_checked_inside_a_sandbox_backend(tmp_path: Path) -> None:
-    report = check_bot(EXAMPLES / "greedy", games=2, sandbox="process")
+    report = check_bot(
+        EXAMPLES / "greedy",
+        games=2,
+        sandbox="process",
+        time_control=ROOMY,
+        startup_timeout=STARTUP,
+    )
     assert report.ok, report.format()
     assert report.sandbox.startswith("process")
     # The limits it ran under, as numbers (issue 14: stated in the check's output).
@@ -109,7 +132,7 @@ def test_a_bot_folder_can_be_checked_inside_a_sandbox_backend(tmp_path: Path) ->
     folder = _bot(tmp_path, "crasher", "        raise ZeroDivisionError('oops')")
     for path in [folder, *folder.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    bad = check_bot(folder, games=2, sandbox="process")
+    bad = check_bot(folder, games=2, sandbox="process", time_control=ROOMY, startup_timeout=STARTUP)
     assert not bad.ok and bad.problems[0].kind == "crash"
     assert "ZeroDivisionError" in bad.problems[0].detail or "ZeroDivisionError" in bad.stderr
 

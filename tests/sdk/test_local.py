@@ -132,7 +132,11 @@ def test_small_overruns_on_every_move_lose_on_time_once_they_add_up() -> None:
     from referee.protocol.messages import TimeControl
 
     control = TimeControl(move_ms=50, bank_ms=0, grace_ms=30)
-    result = play_local(SlightlySlow(), GreedyBot(), games=1, seed=3, time_control=control)
+    # Greedy's clock is not under test: roomy, so a busy machine cannot make it the loser.
+    roomy = TimeControl(move_ms=10_000, bank_ms=60_000)
+    result = play_local(
+        SlightlySlow(), GreedyBot(), games=1, seed=3, seat_controls=(control, roomy)
+    )
     (game,) = result.games.values()
     assert game.ending is GameEndReason.TIMEOUT and game.forfeit is not None
     assert game.forfeit.seat == 0

@@ -338,7 +338,7 @@ def test_kill_9_mid_ladder_loses_and_duplicates_nothing(
     cut = _until("a ladder series half played, its bots running", half_played)
     arena.kill()
     # The bots die with the server (parent-death signal), at once or nearly.
-    _until("the killed server's bots to die", lambda: not _survivors(bots), timeout=30)
+    _until("the killed server's bots to die", lambda: not _survivors(bots), timeout=60)
     left = _sandboxes(arena)
     assert left, "the killed server's bots left no socket directory behind"
     arena.start()

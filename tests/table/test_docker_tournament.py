@@ -190,7 +190,7 @@ def site(tables: tuple[str, dict[int, int]]) -> Iterator[tuple[str, dict[int, in
     )
     thread = threading.Thread(target=uv.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a busy machine may start the server slowly
     while not uv.started:
         assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.05)
@@ -218,7 +218,10 @@ def test_table_leaderboard_and_replays_in_chromium(
         assert len(rows) == size
         link = driver.find_element(By.CSS_SELECTOR, "a.game-link")
         link.click()
-        time.sleep(0.5)
+        # The game's page loads in its own time (slowly on a busy machine): wait for it.
+        waited = time.monotonic() + 60
+        while not driver.find_elements(By.ID, "replay-data") and time.monotonic() < waited:
+            time.sleep(0.1)
         assert driver.find_elements(By.ID, "replay-data"), (
             driver.current_url,
             driver.page_source[:3000],

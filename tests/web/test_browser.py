@@ -98,7 +98,7 @@ def server(sqlite_world: tuple[str, World]) -> Iterator[tuple[str, World]]:
     uv = uvicorn.Server(config)
     thread = threading.Thread(target=uv.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a busy machine may start the server slowly
     while not uv.started:
         assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.05)
@@ -110,7 +110,7 @@ def server(sqlite_world: tuple[str, World]) -> Iterator[tuple[str, World]]:
         db.close()
 
 
-def _wait(driver: Any, condition: Any, timeout: float = 10) -> Any:
+def _wait(driver: Any, condition: Any, timeout: float = 30) -> Any:
     from selenium.webdriver.support.ui import WebDriverWait
 
     return WebDriverWait(driver, timeout).until(condition)
