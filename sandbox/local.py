@@ -89,6 +89,13 @@ DEFAULT_SANDBOX_USER = "kryt-sandbox"
 #: Packages of this project a bot may import (the SDK and what it needs).
 BOT_PACKAGES = ("sdk", "kryt_proto", "referee")
 LOG_TAIL_BYTES = 16 * 1024
+
+KILL_WAIT_SECONDS = 60.0
+"""How long a killed bot's processes may take to be gone before it counts as our failure. A
+normal one is gone in milliseconds; one the kernel is thrashing at its memory limit (paging
+its code back in, docs/sandbox.md) answers nothing for seconds on a loaded machine, and
+SIGKILL waits for its page faults too."""
+
 #: Processes and threads of one build (a compiler runs one per job), its open files, and
 #: the entries its output tmpfs may hold.
 BUILD_PIDS = 512
@@ -494,11 +501,11 @@ class LocalBot(RunningBot):
         # The main process may have exited while children of its group live on.
         self._kill()
         try:
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=KILL_WAIT_SECONDS)
         except subprocess.TimeoutExpired as exc:
             raise CleanupError(f"bot {self.label!r} survived SIGKILL") from exc
         # Processes in bwrap's pid namespace die asynchronously once its init is gone.
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + KILL_WAIT_SECONDS
         while any(s is not None and _start_time(p) == s for p, s in self._tree.items()):
             if time.monotonic() > deadline:
                 raise CleanupError(f"processes of bot {self.label!r} survived")
