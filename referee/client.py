@@ -49,7 +49,13 @@ from referee.protocol.messages import (
     Shutdown,
     TimeControl,
 )
-from referee.protocol.wire import PLAY_PATH, SERVICE, MalformedMessageError, decode_bot_message
+from referee.protocol.wire import (
+    PLAY_PATH,
+    SERVICE,
+    MalformedMessageError,
+    WireError,
+    decode_bot_message,
+)
 from referee.protocol.wire import encode_referee_message as _encode
 
 T = TypeVar("T")
@@ -114,6 +120,15 @@ class MalformedReplyError(BotFault):
 
 class UnexpectedReplyError(MalformedReplyError):
     """A message nobody asked for: a reply before a request, or a second reply."""
+
+
+class MessageTooLargeError(WireError):
+    """A message of the referee's own is over the protocol's size limit. Not a bot's fault
+    (no :class:`BotFault`: the game is voided); it is not sent, so the stream stays usable.
+
+    gRPC would refuse it and break the stream, which reads as the bot's crash: a table's
+    view can grow past the limit (thousands of ways to cover four led cards, a long
+    history under a high turn limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,8 +382,7 @@ class AsyncBotClient:
                 continue
             if answer.status == health_pb2.HealthCheckResponse.SERVING:
                 return
-            name = health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
-            last = f"status {name}"
+            last = f"status {_status_name(answer.status)}"
             await asyncio.sleep(0.05)
 
     def _open(self) -> grpc.aio.StreamStreamCall[bytes, bytes]:
@@ -431,6 +445,11 @@ class AsyncBotClient:
         return self._take()
 
     async def _write(self, call: grpc.aio.StreamStreamCall[bytes, bytes], data: bytes) -> None:
+        if len(data) > MAX_MESSAGE_BYTES:
+            raise MessageTooLargeError(
+                f"a message of {len(data)} bytes for the bot at {self.address} is over the "
+                f"protocol's {MAX_MESSAGE_BYTES}-byte limit: not sent (the referee's failure)"
+            )
         try:
             await call.write(data)
         except grpc.RpcError as exc:
@@ -542,6 +561,13 @@ class AsyncBotClient:
         """
         request_id = _request_id()
         data = encode_decision_request(request_id, game_number, view, clock)
+        if len(data) > MAX_MESSAGE_BYTES:
+            raise MessageTooLargeError(
+                f"the decision request of game {game_number} for seat {view.seat} is "
+                f"{len(data)} bytes ({len(view.legal_actions)} legal actions, "
+                f"{len(view.history)} actions played), over the protocol's "
+                f"{MAX_MESSAGE_BYTES}-byte limit: not sent (the referee's failure, not the bot's)"
+            )
         if self._inbox:
             stray = self.unsolicited()
             if stray:
@@ -639,6 +665,15 @@ class AsyncBotClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _status_name(status: int) -> str:
+    """The name of a health status the bot answered; the enum is open, so a bot may answer
+    a number no status names (then the number itself: not serving, never an exception)."""
+    try:
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(status))
+    except ValueError:
+        return str(status)
 
 
 async def _truth(value: bool | Awaitable[bool]) -> bool:

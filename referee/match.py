@@ -14,14 +14,13 @@ forfeit with a reason; a failure on our side voids the game (it is replayed with
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from referee.client import BotFault, Reply
+from referee.client import BotFault, MessageTooLargeError, Reply
 from referee.protocol.messages import (
     AnyAction,
     AnyView,
@@ -400,8 +399,9 @@ async def _announce_end(
 ) -> None:
     detail = record.forfeit.detail if record.forfeit else record.void_reason
     for seat, player in enumerate(players):
-        # A bot that cannot take GameEnd fails its next request, which is recorded then.
-        with contextlib.suppress(BotFault):
+        # A bot that cannot take GameEnd fails its next request, which is recorded then; a
+        # GameEnd too large to send (the mover's view of a voided game) is not sent.
+        try:
             await player.send(
                 GameEnd(
                     game_number=number,
@@ -414,3 +414,7 @@ async def _announce_end(
                     loser=record.loser,
                 )
             )
+        except BotFault:
+            pass
+        except MessageTooLargeError as exc:
+            log.warning("game %s: no GameEnd for seat %s: %s", number, seat, exc)

@@ -421,13 +421,14 @@ async def play_with_retries(
             record = await play_once()
         except start_failure as exc:
             last = str(exc)
-            log.warning("%s %s attempt %s: %s", kind, number, attempt, last)
+            # %r: the message quotes what bots sent (escape sequences included).
+            log.warning("%s %s attempt %s: %r", kind, number, attempt, last)
             if attempt < config.max_attempts:
                 continue
             record = give_up(exc)
         except InfrastructureError as exc:
             last = str(exc)
-            log.warning("%s %s attempt %s failed on our side: %s", kind, number, attempt, last)
+            log.warning("%s %s attempt %s failed on our side: %r", kind, number, attempt, last)
             continue
         if stopping():
             raise SeriesInterrupted(f"stopped during game {number}; it will be replayed")
@@ -469,7 +470,8 @@ async def _play_once(
     if failures[0] or failures[1]:
         forfeit = failures[0] or failures[1]
         assert forfeit is not None
-        log.warning("%s forfeits: %s", result.names[forfeit.seat], forfeit.detail)
+        # %r: the detail quotes what the bot sent (escape sequences included).
+        log.warning("%s forfeits: %r", result.names[forfeit.seat], forfeit.detail)
         return _unplayed(config, deck, dealer, result.names, forfeit)
 
     async def diagnose(seat: int) -> GameEndReason | None:

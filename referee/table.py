@@ -246,7 +246,8 @@ async def _play_once(
         except BotStartError as exc:
             failures.append(Forfeit(seat, exc.reason, "", clip(str(exc))))
     if len(failures) == 1:
-        log.warning("%s forfeits: %s", result.names[failures[0].seat], failures[0].detail)
+        # %r: the detail quotes what the bot sent (escape sequences included).
+        log.warning("%s forfeits: %r", result.names[failures[0].seat], failures[0].detail)
         return _forfeited(config, deck, dealer, result.names, failures[0])
     if failures:
         # Healthy bots start; when several do not, the sandbox may be the culprit: retry.
