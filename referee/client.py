@@ -34,7 +34,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from referee.protocol.fast_encode import encode_decision_request
 from referee.protocol.messages import (
-    MAX_MESSAGE_BYTES,
+    MAX_REPLY_BYTES,
+    MAX_REQUEST_BYTES,
     PROTOCOL_VERSION,
     AnyAction,
     AnyView,
@@ -69,8 +70,8 @@ RECONNECT_OPTIONS: Final[list[tuple[str, int]]] = [
 start, which dials before the bot listens, take over a second instead of ~0.3 s."""
 
 CHANNEL_OPTIONS: Final[list[tuple[str, int]]] = [
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_REPLY_BYTES),
+    ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
     # Descriptor numbers (the sandbox dials /proc/self/fd/N) are reused from bot to bot: a
     # private subchannel pool keeps a later bot from sharing an earlier one's connection.
     ("grpc.use_local_subchannel_pool", 1),
@@ -445,10 +446,10 @@ class AsyncBotClient:
         return self._take()
 
     async def _write(self, call: grpc.aio.StreamStreamCall[bytes, bytes], data: bytes) -> None:
-        if len(data) > MAX_MESSAGE_BYTES:
+        if len(data) > MAX_REQUEST_BYTES:
             raise MessageTooLargeError(
                 f"a message of {len(data)} bytes for the bot at {self.address} is over the "
-                f"protocol's {MAX_MESSAGE_BYTES}-byte limit: not sent (the referee's failure)"
+                f"protocol's {MAX_REQUEST_BYTES}-byte limit: not sent (the referee's failure)"
             )
         try:
             await call.write(data)
@@ -471,9 +472,9 @@ class AsyncBotClient:
         detail = item.details() if isinstance(item, grpc.RpcError) else str(item)
         if code == "RESOURCE_EXHAUSTED":  # the bot sent more than the message size limit
             return MalformedReplyError(
-                f"bot at {self.address} sent a message over the {MAX_MESSAGE_BYTES}-byte "
+                f"bot at {self.address} sent a message over the {MAX_REPLY_BYTES}-byte "
                 f"limit: {detail}",
-                offending=f"<message over {MAX_MESSAGE_BYTES} bytes>",
+                offending=f"<message over {MAX_REPLY_BYTES} bytes>",
             )
         return BotCrashedError(f"connection to bot at {self.address} lost: {code}: {detail}")
 
@@ -561,12 +562,12 @@ class AsyncBotClient:
         """
         request_id = _request_id()
         data = encode_decision_request(request_id, game_number, view, clock)
-        if len(data) > MAX_MESSAGE_BYTES:
+        if len(data) > MAX_REQUEST_BYTES:
             raise MessageTooLargeError(
                 f"the decision request of game {game_number} for seat {view.seat} is "
                 f"{len(data)} bytes ({len(view.legal_actions)} legal actions, "
                 f"{len(view.history)} actions played), over the protocol's "
-                f"{MAX_MESSAGE_BYTES}-byte limit: not sent (the referee's failure, not the bot's)"
+                f"{MAX_REQUEST_BYTES}-byte limit: not sent (the referee's failure, not the bot's)"
             )
         if self._inbox:
             stray = self.unsolicited()

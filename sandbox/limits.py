@@ -29,7 +29,6 @@ class SandboxLimits:
       the bot with SIGXFSZ, reported as :attr:`DeathCause.FILE_SIZE`).
     - ``log_bytes``: bound on the bot's captured stdout/stderr.
     - ``startup_timeout``: seconds from launch until the health service must answer SERVING.
-    - ``max_message_bytes``: largest gRPC message the referee accepts from the bot.
     - ``socket_dir_bytes`` / ``socket_dir_inodes``: size and entry caps of the bot's own
       tmpfs at ``/run/kryt`` (where its socket lives; nothing there reaches the disk).
     - ``shm_bytes``: size of ``/dev/shm`` (bwrap: a sized tmpfs; Docker: ``shm_size``, its
@@ -44,7 +43,6 @@ class SandboxLimits:
     fsize_bytes: int = 8 * MiB
     log_bytes: int = 1 * MiB
     startup_timeout: float = DEFAULT_STARTUP_SECONDS
-    max_message_bytes: int = 4 * MiB
     address_space_slack_bytes: int = 1024 * MiB
     socket_dir_bytes: int = 64 * 1024
     socket_dir_inodes: int = 16

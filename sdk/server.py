@@ -33,7 +33,7 @@ import grpc
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from referee.protocol.messages import MAX_MESSAGE_BYTES, BotError, Shutdown
+from referee.protocol.messages import MAX_REPLY_BYTES, MAX_REQUEST_BYTES, BotError, Shutdown
 from referee.protocol.wire import (
     PLAY_METHOD,
     SERVICE,
@@ -48,8 +48,8 @@ ADDRESS_ENV: Final = "KRYT_BOT_ADDRESS"
 DEFAULT_ADDRESS: Final = "127.0.0.1:50051"
 
 GRPC_OPTIONS: Final[list[tuple[str, int]]] = [
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
+    ("grpc.max_send_message_length", MAX_REPLY_BYTES),
     ("grpc.so_reuseport", 0),  # a second bot on the same port must fail, not share it
 ]
 

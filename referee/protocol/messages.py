@@ -25,9 +25,16 @@ from referee.rules import (
 PROTOCOL_VERSION: Final = 1
 """The protocol version spoken by this SDK; both ends must use the same number."""
 
-MAX_MESSAGE_BYTES: Final = 64 * 1024
-"""Size limit of one message in either direction (the largest possible view, with a
-1000-action history and a huge hand, is about 30 KiB)."""
+MAX_REQUEST_BYTES: Final = 4 * 1024 * 1024
+"""Size limit of a message from the referee to a bot: gRPC's default receive limit in every
+language, so a bot accepts it with no setting. Every view fits: the longest list of legal
+actions (a classic table, four sixes led to a defender holding the other 32 cards: 24,592
+covers) is ~745 KiB, and a history at the highest turn limit (100,000 actions) at most
+~3.2 MB. A message over it is not sent: the game is voided (the referee's failure)."""
+
+MAX_REPLY_BYTES: Final = 64 * 1024
+"""Size limit of a message from a bot to the referee (replies are tiny; more is a malformed
+reply)."""
 
 
 class GameEndReason(Enum):

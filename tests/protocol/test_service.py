@@ -24,7 +24,7 @@ from referee.client import (
     UnexpectedReplyError,
 )
 from referee.protocol.messages import (
-    MAX_MESSAGE_BYTES,
+    MAX_REQUEST_BYTES,
     PROTOCOL_VERSION,
     BotError,
     BotMessage,
@@ -179,7 +179,7 @@ def test_sdk_bot_answers_with_its_version_so_a_newer_referee_rejects_it() -> Non
 def test_messages_over_the_size_limit_are_refused() -> None:
     with served(GreedyBot(), "uds") as (address, _), grpc.insecure_channel(address) as channel:
         play = channel.stream_stream(PLAY_PATH, None, None)
-        call = play(iter([b"\x00" * (MAX_MESSAGE_BYTES + 1)]), timeout=PATIENT)
+        call = play(iter([b"\x00" * (MAX_REQUEST_BYTES + 1)]), timeout=PATIENT)
         with pytest.raises(grpc.RpcError) as err:
             list(call)
         assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -2,10 +2,11 @@
 
 - A health service answering a status number that no ``ServingStatus`` names is a bot that
   is not serving (a start-up failure), not an exception out of the series.
-- A decision request of the referee's own that is over the protocol's 64 KiB limit (a
-  four-seat table where the defender may cover four led sixes in thousands of ways, under
-  the default settings) voids the game: gRPC would refuse the message and break the stream,
-  which read as the mover's crash, so an innocent bot lost to everyone.
+- A four-seat table where the defender may cover four led sixes in thousands of ways has a
+  decision request over the old 64 KiB limit, under the default settings: requests may now
+  be as large as any view can be (4 MiB). A request of the referee's own over its limit
+  voids the game: gRPC would refuse the message and break the stream, which read as the
+  mover's crash, so an innocent bot lost to everyone.
 - What a bot sent (a ``BotError`` text, a gRPC status detail, handshake fields) reaches the
   organiser's log escaped, never as raw terminal escape sequences.
 """
@@ -16,6 +17,7 @@ import asyncio
 import logging
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from contextlib import contextmanager
@@ -24,6 +26,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+import referee.client
 from referee.client import (
     AsyncBotClient,
     AsyncRemotePlayer,
@@ -33,7 +36,7 @@ from referee.client import (
 )
 from referee.match import AsyncPlayer, play_game_async
 from referee.protocol.messages import (
-    MAX_MESSAGE_BYTES,
+    MAX_REPLY_BYTES,
     PROTOCOL_VERSION,
     BotError,
     BotMessage,
@@ -47,6 +50,7 @@ from referee.protocol.messages import (
     SeriesScore,
     TimeControl,
 )
+from referee.protocol.wire import encode_referee_message
 from referee.record import GameRecord
 from referee.rules import ClassicView
 from referee.series import BotStartError, SeriesConfig, run_series_async
@@ -118,7 +122,13 @@ BIG_SCRIPT = [
 ]
 
 
-def test_a_request_over_the_size_limit_voids_the_game_instead_of_forfeiting_the_mover() -> None:
+def _big_game(
+    told: tuple[int, ...], sizes: list[int] | None = None
+) -> tuple[GameRecord, list[bool], list[list[GameEnd]]]:
+    """The scripted four-seat game to the big position, then every seat plays its first
+    legal action: the record, whether each connection closed, and each seat's GameEnds
+    (waited for, up to a minute, at the seats ``told``: a bot reads its GameEnd after the
+    referee has sent it). ``sizes`` gets the length of every request seat 0 was sent."""
     seats = 4
     ends: list[list[GameEnd]] = [[] for _ in range(seats)]
 
@@ -129,8 +139,11 @@ def test_a_request_over_the_size_limit_voids_the_game_instead_of_forfeiting_the_
             if isinstance(message, DecisionRequest):
                 view = message.view
                 assert isinstance(view, ClassicView)
-                action = BIG_SCRIPT[len(view.history)]
-                return [Decision(message.request_id, action)]
+                if seat == 0 and sizes is not None:
+                    sizes.append(len(encode_referee_message(message)))
+                played = len(view.history)
+                action = BIG_SCRIPT[played] if played < len(BIG_SCRIPT) else view.legal_actions[0]
+                return [Decision(message.request_id, str(action))]
             if isinstance(message, GameEnd):
                 ends[seat].append(message)
             return []
@@ -158,6 +171,9 @@ def test_a_request_over_the_size_limit_voids_the_game_instead_of_forfeiting_the_
                 turn_limit=config.turn_limit,
                 ruleset="classic",
             )
+            deadline = time.monotonic() + 60
+            while not all(ends[seat] for seat in told) and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
             return record, [c.closed for c in clients]
         finally:
             for client in clients:
@@ -170,14 +186,36 @@ def test_a_request_over_the_size_limit_voids_the_game_instead_of_forfeiting_the_
         raw_server(scripted(3)) as a3,
     ):
         record, closed = asyncio.run(main([a0, a1, a2, a3]))
+    return record, closed, ends
+
+
+def test_a_view_over_the_reply_limit_reaches_the_bot_and_the_game_goes_on() -> None:
+    # Requests may be as large as every view can be (MAX_REQUEST_BYTES, 4 MiB); replies are
+    # held to 64 KiB. The bots here are served with the SDK's gRPC options.
+    sizes: list[int] = []
+    record, closed, ends = _big_game((0, 1, 2, 3), sizes)
+    assert max(sizes) > MAX_REPLY_BYTES, max(sizes)
+    assert len(record.moves) > len(BIG_SCRIPT)
+    assert record.forfeit is None and record.ending is not GameEndReason.VOID, record
+    assert closed == [False] * 4
+    assert [[e.reason for e in seat_ends] for seat_ends in ends] == [[record.ending]] * 4
+
+
+def test_a_request_over_the_size_limit_voids_the_game_instead_of_forfeiting_the_mover(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The big position's request (2,365 legal actions, ~76 KB) over a limit lowered to
+    # 64 KiB stands in for a view past 4 MiB, which no legal position reaches.
+    monkeypatch.setattr(referee.client, "MAX_REQUEST_BYTES", 64 * 1024)
+    record, closed, ends = _big_game((1, 2, 3))
     # Every scripted action was played; the next request is ours to fail: a void, no forfeit.
     assert len(record.moves) == len(BIG_SCRIPT)
     assert record.forfeit is None, record.forfeit
     assert record.ending is GameEndReason.VOID and record.loser is None and not record.pairwise
-    assert f"over the protocol's {MAX_MESSAGE_BYTES}-byte limit" in record.void_reason
+    assert "over the protocol's 65536-byte limit" in record.void_reason
     assert "2365 legal actions" in record.void_reason
     # Nothing oversized was put on a stream: every connection is still open.
-    assert closed == [False] * seats
+    assert closed == [False] * 4
     # The seats whose GameEnd fits were told the game was void (the mover's own final view
     # holds the same 2,365 actions: it is not sent).
     for seat in (1, 2, 3):

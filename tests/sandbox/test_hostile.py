@@ -233,7 +233,7 @@ def test_crash_on_start_is_the_bots_fault(sandbox_backend: Backend, make_bot: Ma
 
 
 def test_hundred_megabyte_reply_is_refused(sandbox_backend: Backend, make_bot: MakeBot) -> None:
-    limits = roomy(memory_bytes=768 * MiB, max_message_bytes=4 * MiB)
+    limits = roomy(memory_bytes=768 * MiB)
     bot = sandbox_backend.start(make_bot("bigreply"), limits, "test-bigreply")
     try:
         with pytest.raises(grpc.RpcError) as caught:
