@@ -34,3 +34,7 @@ def check_python_sources(submission: Submission) -> None:
             ) from None
         except ValueError as exc:  # e.g. a null byte in the source
             raise SourceSyntaxError(f"{name}: does not compile: {exc}", name) from None
+        except (RecursionError, MemoryError):  # the parser's or compiler's nesting limit
+            raise SourceSyntaxError(
+                f"{name}: does not compile: nested too deeply; the bot would crash at start", name
+            ) from None

@@ -17,6 +17,7 @@ Standard library only: this module is importable from the base install.
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ import tarfile
 import tempfile
 import tomllib
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -60,6 +62,10 @@ OPTIONAL_FIELDS = {"author": 200, "description": 2000}
 IGNORED_DIRS = frozenset({"__pycache__"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 _CHUNK = 1 << 16
+_MAX_NAME_BYTES = 255  # one path component, as on every common file system
+#: What a corrupt or unsupported compressed member raises while it is read (zlib, lzma and
+#: bz2 data errors, an encrypted or unknown zip method, a stream that ends too early).
+_DECODE_ERRORS = (OSError, EOFError, RuntimeError, zlib.error, lzma.LZMAError)
 
 
 class SubmissionError(ValueError):
@@ -137,6 +143,18 @@ def _shown(raw: str, limit: int = 120) -> str:
     return text if len(text) <= limit else f"{text[: limit // 2]}…{text[-limit // 2 :]}"
 
 
+def _quoted(raw: str, limit: int = 120) -> str:
+    """``raw`` quoted for a one-line message: escaped like ``repr`` and cut when long."""
+    return repr(_shown(raw, limit))
+
+
+def _reason(exc: BaseException) -> str:
+    """The cause of a low-level error in one line, without the temporary folder's path."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return _shown(" ".join(str(exc).split()) or type(exc).__name__, 200)
+
+
 def _check_name(raw: str, *, what: str) -> None:
     """Reject names that are not valid UTF-8 or hold control characters (before any use)."""
     try:
@@ -159,16 +177,19 @@ def _check_depth(rel: PurePosixPath, limits: SubmissionLimits) -> None:
 
 def _clean_relative(raw: str, *, what: str) -> PurePosixPath:
     """Validate a relative POSIX path: not absolute, no ``..``, no empty or NUL parts."""
+    shown = _quoted(raw)
     if not raw or "\0" in raw or "\\" in raw:
-        raise UnsafePathError(f"{what} {raw!r} is empty or contains NUL or backslash", raw)
+        raise UnsafePathError(f"{what} {shown} is empty or contains NUL or backslash", raw)
     path = PurePosixPath(raw)
     if path.is_absolute() or raw.startswith("/"):
-        raise UnsafePathError(f"{what} {raw!r} is an absolute path", raw)
+        raise UnsafePathError(f"{what} {shown} is an absolute path", raw)
     if any(part == ".." for part in path.parts):
-        raise UnsafePathError(f"{what} {raw!r} climbs out of the folder with '..'", raw)
+        raise UnsafePathError(f"{what} {shown} climbs out of the folder with '..'", raw)
     parts = [p for p in path.parts if p != "."]
     if not parts:
-        raise UnsafePathError(f"{what} {raw!r} names the folder itself", raw)
+        raise UnsafePathError(f"{what} {shown} names the folder itself", raw)
+    if any(len(p.encode("utf-8", "surrogateescape")) > _MAX_NAME_BYTES for p in parts):
+        raise UnsafePathError(f"{what} {shown} has a name longer than {_MAX_NAME_BYTES} bytes", raw)
     return PurePosixPath(*parts)
 
 
@@ -178,10 +199,14 @@ def parse_manifest(text: str, *, source: str = MANIFEST_NAME) -> Manifest:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidManifestError(f"{source} is not valid TOML: {exc}", source) from exc
+    except RecursionError:  # arrays or tables nested thousands deep
+        raise InvalidManifestError(f"{source} is nested too deeply", source) from None
     known = {*REQUIRED_FIELDS, *RUNTIME_FIELDS, *OPTIONAL_FIELDS}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise InvalidManifestError(f"{source} has unknown field(s): {', '.join(unknown)}", source)
+        names = ", ".join(_quoted(key, 60) for key in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise InvalidManifestError(f"{source} has unknown field(s): {names}{more}", source)
     values: dict[str, str | None] = {}
     for key in REQUIRED_FIELDS:
         if key not in data:
@@ -204,11 +229,12 @@ def parse_manifest(text: str, *, source: str = MANIFEST_NAME) -> Manifest:
     entry = str(values["entry"])
     if not NAME_RE.match(name):
         raise InvalidManifestError(
-            f"{source}: name {name!r} must match [a-z0-9][a-z0-9_-]{{0,39}}", source
+            f"{source}: name {_quoted(name, 60)} must match [a-z0-9][a-z0-9_-]{{0,39}}", source
         )
     if not VERSION_RE.match(version):
         raise InvalidManifestError(
-            f"{source}: version {version!r} must be 1-40 characters of [0-9A-Za-z.+_-]", source
+            f"{source}: version {_quoted(version, 60)} must be 1-40 characters of [0-9A-Za-z.+_-]",
+            source,
         )
     runtime = _manifest_runtime(values["runtime"], values["language"], source)
     try:
@@ -243,11 +269,13 @@ def _manifest_runtime(runtime: str | None, language: str | None, source: str) ->
         except UnknownRuntimeError:
             supported = ", ".join(sorted(SUPPORTED_LANGUAGES))
             raise InvalidManifestError(
-                f"{source}: {key} {given!r} is not supported (supported: {supported})", source
+                f"{source}: {key} {_quoted(given, 60)} is not supported (supported: {supported})",
+                source,
             ) from None
     if len(set(names)) > 1:
         raise InvalidManifestError(
-            f"{source}: runtime {runtime!r} and language {language!r} disagree; give only runtime",
+            f"{source}: runtime {_quoted(str(runtime), 60)} and language "
+            f"{_quoted(str(language), 60)} disagree; give only runtime",
             source,
         )
     return names[0]
@@ -298,6 +326,13 @@ def _walk(root: Path, limits: SubmissionLimits) -> Iterator[_Entry]:
                 if not (os.path.isfile(resolved) or os.path.isdir(resolved)):
                     raise UnsafePathError(
                         f"symlink {rel.as_posix()!r} -> {target!r} does not point to a file",
+                        rel.as_posix(),
+                    )
+                if _ignored(PurePosixPath(os.path.relpath(resolved, root_real))):
+                    # Byte-code caches are not part of a submission: not hashed, not stored.
+                    raise UnsafePathError(
+                        f"symlink {rel.as_posix()!r} -> {target!r} points into a byte-code "
+                        "cache (__pycache__, *.pyc), which is not part of a submission",
                         rel.as_posix(),
                     )
                 yield _Entry(rel.as_posix(), "l", target)
@@ -354,7 +389,8 @@ def _read_manifest(root: Path, limits: SubmissionLimits) -> Manifest:
         raise InvalidManifestError(
             f"no {MANIFEST_NAME} (a regular file) at the top of the submission", MANIFEST_NAME
         )
-    raw = path.read_bytes()
+    with path.open("rb") as handle:  # a huge manifest is not read into memory
+        raw = handle.read(limits.max_manifest_bytes + 1)
     if len(raw) > limits.max_manifest_bytes:
         raise SubmissionTooLargeError(
             f"{MANIFEST_NAME} is larger than {limits.max_manifest_bytes} bytes", MANIFEST_NAME
@@ -371,9 +407,17 @@ def _validate_folder(root: Path, limits: SubmissionLimits) -> Submission:
     sha, files, total = _scan(root, limits)
     entry = root / manifest.entry
     entry_real = os.path.realpath(entry)
-    if not os.path.isfile(entry) or not _inside(os.path.realpath(root), entry_real):
+    root_real = os.path.realpath(root)
+    if not os.path.isfile(entry) or not _inside(root_real, entry_real):
         raise MissingEntryError(
             f"entry {manifest.entry!r} named in {MANIFEST_NAME} is not a file in the submission",
+            manifest.entry,
+        )
+    if _ignored(PurePosixPath(os.path.relpath(entry_real, root_real))):
+        # Not hashed and not stored with the submission: the stored bot could not start.
+        raise MissingEntryError(
+            f"entry {manifest.entry!r} named in {MANIFEST_NAME} is in a byte-code cache"
+            " (__pycache__, *.pyc, *.pyo), which is not part of a submission",
             manifest.entry,
         )
     return Submission(root=root, manifest=manifest, sha256=sha, files=files, total_bytes=total)
@@ -408,18 +452,37 @@ def _copy_limited(src: IO[bytes], dest: Path, rel: str, limits: SubmissionLimits
     return used + size
 
 
-def _make_parent(dest_root: Path, rel: PurePosixPath) -> Path:
-    target = dest_root.joinpath(*rel.parts)
-    parent = target.parent
-    # A parent that is a symlink (created by an earlier member) would redirect the write.
+def _make_dirs(dest_root: Path, rel: PurePosixPath, parts: tuple[str, ...]) -> Path:
+    """Create ``dest_root/parts`` one level at a time, never through a symlink or a file.
+
+    A symlink made by an earlier member would redirect the write: its target is only checked
+    by name, and ``a -> .`` then ``b -> a/..`` passes that check yet leads out of the folder.
+    """
     probe = dest_root
-    for part in rel.parts[:-1]:
+    for part in parts:
         probe = probe / part
         if probe.is_symlink():
             raise UnsafePathError(
                 f"archive member {rel.as_posix()!r} is written through a symlink", rel.as_posix()
             )
-    parent.mkdir(parents=True, exist_ok=True)
+        if probe.exists() and not probe.is_dir():
+            raise ArchiveError(
+                f"archive member {rel.as_posix()!r} is both a file and a directory",
+                rel.as_posix(),
+            )
+        if not probe.exists():
+            probe.mkdir()
+    return probe
+
+
+def _make_dir(dest_root: Path, rel: PurePosixPath) -> None:
+    """Unpack a directory member."""
+    _make_dirs(dest_root, rel, rel.parts)
+
+
+def _make_parent(dest_root: Path, rel: PurePosixPath) -> Path:
+    """Create the parents of a file or symlink member; return where it goes."""
+    target = _make_dirs(dest_root, rel, rel.parts[:-1]) / rel.parts[-1]
     if target.exists() or target.is_symlink():
         raise ArchiveError(f"archive member {rel.as_posix()!r} appears twice", rel.as_posix())
     return target
@@ -463,6 +526,12 @@ def _member_path(raw: str, limits: SubmissionLimits) -> PurePosixPath:
     return rel
 
 
+def _is_top(raw: str) -> bool:
+    """A directory member naming the archive's top itself (``./``, as ``tar -C bot .``
+    writes first): nothing to unpack."""
+    return bool(raw) and not raw.startswith("/") and not PurePosixPath(raw).parts
+
+
 _MAX_LINK_BYTES = 4096
 
 
@@ -481,6 +550,11 @@ def _zip_link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo, rel: PurePosixP
     return target
 
 
+_ZIP_METHODS = frozenset(
+    {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+)
+
+
 def _precheck_zip(zf: zipfile.ZipFile, limits: SubmissionLimits) -> dict[str, str]:
     """Check every member of a zip before unpacking any; return the symlink targets."""
     members = zf.infolist()
@@ -489,10 +563,23 @@ def _precheck_zip(zf: zipfile.ZipFile, limits: SubmissionLimits) -> dict[str, st
     declared = 0
     links: dict[str, str] = {}
     for info in members:
+        if info.is_dir() and _is_top(info.filename):
+            continue
         rel = _member_path(info.filename, limits)
         mode = info.external_attr >> 16
         if info.is_dir():
             continue
+        if info.flag_bits & 0x1:
+            raise ArchiveError(
+                f"archive member {rel.as_posix()!r} is encrypted; submit it unencrypted",
+                rel.as_posix(),
+            )
+        if info.compress_type not in _ZIP_METHODS:
+            raise ArchiveError(
+                f"archive member {rel.as_posix()!r} uses an unsupported compression method "
+                f"({info.compress_type}); use deflate or store",
+                rel.as_posix(),
+            )
         if mode and stat.S_ISLNK(mode):
             links[info.filename] = _zip_link_target(zf, info, rel)
         elif stat.S_IFMT(mode) and not stat.S_ISREG(mode):
@@ -507,29 +594,31 @@ def _precheck_zip(zf: zipfile.ZipFile, limits: SubmissionLimits) -> dict[str, st
 def _extract_zip(archive: Path, dest: Path, limits: SubmissionLimits) -> None:
     try:
         zf = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise ArchiveError(f"{archive.name} is not a readable zip archive: {exc}") from exc
+    except (zipfile.BadZipFile, *_DECODE_ERRORS) as exc:
+        raise ArchiveError(f"{archive.name} is not a readable zip archive: {_reason(exc)}") from exc
     with zf:
         try:
             links = _precheck_zip(zf, limits)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError) as exc:
-            raise ArchiveError(f"{archive.name} is corrupt: {exc}") from exc
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, *_DECODE_ERRORS) as exc:
+            raise ArchiveError(f"{archive.name} is corrupt: {_reason(exc)}") from exc
         used = 0
         for info in zf.infolist():
+            if info.is_dir() and _is_top(info.filename):
+                continue
             rel = _clean_relative(info.filename.rstrip("/"), what="archive member")
-            if info.is_dir():
-                (dest.joinpath(*rel.parts)).mkdir(parents=True, exist_ok=True)
-                continue
-            if info.filename in links:
-                os.symlink(links[info.filename], _make_parent(dest, rel))
-                continue
-            target_path = _make_parent(dest, rel)
             try:
+                if info.is_dir():
+                    _make_dir(dest, rel)
+                    continue
+                if info.filename in links:
+                    os.symlink(links[info.filename], _make_parent(dest, rel))
+                    continue
+                target_path = _make_parent(dest, rel)
                 with zf.open(info) as src:
                     used = _copy_limited(src, target_path, rel.as_posix(), limits, used)
-            except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError) as exc:
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, *_DECODE_ERRORS) as exc:
                 raise ArchiveError(
-                    f"cannot read {rel.as_posix()!r}: {exc}", rel.as_posix()
+                    f"cannot unpack {rel.as_posix()!r}: {_reason(exc)}", rel.as_posix()
                 ) from exc
 
 
@@ -541,6 +630,8 @@ def _precheck_tar(tf: tarfile.TarFile, limits: SubmissionLimits) -> list[tarfile
         members.append(info)
         if len(members) > limits.max_files:
             raise SubmissionTooLargeError(f"the archive has more than {limits.max_files} entries")
+        if info.isdir() and _is_top(info.name):
+            continue
         rel = _member_path(info.name, limits)
         if info.isdir():
             continue
@@ -558,18 +649,48 @@ def _precheck_tar(tf: tarfile.TarFile, limits: SubmissionLimits) -> list[tarfile
     return members
 
 
+def _check_tar_end(tf: tarfile.TarFile, archive: Path, limits: SubmissionLimits) -> None:
+    """Refuse a tar whose member list ends at an unreadable header rather than at the end
+    (``tarfile`` stops there silently, dropping the members after it), and read the rest of
+    a compressed stream, so that its checksum (gzip's CRC-32 is at the very end) is verified
+    before anything is unpacked."""
+    stream = tf.fileobj
+    if stream is None:
+        return
+    stream.seek(tf.offset)
+    block = stream.read(tarfile.BLOCKSIZE)
+    if block.strip(b"\0"):
+        raise ArchiveError(
+            f"{archive.name} is corrupt: unreadable member header at byte {tf.offset}"
+        )
+    rest = len(block)
+    while chunk := stream.read(_CHUNK):
+        rest += len(chunk)
+        if rest > limits.max_total_bytes:
+            raise SubmissionTooLargeError(
+                f"{archive.name} has more than {limits.max_total_bytes} bytes after its last member"
+            )
+
+
 def _extract_tar(archive: Path, dest: Path, limits: SubmissionLimits) -> None:
     try:
         tf = tarfile.open(archive)  # noqa: SIM115 -- closed by the `with tf` below
-    except (tarfile.TarError, OSError) as exc:
-        raise ArchiveError(f"{archive.name} is not a readable tar archive: {exc}") from exc
+    except (tarfile.TarError, *_DECODE_ERRORS) as exc:
+        # tarfile lists every compression it tried, one per line: say it in one.
+        raise ArchiveError(
+            f"{archive.name} is not a readable tar archive (plain, gzip, bzip2 or xz)"
+        ) from exc
     with tf:
         used = 0
         try:
-            for info in _precheck_tar(tf, limits):
+            members = _precheck_tar(tf, limits)
+            _check_tar_end(tf, archive, limits)
+            for info in members:
+                if info.isdir() and _is_top(info.name):
+                    continue
                 rel = _clean_relative(info.name.rstrip("/"), what="archive member")
                 if info.isdir():
-                    dest.joinpath(*rel.parts).mkdir(parents=True, exist_ok=True)
+                    _make_dir(dest, rel)
                 elif info.issym():
                     os.symlink(info.linkname, _make_parent(dest, rel))
                 else:
@@ -579,8 +700,8 @@ def _extract_tar(archive: Path, dest: Path, limits: SubmissionLimits) -> None:
                     with src:
                         path = _make_parent(dest, rel)
                         used = _copy_limited(src, path, rel.as_posix(), limits, used)
-        except (tarfile.TarError, EOFError, OSError) as exc:
-            raise ArchiveError(f"{archive.name} is corrupt: {exc}") from exc
+        except (tarfile.TarError, *_DECODE_ERRORS) as exc:
+            raise ArchiveError(f"{archive.name} is corrupt: {_reason(exc)}") from exc
 
 
 def _archive_root(dest: Path) -> Path:
@@ -611,6 +732,8 @@ def load_submission(
     if source.is_dir():
         return _validate_folder(source.resolve(), limits)
     kind = _archive_kind(source)
+    if kind is not None and not source.is_file():  # a FIFO or device would block or not end
+        raise ArchiveError(f"{source.name!r} is not a regular file", str(source))
     if kind is None:
         raise ArchiveError(
             f"{source.name!r} is neither a folder nor a .zip/.tar/.tar.gz/.tgz archive",

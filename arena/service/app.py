@@ -24,6 +24,7 @@ import logging
 import secrets
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -230,6 +231,13 @@ def create_service_app(
             return await request_validation_exception_handler(request, exc)
         return _problem_response(422, _detail_of({"detail": exc.errors()}), {})
 
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        """A bug: a problem document under /api/ too (the server logs the traceback)."""
+        if request.url.path.startswith("/api/"):
+            return _problem_response(500, "internal error (logged on the server)", {})
+        return PlainTextResponse("Internal Server Error", status_code=500)
+
     @app.exception_handler(Problem)
     async def problem(request: Request, exc: Problem) -> Response:
         headers = {"Retry-After": str(max(1, round(exc.retry_after)))} if exc.retry_after else {}
@@ -403,7 +411,9 @@ def _add_operations(app: FastAPI, service: Service) -> None:
 
 async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+    if declared is not None and (
+        not (declared.isascii() and declared.isdigit()) or int(declared) > limit
+    ):
         raise Problem(413, "Payload too large", f"uploads are limited to {limit} bytes")
     chunks = []
     size = 0
@@ -429,7 +439,8 @@ def _add_api(app: FastAPI, service: Service) -> None:
     async def upload(request: Request) -> JSONResponse:
         principal = _authenticate(request, service, write=True)
         data = await _read_body(request, service.settings.max_upload_bytes)
-        filename = request.headers.get(FILENAME_HEADER, "upload")
+        # A hint for messages only (never a path); ``kryt submit`` percent-encodes it.
+        filename = urllib.parse.unquote(request.headers.get(FILENAME_HEADER, "upload"))
         try:
             accepted = accept_upload(
                 data, filename, principal, db=db, settings=service.settings, remote=_remote(request)

@@ -13,6 +13,7 @@ import stat
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,12 +144,16 @@ class Client:
             raise ClientError(f"cannot reach {url}: {exc}") from None
 
     def upload(self, archive: bytes, filename: str) -> dict[str, Any]:
-        """Upload a submission archive; the stored version and its check."""
+        """Upload a submission archive; the stored version and its check. The file name is
+        percent-encoded: a header holds Latin-1 only (``бот.zip``) and no line breaks."""
         return self.request(
             "POST",
             "/api/submissions",
             archive,
-            {"Content-Type": "application/octet-stream", "X-Kryt-Filename": filename},
+            {
+                "Content-Type": "application/octet-stream",
+                "X-Kryt-Filename": urllib.parse.quote(filename, safe=""),
+            },
         )
 
     def wait(self, submission_id: int, *, timeout: float = 600.0) -> dict[str, Any]:

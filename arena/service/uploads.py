@@ -4,6 +4,7 @@ played against the reference bots in the sandbox and made *active* or *rejected*
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +26,7 @@ from arena.db.accounts import Principal, audit, claim_bot, owner_of
 from arena.db.ladder import CheckStatus, finish_check, pending_checks, start_check
 from arena.service.play import validate_submission
 from arena.service.settings import ServiceSettings
+from arena.tournament.seeds import draw_seed
 from arena.tournament.store import materialize, pack
 from sandbox import SubmissionError, SubmissionLimits, load_submission, store_submission
 
@@ -93,30 +95,44 @@ def accept_upload(
             unpacked = load_submission(path, limits=limits, unpack_dir=Path(tmp) / "unpacked")
         except SubmissionError as exc:
             raise UploadError(str(exc)) from None
+        new_folder = not (Path(settings.store) / unpacked.sha256).is_dir()
         stored = store_submission(unpacked, settings.store)
         archive = pack(unpacked)
-    submission = load_submission(stored)
+    try:
+        return _record_upload(stored, archive, principal, db=db, remote=remote)
+    except BaseException:
+        # Refused (another author's bot, a reused version...): the files this call put in
+        # the store belong to no submission. The store is a cache of the database's
+        # archives, so a concurrent upload of the same content that lost them re-fetches.
+        if new_folder:
+            shutil.rmtree(stored, ignore_errors=True)
+        raise
+
+
+def _record_upload(
+    stored: Path, archive: bytes, principal: Principal, *, db: Database, remote: str
+) -> Accepted:
+    """Store the version held in the store folder ``stored`` as the principal's."""
+    try:
+        submission = load_submission(stored)
+    except SubmissionError as exc:
+        raise UploadError(str(exc)) from None
     manifest = {k: v for k, v in asdict(submission.manifest).items() if v is not None}
     name = submission.manifest.name
-    with db.session() as session:
-        existing_bot = find_bot(name, session=session)
-        if existing_bot is not None and existing_bot.id is not None:
-            owner = owner_of(existing_bot.id, session=session)
-            if owner != principal.author_id:
-                audit(
-                    "submit",
-                    "forbidden",
-                    session=session,
-                    author_id=principal.author_id,
-                    token_id=principal.token_id,
-                    target=name,
-                    detail="bot belongs to another author",
-                    remote=remote,
-                )
+    try:
+        with db.session() as session:
+            existing_bot = find_bot(name, session=session)
+            if (
+                existing_bot is not None
+                and existing_bot.id is not None
+                and owner_of(existing_bot.id, session=session) != principal.author_id
+            ):
                 raise ForbiddenError(f"bot {name!r} belongs to another author")
-        bot = get_or_create_bot(name, session=session)
-        claim_bot(bot, principal.author_id, session=session)
-        try:
+            bot = get_or_create_bot(name, session=session)
+            try:
+                claim_bot(bot, principal.author_id, session=session)
+            except ConflictError:  # another author claimed the new name since the check
+                raise ForbiddenError(f"bot {name!r} belongs to another author") from None
             result = submit(
                 NewSubmission(
                     bot_name=name,
@@ -130,23 +146,37 @@ def accept_upload(
                 ),
                 session=session,
             )
-        except ConflictError as exc:
-            raise UploadError(str(exc), status=409) from None
-        row = result.submission
-        assert row.id is not None
-        if result.created:
-            start_check(row.id, principal.author_id, session=session)
-        audit(
-            "submit",
-            "stored" if result.created else "unchanged",
-            session=session,
-            author_id=principal.author_id,
-            token_id=principal.token_id,
-            target=f"{name} {row.version} (submission {row.id})",
-            detail=f"sha256 {row.sha256}",
-            remote=remote,
-        )
-        return Accepted(row.id, name, row.version, row.sha256, result.created, row.status)
+            row = result.submission
+            assert row.id is not None
+            if result.created:
+                start_check(row.id, principal.author_id, session=session)
+            audit(
+                "submit",
+                "stored" if result.created else "unchanged",
+                session=session,
+                author_id=principal.author_id,
+                token_id=principal.token_id,
+                target=f"{name} {row.version} (submission {row.id})",
+                detail=f"sha256 {row.sha256}",
+                remote=remote,
+            )
+            return Accepted(row.id, name, row.version, row.sha256, result.created, row.status)
+    except ForbiddenError:
+        # Audited in a transaction of its own: the refused one above is rolled back.
+        with db.session() as session:
+            audit(
+                "submit",
+                "forbidden",
+                session=session,
+                author_id=principal.author_id,
+                token_id=principal.token_id,
+                target=name,
+                detail="bot belongs to another author",
+                remote=remote,
+            )
+        raise
+    except ConflictError as exc:  # a version reused with other content, or a lost race
+        raise UploadError(str(exc), status=409) from None
 
 
 class Validator:
@@ -193,7 +223,7 @@ class Validator:
                 submission,
                 settings=self._settings,
                 label=f"{self._label}v{submission_id}",
-                seed=submission_id,
+                seed=draw_seed(),  # secret: a bot must not know its validation deals
             )
             passed, message, games = verdict.passed, verdict.message, verdict.games
         except (SubmissionError, ValueError) as exc:
