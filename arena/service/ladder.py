@@ -47,6 +47,7 @@ from arena.db.models import Author, BotOwner
 from arena.service.pairing import PairResult, choose_pair
 from arena.service.play import LadderOutcome, play_ladder_series
 from arena.service.settings import ServiceSettings
+from arena.tournament.seeds import commitment, draw_seed
 from leaderboard.standings import refit_and_store
 
 if TYPE_CHECKING:
@@ -77,13 +78,24 @@ def entrants(*, session: Session) -> list[int]:
     return [latest[bot] for bot in sorted(latest)]
 
 
-def ladder_tournament(settings: ServiceSettings, *, session: Session) -> int:
-    """The id of the ladder's tournament (created running on first use)."""
+def ladder_tournament(settings: ServiceSettings, *, session: Session) -> Tournament:
+    """The ladder's tournament (created running on first use).
+
+    Its seed is the master of every ladder deal: secret (drawn here, with its commitment
+    stored in the config, as every tournament's) unless the settings fix one. A ladder
+    stored without a commitment (made when the default seed was a public 1) gets a secret
+    seed now; the series already scheduled keep their own stored seeds."""
     found = session.exec(
         select(Tournament).where(Tournament.name == LADDER_NAME).order_by(col(Tournament.id))
     ).first()
     if found is not None and found.id is not None:
-        return found.id
+        if settings.ladder.seed == 0 and "seed_commitment" not in found.config:
+            found.seed = draw_seed()
+            found.config = {**found.config, "seed_commitment": commitment(found.seed)}
+            session.add(found)
+            session.flush()
+        return found
+    seed = settings.ladder.seed or draw_seed()
     # Not a TournamentConfig (its entrants change as versions come and go): what the pages
     # and `kryt tournament` need to know about how its series are played.
     config = {
@@ -93,14 +105,15 @@ def ladder_tournament(settings: ServiceSettings, *, session: Session) -> int:
         "turn_limit": settings.turn_limit,
         "time_control": asdict(settings.time_control),
         "sandbox": {"backend": settings.sandbox.backend},
+        "seed_commitment": commitment(seed),
     }
     tournament = create_tournament(
-        TournamentSpec(name=LADDER_NAME, seed=settings.ladder.seed, config=config, series=[]),
+        TournamentSpec(name=LADDER_NAME, seed=seed, config=config, series=[]),
         session=session,
         status=TournamentStatus.RUNNING,
     )
     assert tournament.id is not None
-    return tournament.id
+    return tournament
 
 
 def _seed(master: int, position: int, a: int, b: int) -> int:
@@ -218,19 +231,20 @@ class Ladder:
             pair = choose_pair(players, results, busy=busy, scheduled=self.scheduled)
             if pair is None:
                 return None
-            tournament_id = ladder_tournament(self._settings, session=session)
+            tournament = ladder_tournament(self._settings, session=session)
+            assert tournament.id is not None
             a, b = pair
             games = self._settings.ladder.games_per_series
             spec = SeriesSpec(
                 submission_a_id=a,
                 submission_b_id=b,
                 games_planned=games,
-                seed=_seed(self._settings.ladder.seed, self.scheduled, a, b),
+                seed=_seed(tournament.seed, self.scheduled, a, b),
                 format=SeriesFormat.STANDARD,
             )
-            row = add_series(tournament_id, spec, session=session)
+            row = add_series(tournament.id, spec, session=session)
             # The seed follows the series' position, so no two ladder series share deals.
-            row.seed = _seed(self._settings.ladder.seed, row.position, a, b)
+            row.seed = _seed(tournament.seed, row.position, a, b)
             session.add(row)
             session.flush()
             assert row.id is not None

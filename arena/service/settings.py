@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.tournament.config import SandboxSettings
+from arena.tournament.seeds import SEED_BITS
 from referee.protocol.messages import TimeControl
 
 ENV_PREFIX = "KRYT_ARENA_"
@@ -36,7 +37,10 @@ class LadderSettings:
     lease_seconds: float = 30.0
     """A claimed series is taken over by another server this long after its last heartbeat."""
     poll_seconds: float = 1.0
-    seed: int = 1
+    seed: int = 0
+    """The ladder's master seed. 0 (the default): a secret one is drawn when the ladder's
+    tournament is created and kept with it, with its commitment. Anything else is used as
+    given, for a reproducible test arena: public, so unsafe for a real one."""
     executor: str = "local"
     """Where series are played: ``local`` (threads of the server) or ``dask`` (a cluster)."""
     scheduler: str = ""
@@ -97,6 +101,11 @@ class ServiceSettings:
             raise SettingsError(
                 "ladder.lease_seconds and ladder.poll_seconds must be positive, got "
                 f"{self.ladder.lease_seconds!r} and {self.ladder.poll_seconds!r}"
+            )
+        if not 0 <= self.ladder.seed < 2**SEED_BITS:
+            raise SettingsError(
+                f"ladder.seed must be in [0, 2**{SEED_BITS}) (0: a secret one), "
+                f"got {self.ladder.seed!r}"
             )
         if self.ladder.executor not in ("local", "dask"):
             raise SettingsError(
