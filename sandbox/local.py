@@ -1028,6 +1028,12 @@ class ProcessBackend(Backend):
             trusted_roots = [sdk / "examples"] if sdk else []
         self.trusted_roots = [Path(p).resolve() for p in trusted_roots]
 
+    def untrusted_problem(self) -> str | None:
+        """Untrusted bots are refused unless ``allow_unsafe`` (``--unsafe``)."""
+        if self.allow_unsafe:
+            return None
+        return "plain processes cannot contain it: install Docker or bubblewrap, or pass --unsafe"
+
     def is_trusted(self, root: Path) -> bool:
         """True when ``root`` lies inside one of the trusted folders (bundled examples)."""
         resolved = root.resolve()

@@ -169,9 +169,16 @@ def create(
     db: Database,
     store: Path = DEFAULT_STORE,
     submitted_by: str = "organiser",
+    untrusted_problem: str | None = None,
 ) -> int:
-    """Store the bots and a tournament with one series per pair; returns its id."""
+    """Store the bots and a tournament with one series per pair; returns its id.
+
+    ``untrusted_problem`` (why the sandbox that will run it refuses untrusted bots) refuses,
+    with TournamentError, a tournament with a bot that is not bundled with the arena, before
+    the tournament is stored (its bots are stored: they are kept for another run)."""
     ids = resolve_bots(config.bots, db=db, store=store, submitted_by=submitted_by)
+    if untrusted_problem is not None:
+        refuse_untrusted(ids, untrusted_problem, db=db)
     if config.bot_time:
         with db.read_session() as session:
             rows = [get_submission(sid, session=session) for sid in ids]
@@ -186,6 +193,23 @@ def create(
         )
         assert tournament.id is not None
         return tournament.id
+
+
+def refuse_untrusted(ids: Iterable[int], problem: str, *, db: Database) -> None:
+    """TournamentError naming the submissions of ``ids`` that are not bundled examples (the
+    sandbox refuses them for ``problem``), or nothing."""
+    bundled = bundled_hashes()
+    untrusted = []
+    with db.read_session() as session:
+        for sid in ids:
+            row = get_submission(sid, session=session)
+            if row.sha256 not in bundled:
+                untrusted.append(f"{row.manifest.get('name', '?')}@{row.version}")
+    if untrusted:
+        raise TournamentError(
+            f"refusing untrusted bot(s) {', '.join(map(repr, untrusted))}: {problem}; "
+            "nothing was played and no tournament was created"
+        )
 
 
 def series_specs(config: TournamentConfig, ids: list[int], seed: int) -> list[SeriesSpec]:

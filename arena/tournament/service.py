@@ -121,12 +121,19 @@ class PreparedExecutor:
     run can fail before anything is stored. Close it when done (``with``)."""
 
     def __init__(
-        self, name: ExecutorName, local: LocalExecutor | None, dask: Any, where: str
+        self,
+        name: ExecutorName,
+        local: LocalExecutor | None,
+        dask: Any,
+        where: str,
+        untrusted_problem: str | None = None,
     ) -> None:
         self.name = name
         self._local = local
         self._dask = dask
         self.where = where
+        self.untrusted_problem = untrusted_problem
+        """Why this machine's sandbox refuses untrusted bots (local executor), or None."""
 
     def sweep(self, prefix: str) -> int:
         """Remove sandboxes of dead runners with this label prefix (on every worker)."""
@@ -184,7 +191,13 @@ def prepare_executor(
     if executor is ExecutorName.local:
         backend = choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
         say(f"sandbox: {backend.describe()}")
-        return PreparedExecutor(executor, LocalExecutor(config.concurrency), None, "here")
+        return PreparedExecutor(
+            executor,
+            LocalExecutor(config.concurrency),
+            None,
+            "here",
+            untrusted_problem=backend.untrusted_problem(),
+        )
     from arena.tournament.dask_executor import (
         DaskExecutor,
         DaskExecutorError,

@@ -437,7 +437,7 @@ def run(
         str | None,
         typer.Option(
             "--gauntlet",
-            help="A gauntlet: this bot (folder, archive or stored NAME[@VERSION]) plays every"
+            help="A gauntlet: this bot (folder, archive or stored NAME\\[@VERSION]) plays every"
             " other bot, which never meet each other (at tables: every table includes it).",
         ),
     ] = None,
@@ -522,7 +522,9 @@ def run(
         config, executor=executor, scheduler=scheduler, worker_store=worker_store
     ) as prepared:
         try:
-            tournament_id = create(config, db=db, store=store)
+            tournament_id = create(
+                config, db=db, store=store, untrusted_problem=prepared.untrusted_problem
+            )
         except TournamentError as exc:
             raise UserError(str(exc)) from None
         console.print(f"tournament [bold]{tournament_id}[/bold] created ({escape(config.name)})")
