@@ -21,7 +21,6 @@ from arena.db.errors import (
     DatabaseMissingError,
     DatabaseUnavailableError,
 )
-from arena.db.migrate import upgrade_engine
 from arena.db.url import backend_of, mask_url, resolve_database_url
 
 # How long a SQLite writer waits for another one before giving up (seconds).
@@ -144,6 +143,10 @@ def open_database(
         _check_connection(engine, where)
         if check_schema:
             with _translated(where):
+                # Imported here: `python -m arena.db.migrate` must not find itself imported
+                # by the package already (runpy warns).
+                from arena.db.migrate import upgrade_engine
+
                 upgrade_engine(engine, where=where, allow=upgrade)
     except BaseException:
         engine.dispose()

@@ -15,7 +15,7 @@ app = typer.Typer(help="Write and check bots.", no_args_is_help=True)
 
 @app.command("new")
 def new(
-    name: Annotated[str, typer.Argument(help="Bot name: [a-z0-9][a-z0-9_-]{0,39}.")],
+    name: Annotated[str, typer.Argument(help="Bot name: \\[a-z0-9]\\[a-z0-9_-]{0,39}.")],
     directory: Annotated[
         Path, typer.Option("--dir", "-d", help="Folder to create the bot in.")
     ] = Path("."),
@@ -25,10 +25,12 @@ def new(
     ] = "python",
 ) -> None:
     """Create NAME/ with a working bot: bot.toml and the code of a starting point."""
-    from sdk.tools.template import BotTemplateError, new_bot
+    from sdk.tools.template import BotTemplateError, UnknownLanguageError, new_bot
 
     try:
         folder = new_bot(name, directory, language=language)
+    except UnknownLanguageError as exc:
+        raise UserError(str(exc)) from None
     except BotTemplateError as exc:
         raise UserError(str(exc), hint="choose another name or folder") from None
     typer.echo(f"created {folder}")

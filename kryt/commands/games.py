@@ -44,8 +44,8 @@ ReasonFilter = Annotated[
     list[str] | None,
     typer.Option(
         "--reason",
-        help="Only games that ended this way (out, timeout, crash, illegal_action, ...);"
-        " repeatable.",
+        help="Only games that ended this way (out, timeout, crash, 'illegal action', ...:"
+        " quote endings with a space); repeatable.",
         show_default=False,
     ),
 ]

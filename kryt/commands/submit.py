@@ -22,7 +22,7 @@ def submit(
     store: Annotated[
         Path | None,
         typer.Option(
-            help="Where unpacked bot submissions are kept [default: .kryt/submissions].",
+            help="Where unpacked bot submissions are kept \\[default: .kryt/submissions].",
             show_default=False,
         ),
     ] = None,

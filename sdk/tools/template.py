@@ -16,6 +16,10 @@ class BotTemplateError(ValueError):
     """The bot cannot be created (bad name, folder already exists)."""
 
 
+class UnknownLanguageError(BotTemplateError):
+    """No starter for that language (the message says what to do instead)."""
+
+
 _MANIFEST = Template(
     """name = "$name"
 version = "0.1.0"
@@ -141,13 +145,13 @@ def new_bot(name: str, parent: str | Path = ".", *, language: str = "python") ->
     """
     if language.lower() in ("rust", "native"):
         # Debian has no Rust gRPC crate to build with offline: say where the way in is.
-        raise BotTemplateError(
+        raise UnknownLanguageError(
             f"no {language} starter: build the bot on your machine and enter the executable"
             ' with runtime = "native"; docs/sandbox.md ("Rust: entered as native") has a'
             " complete Rust bot"
         )
     if language.lower() not in LANGUAGES:
-        raise BotTemplateError(
+        raise UnknownLanguageError(
             f"unknown language {language!r}; choose one of {', '.join(sorted(LANGUAGES))}"
         )
     starter = LANGUAGES[language.lower()]

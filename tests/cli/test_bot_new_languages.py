@@ -32,4 +32,12 @@ def test_an_unknown_language_is_one_clear_error(
     code = main(["bot", "new", "my-bot", "--dir", str(tmp_path), "--language", "cobol"])
     err = capsys.readouterr().err
     assert code == 2 and "unknown language 'cobol'" in err and "Traceback" not in err
+    assert "another name" not in err  # the name and the folder are fine: no hint about them
     assert not (tmp_path / "my-bot").exists()
+    code = main(["bot", "new", "my-bot", "--dir", str(tmp_path), "--language", "rust"])
+    err = capsys.readouterr().err
+    assert code == 2 and 'runtime = "native"' in err and "another name" not in err
+    (tmp_path / "my-bot").mkdir()
+    code = main(["bot", "new", "my-bot", "--dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "already exists" in err and "hint: choose another name or folder" in err

@@ -164,6 +164,7 @@ def test_migrate_module_reports_revision(database_url: str) -> None:
         check=True,
     )
     assert f"database: {head_revision()}" in out.stdout
+    assert "Warning" not in out.stderr, out.stderr  # runpy: not imported twice
 
 
 @pytest.mark.postgres
