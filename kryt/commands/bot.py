@@ -37,7 +37,7 @@ def new(
     if language.lower() == "python":
         typer.echo(f"next: cd {folder} && python test_bot.py && kryt bot check .")
     else:
-        typer.echo(f"next: cd {folder} && kryt bot check . --sandbox docker")
+        typer.echo(f"next: cd {folder} && kryt bot check . --backend docker")
 
 
 @app.command("check")
