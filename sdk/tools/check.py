@@ -34,8 +34,9 @@ from referee.client import (
     Reply,
 )
 from referee.protocol.messages import TimeControl
+from sandbox.death import printable
 from sandbox.limits import DEFAULT_STARTUP_SECONDS, SandboxLimits
-from sandbox.submission import SubmissionError, load_submission
+from sandbox.submission import Submission, SubmissionError, load_submission
 from sdk.bot import Bot
 from sdk.server import ADDRESS_ENV
 from sdk.tools.local import DEFAULT_TIME_CONTROL, LocalPlayer, SeriesResult, run_series
@@ -76,14 +77,15 @@ class CheckReport:
         return not any(p.severity == "error" for p in self.problems)
 
     def format(self) -> str:
-        """A human-readable summary."""
-        lines = [f"bot {self.name} {self.version} ({self.target})"]
+        """A human-readable summary. What the bot controls (its handshake's name and version,
+        its error texts, its output) is escaped: it may hold terminal escape sequences."""
+        lines = [printable(f"bot {self.name} {self.version} ({self.target})")]
         if self.sandbox:
             lines.append(f"  sandbox: {self.sandbox}")
         if self.limits:
             lines.append(f"  limits: {self.limits}")
         if self.series is not None:
-            lines.append(f"  series: {self.series}")
+            lines.append(printable(f"  series: {self.series}"))
         if self.reply_times:
             times = sorted(self.reply_times)
             p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
@@ -93,18 +95,34 @@ class CheckReport:
             )
         for p in self.problems:
             where = f" (games {', '.join(map(str, p.games))})" if p.games else ""
-            lines.append(f"  {p.severity.upper()} {p.kind}{where}: {p.detail}")
+            lines.append(printable(f"  {p.severity.upper()} {p.kind}{where}: {p.detail}"))
         lines.append("  OK" if self.ok else "  FAILED")
         if not self.ok and self.stderr.strip():
             lines.append("  bot stderr (tail):")
-            lines.extend("    " + line for line in self.stderr.strip().splitlines()[-20:])
+            tail = self.stderr.strip().split("\n")[-20:]
+            lines.extend("    " + printable(line) for line in tail)
         return "\n".join(lines)
+
+
+@contextmanager
+def _loaded(path: Path) -> Iterator[Submission]:
+    """The submission at ``path``; an archive is unpacked into a temporary folder that is
+    removed afterwards (a folder is used where it is)."""
+    with tempfile.TemporaryDirectory(prefix="kryt-check-unpack-") as tmp:
+        yield load_submission(path, unpack_dir=Path(tmp) / "bot")
 
 
 @contextmanager
 def _started(folder: Path, report: CheckReport) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Start the bot folder's entry on a temporary Unix socket; kill it afterwards."""
-    submission = load_submission(folder)
+    with _loaded(folder) as submission, _run_entry(submission, report) as started:
+        yield started
+
+
+@contextmanager
+def _run_entry(
+    submission: Submission, report: CheckReport
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     report.name, report.version = submission.manifest.name, submission.manifest.version
     tmp = Path(tempfile.mkdtemp(prefix="kryt-check-"))
     address = f"unix://{tmp / 'bot.sock'}"
@@ -265,9 +283,19 @@ def _sandboxed(
     path: Path, report: CheckReport, preference: str, startup_timeout: float
 ) -> Iterator[tuple[str, None]]:
     """Start the bot folder in a sandbox backend; stop it (and keep its output) afterwards."""
+    with (
+        _loaded(path) as submission,
+        _run_sandboxed(submission, report, preference, startup_timeout) as started,
+    ):
+        yield started
+
+
+@contextmanager
+def _run_sandboxed(
+    submission: Submission, report: CheckReport, preference: str, startup_timeout: float
+) -> Iterator[tuple[str, None]]:
     from sandbox import BotStartupError, SandboxLimits, choose_backend
 
-    submission = load_submission(path)
     report.name, report.version = submission.manifest.name, submission.manifest.version
     backend = choose_backend(preference, allow_unsafe=False)
     report.sandbox = backend.describe()
