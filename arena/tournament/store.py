@@ -8,6 +8,7 @@ its sha256 (so the sandbox can mount it read-only).
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
 import tempfile
 from dataclasses import asdict, dataclass
@@ -82,14 +83,31 @@ def register(
     """
     if Path(path).is_dir():
         submission = load_submission(path)
+        new_folder = not (Path(store) / submission.sha256).is_dir()
         stored = store_submission(submission, store)
         archive = pack(submission)
     else:  # an archive: unpack it into a temporary folder that is removed afterwards
         with tempfile.TemporaryDirectory(prefix="kryt-submit-") as tmp:
             unpacked = load_submission(path, unpack_dir=Path(tmp) / "unpacked")
+            new_folder = not (Path(store) / unpacked.sha256).is_dir()
             stored = store_submission(unpacked, store)
             archive = pack(unpacked)
         submission = load_submission(stored)
+    try:
+        return _record(submission, stored, archive, db=db, submitted_by=submitted_by)
+    except BaseException:
+        # Refused (a version reused with other content, the database away): the files this
+        # call put in the store belong to no submission. The store is a cache of the
+        # database's archives, so a concurrent run that needs them unpacks them again.
+        if new_folder:
+            shutil.rmtree(stored, ignore_errors=True)
+        raise
+
+
+def _record(
+    submission: Submission, stored: Path, archive: bytes, *, db: Database, submitted_by: str
+) -> Registered:
+    """Store the version of ``submission`` (its files at ``stored``) in the database."""
     manifest = {k: v for k, v in asdict(submission.manifest).items() if v is not None}
     with db.session() as session:
         result = submit(

@@ -1,0 +1,40 @@
+"""``kryt submit`` of a version already stored with other content is refused and leaves
+nothing in the submission store (its files belong to no submission)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kryt.errors import ExitCode
+from tests.cli.helpers import kryt
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_refused_version_leaves_nothing_in_the_store(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "mine"
+    shutil.copytree(ROOT / "sdk" / "examples" / "random", folder)
+    toml = folder / "bot.toml"
+    toml.write_text(toml.read_text().replace('name = "random"', 'name = "mine"'))
+    code, out, err = kryt(capsys, "submit", str(folder))
+    assert code == ExitCode.OK, (out, err)
+    store = tmp_path / ".kryt" / "submissions"
+    before = sorted(p.name for p in store.iterdir())
+    assert len(before) == 1
+    # Other content under the same name and version: refused, and the store is as it was.
+    (folder / "bot.py").write_text((folder / "bot.py").read_text() + "\n# changed\n")
+    code, out, err = kryt(capsys, "submit", str(folder))
+    assert code == ExitCode.BAD_INPUT, (out, err)
+    assert "version" in err and "Traceback" not in err
+    assert sorted(p.name for p in store.iterdir()) == before
+    # The same content again is a no-op that keeps its folder.
+    (folder / "bot.py").write_text((ROOT / "sdk" / "examples" / "random" / "bot.py").read_text())
+    code, out, err = kryt(capsys, "submit", str(folder))
+    assert code == ExitCode.OK, (out, err)
+    assert sorted(p.name for p in store.iterdir()) == before
