@@ -137,6 +137,9 @@ class Service:
     validator: Validator
     ladder: Ladder | None
     metrics: Metrics
+    background: bool = True
+    """Whether validations run (as uploads arrive); without it they stay pending until a
+    server that runs them starts (``Validator.resume``)."""
 
 
 def _remote(request: Request) -> str:
@@ -158,6 +161,7 @@ def create_service_app(
         validator=Validator(db, settings, label_prefix=prefix),
         ladder=Ladder(db, settings, label_prefix=prefix) if settings.ladder.enabled else None,
         metrics=Metrics(),
+        background=run_background,
     )
 
     @asynccontextmanager
@@ -461,7 +465,7 @@ def _add_api(app: FastAPI, service: Service) -> None:
                 )
             title = "Conflict" if exc.status == 409 else "Invalid submission"
             raise Problem(exc.status, title, str(exc)) from None
-        if accepted.created:
+        if accepted.created and service.background:
             service.validator.enqueue(accepted.submission_id)
         with db.read_session() as session:
             row = get_submission(accepted.submission_id, session=session)
