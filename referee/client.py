@@ -470,7 +470,9 @@ class AsyncBotClient:
     def _fault(self, item: BaseException) -> BotFault:
         code = item.code().name if isinstance(item, grpc.RpcError) else type(item).__name__
         detail = item.details() if isinstance(item, grpc.RpcError) else str(item)
-        if code == "RESOURCE_EXHAUSTED":  # the bot sent more than the message size limit
+        if code == "RESOURCE_EXHAUSTED" and _OVER_LIMIT in (detail or ""):
+            # gRPC refused what the bot sent (over the reply limit, on either end); a bot that
+            # ends its own stream with that status otherwise crashed, as with any status.
             return MalformedReplyError(
                 f"bot at {self.address} sent a message over the {MAX_REPLY_BYTES}-byte "
                 f"limit: {detail}",
@@ -666,6 +668,11 @@ class AsyncBotClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+_OVER_LIMIT: Final = "message larger than max"
+"""What gRPC says when it refuses a message over a channel's size limit: ours received
+("Received message larger than max"), or the bot's own sent ("Sent message ...")."""
 
 
 def _status_name(status: int) -> str:

@@ -31,8 +31,10 @@ from referee.client import (
     AsyncBotClient,
     AsyncRemotePlayer,
     BotClient,
+    BotCrashedError,
     BotFault,
     BotUnreachableError,
+    MalformedReplyError,
 )
 from referee.match import AsyncPlayer, play_game_async
 from referee.protocol.messages import (
@@ -40,6 +42,7 @@ from referee.protocol.messages import (
     PROTOCOL_VERSION,
     BotError,
     BotMessage,
+    Clock,
     Decision,
     DecisionRequest,
     GameEnd,
@@ -50,9 +53,9 @@ from referee.protocol.messages import (
     SeriesScore,
     TimeControl,
 )
-from referee.protocol.wire import encode_referee_message
+from referee.protocol.wire import PLAY_METHOD, SERVICE, encode_referee_message
 from referee.record import GameRecord
-from referee.rules import ClassicView
+from referee.rules import ClassicView, Game
 from referee.series import BotStartError, SeriesConfig, run_series_async
 from referee.table import run_table_series_async, table_handshake
 from tests.protocol.helpers import Behaviour, raw_server
@@ -299,3 +302,59 @@ def test_what_a_bot_sent_reaches_the_organisers_log_escaped(
     assert "forfeits" in caplog.text and "I WIN" in caplog.text
     for raw in ("\x1b", "\x9b", "\x07", "\r", "\u202e"):
         assert raw not in caplog.text, raw
+
+
+# ---------------------------------------------------------------------------- statuses
+
+
+@contextmanager
+def _aborting_server(code: grpc.StatusCode, details: str) -> Iterator[str]:
+    """A bot whose Play stream ends at once with ``code`` and ``details``."""
+
+    def play(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+        next(requests, None)
+        context.abort(code, details)
+        yield b""  # never reached: a generator, as a stream-stream handler must be
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    handler = grpc.stream_stream_rpc_method_handler(play)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE, {PLAY_METHOD: handler}),)
+    )
+    tmp = Path(tempfile.mkdtemp(prefix="kryt-t-"))
+    address = f"unix://{tmp / 'abort.sock'}"
+    server.add_insecure_port(address)
+    server.start()
+    try:
+        yield address
+    finally:
+        server.stop(0.2).wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_bot_ending_its_stream_with_resource_exhausted_crashed() -> None:
+    # Only gRPC's own refusal of an oversized message is a malformed reply; a status the bot
+    # chose is a crash, as any other (protocol.md).
+    handshake = table_handshake(SeriesConfig(games=1, seed=1), ["a", "b"], 0)
+    with (
+        _aborting_server(grpc.StatusCode.RESOURCE_EXHAUSTED, "quota") as address,
+        BotClient(address) as client,
+        pytest.raises(BotCrashedError, match="RESOURCE_EXHAUSTED: quota"),
+    ):
+        client.handshake(handshake, timeout=30)
+
+
+def test_a_reply_over_the_reply_limit_is_malformed() -> None:
+    def behaviour(message: RefereeMessage) -> list[BotMessage | bytes]:
+        if isinstance(message, Handshake):
+            return [_hello(message)]
+        if isinstance(message, DecisionRequest):
+            return [Decision(message.request_id, "take" + " " * (MAX_REPLY_BYTES + 10))]
+        return []
+
+    config = SeriesConfig(games=1, seed=1)
+    with raw_server(behaviour) as address, BotClient(address) as client:
+        client.handshake(table_handshake(config, ["a", "b"], 0), timeout=30)
+        view = Game.new(seed=3, dealer=0).view(0)
+        with pytest.raises(MalformedReplyError, match=f"over the {MAX_REPLY_BYTES}-byte limit"):
+            client.decide(view, Clock(10_000, 10_000), game_number=1, timeout=30)
