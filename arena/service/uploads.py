@@ -4,7 +4,6 @@ played against the reference bots in the sandbox and made *active* or *rejected*
 from __future__ import annotations
 
 import logging
-import shutil
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,8 +26,8 @@ from arena.db.ladder import CheckStatus, finish_check, pending_checks, start_che
 from arena.service.play import validate_submission
 from arena.service.settings import ServiceSettings
 from arena.tournament.seeds import draw_seed
-from arena.tournament.store import materialize, pack
-from sandbox import SubmissionError, SubmissionLimits, load_submission, store_submission
+from arena.tournament.store import materialize, pack, stored_for_recording
+from sandbox import SubmissionError, SubmissionLimits, load_submission
 
 log = logging.getLogger(__name__)
 
@@ -95,18 +94,9 @@ def accept_upload(
             unpacked = load_submission(path, limits=limits, unpack_dir=Path(tmp) / "unpacked")
         except SubmissionError as exc:
             raise UploadError(str(exc)) from None
-        new_folder = not (Path(settings.store) / unpacked.sha256).is_dir()
-        stored = store_submission(unpacked, settings.store)
-        archive = pack(unpacked)
-    try:
-        return _record_upload(stored, archive, principal, db=db, remote=remote)
-    except BaseException:
-        # Refused (another author's bot, a reused version...): the files this call put in
-        # the store belong to no submission. The store is a cache of the database's
-        # archives, so a concurrent upload of the same content that lost them re-fetches.
-        if new_folder:
-            shutil.rmtree(stored, ignore_errors=True)
-        raise
+        # Refused (another author's bot, a reused version...): nothing is left in the store.
+        with stored_for_recording(unpacked, settings.store) as stored:
+            return _record_upload(stored, pack(unpacked), principal, db=db, remote=remote)
 
 
 def _record_upload(

@@ -11,6 +11,8 @@ import io
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
@@ -83,22 +85,30 @@ def register(
     """
     if Path(path).is_dir():
         submission = load_submission(path)
-        new_folder = not (Path(store) / submission.sha256).is_dir()
-        stored = store_submission(submission, store)
-        archive = pack(submission)
-    else:  # an archive: unpack it into a temporary folder that is removed afterwards
-        with tempfile.TemporaryDirectory(prefix="kryt-submit-") as tmp:
-            unpacked = load_submission(path, unpack_dir=Path(tmp) / "unpacked")
-            new_folder = not (Path(store) / unpacked.sha256).is_dir()
-            stored = store_submission(unpacked, store)
+        with stored_for_recording(submission, store) as stored:
+            return _record(submission, stored, pack(submission), db=db, submitted_by=submitted_by)
+    # An archive: unpacked into a temporary folder that is removed afterwards.
+    with tempfile.TemporaryDirectory(prefix="kryt-submit-") as tmp:
+        unpacked = load_submission(path, unpack_dir=Path(tmp) / "unpacked")
+        with stored_for_recording(unpacked, store) as stored:
             archive = pack(unpacked)
-        submission = load_submission(stored)
+            return _record(
+                load_submission(stored), stored, archive, db=db, submitted_by=submitted_by
+            )
+
+
+@contextmanager
+def stored_for_recording(submission: Submission, store: Path) -> Iterator[Path]:
+    """The submission copied into ``store`` (its folder there) for the block to record in
+    the database. If the block raises (the version refused, the database away), the folder
+    is removed again when this call made it: its files would belong to no submission. The
+    store is a cache of the database's archives, so a concurrent run that needs the same
+    files unpacks them again."""
+    new_folder = not (Path(store) / submission.sha256).is_dir()
+    stored = store_submission(submission, store)
     try:
-        return _record(submission, stored, archive, db=db, submitted_by=submitted_by)
+        yield stored
     except BaseException:
-        # Refused (a version reused with other content, the database away): the files this
-        # call put in the store belong to no submission. The store is a cache of the
-        # database's archives, so a concurrent run that needs them unpacks them again.
         if new_folder:
             shutil.rmtree(stored, ignore_errors=True)
         raise

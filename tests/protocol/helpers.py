@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -53,11 +54,22 @@ def raw_server(behaviour: Behaviour) -> Iterator[str]:
             for out in behaviour(decode_referee_message(data)):
                 yield out if isinstance(out, bytes) else encode_bot_message(out)
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=GRPC_OPTIONS)
     handler = grpc.stream_stream_rpc_method_handler(play)
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(SERVICE, {PLAY_METHOD: handler}),)
-    )
+    with serving(SERVICE, {PLAY_METHOD: handler}, options=GRPC_OPTIONS) as address:
+        yield address
+
+
+@contextmanager
+def serving(
+    service: str,
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]],
+    *,
+    options: Sequence[tuple[str, Any]] = (),
+) -> Iterator[str]:
+    """A gRPC server of ``handlers`` (method name -> handler) under ``service`` on a Unix
+    socket of its own: its address while the block runs."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=list(options))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
     with socket_dir() as tmp:
         address = f"unix://{tmp / 'raw.sock'}"
         server.add_insecure_port(address)

@@ -15,13 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
-from concurrent import futures
 from contextlib import contextmanager
-from pathlib import Path
 
 import grpc
 import pytest
@@ -58,7 +54,7 @@ from referee.record import GameRecord
 from referee.rules import ClassicView, Game
 from referee.series import BotStartError, SeriesConfig, run_series_async
 from referee.table import run_table_series_async, table_handshake
-from tests.protocol.helpers import Behaviour, raw_server
+from tests.protocol.helpers import Behaviour, raw_server, serving
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -80,20 +76,9 @@ def _odd_health_server() -> Iterator[str]:
     def check(request: bytes, context: grpc.ServicerContext) -> bytes:
         return b"\x08\x63"
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     handler = grpc.unary_unary_rpc_method_handler(check)
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler("grpc.health.v1.Health", {"Check": handler}),)
-    )
-    tmp = Path(tempfile.mkdtemp(prefix="kryt-t-"))
-    address = f"unix://{tmp / 'health.sock'}"
-    server.add_insecure_port(address)
-    server.start()
-    try:
+    with serving("grpc.health.v1.Health", {"Check": handler}) as address:
         yield address
-    finally:
-        server.stop(0.2).wait()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_a_health_status_no_enum_names_is_not_serving_rather_than_an_exception() -> None:
@@ -316,20 +301,9 @@ def _aborting_server(code: grpc.StatusCode, details: str) -> Iterator[str]:
         context.abort(code, details)
         yield b""  # never reached: a generator, as a stream-stream handler must be
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     handler = grpc.stream_stream_rpc_method_handler(play)
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(SERVICE, {PLAY_METHOD: handler}),)
-    )
-    tmp = Path(tempfile.mkdtemp(prefix="kryt-t-"))
-    address = f"unix://{tmp / 'abort.sock'}"
-    server.add_insecure_port(address)
-    server.start()
-    try:
+    with serving(SERVICE, {PLAY_METHOD: handler}) as address:
         yield address
-    finally:
-        server.stop(0.2).wait()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_a_bot_ending_its_stream_with_resource_exhausted_crashed() -> None:
