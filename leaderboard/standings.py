@@ -228,8 +228,9 @@ def standings(
 
     One leaderboard per ruleset and table size (``ruleset``/``table_size``; by default the
     tournament's, or the default game). A classic table's games enter as their pairwise
-    record (rules-classic.md): each pair of seats with a result is one game of the fit, every
-    other pair of a game a draw; W/D/L count those pairwise results.
+    record (rules-classic.md): each pair of seats with a result is one game of the fit (two
+    winners have no result between themselves; seats still holding cards at the turn limit,
+    and every pair in a drawn game, draw); W/D/L count those pairwise results.
 
     The cost does not grow with the number of games beyond the database's aggregates: no
     game is loaded (except a classic table's light columns) and nothing is queried per

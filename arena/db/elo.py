@@ -447,7 +447,7 @@ def rebuild_elo(
 ) -> None:
     """Replay the counted games of ``scopes`` (every board when None) by id, replacing their
     live Elo and (with ``tallies``) their per-pair results and forfeits. Used by migrations
-    0006 (without tallies) and 0010, and when a recorded game is voided."""
+    0006 (without tallies), 0010 and 0011, and when a recorded game is voided."""
     tables = (RATINGS, PAIRS, FORFEITS) if tallies else (RATINGS,)
     if scopes is None:
         for table in tables:
@@ -580,7 +580,9 @@ def board_tallies(
         )
         if w or d or lo
     ]
-    # Each game is one pairwise result per pair of its seats (rules-classic.md).
-    if sum(c.games for c in pairs) != counted * (players * (players - 1) // 2):
+    # A game is one result per pair of its seats with a result: at least its loser's n - 1
+    # (two winners have none between themselves, rules-classic.md), at most every pair's.
+    results = sum(c.games for c in pairs)
+    if not counted * (players - 1) <= results <= counted * (players * (players - 1) // 2):
         return None
     return BoardTallies(counted, pairs, forfeits)

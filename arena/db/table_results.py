@@ -1,10 +1,12 @@
 """Aggregated results of classic-table games: their pairwise record, for the same ratings.
 
-rules-classic.md scores a game as pairwise results (each winner beats the loser; at the turn
-limit every seat that is out beats every seat still holding cards). Each pair becomes one
-two-player result between submissions, so the BayesElo fit of the default game consumes it
-unchanged. The "first" of a pair is the seat that plays earlier in the game (clockwise from
-the dealer's left): the seatings of a table round robin rotate it, like the first mover.
+rules-classic.md scores a game as pairwise results: each winner beats the loser, and winners
+have no result between themselves; at the turn limit every seat that is out beats every seat
+still holding cards, and the seats still holding cards draw with each other; in a draw every
+pair draws. Each pair with a result becomes one two-player result between submissions, so the
+BayesElo fit of the default game consumes it unchanged. The "first" of a pair is the seat
+that plays earlier in the game (clockwise from the dealer's left): the seatings of a table
+round robin rotate it, like the first mover.
 """
 
 from __future__ import annotations
@@ -41,24 +43,33 @@ class TableGame:
 
     def pair_scores(self) -> list[tuple[int, int, float]]:
         """(first submission, second submission, first's score) for each pair of seats with
-        a result, and ½ for every other pair (winners among themselves, holders at the turn
-        limit, everyone in a draw)."""
+        a result (see :func:`table_pair_scores`)."""
         return table_pair_scores(self.dealer, self.seats, self.pairwise)
 
 
 def table_pair_scores(
     dealer: int, seats: Sequence[int], pairwise: Iterable[Sequence[int]]
 ) -> list[tuple[int, int, float]]:
-    """The pairwise record of one table game (see :meth:`TableGame.pair_scores`): each pair
-    of seats, the one playing earlier first, with the first's score (1, ½ or 0)."""
+    """The pairwise record of one table game: each pair of seats with a result, the one
+    playing earlier first, with the first's score (1, ½ or 0).
+
+    ``pairwise`` is the game's ``(winner, loser)`` pairs by seat
+    (:meth:`~referee.rules.ClassicGame.pairwise_results`, or a forfeit's). A pair it does not
+    decide is a draw (everyone in a drawn game, the seats still holding cards at the turn
+    limit), unless both seats won a pair: winners have no result between themselves
+    (rules-classic.md), so that pair is left out. A game thus gives between ``n - 1`` and
+    ``n (n - 1) / 2`` results."""
     n = len(seats)
     decided = {frozenset((int(p[0]), int(p[1]))): int(p[0]) for p in pairwise}
+    winners = set(decided.values())
     out = []
     for a in range(n):
         for b in range(a + 1, n):
+            winner = decided.get(frozenset((a, b)))
+            if winner is None and a in winners and b in winners:
+                continue
             # Order of play starts at the dealer's left.
             first, second = (a, b) if (a - dealer - 1) % n < (b - dealer - 1) % n else (b, a)
-            winner = decided.get(frozenset((a, b)))
             score = 0.5 if winner is None else (1.0 if winner == first else 0.0)
             out.append((int(seats[first]), int(seats[second]), score))
     return out
