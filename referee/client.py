@@ -34,6 +34,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from referee.protocol.fast_encode import encode_decision_request
 from referee.protocol.messages import (
+    HANDSHAKE_SECONDS,
     MAX_REPLY_BYTES,
     MAX_REQUEST_BYTES,
     PROTOCOL_VERSION,
@@ -99,6 +100,11 @@ class BotUnreachableError(BotFault):
 
 class BotCrashedError(BotFault):
     """The stream broke, the bot hung up, or it reported an error (``BotError``)."""
+
+
+class BotReportedError(BotCrashedError):
+    """The bot reported an error itself (``BotError``): a crash, but the bot is alive, so
+    the sandbox has no death to diagnose and the game ends at once."""
 
 
 class IncompatibleProtocolError(BotFault):
@@ -492,7 +498,7 @@ class AsyncBotClient:
         except MalformedMessageError as exc:
             raise MalformedReplyError(str(exc), offending=repr(item[:200])) from None
         if isinstance(message, BotError):
-            raise BotCrashedError(f"bot reported an error: {message.message}", message.message)
+            raise BotReportedError(f"bot reported an error: {message.message}", message.message)
         return message
 
     # ------------------------------------------------------------------ protocol
@@ -801,7 +807,7 @@ class RemotePlayer:
     """A bot behind a :class:`BotClient` as a series loop wants it (``sdk.tools.local.Player``):
     its name comes from the handshake reply."""
 
-    def __init__(self, client: BotClient, *, handshake_timeout: float = 5.0) -> None:
+    def __init__(self, client: BotClient, *, handshake_timeout: float = HANDSHAKE_SECONDS) -> None:
         self.client = client
         self.handshake_timeout = handshake_timeout
         self.name = client.address
@@ -826,7 +832,9 @@ class AsyncRemotePlayer:
     """A bot behind an :class:`AsyncBotClient` as the asynchronous game loop wants it
     (``referee.match.AsyncPlayer``): its name comes from the handshake reply."""
 
-    def __init__(self, client: AsyncBotClient, *, handshake_timeout: float = 5.0) -> None:
+    def __init__(
+        self, client: AsyncBotClient, *, handshake_timeout: float = HANDSHAKE_SECONDS
+    ) -> None:
         self.client = client
         self.handshake_timeout = handshake_timeout
         self.name = client.address

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from referee.client import BotFault, MessageTooLargeError, Reply
+from referee.client import BotFault, BotReportedError, MessageTooLargeError, Reply
 from referee.protocol.messages import (
     AnyAction,
     AnyView,
@@ -150,9 +150,11 @@ def forfeited(seat: int, reason: GameEndReason, offending: str, detail: str) -> 
 
 
 async def faulted(seat: int, fault: BotFault, diagnose: AsyncDiagnose | None) -> Forfeited:
-    """The forfeit a bot's fault stands for, refined by the sandbox's verdict on a crash."""
+    """The forfeit a bot's fault stands for, refined by the sandbox's verdict on a crash (not
+    on an error the bot reported: it is alive, there is no death to wait for)."""
     reason = fault.reason
-    if reason is GameEndReason.CRASH and diagnose is not None:
+    alive = isinstance(fault, BotReportedError)
+    if reason is GameEndReason.CRASH and diagnose is not None and not alive:
         reason = await diagnose(seat) or reason
     return forfeited(seat, reason, fault.offending, str(fault))
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from referee.client import AsyncBotClient, BotClient, BotFault, Reply
 from referee.match import AsyncPlayer, Player
 from referee.protocol.messages import (
+    HANDSHAKE_SECONDS,
     AnyView,
     Clock,
     GameEndReason,
@@ -34,7 +35,6 @@ from sandbox.errors import CleanupError
 
 log = logging.getLogger(__name__)
 
-HANDSHAKE_SECONDS = 10.0
 DEATH_REPORT_WAIT = 3.0
 """Seconds to wait for the sandbox's death report after a bot's connection failed (a busy
 engine may take over a second to say the kernel's OOM killer ended the bot)."""

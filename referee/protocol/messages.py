@@ -36,6 +36,10 @@ MAX_REPLY_BYTES: Final = 64 * 1024
 """Size limit of a message from a bot to the referee (replies are tiny; more is a malformed
 reply)."""
 
+HANDSHAKE_SECONDS: Final = 10.0
+"""How long a bot has to answer the Handshake: the same in tournaments, ``kryt play``, the
+ladder and every checker, so that a bot the checker passes is not refused by the arena."""
+
 
 class GameEndReason(Enum):
     """How a game ended: the one vocabulary of the referee, the wire, the database and the web.

@@ -33,7 +33,7 @@ from referee.client import (
     RemotePlayer,
     Reply,
 )
-from referee.protocol.messages import TimeControl
+from referee.protocol.messages import HANDSHAKE_SECONDS, TimeControl
 from sandbox.death import printable
 from sandbox.limits import DEFAULT_STARTUP_SECONDS, SandboxLimits
 from sandbox.submission import Submission, SubmissionError, load_submission
@@ -41,7 +41,6 @@ from sdk.bot import Bot
 from sdk.server import ADDRESS_ENV
 from sdk.tools.local import DEFAULT_TIME_CONTROL, LocalPlayer, SeriesResult, run_series
 
-HANDSHAKE_TIMEOUT: Final = 5.0
 STDERR_TAIL: Final = 4000
 
 
@@ -226,7 +225,7 @@ def check_bot(
         with starter as (address, proc):
             client = BotClient(address)
             _wait_ready(client, proc, startup_timeout)
-            remote = RemotePlayer(client, handshake_timeout=HANDSHAKE_TIMEOUT)
+            remote = RemotePlayer(client, handshake_timeout=HANDSHAKE_SECONDS)
             if report.name != "?":  # a folder: its manifest names it before the handshake
                 remote.name = report.name
             reference = LocalPlayer(opponent if opponent is not None else GreedyBot())

@@ -23,7 +23,7 @@ class UnknownLanguageError(BotTemplateError):
 _MANIFEST = Template(
     """name = "$name"
 version = "0.1.0"
-language = "python"
+runtime = "python"
 entry = "bot.py"
 author = ""
 description = "A Kryt'-navalivat' bot."

@@ -26,6 +26,8 @@ def test_new_bot_makes_a_valid_submission_whose_tests_pass(tmp_path: Path) -> No
         "test_bot.py",
     ]
     assert load_submission(folder).manifest.name == "my-bot_2"
+    # The manifest's canonical key, as docs/protocol.md and docs/writing-a-bot.md name it.
+    assert 'runtime = "python"' in (folder / "bot.toml").read_text()
     assert "class MyBot2Bot(Bot)" in (folder / "bot.py").read_text()
     done = subprocess.run(
         [sys.executable, "test_bot.py"],
