@@ -8,7 +8,7 @@ the offending input, and every decision has a hard deadline.
 
     client = AsyncBotClient("unix:///run/kryt/bot.sock")     # inside a running loop
     await client.wait_healthy(timeout=10)
-    reply = await client.handshake(Handshake(...), timeout=5)
+    reply = await client.handshake(Handshake(...), timeout=HANDSHAKE_SECONDS)
     await client.send(GameStart(...))
     reply = await client.decide(view, clock, game_number=1, timeout=clock.hard_limit_ms / 1000)
     await client.send(GameEnd(...))

@@ -10,7 +10,7 @@ bidirectional stream (Bot.Play) per series and sends every message of the series
   then, for each game of the series:
   referee -> bot : GameStart            (no reply)
   referee -> bot : DecisionRequest      bot -> referee : Decision   (once per own turn)
-  referee -> bot : GameEnd              (no reply)
+  referee -> bot : GameEnd              (no reply; not sent once the bot's stream is gone)
   finally
   referee -> bot : Shutdown             (no reply; the bot closes the stream and exits)
 
@@ -22,7 +22,8 @@ GameStart name the ruleset and the seats, decisions carry a TableView instead of
 its actions are "lead 7C 7S", "cover 7C:9C 7S:6H", "take". A bot lists the rulesets it plays in
 HandshakeReply.rulesets (empty: the default game only); the referee refuses a bot that does not
 list the series' ruleset with a clear handshake error (a startup failure).
-Messages are limited to 64 KiB in both directions. docs/protocol.md is the full description.
+Size limits: referee -> bot up to 4 MiB (gRPC's default receive limit; a bot must not set a
+lower one), bot -> referee 64 KiB. docs/protocol.md is the full description.
 """
 
 from collections import abc as _abc
@@ -269,7 +270,7 @@ class Handshake(_message.Message):
     games: _builtins.int
     """number of games in the series"""
     opponent_name: _builtins.str
-    """name of the other bot"""
+    """display name of the other bot(s); its form depends on the tool"""
     ruleset: _builtins.str
     """"" or "default": the two-player game; "classic": the table"""
     players: _builtins.int
@@ -315,9 +316,9 @@ class HandshakeReply(_message.Message):
     protocol_version: _builtins.int
     """the bot's protocol version; must equal the referee's"""
     name: _builtins.str
-    """bot name (as in bot.toml)"""
+    """bot name, exactly as in bot.toml (the arena refuses another)"""
     version: _builtins.str
-    """bot version (as in bot.toml)"""
+    """bot version, exactly as in bot.toml"""
     sdk: _builtins.str
     """free text, e.g. "kryt-sdk-python 0.1.0" """
     @_builtins.property
@@ -343,7 +344,10 @@ Global___HandshakeReply: _TypeAlias = HandshakeReply  # noqa: Y015
 
 @_typing.final
 class SeriesScore(_message.Message):
-    """Games won, drawn and lost so far, from the point of view of the recipient."""
+    """Games won, drawn and lost so far, from the point of view of the recipient. At a table a game
+    is a loss when the seat lost to any seat, a win when it beat a seat and lost to none, else a
+    draw.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -385,9 +389,9 @@ class GameStart(_message.Message):
     game_number: _builtins.int
     """1-based number of the game in the series"""
     seat: _builtins.int
-    """the recipient's seat, 0 or 1"""
+    """the recipient's seat, 0..players-1 (0 or 1 in the default game)"""
     dealer: _builtins.int
-    """the dealer's seat; the other seat moves first"""
+    """the dealer's seat; the seat after it (the other one) moves first"""
     opponent_name: _builtins.str
     turn_limit: _builtins.int
     """the game is a draw after this many actions"""
@@ -727,7 +731,7 @@ class DecisionRequest(_message.Message):
     CLOCK_FIELD_NUMBER: _builtins.int
     TABLE_VIEW_FIELD_NUMBER: _builtins.int
     request_id: _builtins.int
-    """unique within the stream, drawn at random; the reply must echo it"""
+    """unique within the stream, drawn at random, below 2**31; echo it"""
     game_number: _builtins.int
     @_builtins.property
     def view(self) -> Global___View:
@@ -758,7 +762,9 @@ Global___DecisionRequest: _TypeAlias = DecisionRequest  # noqa: Y015
 
 @_typing.final
 class Action(_message.Message):
-    """Structured form of an action, for bots that prefer it to text."""
+    """Structured form of an action, for bots that prefer it to text. At a classic table it is judged
+    by its canonical text ("take", "lead 7S"); send text there.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 

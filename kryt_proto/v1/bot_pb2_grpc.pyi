@@ -10,7 +10,7 @@ bidirectional stream (Bot.Play) per series and sends every message of the series
   then, for each game of the series:
   referee -> bot : GameStart            (no reply)
   referee -> bot : DecisionRequest      bot -> referee : Decision   (once per own turn)
-  referee -> bot : GameEnd              (no reply)
+  referee -> bot : GameEnd              (no reply; not sent once the bot's stream is gone)
   finally
   referee -> bot : Shutdown             (no reply; the bot closes the stream and exits)
 
@@ -22,7 +22,8 @@ GameStart name the ruleset and the seats, decisions carry a TableView instead of
 its actions are "lead 7C 7S", "cover 7C:9C 7S:6H", "take". A bot lists the rulesets it plays in
 HandshakeReply.rulesets (empty: the default game only); the referee refuses a bot that does not
 list the series' ruleset with a clear handshake error (a startup failure).
-Messages are limited to 64 KiB in both directions. docs/protocol.md is the full description.
+Size limits: referee -> bot up to 4 MiB (gRPC's default receive limit; a bot must not set a
+lower one), bot -> referee 64 KiB. docs/protocol.md is the full description.
 """
 
 from collections import abc as _abc

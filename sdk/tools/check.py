@@ -239,7 +239,19 @@ def check_bot(
             )
             report.series = series
             if remote.reply is not None:
-                report.name, report.version = remote.reply.name, remote.reply.version
+                said = (remote.reply.name, remote.reply.version)
+                if report.name != "?" and said != (report.name, report.version):
+                    # The arena refuses such a handshake: every game a startup failure.
+                    report.problems.append(
+                        Problem(
+                            "handshake",
+                            f"the handshake says it is {printable(said[0])!r} version"
+                            f" {printable(said[1])!r}, but its bot.toml says"
+                            f" {report.name!r} version {report.version!r}; the arena refuses"
+                            " it: send the name and version of bot.toml",
+                        )
+                    )
+                report.name, report.version = said
             report.problems.extend(_problems_from(series, 0))
             move_s = time_control.move_ms / 1000
             slow = [t for t in report.reply_times if t > move_s]

@@ -140,3 +140,22 @@ def test_a_bot_folder_can_be_checked_inside_a_sandbox_backend(tmp_path: Path) ->
 def test_a_target_that_is_neither_folder_nor_address_is_reported_at_once(tmp_path: Path) -> None:
     report = check_bot(tmp_path / "missing", games=1)
     assert not report.ok and report.problems[0].kind == "not found"
+
+
+def test_a_handshake_that_does_not_match_bot_toml_fails_the_check(tmp_path: Path) -> None:
+    # The arena refuses such a bot at every game; the checker must not pass it.
+    folder = tmp_path / "liar"
+    folder.mkdir()
+    (folder / "bot.toml").write_text(
+        'name = "liar"\nversion = "0.0.1"\nruntime = "python"\nentry = "bot.py"\n'
+    )
+    (folder / "bot.py").write_text(
+        "from sdk import Bot, serve\n\n"
+        "class B(Bot):\n    name = 'liar'\n    version = '9.9.9'\n\n"
+        "    def act(self, view):\n        return view.legal_actions[0]\n\n"
+        "if __name__ == '__main__':\n    serve(B())\n"
+    )
+    report = check_bot(folder, games=1, time_control=ROOMY, startup_timeout=STARTUP)
+    assert not report.ok
+    (problem,) = [p for p in report.problems if p.kind == "handshake"]
+    assert "'9.9.9'" in problem.detail and "'0.0.1'" in problem.detail

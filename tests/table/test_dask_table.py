@@ -93,8 +93,10 @@ def test_a_table_tournament_on_dask_has_the_standings_of_the_local_executor(
     local = standings(capsys, bots, "local", tmp_path / "local.db")
     on_dask = standings(capsys, bots, "dask", tmp_path / "dask.db")
     assert {r["bot"] for r in local} == {"greedy", "first", "last"}
-    # Two seating orders of three bots, two games each: every bot met both others 4 times.
-    assert all(r["games"] == 8 for r in local), local
+    # Two seating orders of three bots, two games each: 4 games, each 2 pairwise results
+    # (the loser's; two winners have none between themselves) or 3 (a draw, the turn limit).
+    assert all(4 <= r["games"] <= 8 for r in local), local
+    assert 2 * 4 <= sum(r["games"] for r in local) // 2 <= 3 * 4, local
     assert sum(r["wins"] for r in local) == sum(r["losses"] for r in local) > 0, local
     # The live Elo follows the order games finished in, which parallel series do not fix;
     # everything else (counts, the fitted rating and its interval, ranks) is the seed's.
