@@ -250,6 +250,12 @@ class BotCgroup:
             return dict(self._stat("unified", "memory.events")).get("oom_kill", 0)
         return dict(self._stat("memory", "memory.oom_control")).get("oom_kill", 0)
 
+    def process_refusals(self) -> int:
+        """How many times the process limit (``pids.max``) refused this cgroup a new process
+        or thread (``pids.events``: ``max``)."""
+        name = "unified" if self.layout.version == 2 else "pids"
+        return dict(self._stat(name, "pids.events")).get("max", 0)
+
     def memory_peak(self) -> int | None:
         """Highest memory charge of the bot so far (bytes), when the kernel reports it."""
         name = "unified" if self.layout.version == 2 else "memory"

@@ -51,6 +51,7 @@ class DeathCause(enum.Enum):
     CRASHED = "crashed"  # non-zero exit status (exception, sys.exit(n))
     OOM = "out_of_memory"  # killed by the OOM killer / ran out of memory
     FILE_SIZE = "file_size_limit"  # wrote a file larger than the limit (SIGXFSZ)
+    PROCESS_LIMIT = "process_limit"  # died after the process limit refused it a process
     SIGNALED = "signaled"  # killed by a signal the sandbox did not send
     STOPPED = "stopped"  # still running when the sandbox stopped it (normal end)
     VANISHED = "vanished"  # its container or process disappeared without a status
@@ -83,13 +84,20 @@ class DeathReport:
 
 
 def classify_exit(
-    exit_code: int | None, *, oom_killed: bool = False, log_tail: str = "", detail: str = ""
+    exit_code: int | None,
+    *,
+    oom_killed: bool = False,
+    process_limit_hit: bool = False,
+    log_tail: str = "",
+    detail: str = "",
 ) -> DeathReport:
     """Map an exit status (128+N meaning signal N, or a negative Popen code) to a report.
 
     ``oom_killed`` wins over everything: Docker sets it when the OOM killer fired in the
     container's cgroup, even when it killed a child and the main process exited otherwise.
     Python's ``MemoryError`` under an address-space rlimit also counts as out of memory.
+    ``process_limit_hit`` (the sandbox's process limit refused the bot a process or thread)
+    makes any other unclean end a process-limit death: the refusal is why it failed.
     """
     sig: int | None = None
     if exit_code is not None and exit_code < 0:
@@ -106,6 +114,8 @@ def classify_exit(
         cause = DeathCause.EXITED
     elif "MemoryError" in log_tail and sig is None:
         cause = DeathCause.OOM
+    elif process_limit_hit:
+        cause = DeathCause.PROCESS_LIMIT
     elif sig is not None:
         cause = DeathCause.SIGNALED
     else:

@@ -481,8 +481,10 @@ class LocalBot(RunningBot):
         if code is None:
             return None
         self._tail.join(0.5)
-        oom = self.cgroup is not None and self.cgroup.oom_kills() > 0
-        return classify_exit(code, oom_killed=oom, log_tail=self.logs())
+        cgroup = self.cgroup
+        oom = cgroup is not None and cgroup.oom_kills() > 0
+        refused = cgroup is not None and cgroup.process_refusals() > 0
+        return classify_exit(code, oom_killed=oom, process_limit_hit=refused, log_tail=self.logs())
 
     def _kill(self) -> None:
         if self.cgroup is not None:

@@ -42,6 +42,7 @@ engine may take over a second to say the kernel's OOM killer ended the bot)."""
 _VERDICTS = {
     DeathCause.OOM: GameEndReason.MEMORY_LIMIT,
     DeathCause.FILE_SIZE: GameEndReason.DISK_LIMIT,
+    DeathCause.PROCESS_LIMIT: GameEndReason.PROCESS_LIMIT,
 }
 _STOPPED_BY_US = {DeathCause.STOPPED, DeathCause.VANISHED}
 """Deaths we caused (our stop, a sweep or an engine removing the container): never the
