@@ -21,7 +21,8 @@ ROOMY = TimeControl(move_ms=10_000, bank_ms=60_000)
 """For checks whose verdict is not about time: no reply is slow or late on a busy machine."""
 
 
-def _bot(tmp_path: Path, name: str, body: str) -> Path:
+def _bot(tmp_path: Path, name: str, body: str, attributes: str = "") -> Path:
+    """A bot folder whose ``act`` is ``body``; ``attributes`` are class lines (indented)."""
     folder = tmp_path / name
     folder.mkdir()
     (folder / "bot.toml").write_text(
@@ -29,7 +30,7 @@ def _bot(tmp_path: Path, name: str, body: str) -> Path:
     )
     (folder / "bot.py").write_text(
         "import sys, time\nfrom sdk import Bot, serve\n\n"
-        f"class B(Bot):\n    def act(self, view):\n{body}\n\n"
+        f"class B(Bot):\n{attributes}    def act(self, view):\n{body}\n\n"
         "if __name__ == '__main__':\n    serve(B())\n"
     )
     return folder
@@ -144,16 +145,8 @@ def test_a_target_that_is_neither_folder_nor_address_is_reported_at_once(tmp_pat
 
 def test_a_handshake_that_does_not_match_bot_toml_fails_the_check(tmp_path: Path) -> None:
     # The arena refuses such a bot at every game; the checker must not pass it.
-    folder = tmp_path / "liar"
-    folder.mkdir()
-    (folder / "bot.toml").write_text(
-        'name = "liar"\nversion = "0.0.1"\nruntime = "python"\nentry = "bot.py"\n'
-    )
-    (folder / "bot.py").write_text(
-        "from sdk import Bot, serve\n\n"
-        "class B(Bot):\n    name = 'liar'\n    version = '9.9.9'\n\n"
-        "    def act(self, view):\n        return view.legal_actions[0]\n\n"
-        "if __name__ == '__main__':\n    serve(B())\n"
+    folder = _bot(
+        tmp_path, "liar", "        return view.legal_actions[0]", "    version = '9.9.9'\n"
     )
     report = check_bot(folder, games=1, time_control=ROOMY, startup_timeout=STARTUP)
     assert not report.ok
