@@ -21,6 +21,7 @@ import asyncio
 import collections
 import contextlib
 import inspect
+import logging
 import secrets
 import struct
 import threading
@@ -61,6 +62,7 @@ from referee.protocol.wire import (
 from referee.protocol.wire import encode_referee_message as _encode
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 RECONNECT_OPTIONS: Final[list[tuple[str, int]]] = [
     ("grpc.initial_reconnect_backoff_ms", 50),
@@ -334,13 +336,15 @@ class AsyncBotClient:
         self._room: asyncio.Future[None] | None = None
         self._inbox: collections.deque[_Item] = collections.deque()
         self._timed_out: set[int] = set()
-        self._answered: collections.deque[int] = collections.deque(maxlen=ANSWERED_KEPT)
-        """The latest requests answered, to name a duplicate reply as one (any unasked message
-        is a fault either way); bounded, so a long series' connection does not grow."""
+        self._answered: dict[int, int] = {}
+        """The latest requests answered, each with its game: a duplicate reply is named as one
+        (within its game it is a fault), and one to an earlier game's request is dropped;
+        bounded, so a long series' connection does not grow."""
         self._deadline = Deadline(self._loop)
         """The decisions' deadline: one alarm for all of them (see :class:`Deadline`)."""
         self.discarded: list[Decision] = []
-        """Late replies to requests that had already timed out (ignored, kept for the record)."""
+        """Late replies to requests that had already timed out, and second replies to a
+        request of a game already over (ignored, kept for the record)."""
         self.closed = False
 
     # ------------------------------------------------------------------ connection
@@ -544,20 +548,45 @@ class AsyncBotClient:
                 "(it stopped reading its stream)"
             ) from None
 
-    def unsolicited(self) -> list[BotMessage]:
-        """Messages that arrived without a request pending (late replies to timed-out
-        requests are not counted: they go to :attr:`discarded`). Raises BotFault when the
+    def unsolicited(self, game_number: int | None = None) -> list[BotMessage]:
+        """Messages that arrived without a request pending. Late replies to timed-out
+        requests are not counted, nor, when ``game_number`` is given, second replies to a
+        request of an earlier game: they go to :attr:`discarded`. Raises BotFault when the
         bot reported an error or the connection broke."""
         found: list[BotMessage] = []
         while self._inbox:
             _, item = self._take()
             message = self._decode(item)
-            if isinstance(message, Decision) and message.request_id in self._timed_out:
-                self._timed_out.discard(message.request_id)
-                self.discarded.append(message)
-            else:
+            if not self._dropped(message, game_number):
                 found.append(message)
         return found
+
+    def _dropped(self, message: BotMessage, game_number: int | None) -> bool:
+        """Whether ``message`` is a reply nobody blames now, put in :attr:`discarded`: late
+        for a timed-out request, or a second reply to a request of a game before
+        ``game_number``, which is over and recorded (it was no fault of this game's)."""
+        if not isinstance(message, Decision):
+            return False
+        request_id = message.request_id
+        if request_id in self._timed_out:
+            self._timed_out.discard(request_id)
+        elif game_number is None or self._answered.get(request_id, game_number) >= game_number:
+            return False
+        else:
+            log.warning(
+                "bot at %s sent a second reply to request %s after game %s was over: dropped",
+                self.address,
+                request_id,
+                self._answered[request_id],
+            )
+        self.discarded.append(message)
+        return True
+
+    def _answer(self, request_id: int, game_number: int) -> None:
+        answered = self._answered
+        answered[request_id] = game_number
+        if len(answered) > ANSWERED_KEPT:
+            del answered[next(iter(answered))]
 
     async def decide(
         self, view: AnyView, clock: Clock, *, game_number: int, timeout: float
@@ -578,7 +607,7 @@ class AsyncBotClient:
                 f"{MAX_REQUEST_BYTES}-byte limit: not sent (the referee's failure, not the bot's)"
             )
         if self._inbox:
-            stray = self.unsolicited()
+            stray = self.unsolicited(game_number)
             if stray:
                 # Whether the duplicate came before this request or after it is a race:
                 # both ways it is named the same.
@@ -596,15 +625,12 @@ class AsyncBotClient:
             at, item = await self._send_then_next(data)
             while True:
                 message = self._decode(item)
-                if isinstance(message, Decision):
-                    if message.request_id == request_id:
-                        self._answered.append(request_id)
-                        return Reply(message.action, at - sent, request_id)
-                    if message.request_id in self._timed_out:  # late: not blamed here
-                        self._timed_out.discard(message.request_id)
-                        self.discarded.append(message)
-                        at, item = await self._next()
-                        continue
+                if isinstance(message, Decision) and message.request_id == request_id:
+                    self._answer(request_id, game_number)
+                    return Reply(message.action, at - sent, request_id)
+                if self._dropped(message, game_number):  # not blamed here
+                    at, item = await self._next()
+                    continue
                 break
         except asyncio.CancelledError:
             if not deadline.passed():  # a cancel from outside goes on
@@ -724,7 +750,7 @@ class BotClient:
 
     @property
     def discarded(self) -> list[Decision]:
-        """Late replies to requests that had already timed out (ignored, kept for the record)."""
+        """Replies ignored: late for a timed-out request, or second replies to an ended game."""
         return self.connection.discarded
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -755,9 +781,9 @@ class BotClient:
         """Send a message that gets no reply (GameStart, GameEnd)."""
         self._run(self.connection.send(message, timeout))
 
-    def unsolicited(self) -> list[BotMessage]:
+    def unsolicited(self, game_number: int | None = None) -> list[BotMessage]:
         """Messages that arrived without a request pending (see AsyncBotClient)."""
-        return self.connection.unsolicited()
+        return self.connection.unsolicited(game_number)
 
     def decide(self, view: AnyView, clock: Clock, *, game_number: int, timeout: float) -> Reply:
         """Ask for a decision and wait at most ``timeout`` seconds (see AsyncBotClient)."""
