@@ -67,6 +67,13 @@ def select_games(where: GameFilter, *, session: Session) -> list[Game]:
     )
 
 
+def exportable(games: Sequence[Game]) -> tuple[list[Game], int]:
+    """The games a game file can hold (the two-player game's), and how many others (classic
+    tables, whose 3-4 seats the format has no place for) were left out."""
+    kept = [g for g in games if g.ruleset == "default"]
+    return kept, len(games) - len(kept)
+
+
 def export_entries(games: Sequence[Game], *, session: Session) -> list[GameEntry]:
     """The entries of ``games`` (in the given order), with their places and seats."""
     labels = submission_labels(session=session)

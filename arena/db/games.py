@@ -464,9 +464,11 @@ def find_games(
 ) -> list[Game]:
     """Stored games matching every given filter, by id (oldest first unless ``newest_first``).
 
-    ``bot`` keeps games in which a version of that bot sat; ``result`` is ``seat0``,
-    ``seat1``, ``draw`` or ``void``, or, with ``bot``, ``win`` or ``loss`` from that bot's
-    side; ``reasons`` keeps games that ended by one of these :class:`GameEndReason` values.
+    ``bot`` keeps games in which a version of that bot sat (at any seat of a table);
+    ``result`` is ``seat0``, ``seat1``, ``draw`` or ``void``, or, with ``bot``, ``win`` or
+    ``loss`` from that bot's side (at a table: a loss when it lost to any seat, a win when
+    it beat one and lost to none); ``reasons`` keeps games that ended by one of these
+    :class:`GameEndReason` values.
     """
     query = select(Game)
     bot_submissions: list[int] = []
@@ -477,9 +479,11 @@ def find_games(
             .where(Bot.name == bot)
         )
         bot_submissions = [sid for sid in found if sid is not None]
+        # A table's other seats are in its JSON list of seats: checked in Python below.
         query = query.where(
             col(Game.seat0_submission_id).in_(bot_submissions)
             | col(Game.seat1_submission_id).in_(bot_submissions)
+            | (col(Game.ruleset) != "default")
         )
     if tournament_id is not None:
         query = query.join(Series, col(Series.id) == col(Game.series_id)).where(
@@ -492,14 +496,15 @@ def find_games(
         in_seat1 = col(Game.seat1_submission_id).in_(bot_submissions)
         if result in ("win", "loss") and bot is None:
             raise InvalidRecordError(f"result {result!r} needs a bot to be seen from")
+        table = col(Game.ruleset) != "default"  # a table's win or loss: decided below
         conditions = {
             "seat0": seat0_won & (col(Game.voided).is_(False)),
             "seat1": seat1_won & (col(Game.voided).is_(False)),
             "draw": (col(Game.result) == GameResult.DRAW.value) & (col(Game.voided).is_(False)),
             "void": col(Game.voided).is_(True),
-            "win": ((in_seat0 & seat0_won) | (in_seat1 & seat1_won))
+            "win": ((in_seat0 & seat0_won) | (in_seat1 & seat1_won) | table)
             & (col(Game.voided).is_(False)),
-            "loss": ((in_seat0 & seat1_won) | (in_seat1 & seat0_won))
+            "loss": ((in_seat0 & seat1_won) | (in_seat1 & seat0_won) | table)
             & (col(Game.voided).is_(False)),
         }
         if result not in conditions:
@@ -520,6 +525,31 @@ def find_games(
         query = query.where(col(Game.voided).is_(False))
     order = col(Game.id).desc() if newest_first else col(Game.id)
     query = query.order_by(order)
-    if limit is not None:
-        query = query.limit(limit)
-    return list(session.exec(query))
+    if bot is None:
+        if limit is not None:
+            query = query.limit(limit)
+        return list(session.exec(query))
+    mine = set(bot_submissions)
+    kept: list[Game] = []
+    for game in session.exec(query):
+        if game.ruleset == "default" or _table_match(game, mine, result):
+            kept.append(game)
+            if limit is not None and len(kept) >= limit:
+                break
+    return kept
+
+
+def _table_match(game: Game, submissions: set[int], result: str | None) -> bool:
+    """Whether one of ``submissions`` sat at table game ``game`` and, for ``result`` ``win``
+    or ``loss``, had that result: a loss when its seat lost to any seat, a win when it beat
+    one and lost to none (as the series score counts a table game)."""
+    seats = [i for i, sid in enumerate(game.seats or ()) if sid in submissions]
+    if not seats:
+        return False
+    if result not in ("win", "loss"):
+        return True
+    pairs = game.pairwise or []
+    lost = any(loser in seats for _, loser in pairs)
+    if result == "loss":
+        return lost
+    return not lost and any(winner in seats for winner, _ in pairs)

@@ -19,6 +19,7 @@ from kryt.errors import UserError
 from kryt.options import MAX_ID, DatabaseOption, open_db
 
 if TYPE_CHECKING:
+    from arena.db.models import Game
     from leaderboard.games_io import GameFilter
 
 app = typer.Typer(
@@ -106,23 +107,25 @@ def list_games(
 
     where = _filter(bot, tournament, result, reason, limit, newest_first=not oldest)
     db = open_db(database, create=False)
-    results = {"seat0": "1-0", "seat1": "0-1", "draw": "½-½"}
-    table = Table(show_edge=False)
-    for column in ("id", "tourn.", "series", "game", "seat 0", "seat 1", "result", "ending"):
-        table.add_column(
-            column, justify="left" if " " in column or column in WORDS else "right", no_wrap=True
-        )
-    table.add_column("moves", justify="right", no_wrap=True)
     with db.read_session() as session:
         games = select_games(where, session=session)
         labels = submission_labels(session=session)
+        tables = any(game.players > 2 for game in games)
+        columns = ["id", "tourn.", "series", "game", "seat 0", "seat 1"]
+        columns += ["seats 2-3"] * tables + ["result", "ending"]
+        table = Table(show_edge=False)
+        for column in columns:
+            left = " " in column or column in WORDS
+            table.add_column(column, justify="left" if left else "right", no_wrap=True)
+        table.add_column("moves", justify="right", no_wrap=True)
         tournaments: dict[int, int] = {}
         for game in games:
             if game.series_id not in tournaments:
                 series = get_series(game.series_id, session=session)
                 tournaments[game.series_id] = series.tournament_id
-            seats = (game.seat0_submission_id, game.seat1_submission_id)
+            seats = game.seats or (game.seat0_submission_id, game.seat1_submission_id)
             names = ["{} {}".format(*labels.get(s, (str(s), "?"))) for s in seats]
+            more = [Text(visible(", ".join(names[2:])))] * tables
             table.add_row(
                 str(game.id),
                 str(tournaments[game.series_id]),
@@ -130,7 +133,8 @@ def list_games(
                 f"{game.number}" + (f"/{game.attempt}" if game.attempt > 1 else ""),
                 Text(visible(names[0])),
                 Text(visible(names[1])),
-                "void" if game.voided else results.get(game.result or "", "?"),
+                *more,
+                _result_cell(game),
                 Text(_ending(game.end_reason, game.forfeit_detail)),
                 str(game.move_count),
             )
@@ -167,7 +171,7 @@ def export(
 ) -> None:
     """Write games (all, or those matching the filters) as a game file, CSV or JSON."""
     from leaderboard.gamefile import format_games, to_csv, to_json
-    from leaderboard.games_io import export_entries, select_games
+    from leaderboard.games_io import export_entries, exportable, select_games
 
     chosen = format or {".csv": "csv", ".json": "json"}.get(Path(file).suffix.lower(), "text")
     if chosen not in FORMATS:
@@ -175,8 +179,17 @@ def export(
     where = _filter(bot, tournament, result, reason, None)
     db = open_db(database, create=False)
     with db.read_session() as session:
-        entries = export_entries(select_games(where, session=session), session=session)
+        games, tables = exportable(select_games(where, session=session))
+        if tables and not games:
+            raise UserError(
+                f"nothing to export: the {tables} games chosen are classic-table games, which"
+                " a game file cannot hold (it has two seats)",
+                hint="kryt leaderboard --html DIR exports a site with every game",
+            )
+        entries = export_entries(games, session=session)
     text = {"text": format_games, "csv": to_csv, "json": to_json}[chosen](entries)
+    if tables:
+        typer.echo(f"left out {tables} classic-table games (a game file has two seats)", err=True)
     if file == "-":
         sys.stdout.write(text)
         return
@@ -185,6 +198,18 @@ def export(
     except OSError as exc:
         raise UserError(f"cannot write {_shown_path(file)}: {exc.strerror or exc}") from None
     typer.echo(f"wrote {len(entries)} games to {_shown_path(file)} ({chosen})", err=True)
+
+
+def _result_cell(game: Game) -> str:
+    """A game's result in the list: 1-0, 0-1 or ½-½, and at a table the seat that lost
+    (``limit`` when the turn limit decided it, ``draw`` when nobody lost)."""
+    if game.voided:
+        return "void"
+    if game.ruleset == "default":
+        return {"seat0": "1-0", "seat1": "0-1", "draw": "½-½"}.get(game.result or "", "?")
+    if game.loser_seat is not None:
+        return f"s{game.loser_seat} lost"
+    return "limit" if game.pairwise else "draw"
 
 
 def _shown_path(path: str | Path) -> str:

@@ -21,8 +21,9 @@ from arena.tournament.extend import seed_chain
 from arena.tournament.seeds import deal_problems
 from kryt.errors import ExitCode
 from kryt.options import MAX_ID, DatabaseOption, open_db
+from referee.record import GameRecord
 from referee.replay import verify
-from referee.rules import Card
+from referee.rules import Game
 from sandbox.death import printable
 
 out = Console()
@@ -45,10 +46,12 @@ def replay(
         row = get_game(game_id, session=session)
         series = get_series(row.series_id, session=session)
         labels = submission_labels(session=session)
-        seats = (row.seat0_submission_id, row.seat1_submission_id)
+        seats = (
+            tuple(row.seats) if row.seats else (row.seat0_submission_id, row.seat1_submission_id)
+        )
         names = tuple("{} {}".format(*labels.get(s, (str(s), "?"))) for s in seats)
         try:
-            record = stored_record(row, (names[0], names[1]))
+            record = stored_record(row, names)
         except InvalidRecordError as exc:
             out.print(Text("mismatch", style="red") + Text(f": {printable(str(exc))}"))
             raise typer.Exit(ExitCode.FAILED) from None
@@ -73,17 +76,20 @@ def replay(
             f" tournament {series.tournament_id}"
         )
         result_code, game_ref = row.result, row.id
-    trump = Card.parse(record.deck[6]).suit
+    # The deal as either ruleset lays it out: its trump and face-up card.
+    dealt = Game.from_deck(
+        record.deck, record.dealer, players=record.seats, ruleset=record.ruleset
+    ).view(0)
     # Everything a bot controls (names, what it sent, details) is printed as plain text,
     # never as Rich markup, and with control characters made visible.
     out.print(Text(f"Game {game_ref}: {where}", style="bold"))
     out.print(
-        Text(f"seat 0: {printable(names[0])}    seat 1: {printable(names[1])}    dealer: seat ")
-        + Text(str(record.dealer))
+        Text("    ".join(f"seat {i}: {printable(name)}" for i, name in enumerate(names)))
+        + Text(f"    dealer: seat {record.dealer}")
     )
     out.print(
         Text(
-            f"trump {trump.symbol} (face up {record.deck[6]})    referee"
+            f"trump {dealt.trump.symbol} (face up {dealt.face_up})    referee"
             f" {printable(record.referee_version)}"
         )
     )
@@ -109,10 +115,9 @@ def replay(
             "",
         )
     out.print(table)
-    result = {"seat0": f"{names[0]} wins", "seat1": f"{names[1]} wins", "draw": "draw"}
     out.print(
         Text("result: ")
-        + Text(printable(result.get(result_code or "", "none (voided)")), style="bold")
+        + Text(printable(_result_text(record, result_code, names)), style="bold")
         + Text(f" by {record.ending.value}")
     )
     if record.forfeit is not None:
@@ -144,3 +149,18 @@ def replay(
     for problem in problems:
         out.print(Text("mismatch", style="red") + Text(f": {printable(problem)}"))
     raise typer.Exit(ExitCode.FAILED)
+
+
+def _result_text(record: GameRecord, result_code: str | None, names: tuple[str, ...]) -> str:
+    """The stored result in words: the winner of the two-player game, or a table's loser
+    and, at its turn limit, who beat whom."""
+    if record.voided or result_code is None:
+        return "none (voided)"
+    if record.ruleset == "default":
+        won = {"seat0": f"{names[0]} wins", "seat1": f"{names[1]} wins"}
+        return won.get(result_code, "draw")
+    if record.loser is not None:
+        return f"{names[record.loser]} loses"
+    if record.pairwise:
+        return "; ".join(f"{names[w]} beats {names[x]}" for w, x in record.pairwise)
+    return "draw"
