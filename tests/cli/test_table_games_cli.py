@@ -83,7 +83,8 @@ def test_an_export_leaves_out_the_table_games_in_one_line(
 def _listed(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> set[int]:
     code, out, err = kryt(capsys, "games", "list", *args, "-d", str(db))
     assert code == ExitCode.OK, err
-    return {int(m) for m in re.findall(r"^\s*(\d+)\s", out, flags=re.MULTILINE)}
+    # The table's rows start with the game id and a column rule ("N games; ..." does not).
+    return {int(m) for m in re.findall(r"^\s*(\d+)\s*│", out, flags=re.MULTILINE)}
 
 
 @pytest.mark.parametrize("bot", ["greedy", "random", "mc"])
