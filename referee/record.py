@@ -13,6 +13,7 @@ is the other seat at a table of two and ``None`` at a larger table.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -187,14 +188,8 @@ class GameRecord:
         return () if self.winner is None else ((self.winner, 1 - self.winner),)
 
     def outcome(self, seat: int) -> str:
-        """``win``, ``loss`` or ``draw`` of ``seat`` in a counted game: a loss when it lost
-        to anyone, a win when it beat someone and lost to nobody, else a draw."""
-        pairs = self.pair_results()
-        if any(x == seat for _, x in pairs):
-            return "loss"
-        if any(w == seat for w, _ in pairs):
-            return "win"
-        return "draw"
+        """``win``, ``loss`` or ``draw`` of ``seat`` in a counted game (:func:`seat_outcome`)."""
+        return seat_outcome(self.pair_results(), seat)
 
     @property
     def voided(self) -> bool:
@@ -208,6 +203,18 @@ class GameRecord:
         if self.winner is None:
             return 0.5
         return 1.0 if self.winner == seat else 0.0
+
+
+def seat_outcome(pairwise: Iterable[Sequence[int]], seat: int) -> str:
+    """``win``, ``loss`` or ``draw`` of ``seat`` in a game of these ``(winner, loser)`` seat
+    pairs: a loss when it lost to anyone, a win when it beat someone and lost to nobody, else
+    a draw (how a series counts a table game)."""
+    pairs = list(pairwise)
+    if any(x == seat for _, x in pairs):
+        return "loss"
+    if any(w == seat for w, _ in pairs):
+        return "win"
+    return "draw"
 
 
 _DEFAULT_ONLY: Final = frozenset({GameEndReason.OUT, GameEndReason.DRAW_BY_FINAL_ANSWER})

@@ -21,7 +21,7 @@ from arena.db.models import Bot, Game, Series, Submission
 from arena.db.records import CARD_RE, DECK_SIZE
 from arena.db.types import utcnow
 from referee.protocol.messages import GameEndReason, TimeControl
-from referee.record import Forfeit, GameRecord, clip
+from referee.record import Forfeit, GameRecord, clip, seat_outcome
 
 
 @dataclass(frozen=True)
@@ -541,15 +541,11 @@ def find_games(
 
 def _table_match(game: Game, submissions: set[int], result: str | None) -> bool:
     """Whether one of ``submissions`` sat at table game ``game`` and, for ``result`` ``win``
-    or ``loss``, had that result: a loss when its seat lost to any seat, a win when it beat
-    one and lost to none (as the series score counts a table game)."""
+    or ``loss``, had that result as the series score counts it (:func:`seat_outcome`)."""
     seats = [i for i, sid in enumerate(game.seats or ()) if sid in submissions]
     if not seats:
         return False
     if result not in ("win", "loss"):
         return True
-    pairs = game.pairwise or []
-    lost = any(loser in seats for _, loser in pairs)
-    if result == "loss":
-        return lost
-    return not lost and any(winner in seats for winner, _ in pairs)
+    outcomes = {seat_outcome(game.pairwise or (), seat) for seat in seats}
+    return result in outcomes and (result == "loss" or "loss" not in outcomes)
