@@ -45,6 +45,7 @@ from referee.rules import (
     Game,
     IllegalActionError,
     InvalidActionError,
+    View,
 )
 from referee.synchronous import drive
 from referee.timecontrol import GameClock
@@ -392,6 +393,31 @@ def _after(before: SeriesScore, record: GameRecord, seat: int) -> SeriesScore:
     )
 
 
+def final_view(game: AnyGame, record: GameRecord, seat: int) -> AnyView:
+    """``seat``'s view in GameEnd: the game over, whoever ended it.
+
+    A forfeit or a void ends the game outside the rules, where the engine's view would still
+    show it running (a seat to move, legal actions): there the view says it is over, with the
+    record's winner (the default game) or loser (a table), nobody to move and no legal
+    actions. Its ``reason`` stays an ending under the rules, so it is unset there: GameEnd's
+    own ``reason`` says how the game ended.
+    """
+    view = game.view(seat)
+    if view.over:
+        return view
+    if isinstance(view, View):
+        return replace(view, over=True, to_move=None, legal_actions=(), outcome=record.winner)
+    return replace(
+        view,
+        over=True,
+        to_move=None,
+        legal_actions=(),
+        leader=None,
+        defender=None,
+        loser=record.loser,
+    )
+
+
 async def _announce_end(
     players: Sequence[AsyncPlayer],
     game: AnyGame,
@@ -410,7 +436,7 @@ async def _announce_end(
                     winner=record.winner,
                     reason=record.ending,
                     detail=detail,
-                    view=game.view(seat),
+                    view=final_view(game, record, seat),
                     deck=game.deck or (),
                     score=_after(scores[seat], record, seat),
                     loser=record.loser,

@@ -468,12 +468,17 @@ class View(_message.Message):
     to_move: _builtins.int
     """absent when the game is over"""
     over: _builtins.bool
-    """(1 - dealer) if i is even, else by dealer"""
+    """(1 - dealer) if i is even, else by dealer
+    true in GameEnd's view, however the game ended
+    """
     winner: _builtins.int
-    """absent while running and on a draw"""
+    """absent while running, on a draw and in a void game"""
     reason: Global___EndReason.ValueType
-    """UNSPECIFIED while running"""
+    """an ending under the rules (1-3) once over by them;"""
     turn_limit: _builtins.int
+    """UNSPECIFIED while running and after a forfeit or
+    a void (GameEnd.reason says which)
+    """
     final_cover: _builtins.str
     """the automatic final cover in a drawn game, else "" """
     @_builtins.property
@@ -606,10 +611,11 @@ class TableView(_message.Message):
     """absent when the game is over"""
     turn_limit: _builtins.int
     over: _builtins.bool
+    """true in GameEnd's view, however the game ended"""
     loser: _builtins.int
-    """absent while running and on a draw"""
+    """absent while running, on a draw and in a void game"""
     reason: Global___EndReason.ValueType
-    """LAST_HOLDER, ALL_OUT or TURN_LIMIT once over"""
+    """LAST_HOLDER, ALL_OUT or TURN_LIMIT once over by the"""
     @_builtins.property
     def hand(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
