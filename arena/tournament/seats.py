@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import NoReturn
 
 from referee.client import AsyncBotClient, BotClient, BotFault, Reply
 from referee.match import AsyncPlayer, Player
@@ -89,8 +90,10 @@ class SandboxSlot:
 
     def player(self, handshake: Handshake) -> Player:
         """The running, handshaken bot; (re)started when it is not running or has failed."""
-        if self._client is not None and not self._failed and self._alive():
-            return _Watched(self._client, self)
+        if self._client is not None and not self._failed:
+            if self._alive():
+                return _Watched(self._client, self)
+            self._died_between_games()
         self._prepare_start()
         running = self._start(connect=True)
         client = running.client
@@ -109,8 +112,10 @@ class SandboxSlot:
         """:meth:`player` for a referee on an event loop: the sandbox's blocking work runs
         in worker threads, and the connection is an AsyncBotClient of the running loop."""
         client = self._async_client
-        if client is not None and not self._failed and await asyncio.to_thread(self._alive):
-            return _AsyncWatched(client, self)
+        if client is not None and not self._failed:
+            if await asyncio.to_thread(self._alive):
+                return _AsyncWatched(client, self)
+            await asyncio.to_thread(self._died_between_games)
         await asyncio.to_thread(self._prepare_start)
         running = await asyncio.to_thread(self._start, connect=False)
         with self._start_errors():
@@ -125,6 +130,25 @@ class SandboxSlot:
         self._async_client = client
         self._failed = False
         return _AsyncWatched(client, self)
+
+    def _died_between_games(self) -> NoReturn:
+        """The bot ended after its last game and before this one: it forfeits this game.
+
+        Dying between games is a crash like any other (or the sandbox limit it hit), not a
+        free restart; closing the stream there forfeits the next game too. It is restarted
+        for the game after. Raises InfrastructureError instead when the sandbox was stopped
+        from outside the bot (see :meth:`diagnose`): then the game is ours to replay.
+        """
+        self._failed = True  # whatever is raised below, the next game starts a new bot
+        running = self._running
+        report = running.death() if running is not None else None
+        verdict = self.diagnose()
+        how = f" ({report.describe()})" if report is not None else ""
+        raise BotStartError(
+            f"{self.name} exited between games{how}; it forfeits this game and is restarted"
+            " for the next",
+            reason=verdict or GameEndReason.CRASH,
+        )
 
     def _prepare_start(self) -> None:
         """Refuse while closing; stop the bot that ran before (ours if that fails)."""

@@ -5,15 +5,22 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
 from arena.tournament.config import SandboxSettings
 from arena.tournament.seats import SandboxSlot
-from referee.protocol.messages import GameEndReason, TimeControl
+from referee.protocol.messages import GameEnd, GameEndReason, SeriesScore, TimeControl
 from referee.record import GameRecord
-from referee.series import SeriesConfig, SeriesResult, run_series
+from referee.series import (
+    BotStartError,
+    SeriesConfig,
+    SeriesResult,
+    run_series,
+    series_handshake,
+)
 from sandbox import choose_backend, load_submission
 
 BOTS = Path(__file__).parent / "bots"
@@ -180,3 +187,50 @@ def test_a_reply_over_the_size_limit_is_a_malformed_reply() -> None:
     record = result.games[1]
     assert record.forfeit is not None and "limit" in record.forfeit.detail
     assert len(record.forfeit.offending_input) < 200  # the 100 MB are not kept
+
+
+def test_a_bot_that_dies_between_games_forfeits_the_next_one() -> None:
+    """Dying after a game and before the next is a crash like any other, not a free restart
+    (closing the stream there forfeits the next game too); the game after is played on a
+    restarted bot. Whether the death is seen before GameStart or while sending it is a race:
+    both ways the next game is a crash."""
+    result, slots = series_against_greedy("exits-after-game", games=3)
+    assert len(result.games) == 3
+    crashed = forfeits(result)
+    assert [g.forfeit.seat for g in crashed if g.forfeit] == [0], crashed
+    assert crashed[0] is result.games[2]
+    assert crashed[0].forfeit is not None
+    assert crashed[0].forfeit.reason is GameEndReason.CRASH
+    assert result.games[1].moves and result.games[3].moves
+    assert slots[0].starts == 2  # game 1's bot, then game 3's
+
+
+def test_a_bot_found_dead_before_a_game_forfeits_it_as_a_crash() -> None:
+    """The slot itself: a bot that is no longer running when its next game begins forfeits
+    that game (CRASH, saying so), and the slot starts a new bot for the game after."""
+    backend = choose_backend("process", allow_unsafe=True)
+    limits = SandboxSettings(startup_seconds=STARTUP_SECONDS).limits()
+    slot = SandboxSlot(
+        backend,
+        load_submission(BOTS / "exits-after-game"),
+        name="exits-after-game",
+        limits=limits,
+        label="kryt-test-dead-between-games",
+        trusted=True,
+    )
+    handshake = series_handshake(SeriesConfig(games=3, seed=7), "nobody")
+    try:
+        player = slot.player(handshake)
+        player.send(GameEnd(1, None, GameEndReason.TURN_LIMIT, "", None, (), SeriesScore(draws=1)))
+        deadline = time.monotonic() + 60
+        while slot._alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not slot._alive()
+        with pytest.raises(BotStartError, match="exited between games") as caught:
+            slot.player(handshake)
+        assert caught.value.reason is GameEndReason.CRASH
+        assert slot.starts == 1
+        slot.player(handshake)  # restarted for the next game
+        assert slot.starts == 2 and slot._alive()
+    finally:
+        slot.close()
