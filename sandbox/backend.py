@@ -576,6 +576,15 @@ class Backend(ABC):
         """``"<name>: <reason>"`` for start-up logs."""
         return f"{self.name}: {self.reason}" if self.reason else self.name
 
+    def cpu_clock_problem(self) -> str | None:
+        """Why this backend cannot measure a bot's CPU time here (one line), or None.
+
+        A CPU clock (``TimeControl.clock == "cpu"``) needs it; where it is missing the
+        runner plays on the wall clock and says so, rather than record a clock it did not
+        keep.
+        """
+        return None
+
     def untrusted_problem(self) -> str | None:
         """Why this backend would refuse untrusted bots here (one line), or None.
 

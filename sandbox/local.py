@@ -619,6 +619,13 @@ class BwrapBackend(Backend):
         else:
             self.uid, self.gid = os.geteuid(), os.getegid()
 
+    def cpu_clock_problem(self) -> str | None:
+        """A bot's CPU time is read from its cgroup: none here, no CPU clock."""
+        layout = cgroup_layout()
+        if isinstance(layout, str):
+            return f"bwrap has no per-bot cgroup to measure a bot's CPU time: {layout}"
+        return None
+
     def untrusted_problem(self) -> str | None:
         """Why untrusted bots are refused here: no per-bot cgroup or no socket tmpfs."""
         layout = cgroup_layout()
@@ -1029,6 +1036,10 @@ class ProcessBackend(Backend):
             sdk = project_package_dirs().get("sdk")
             trusted_roots = [sdk / "examples"] if sdk else []
         self.trusted_roots = [Path(p).resolve() for p in trusted_roots]
+
+    def cpu_clock_problem(self) -> str | None:
+        """Plain processes are not accounted: no CPU clock."""
+        return "the process sandbox does not measure a bot's CPU time"
 
     def untrusted_problem(self) -> str | None:
         """Untrusted bots are refused unless ``allow_unsafe`` (``--unsafe``)."""

@@ -127,6 +127,7 @@ class PreparedExecutor:
         dask: Any,
         where: str,
         untrusted_problem: str | None = None,
+        cpu_clock_problem: str | None = None,
     ) -> None:
         self.name = name
         self._local = local
@@ -134,6 +135,8 @@ class PreparedExecutor:
         self.where = where
         self.untrusted_problem = untrusted_problem
         """Why this machine's sandbox refuses untrusted bots (local executor), or None."""
+        self.cpu_clock_problem = cpu_clock_problem
+        """Why this machine's sandbox cannot keep a CPU clock (local executor), or None."""
 
     def sweep(self, prefix: str) -> int:
         """Remove sandboxes of dead runners with this label prefix (on every worker)."""
@@ -197,6 +200,7 @@ def prepare_executor(
             None,
             "here",
             untrusted_problem=backend.untrusted_problem(),
+            cpu_clock_problem=backend.cpu_clock_problem(),
         )
     from arena.tournament.dask_executor import (
         DaskExecutor,

@@ -248,6 +248,15 @@ def play(
         from arena.tournament.seeds import draw_seed
 
         seed = str(draw_seed())
+    try:
+        sandbox = choose_backend(backend_choice(backend, sandbox_alias), allow_unsafe=False)
+    except ValueError as exc:  # an unknown backend name (an unusable one is a SandboxError)
+        raise UserError(f"--backend: {exc}") from None
+    err.print(f"sandbox: [bold]{sandbox.describe()}[/bold]")
+    problem = sandbox.cpu_clock_problem() if clock == "cpu" else None
+    if problem:
+        err.print(Text(f"warning: --clock cpu: {problem}; moves are charged wall time"))
+        clock = "wall"
     control = _time_control(move_seconds, bank_seconds, clock, increment_seconds)
     shared, per_bot = _time_options(time or [], control)
     base = SeriesConfig(
@@ -258,11 +267,6 @@ def play(
         book=decks,
     )
     configs = pairing_configs(base, jobs)
-    try:
-        sandbox = choose_backend(backend_choice(backend, sandbox_alias), allow_unsafe=False)
-    except ValueError as exc:  # an unknown backend name (an unusable one is a SandboxError)
-        raise UserError(f"--backend: {exc}") from None
-    err.print(f"sandbox: [bold]{sandbox.describe()}[/bold]")
     limits = SandboxSettings().limits()
 
     # Archives are unpacked into a temporary folder that lives as long as the run.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -521,6 +522,16 @@ def run(
     with _prepare(
         config, executor=executor, scheduler=scheduler, worker_store=worker_store
     ) as prepared:
+        if config.time_control.clock == "cpu" and prepared.cpu_clock_problem:
+            # Charged on the wall clock anyway: the stored config and every record say so.
+            config = replace(config, time_control=replace(config.time_control, clock="wall"))
+            console.print(
+                Text(
+                    f"warning: clock cpu: {prepared.cpu_clock_problem}; this tournament"
+                    " charges moves wall time (clock wall)"
+                ),
+                soft_wrap=True,
+            )
         try:
             tournament_id = create(
                 config, db=db, store=store, untrusted_problem=prepared.untrusted_problem

@@ -115,3 +115,16 @@ def test_a_bad_book_names_its_line_and_token(
     )
     assert code == ExitCode.BAD_INPUT
     assert "line 2, card 36: 'ZZ' is not a card" in err and "Traceback" not in err
+
+
+def test_a_cpu_clock_the_sandbox_cannot_keep_is_the_wall_clock_and_says_so(
+    capsys: pytest.CaptureFixture[str], slow_bot: Path
+) -> None:
+    """Plain processes are not accounted: ``--clock cpu`` there charges wall time, and says
+    so up front (sleeping would cost the bot nothing on a CPU clock)."""
+    args = ("play", str(slow_bot), "builtin:greedy", "-n", "2", "-v", "--backend", "process")
+    code, out, err = kryt(capsys, *args, "--clock", "cpu", "--time", "1=0.05+0.3")
+    assert code == 0, err
+    assert "warning: --clock cpu: the process sandbox does not measure a bot's CPU time" in err
+    lines = ending_lines(out)
+    assert len(lines) == 2 and all("greedy 1.0.0 wins by timeout" in line for line in lines)

@@ -119,3 +119,24 @@ def test_config_errors_name_the_setting(folder: Path) -> None:
     assert loaded.control_of("greedy", "1.0.0") == loaded.time_control
     assert loaded.time_control.increment_ms == 250
     assert TournamentConfig.from_json(loaded.to_json()) == loaded
+
+
+def test_a_cpu_clock_the_sandbox_cannot_keep_is_stored_as_the_wall_clock(
+    capsys: pytest.CaptureFixture[str], folder: Path
+) -> None:
+    """The process sandbox measures no CPU time: the tournament warns, runs on the wall clock
+    and stores that clock (its config and every game's controls), not the one asked for."""
+    code, _, err = kryt(
+        capsys, "tournament", "run", str(EXAMPLES / "random"), str(EXAMPLES / "greedy"),
+        "--games", "2", "--clock", "cpu", "--backend", "process",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "warning: clock cpu: the process sandbox does not measure a bot's CPU time" in err
+    db = open_database(str(folder / "kryt.db"))
+    with db.read_session() as session:
+        rows = session.exec(select(Game)).all()
+        records = [stored_record(g) for g in rows]
+        stored = get_tournament(1, session=session).config
+    assert TournamentConfig.from_json(dict(stored)).time_control.clock == "wall"
+    assert len(records) == 2
+    assert all(c.clock == "wall" for r in records for c in r.time_controls)
