@@ -469,6 +469,8 @@ class AsyncBotClient:
         except asyncio.InvalidStateError:  # the stream had already ended: say how
             self.closed = True
             code, details = await call.code(), await call.details()
+            if code is grpc.StatusCode.OK:  # the bot ended its side of the stream itself
+                raise BotCrashedError(f"bot at {self.address} closed the stream") from None
             raise BotCrashedError(
                 f"connection to bot at {self.address} lost: {code.name}: {details}"
             ) from None
@@ -641,11 +643,12 @@ class AsyncBotClient:
             ) from None
         finally:
             deadline.stop()
-        what = (
-            f"a second reply to request {message.request_id}"
-            if isinstance(message, Decision) and message.request_id in self._answered
-            else f"{type(message).__name__} instead of the reply to request {request_id}"
-        )
+        if isinstance(message, Decision) and message.request_id in self._answered:
+            what = f"a second reply to request {message.request_id}"
+        elif isinstance(message, Decision):
+            what = f"a reply to request {message.request_id}, not to the pending {request_id}"
+        else:
+            what = f"{type(message).__name__} instead of the reply to request {request_id}"
         raise UnexpectedReplyError(f"bot sent {what}", repr(message))
 
     async def shutdown(self, reason: str, timeout: float = 2.0) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import threading
 import time
+from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -14,6 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from referee.client import (
     ANSWERED_KEPT,
+    AsyncBotClient,
     BotClient,
     BotCrashedError,
     BotTimeoutError,
@@ -32,21 +35,30 @@ from referee.protocol.messages import (
     Decision,
     DecisionRequest,
     GameEndReason,
+    GameStart,
     Handshake,
     HandshakeReply,
     RefereeMessage,
+    SeriesScore,
     Shutdown,
     TimeControl,
 )
-from referee.protocol.wire import PLAY_PATH, SERVICE
+from referee.protocol.wire import (
+    PLAY_METHOD,
+    PLAY_PATH,
+    SERVICE,
+    decode_referee_message,
+    encode_bot_message,
+)
 from referee.record import REFEREE_VERSION
 from referee.rules import Action, Game, View
 from referee.series import game_seed
 from sdk.bot import Bot, GameContext, GameResult, SeriesInfo
 from sdk.examples.greedy.bot import GreedyBot
 from sdk.examples.random.bot import RandomBot
+from sdk.server import GRPC_OPTIONS
 from sdk.tools.local import LocalPlayer, run_series
-from tests.protocol.helpers import raw_server, served
+from tests.protocol.helpers import raw_server, served, serving
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -221,8 +233,13 @@ def test_a_reply_to_another_request_is_detected() -> None:
 
     with raw_server(wrong_id) as address, BotClient(address) as client:
         client.handshake(_handshake(), timeout=PATIENT)
-        with pytest.raises(UnexpectedReplyError, match="instead of the reply to request"):
+        with pytest.raises(
+            UnexpectedReplyError, match=r"a reply to request (\d+), not to the pending"
+        ) as caught:
             _decide(client)
+        # It names both ids: the one the bot echoed is 7 more than the pending one.
+        found = re.search(r"request (\d+), not to the pending (\d+)", str(caught.value))
+        assert found is not None and int(found[1]) == int(found[2]) + 7
 
 
 def test_a_reply_before_any_request_is_detected() -> None:
@@ -469,3 +486,30 @@ def test_the_answered_requests_kept_are_bounded() -> None:
         time.sleep(0.2)  # let the duplicate arrive
         with pytest.raises(UnexpectedReplyError, match="a second reply to request"):
             _decide(client)
+
+
+def test_a_bot_that_ends_its_stream_after_the_handshake_is_said_to_have_closed_it() -> None:
+    """Ending the stream cleanly (status OK) is named as such, not as a lost connection
+    with an empty status ("lost: OK: ")."""
+
+    def play(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+        for data in requests:
+            for out in _fine(decode_referee_message(data)):
+                yield out if isinstance(out, bytes) else encode_bot_message(out)
+            return  # after the handshake: a clean end of the stream
+
+    handler = grpc.stream_stream_rpc_method_handler(play)
+
+    async def main(address: str) -> str:
+        async with AsyncBotClient(address) as client:
+            await client.handshake(_handshake(), timeout=PATIENT)
+            start = GameStart(1, 0, 1, SeriesScore(), "opp", TimeControl(1000, 10_000), 100)
+            with pytest.raises(BotCrashedError) as caught:
+                # Whether the write or the read meets the end first is a race: both say so.
+                await client.send(start)
+                await client.decide(_view(), CLOCK, game_number=1, timeout=PATIENT)
+            return str(caught.value)
+
+    with serving(SERVICE, {PLAY_METHOD: handler}, options=GRPC_OPTIONS) as address:
+        message = asyncio.run(main(address))
+    assert "closed the stream" in message and "OK" not in message, message
