@@ -197,6 +197,8 @@ def headers(entry: GameEntry) -> dict[str, str]:
         fields["ForfeitSeat"] = str(record.forfeit.seat)
         fields["ForfeitInput"] = record.forfeit.offending_input
         fields["ForfeitDetail"] = record.forfeit.detail
+    elif record.double_forfeit_detail:
+        fields["ForfeitDetail"] = record.double_forfeit_detail  # no seat: why neither started
     if record.final_cover is not None:
         fields["FinalCover"] = record.final_cover
     if record.voided:
@@ -382,6 +384,9 @@ def entry_from_fields(
             forfeit=forfeit,
             final_cover=fields.get("FinalCover"),
             void_reason=fields.get("VoidReason", ""),
+            double_forfeit_detail=(
+                fields.get("ForfeitDetail", "") if ending is GameEndReason.DOUBLE_FORFEIT else ""
+            ),
             referee_version=_field(fields, "Referee", where),
             players=(seats[0].label, seats[1].label),
             started=started,
@@ -631,7 +636,7 @@ def to_csv(entries: Iterable[GameEntry]) -> str:
                 result_token(record),
                 record.ending.value,
                 "" if record.forfeit is None else record.forfeit.seat,
-                "" if record.forfeit is None else record.forfeit.detail,
+                record.double_forfeit_detail if record.forfeit is None else record.forfeit.detail,
                 len(record.moves),
                 ";".join(f"{m.seat}:{m.action}" for m in record.moves),
                 _stamp(record.started),

@@ -96,8 +96,16 @@ class GameRecord:
     time_controls: tuple[TimeControl, ...] = ()
     """Each seat's time control in this game, seat 0 first (bots may play under different
     controls); empty in records made before controls were recorded."""
+    double_forfeit_detail: str = ""
+    """A double forfeit: why no bot could start (each seat's failure, as the last attempt
+    saw it); empty for every other ending (and in records made before it was kept)."""
 
     def __post_init__(self) -> None:
+        if self.double_forfeit_detail and self.ending is not GameEndReason.DOUBLE_FORFEIT:
+            raise ValueError(
+                f"a {self.ending.value!r} game has no double-forfeit detail,"
+                f" got {self.double_forfeit_detail!r}"
+            )
         if self.time_controls and len(self.time_controls) != self.seats:
             raise ValueError(
                 f"{self.seats} seats need {self.seats} time controls, got {self.time_controls!r}"

@@ -11,7 +11,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import partial
 from typing import Protocol
@@ -497,10 +497,12 @@ def _double_forfeit(
     deck: tuple[Card, ...],
     dealer: int,
     names: tuple[str, str],
-    _failure: InfrastructureError,
+    failure: InfrastructureError,
 ) -> GameRecord:
-    """Still neither starts: both forfeit. Nobody can win, so it counts as a draw."""
-    return _unplayed(config, deck, dealer, names, None)
+    """Still neither starts: both forfeit. Nobody can win, so it counts as a draw; the
+    record keeps why (both failures of the last attempt)."""
+    record = _unplayed(config, deck, dealer, names, None)
+    return replace(record, double_forfeit_detail=clip(str(failure)))
 
 
 def _unplayed(

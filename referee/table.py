@@ -326,6 +326,7 @@ def _unplayed(
         finished=now,
         ruleset=CLASSIC_RULESET,
         seats=len(names),
+        double_forfeit_detail=clip(f"no bot could start: {failures}"),
     )
 
 

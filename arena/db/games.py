@@ -233,7 +233,8 @@ def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
         "end_reason": record.ending.value,
         "forfeit_seat": None if forfeit is None else forfeit.seat,
         "forfeit_input": (clip(forfeit.offending_input) or None) if forfeit else None,
-        "forfeit_detail": (clip(forfeit.detail) or None) if forfeit else None,
+        # A double forfeit has no offender; the column keeps why no bot could start.
+        "forfeit_detail": clip(forfeit.detail if forfeit else record.double_forfeit_detail) or None,
         "final_cover": record.final_cover,
         "voided": record.voided,
         "void_reason": clip(record.void_reason) if record.voided else None,
@@ -292,6 +293,9 @@ def _stored_record(game: Game, players: tuple[str, ...] | None) -> GameRecord:
         forfeit=forfeit,
         final_cover=game.final_cover,
         void_reason=(game.void_reason or "voided") if game.voided else "",
+        double_forfeit_detail=(
+            (game.forfeit_detail or "") if ending is GameEndReason.DOUBLE_FORFEIT else ""
+        ),
         referee_version=game.referee_version,
         players=names,
         started=game.started_at.timestamp(),

@@ -307,7 +307,9 @@ def never_played(tournament_id: int, *, session: Session) -> dict[int, str]:
             mine = game.forfeit_seat is not None and seats[game.forfeit_seat] == sub
             if game.end_reason == "startup failure" and mine:
                 details.append(game.forfeit_detail or "")
-            elif game.end_reason != "double forfeit":
+            elif game.end_reason == "double forfeit":
+                details.append(game.forfeit_detail or "")  # both bots' failures
+            else:
                 break
         else:
             idle[sub] = next((d for d in details if d), "it never started")

@@ -133,6 +133,8 @@ def replay(
         )
         if rest:
             out.print(Text(printable(rest, keep_newlines=True)), soft_wrap=True)
+    if record.double_forfeit_detail:
+        out.print(Text(f"neither bot played: {printable(record.double_forfeit_detail)}"))
     if record.voided:
         out.print(Text("voided", style="yellow") + Text(f": {printable(record.void_reason)}"))
     if not verify_:

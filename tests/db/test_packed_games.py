@@ -101,6 +101,20 @@ def _table_records(seats: int) -> list[GameRecord]:
             loser=offender,
             pairwise=tuple((s, offender) for s in range(seats) if s != offender),
         ),
+        GameRecord(  # nobody could start: the record keeps why
+            deck=deck2,
+            dealer=1,
+            turn_limit=500,
+            moves=(),
+            ending=GameEndReason.DOUBLE_FORFEIT,
+            winner=None,
+            players=names,
+            started=1_780_000_040.5,
+            finished=1_780_000_040.5,
+            ruleset="classic",
+            seats=seats,
+            double_forfeit_detail="no bot could start: a crashed; b timed out",
+        ),
     ]
 
 

@@ -48,6 +48,10 @@ def record(**kw: object) -> GameRecord:
             },
             "forfeit 'timeout' but 'crash'",
         ),
+        (
+            {"ending": GameEndReason.TURN_LIMIT, "winner": None, "double_forfeit_detail": "x"},
+            "no double-forfeit detail",
+        ),
     ],
 )
 def test_inconsistent_records_are_refused(fields: dict[str, object], message: str) -> None:

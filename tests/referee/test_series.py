@@ -234,4 +234,8 @@ def test_when_neither_bot_starts_the_game_is_retried_then_a_double_forfeit() -> 
     for record in result.games.values():
         assert record.ending is GameEndReason.DOUBLE_FORFEIT and record.winner is None
         assert record.forfeit is None and record.moves == ()
+        # The record keeps why: both failures of the last attempt.
+        detail = record.double_forfeit_detail
+        assert detail.startswith("neither bot could start: ")
+        assert detail.count("entry point exited with status 1") == 2, detail
     assert result.score(0).draws == 2
