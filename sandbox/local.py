@@ -9,8 +9,9 @@ other runtime in a read-only copy of its runtime image's file system
 through a pipe into a bounded in-memory tail. Each bot is started in its own process group;
 :meth:`LocalBot.stop` kills the whole process tree and waits until it is gone.
 
-- :class:`BwrapBackend` (``bwrap --unshare-all --die-with-parent --new-session --clearenv
-  --cap-drop ALL``, read-only binds of ``/usr``, the staged runtime and the bot, a
+- :class:`BwrapBackend` (``bwrap --unshare-all --unshare-user --disable-userns
+  --die-with-parent --new-session --clearenv --cap-drop ALL``: no namespace of its own, no
+  capability), read-only binds of ``/usr``, the staged runtime and the bot, a
   size-limited tmpfs ``/tmp``, the root remounted read-only) launched through ``prlimit``
   (address space, nofile, fsize, core, nproc) as a dedicated non-root uid
   (``KRYT_SANDBOX_USER``, default ``kryt-sandbox``) when the referee runs as root. Never as
@@ -24,6 +25,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import fcntl
+import functools
 import importlib.util
 import os
 import pwd
@@ -569,6 +571,33 @@ def _tree_size(root: Path) -> tuple[int, int]:
 DEV_NODES = ("null", "zero", "urandom", "random")
 
 
+NO_NESTED_USERNS = ("--unshare-user", "--disable-userns")
+"""bwrap flags that keep a bot from creating user namespaces of its own (bubblewrap 0.8.0+).
+
+Without them a bot can ``unshare(CLONE_NEWUSER)`` inside the sandbox and hold every
+capability there (mount, raw and netfilter sockets): no escape by itself, but the usual
+first step of a kernel exploit. Docker's default seccomp profile refuses it too."""
+
+
+@functools.cache
+def nested_userns_problem(bwrap: str, uid: int, gid: int) -> str | None:
+    """Why this ``bwrap``, run as ``uid``, cannot disable user namespaces inside the
+    sandbox (one line), or None when :data:`NO_NESTED_USERNS` works. Probed once a process."""
+    true = shutil.which("true") or "/bin/true"
+    argv = [bwrap, "--unshare-all", *NO_NESTED_USERNS, "--ro-bind", "/", "/", "--", true]
+    popen: dict[str, Any] = {}
+    if os.geteuid() == 0 and uid != 0:
+        popen.update(user=uid, group=gid, extra_groups=[])
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, **popen)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bwrap {' '.join(NO_NESTED_USERNS)} could not be tried: {exc}"
+    if done.returncode != 0:
+        said = " ".join(done.stderr.split())[:200] or f"exit status {done.returncode}"
+        return f"bwrap {' '.join(NO_NESTED_USERNS)} fails here (needs bubblewrap 0.8.0+): {said}"
+    return None
+
+
 def _proc_dev_tmp(shm_bytes: int, tmp_bytes: int) -> list[str]:
     """bwrap options for ``/proc``, a read-only ``/dev`` and the sized ``/tmp`` tmpfs."""
     cmd = ["--proc", "/proc"]
@@ -618,6 +647,10 @@ class BwrapBackend(Backend):
                 )
         else:
             self.uid, self.gid = os.geteuid(), os.getegid()
+        self.userns_problem = nested_userns_problem(self.bwrap, self.uid, self.gid)
+        """Why bots here could create user namespaces of their own, or None (see
+        :data:`NO_NESTED_USERNS`); untrusted bots are then refused."""
+        self._userns_flags = [] if self.userns_problem else list(NO_NESTED_USERNS)
 
     def cpu_clock_problem(self) -> str | None:
         """A bot's CPU time is read from its cgroup: none here, no CPU clock."""
@@ -631,6 +664,8 @@ class BwrapBackend(Backend):
         layout = cgroup_layout()
         if isinstance(layout, str):
             return f"bwrap cannot enforce per-bot memory/pids limits: {layout}"
+        if self.userns_problem:
+            return f"bwrap cannot keep bots from creating user namespaces: {self.userns_problem}"
         problem = socket_tmpfs_problem()
         if problem:
             return f"bwrap cannot bound the socket directory: {problem}"
@@ -657,7 +692,8 @@ class BwrapBackend(Backend):
         cmd += [f"--fsize={limits.fsize_bytes}", "--core=0"]
         if not cgroup:
             cmd += [f"--nproc={limits.pids * 4}"]
-        cmd += ["--", self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+        cmd += ["--", self.bwrap, "--unshare-all", *self._userns_flags]
+        cmd += ["--die-with-parent", "--new-session"]
         cmd += ["--clearenv", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
         for link in ("bin", "lib", "lib64", "sbin"):
             host = Path("/") / link
@@ -713,7 +749,8 @@ class BwrapBackend(Backend):
             cmd += [f"--as={limits.memory_bytes + limits.address_space_slack_bytes}"]
         if not cgroup:
             cmd += [f"--nproc={limits.pids * 4}"]
-        cmd += ["--", self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+        cmd += ["--", self.bwrap, "--unshare-all", *self._userns_flags]
+        cmd += ["--die-with-parent", "--new-session"]
         if network:
             cmd += ["--share-net"]
         cmd += ["--clearenv", "--cap-drop", "ALL"]

@@ -100,6 +100,17 @@ def test_network_is_unreachable(sandbox_backend: Backend, make_bot: MakeBot) -> 
         stop_and_check_clean(bot)
 
 
+def test_no_user_namespace_of_its_own(sandbox_backend: Backend, make_bot: MakeBot) -> None:
+    """A bot cannot become root of a user namespace it makes (bwrap: --disable-userns;
+    Docker: its seccomp profile), so it holds no capability anywhere: no mount, no raw or
+    netfilter socket."""
+    bot = sandbox_backend.start(make_bot("userns"), roomy(), "test-userns")
+    try:
+        assert report(bot)["worked"] == []
+    finally:
+        stop_and_check_clean(bot)
+
+
 def test_fork_bomb_is_capped_and_cleaned_up(sandbox_backend: Backend, make_bot: MakeBot) -> None:
     limits = roomy(pids=32)
     bot = sandbox_backend.start(make_bot("forkbomb"), limits, "test-forkbomb")

@@ -6,6 +6,8 @@ unaffected, and that nothing (process, container, mount, cgroup, directory) stay
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -278,3 +280,22 @@ def test_mount_table_shows_no_host_path(sandbox_backend: Backend, make_bot: Make
                 assert fields[5].split(",")[0] == ("rw" if point == "/run/kryt" else "ro"), line
     finally:
         stop_and_assert_gone(bot)
+
+
+def test_bwrap_that_cannot_disable_user_namespaces_refuses_untrusted_bots(
+    bwrap_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe names what failed (a bwrap without --disable-userns, here a command that
+    always fails), and untrusted bots are then refused, as without per-bot limits."""
+    from sandbox.local import BwrapBackend, nested_userns_problem
+
+    false = shutil.which("false")
+    assert false is not None
+    problem = nested_userns_problem(false, os.getuid(), os.getgid())
+    assert problem is not None and "--disable-userns" in problem and "\n" not in problem
+    assert isinstance(bwrap_backend, BwrapBackend)
+    assert bwrap_backend.userns_problem is None  # this machine's bwrap can
+    monkeypatch.setattr(bwrap_backend, "userns_problem", problem)  # a session's backend
+    assert "cannot keep bots from creating user namespaces" in str(
+        bwrap_backend.untrusted_problem()
+    )
