@@ -33,7 +33,7 @@ def open_db(url: str | None, *, create: bool = True) -> Database:
     return open_database(url, create=create)
 
 
-MAX_ID = 2**63 - 1
+MAX_ID = 2**31 - 1
 """The largest id of a stored row (``arena.db._util.MAX_ID``; not imported: start-up stays
 light). Id arguments are checked against it, so a huge number is a usage error, not a
 database driver's overflow."""

@@ -11,8 +11,9 @@ from arena.db.errors import NotFoundError
 RowT = TypeVar("RowT", bound=SQLModel)
 
 
-MAX_ID = 2**63 - 1
-"""The largest id a row can have (a signed 64-bit integer on both databases)."""
+MAX_ID = 2**31 - 1
+"""The largest id a row can have: ids are ``INTEGER`` columns, a signed 32-bit integer on
+PostgreSQL (SQLite would take 64 bits); a larger key is no row on either database."""
 
 
 def get_or_raise(session: Session, model: type[RowT], key: int, what: str) -> RowT:

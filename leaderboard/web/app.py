@@ -110,7 +110,9 @@ def create_app(db: Database) -> FastAPI:
 
     @app.get("/bots/{name}", response_class=HTMLResponse)
     def bot(name: str) -> str:
-        if not name.isascii() or len(name) > 40:
+        # Bot names are printable ASCII; anything else (a NUL, which PostgreSQL cannot even
+        # compare) names no bot.
+        if not name.isascii() or not name.isprintable() or len(name) > 40:
             raise PageNotFoundError(f"no bot named {name[:40]!r}")
         return str(read(lambda s: bot_page(name, session=s, links=LINKS)))
 

@@ -55,7 +55,8 @@ SERIES_ON_PAGE = 500
 RUNNING_REFRESH_S = 30
 """Seconds between reloads of a live leaderboard page while a tournament runs."""
 BOT_RECENT_GAMES = 50
-MAX_ID = 2**63 - 1
+MAX_ID = 2**31 - 1
+"""The largest id a row can have (``arena.db._util.MAX_ID``: PostgreSQL's ``INTEGER``)."""
 
 
 class PageNotFoundError(LookupError):

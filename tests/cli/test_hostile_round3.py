@@ -17,6 +17,7 @@ from arena.tournament.config import MAX_GAMES_PER_PAIR
 from kryt.commands.play import MAX_GAMES
 from kryt.errors import ExitCode
 from kryt.options import MAX_ID as CLI_MAX_ID
+from leaderboard.web.pages import MAX_ID as WEB_MAX_ID
 from tests.cli.helpers import kryt
 
 HUGE = "99999999999999999999999"
@@ -35,7 +36,7 @@ def _series_rows(db: Path) -> list[tuple[int, int]]:
 
 def test_the_cli_limits_are_the_stores_limits() -> None:
     assert MAX_GAMES == MAX_GAMES_PER_PAIR
-    assert CLI_MAX_ID == MAX_ID == 2**63 - 1
+    assert CLI_MAX_ID == MAX_ID == WEB_MAX_ID == 2**31 - 1
 
 
 def test_extend_refuses_more_games_than_a_tournament_may_have_and_stores_nothing(

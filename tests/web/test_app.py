@@ -190,6 +190,12 @@ def test_api_leaderboard_matches_the_standings(
         "/tournaments/77",
         "/series/1e3",
         "/no/such/page",
+        # Past PostgreSQL's INTEGER ids, and a NUL it cannot store: no row, not a 500.
+        "/games/2147483648",
+        "/tournaments/2147483648",
+        "/series/2147483648",
+        "/submissions/2147483648",
+        "/bots/a%00b",
     ],
 )
 def test_bad_ids_give_a_404_page(client: TestClient, path: str) -> None:
@@ -201,7 +207,14 @@ def test_bad_ids_give_a_404_page(client: TestClient, path: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["/api/games/999999", "/api/games/zz", "/api/leaderboard?tournament=555"]
+    "path",
+    [
+        "/api/games/999999",
+        "/api/games/zz",
+        "/api/leaderboard?tournament=555",
+        "/api/games/2147483648",
+        "/api/leaderboard?tournament=2147483648",
+    ],
 )
 def test_bad_ids_give_a_json_404_under_api(client: TestClient, path: str) -> None:
     response = client.get(path)
