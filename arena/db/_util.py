@@ -16,6 +16,12 @@ MAX_ID = 2**31 - 1
 PostgreSQL (SQLite would take 64 bits); a larger key is no row on either database."""
 
 
+def storable(text: str) -> str:
+    """``text`` as both databases store it: PostgreSQL's text cannot hold NUL, so a NUL a
+    bot wrote (in its output, an error message, a reply) is kept as U+FFFD on either."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
 def get_or_raise(session: Session, model: type[RowT], key: int, what: str) -> RowT:
     """The row of ``model`` with primary key ``key``, or :class:`NotFoundError` (also for a
     key no row can have, which the database driver would refuse with an OverflowError)."""

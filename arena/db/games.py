@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from arena.db._util import get_or_raise
+from arena.db._util import get_or_raise, storable
 from arena.db.elo import rebuild_elo_of, record_elo
 from arena.db.enums import GameResult, SeriesStatus
 from arena.db.errors import ConflictError, InvalidRecordError
@@ -232,12 +232,15 @@ def _game_values(record: GameRecord, place: GamePlace) -> dict[str, Any]:
         "result": result,
         "end_reason": record.ending.value,
         "forfeit_seat": None if forfeit is None else forfeit.seat,
-        "forfeit_input": (clip(forfeit.offending_input) or None) if forfeit else None,
+        "forfeit_input": (storable(clip(forfeit.offending_input)) or None) if forfeit else None,
         # A double forfeit has no offender; the column keeps why no bot could start.
-        "forfeit_detail": clip(forfeit.detail if forfeit else record.double_forfeit_detail) or None,
+        "forfeit_detail": storable(
+            clip(forfeit.detail if forfeit else record.double_forfeit_detail)
+        )
+        or None,
         "final_cover": record.final_cover,
         "voided": record.voided,
-        "void_reason": clip(record.void_reason) if record.voided else None,
+        "void_reason": storable(clip(record.void_reason)) if record.voided else None,
         "referee_version": record.referee_version,
         "seat0_submission_id": place.seats[0],
         "seat1_submission_id": place.seats[1],

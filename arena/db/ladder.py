@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlmodel import Session, col, or_, select
 
+from arena.db._util import storable
 from arena.db.enums import SeriesStatus
 from arena.db.errors import NotFoundError
 from arena.db.models import Game, GameLog, LadderSeries, Series, SubmissionCheck
@@ -58,7 +59,7 @@ def finish_check(
     if row is None:
         raise NotFoundError(f"no check for submission {submission_id!r}")
     row.status = status.value
-    row.message = message[:4000]
+    row.message = storable(message[:4000])
     row.games = games
     row.finished_at = utcnow()
     session.add(row)
@@ -204,7 +205,7 @@ def store_game_log(
         game_id=game_id,
         seat=seat,
         submission_id=submission_id,
-        text=text[-limit:] if truncated else text,
+        text=storable(text[-limit:] if truncated else text),
         truncated=truncated,
     )
     session.add(row)

@@ -391,3 +391,36 @@ def test_an_inconsistent_record_cannot_be_made(fields: dict[str, Any], fragment:
         GameRecord(**(base | fields))
     with pytest.raises(ValueError, match="'out' is not a forfeit reason"):
         Forfeit(0, GameEndReason.OUT)
+
+
+def test_a_nul_a_bot_wrote_is_stored_on_both_databases(db: Database, world: World) -> None:
+    """PostgreSQL's text cannot hold NUL: what a bot sent or wrote is kept with U+FFFD there
+    and on SQLite alike, instead of failing the game's recording again and again."""
+    from arena.db.ladder import store_game_log
+
+    record, where = forfeit_game(
+        world,
+        4,
+        seat=0,
+        reason=GameEndReason.CRASH,
+        offending_input="take\x00",
+        detail="bot reported an error: boom\x00\x00",
+    )
+    voided, voided_where = void(world, 5, reason="engine said \x00")
+    with db.session() as s:
+        game_id = record_game(record, where, session=s).game.id
+        voided_id = record_game(voided, voided_where, session=s).game.id
+        assert game_id is not None and voided_id is not None
+        store_game_log(game_id, 0, world.sub_a, "out\x00put", session=s, limit=100)
+    with db.read_session() as s:
+        stored = get_game(game_id, session=s)
+        assert stored.forfeit_input == "take\ufffd"
+        assert stored.forfeit_detail == "bot reported an error: boom\ufffd\ufffd"
+        assert get_game(voided_id, session=s).void_reason == "engine said \ufffd"
+        back = stored_record(stored)
+        assert back.forfeit is not None and back.forfeit.offending_input == "take\ufffd"
+    with db.read_session() as s:
+        from arena.db.models import GameLog
+
+        (log,) = s.exec(select(GameLog).where(GameLog.game_id == game_id)).all()
+        assert log.text == "out\ufffdput"
