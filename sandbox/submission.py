@@ -25,6 +25,7 @@ import stat
 import tarfile
 import tempfile
 import tomllib
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -247,6 +248,8 @@ def parse_manifest(text: str, *, source: str = MANIFEST_NAME) -> Manifest:
             raise InvalidManifestError(
                 f"{source}: {key!r} is longer than {max_len} characters", source
             )
+        if value is not None:
+            _check_plain_text(value, key, source, newlines=key == "description")
     return Manifest(
         name=name,
         version=version,
@@ -256,6 +259,29 @@ def parse_manifest(text: str, *, source: str = MANIFEST_NAME) -> Manifest:
         description=values["description"],
         runtime=runtime,
     )
+
+
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+"""Bidirectional formatting characters: they reorder the text shown after them (a name or
+a description that reads differently from what it is)."""
+
+
+def _check_plain_text(value: str, key: str, source: str, *, newlines: bool) -> None:
+    """``author`` and ``description`` are shown to people (web pages, the CLI): plain text,
+    without control characters (tabs and, in a description, line breaks aside) or
+    bidirectional formatting characters. InvalidManifestError names the first one."""
+    allowed = "\t\r\n" if newlines else "\t"
+    for position, char in enumerate(value):
+        if char in allowed:
+            continue
+        if char in BIDI_CONTROLS or unicodedata.category(char) == "Cc":
+            raise InvalidManifestError(
+                f"{source}: {key!r} contains the control character U+{ord(char):04X} at"
+                f" position {position}; write plain text",
+                source,
+            )
 
 
 def _manifest_runtime(runtime: str | None, language: str | None, source: str) -> str:

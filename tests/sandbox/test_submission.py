@@ -74,11 +74,24 @@ def test_pycache_does_not_change_the_hash(tmp_path: Path) -> None:
         (MANIFEST.replace('"bot.py"', '"/etc/passwd"'), "absolute path"),
         (MANIFEST.replace('"bot.py"', '"../bot.py"'), "'..'"),
         (MANIFEST + f'description = "{"d" * 3000}"\n', "longer than"),
+        # Shown to people: no control or bidirectional formatting characters.
+        (MANIFEST + 'description = "ok \\u0000"\n', "control character U\\+0000 at position 3"),
+        (
+            MANIFEST + 'author = "\\u001b[31mred"\n',
+            "'author' contains the control character U\\+001B",
+        ),
+        (MANIFEST + 'author = "a\\nb"\n', "U\\+000A at position 1"),
+        (MANIFEST + 'description = "gnp.\\u202eexe"\n', "U\\+202E at position 4"),
     ],
 )
 def test_bad_manifests_are_rejected(text: str, message: str) -> None:
     with pytest.raises(InvalidManifestError, match=message):
         parse_manifest(text)
+
+
+def test_plain_text_with_line_breaks_and_tabs_is_a_fine_description() -> None:
+    manifest = parse_manifest(MANIFEST + 'author = "Ana\tB"\ndescription = """one\ntwo\tü"""\n')
+    assert manifest.description == "one\ntwo\tü" and manifest.author == "Ana\tB"
 
 
 def test_missing_manifest(tmp_path: Path) -> None:
