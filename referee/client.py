@@ -326,6 +326,10 @@ class AsyncBotClient:
 
     def __init__(self, address: str) -> None:
         self.address = address
+        # How errors name the bot: they become forfeit details, which both bots are told and
+        # pages show. A sandbox's socket path names the runner's private directory and
+        # label, so only an address somebody gave (TCP) is named.
+        self._bot = "bot" if address.startswith("unix:") else f"bot at {address}"
         self._loop = asyncio.get_running_loop()
         self._channel: grpc.aio.Channel | None = grpc.aio.insecure_channel(
             address, options=CHANNEL_OPTIONS
@@ -361,7 +365,7 @@ class AsyncBotClient:
         bot's process has ended.
         """
         if self._channel is None:
-            raise BotCrashedError(f"connection to {self.address} is closed")
+            raise BotCrashedError(f"connection to {self._bot} is closed")
         stub = health_pb2_grpc.HealthStub(self._channel)
         deadline = time.monotonic() + timeout
         last = "no answer"
@@ -369,12 +373,10 @@ class AsyncBotClient:
         service = ""
         while True:
             if alive is not None and not await _truth(alive()):
-                raise BotCrashedError(f"bot at {self.address} exited before serving")
+                raise BotCrashedError(f"{self._bot} exited before serving")
             left = deadline - time.monotonic()
             if left <= 0:
-                raise BotUnreachableError(
-                    f"bot at {self.address} not healthy after {timeout:.1f}s: {last}"
-                )
+                raise BotUnreachableError(f"{self._bot} not healthy after {timeout:.1f}s: {last}")
             try:
                 answer = await stub.Check(
                     health_pb2.HealthCheckRequest(service=service),
@@ -398,7 +400,7 @@ class AsyncBotClient:
 
     def _open(self) -> grpc.aio.StreamStreamCall[bytes, bytes]:
         if self.closed or self._channel is None:
-            raise BotCrashedError(f"connection to {self.address} is closed")
+            raise BotCrashedError(f"connection to {self._bot} is closed")
         call = self._call
         if call is None:
             play = self._channel.stream_stream(PLAY_PATH, None, None)
@@ -458,7 +460,7 @@ class AsyncBotClient:
     async def _write(self, call: grpc.aio.StreamStreamCall[bytes, bytes], data: bytes) -> None:
         if len(data) > MAX_REQUEST_BYTES:
             raise MessageTooLargeError(
-                f"a message of {len(data)} bytes for the bot at {self.address} is over the "
+                f"a message of {len(data)} bytes for the {self._bot} is over the "
                 f"protocol's {MAX_REQUEST_BYTES}-byte limit: not sent (the referee's failure)"
             )
         try:
@@ -470,9 +472,9 @@ class AsyncBotClient:
             self.closed = True
             code, details = await call.code(), await call.details()
             if code is grpc.StatusCode.OK:  # the bot ended its side of the stream itself
-                raise BotCrashedError(f"bot at {self.address} closed the stream") from None
+                raise BotCrashedError(f"{self._bot} closed the stream") from None
             raise BotCrashedError(
-                f"connection to bot at {self.address} lost: {code.name}: {details}"
+                f"connection to {self._bot} lost: {code.name}: {details}"
             ) from None
 
     async def _send_then_next(self, data: bytes) -> _Item:
@@ -486,16 +488,15 @@ class AsyncBotClient:
             # gRPC refused what the bot sent (over the reply limit, on either end); a bot that
             # ends its own stream with that status otherwise crashed, as with any status.
             return MalformedReplyError(
-                f"bot at {self.address} sent a message over the {MAX_REPLY_BYTES}-byte "
-                f"limit: {detail}",
+                f"{self._bot} sent a message over the {MAX_REPLY_BYTES}-byte limit: {detail}",
                 offending=f"<message over {MAX_REPLY_BYTES} bytes>",
             )
-        return BotCrashedError(f"connection to bot at {self.address} lost: {code}: {detail}")
+        return BotCrashedError(f"connection to {self._bot} lost: {code}: {detail}")
 
     def _decode(self, item: bytes | BaseException | None) -> BotMessage:
         if item is None:
             self.closed = True
-            raise BotCrashedError(f"bot at {self.address} closed the stream")
+            raise BotCrashedError(f"{self._bot} closed the stream")
         if isinstance(item, BaseException):
             self.closed = True
             raise self._fault(item)
@@ -546,7 +547,7 @@ class AsyncBotClient:
         except TimeoutError:
             self._abort()
             raise BotCrashedError(
-                f"bot at {self.address} did not take a message within {timeout:.1f}s "
+                f"{self._bot} did not take a message within {timeout:.1f}s "
                 "(it stopped reading its stream)"
             ) from None
 
