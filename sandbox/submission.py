@@ -97,6 +97,10 @@ class ArchiveError(SubmissionError):
     """The archive is corrupt or of an unsupported kind."""
 
 
+class SubmissionChangedError(SubmissionError):
+    """The folder changed between its validation and its copy into the store."""
+
+
 @dataclass(frozen=True)
 class SubmissionLimits:
     """Upper bounds on a submission; exceeding any rejects it."""
@@ -786,11 +790,58 @@ def load_submission(
         raise
 
 
+def _copy_regular(src: Path, dest: Path, rel: str) -> None:
+    """Copy the regular file ``src``; a symlink or anything else found there now (the
+    folder changed since it was validated) raises SubmissionChangedError."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SubmissionChangedError(
+            f"{rel!r} changed while the submission was being stored ({exc.strerror}); "
+            "submit it again",
+            rel,
+        ) from None
+    with os.fdopen(fd, "rb") as source:
+        if not stat.S_ISREG(os.fstat(source.fileno()).st_mode):
+            raise SubmissionChangedError(
+                f"{rel!r} is no longer a regular file; submit it again", rel
+            )
+        with open(dest, "wb") as target:
+            shutil.copyfileobj(source, target)
+
+
+def _check_copy(copy: Path, submission: Submission) -> None:
+    """The stored copy must be what was validated: the same files, the same hash."""
+    usual = SubmissionLimits()  # or roomier, when the submission was validated so
+    depth = max((rel.count("/") + 1 for rel in submission.files), default=0)
+    limits = SubmissionLimits(
+        max_total_bytes=max(usual.max_total_bytes, submission.total_bytes),
+        max_file_bytes=max(usual.max_file_bytes, submission.total_bytes),
+        max_files=max(usual.max_files, len(submission.files)),
+        max_depth=max(usual.max_depth, depth),
+    )
+    try:
+        again = _validate_folder(copy, limits)
+    except SubmissionError as exc:
+        raise SubmissionChangedError(
+            f"the submission changed while it was being stored ({exc}); submit it again",
+            exc.path,
+        ) from None
+    if again.sha256 != submission.sha256:
+        raise SubmissionChangedError(
+            "the submission's files changed while it was being stored (hash "
+            f"{again.sha256[:12]} instead of {submission.sha256[:12]}); submit it again"
+        )
+
+
 def store_submission(submission: Submission, store: str | os.PathLike[str]) -> Path:
     """Copy a validated submission to ``store/<sha256>/`` atomically; return that folder.
 
     Storing the same content twice is a no-op. The copy goes to a temporary sibling that is
-    renamed into place, so a failure never leaves a half-written submission behind.
+    renamed into place, so a failure never leaves a half-written submission behind. Files
+    are opened without following symlinks and the copy is validated and hashed again before
+    it is renamed: a folder changed meanwhile (a file swapped for a symlink, new content)
+    raises :class:`SubmissionChangedError` and stores nothing.
     """
     store_path = Path(store)
     store_path.mkdir(parents=True, exist_ok=True)
@@ -807,11 +858,15 @@ def store_submission(submission: Submission, store: str | os.PathLike[str]) -> P
             elif src.is_dir():
                 dest.mkdir()
             else:
-                shutil.copyfile(src, dest)
+                _copy_regular(src, dest, rel)
+        _check_copy(tmp, submission)
         os.chmod(tmp, 0o755)
         os.rename(tmp, final)
     except FileExistsError:
         shutil.rmtree(tmp, ignore_errors=True)
+    except SubmissionError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if not final.is_dir():

@@ -16,11 +16,14 @@ from pathlib import Path
 import pytest
 
 from sandbox.submission import (
+    Submission,
+    SubmissionChangedError,
     SubmissionError,
     SubmissionLimits,
     SubmissionTooLargeError,
     UnsafePathError,
     load_submission,
+    store_submission,
 )
 
 MANIFEST = b'name = "bad"\nversion = "1"\nlanguage = "python"\nentry = "bot.py"\n'
@@ -168,3 +171,43 @@ def test_a_clean_archive_still_loads(tmp_path: Path) -> None:
     sub = load_submission(_tar(tmp_path / "ok.tar", _basic()), unpack_dir=tmp_path / "u")
     assert sub.manifest.name == "bad"
     assert set(sub.files) == {"bot.toml", "bot.py"}
+
+
+def _validated_folder(tmp_path: Path) -> tuple[Path, Submission]:
+    folder = tmp_path / "bot"
+    folder.mkdir()
+    (folder / "bot.toml").write_text(
+        'name = "racer"\nversion = "1.0.0"\nruntime = "python"\nentry = "bot.py"\n'
+    )
+    (folder / "bot.py").write_text("print('hi')\n")
+    (folder / "data.txt").write_text("weights\n")
+    return folder, load_submission(folder)
+
+
+def test_a_file_swapped_for_a_symlink_after_validation_is_not_stored(tmp_path: Path) -> None:
+    """The folder changes between validation and storing (a writer racing the organiser):
+    the swapped-in symlink is not followed and nothing is stored."""
+    folder, submission = _validated_folder(tmp_path)
+    secret = tmp_path / "secret"
+    secret.write_text("root's eyes only\n")
+    (folder / "data.txt").unlink()
+    (folder / "data.txt").symlink_to(secret)
+    store = tmp_path / "store"
+    with pytest.raises(SubmissionChangedError, match=r"'data\.txt'.*submit it again") as caught:
+        store_submission(submission, store)
+    assert caught.value.path == "data.txt"
+    assert list(store.iterdir()) == []
+
+
+def test_content_changed_after_validation_is_not_stored(tmp_path: Path) -> None:
+    folder, submission = _validated_folder(tmp_path)
+    (folder / "data.txt").write_text("other weights\n")
+    (folder / "extra.py").write_text("X = 1\n")
+    store = tmp_path / "store"
+    with pytest.raises(SubmissionChangedError, match="changed while it was being stored"):
+        store_submission(submission, store)
+    assert list(store.iterdir()) == []
+    # Validated again, the new content is stored under its own hash.
+    again = load_submission(folder)
+    assert store_submission(again, store) == store / again.sha256
+    assert (store / again.sha256 / "data.txt").read_text() == "other weights\n"
