@@ -65,7 +65,10 @@ def choose_backend(
     if preference not in PREFERENCES:
         raise ValueError(f"unknown sandbox backend {preference!r}; choose one of {PREFERENCES}")
     if preference == "docker":
-        return _docker(base_image, check_image=False)
+        try:
+            return _docker(base_image, check_image=True)
+        except ImageBuildError as exc:  # every game would fail on our side: say so now
+            raise BackendUnavailableError(f"docker: {exc}") from None
     if preference == "bwrap":
         return _bwrap()
     if preference == "process":

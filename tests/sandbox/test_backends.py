@@ -22,6 +22,7 @@ from sandbox.local import ProcessBackend, UnsafeSandboxWarning
 from tests.sandbox.conftest import STARTUP_SECONDS, MakeBot, roomy
 from tests.sandbox.procs import bot_processes, container_gone, survivors
 from tests.sandbox.test_hostile import report
+from tests.services import require
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -219,3 +220,17 @@ def test_a_client_built_from_the_address_reaches_this_bot_only(
     finally:
         second.stop()
     assert first_pid
+
+
+@pytest.mark.docker
+def test_docker_asked_for_without_its_base_image_is_refused_up_front() -> None:
+    """Explicit ``docker`` with the bot base image missing: refused at once with the way
+    to build it, instead of every game failing on our side later."""
+    from sandbox.docker_backend import docker_client
+
+    try:
+        docker_client(timeout=10)
+    except Exception as exc:  # the engine's absence is another test's subject
+        require(False, "Docker", str(exc))
+    with pytest.raises(BackendUnavailableError, match=r"python -m sandbox\.base_image build"):
+        choose_backend("docker", base_image="kryt-bot-base:no-such-tag")
