@@ -64,6 +64,7 @@ IGNORED_DIRS = frozenset({"__pycache__"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 _CHUNK = 1 << 16
 _MAX_NAME_BYTES = 255  # one path component, as on every common file system
+_MAX_PATH_BYTES = 1024  # a whole relative path or symlink target: well inside PATH_MAX
 #: What a corrupt or unsupported compressed member raises while it is read (zlib, lzma and
 #: bz2 data errors, an encrypted or unknown zip method, a stream that ends too early).
 _DECODE_ERRORS = (OSError, EOFError, RuntimeError, zlib.error, lzma.LZMAError)
@@ -195,6 +196,8 @@ def _clean_relative(raw: str, *, what: str) -> PurePosixPath:
         raise UnsafePathError(f"{what} {shown} names the folder itself", raw)
     if any(len(p.encode("utf-8", "surrogateescape")) > _MAX_NAME_BYTES for p in parts):
         raise UnsafePathError(f"{what} {shown} has a name longer than {_MAX_NAME_BYTES} bytes", raw)
+    if len("/".join(parts).encode("utf-8", "surrogateescape")) > _MAX_PATH_BYTES:
+        raise UnsafePathError(f"{what} {shown} is longer than {_MAX_PATH_BYTES} bytes", raw)
     return PurePosixPath(*parts)
 
 
@@ -519,6 +522,13 @@ def _make_parent(dest_root: Path, rel: PurePosixPath) -> Path:
 
 
 def _check_link(rel: PurePosixPath, target: str) -> None:
+    if not target:
+        raise UnsafePathError(f"symlink {rel.as_posix()!r} has an empty target", rel.as_posix())
+    if len(target.encode("utf-8", "surrogateescape")) > _MAX_PATH_BYTES:
+        raise UnsafePathError(
+            f"symlink {rel.as_posix()!r} has a target longer than {_MAX_PATH_BYTES} bytes",
+            rel.as_posix(),
+        )
     if os.path.isabs(target):
         raise UnsafePathError(
             f"symlink {rel.as_posix()!r} -> {target!r} leaves the submission folder",

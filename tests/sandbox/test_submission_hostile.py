@@ -211,3 +211,29 @@ def test_content_changed_after_validation_is_not_stored(tmp_path: Path) -> None:
     again = load_submission(folder)
     assert store_submission(again, store) == store / again.sha256
     assert (store / again.sha256 / "data.txt").read_text() == "other weights\n"
+
+
+def test_a_path_longer_than_the_limit_is_named_before_unpacking(tmp_path: Path) -> None:
+    deep = "/".join(["d" * 250] * 5) + "/x.py"  # each name fits, the whole does not
+    archive = _tar(tmp_path / "long.tar", [*_basic(), _file(deep)])
+    error = _rejects(archive, tmp_path, UnsafePathError, "is longer than 1024 bytes")
+    assert error.path == deep
+
+
+def _link(name: str, target: str) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.SYMTYPE
+    info.linkname = target
+    return info, b""
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [("", "link.py"), ("a/" * 600 + "bot.py", "target longer than 1024 bytes")],
+)
+def test_a_symlink_target_empty_or_too_long_is_named(
+    tmp_path: Path, target: str, message: str
+) -> None:
+    archive = _tar(tmp_path / "links.tar", [*_basic(), _link("link.py", target)])
+    error = _rejects(archive, tmp_path, UnsafePathError, message)
+    assert error.path == "link.py" and "corrupt" not in str(error)
