@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from arena.db import (
+    ConflictError,
     Database,
     NewSubmission,
     get_submission,
@@ -64,6 +65,30 @@ def pack(submission: Submission) -> bytes:
 
 
 @cache
+def bundled_names() -> frozenset[str]:
+    """Names of the bundled example bots (``builtin:NAME``): reserved for their content."""
+    if not EXAMPLES.is_dir():
+        return frozenset()
+    return frozenset(
+        load_submission(folder).manifest.name
+        for folder in sorted(EXAMPLES.iterdir())
+        if (folder / "bot.toml").is_file()
+    )
+
+
+def refuse_reserved_name(submission: Submission) -> None:
+    """A bot named like a bundled example but with other content is refused (ConflictError):
+    it would pass for the reference bot on the leaderboard, and once stored it would make
+    ``builtin:NAME`` unusable in that database (the same name and version, other content)."""
+    name = submission.manifest.name
+    if name in bundled_names() and submission.sha256 not in bundled_hashes():
+        raise ConflictError(
+            f"the name {name!r} is reserved for the bundled example bot (builtin:{name});"
+            " choose another name in bot.toml"
+        )
+
+
+@cache
 def bundled_hashes() -> frozenset[str]:
     """Content hashes of the bundled example bots: submissions with these are trusted."""
     if not EXAMPLES.is_dir():
@@ -103,7 +128,9 @@ def stored_for_recording(submission: Submission, store: Path) -> Iterator[Path]:
     the database. If the block raises (the version refused, the database away), the folder
     is removed again when this call made it: its files would belong to no submission. The
     store is a cache of the database's archives, so a concurrent run that needs the same
-    files unpacks them again."""
+    files unpacks them again. A bundled example's name with other content is refused first
+    (:func:`refuse_reserved_name`): nothing is stored then."""
+    refuse_reserved_name(submission)
     new_folder = not (Path(store) / submission.sha256).is_dir()
     stored = store_submission(submission, store)
     try:

@@ -38,3 +38,27 @@ def test_a_refused_version_leaves_nothing_in_the_store(
     code, out, err = kryt(capsys, "submit", str(folder))
     assert code == ExitCode.OK, (out, err)
     assert sorted(p.name for p in store.iterdir()) == before
+
+
+def test_a_bundled_bots_name_with_other_content_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``greedy`` is the bundled reference bot's name: other content under it would pass for
+    the reference bot and make ``builtin:greedy`` unusable in the database afterwards."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "impostor"
+    shutil.copytree(ROOT / "sdk" / "examples" / "greedy", folder)
+    (folder / "bot.py").write_text((folder / "bot.py").read_text() + "\n# not the real one\n")
+    code, out, err = kryt(capsys, "submit", str(folder))
+    assert code == ExitCode.BAD_INPUT, (out, err)
+    assert "reserved for the bundled example bot (builtin:greedy)" in err, err
+    assert not (tmp_path / ".kryt" / "submissions").exists() or not any(
+        (tmp_path / ".kryt" / "submissions").iterdir()
+    )
+    # The bundled bot itself is still welcome.
+    code, out, err = kryt(capsys, "submit", str(ROOT / "sdk" / "examples" / "greedy"))
+    assert code == ExitCode.OK, (out, err)
+    code, out, err = kryt(
+        capsys, "tournament", "run", "builtin:greedy", "builtin:random", "--games", "2"
+    )
+    assert code == ExitCode.OK, (out, err)
