@@ -67,11 +67,41 @@ def select_games(where: GameFilter, *, session: Session) -> list[Game]:
     )
 
 
-def exportable(games: Sequence[Game]) -> tuple[list[Game], int]:
-    """The games a game file can hold (the two-player game's), and how many others (classic
-    tables, whose 3-4 seats the format has no place for) were left out."""
-    kept = [g for g in games if g.ruleset == "default"]
-    return kept, len(games) - len(kept)
+@dataclass(frozen=True, slots=True)
+class Exportable:
+    """The games a game file may hold, and how many of the chosen ones were left out."""
+
+    games: list[Game]
+    tables: int
+    """Classic-table games: the format has no place for 3-4 seats."""
+    unfinished: int
+    """Games of tournaments not finished: a game file carries the tournament's and the
+    series' seeds, which stay secret until the tournament finishes (whoever knows them knows
+    every deal still to come), as on the web pages."""
+
+
+def exportable(games: Sequence[Game], *, session: Session) -> Exportable:
+    """Split ``games`` into those a game file may hold and those left out (see
+    :class:`Exportable`)."""
+    status: dict[int, str] = {}
+    tournament_of: dict[int, int] = {}
+    kept: list[Game] = []
+    tables = unfinished = 0
+    for game in games:
+        if game.ruleset != "default":
+            tables += 1
+            continue
+        if game.series_id not in tournament_of:
+            series = get_series(game.series_id, session=session)
+            tournament_of[game.series_id] = series.tournament_id
+        tournament_id = tournament_of[game.series_id]
+        if tournament_id not in status:
+            status[tournament_id] = get_tournament(tournament_id, session=session).status
+        if status[tournament_id] != TournamentStatus.FINISHED:
+            unfinished += 1
+            continue
+        kept.append(game)
+    return Exportable(kept, tables, unfinished)
 
 
 def export_entries(games: Sequence[Game], *, session: Session) -> list[GameEntry]:

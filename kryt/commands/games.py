@@ -176,28 +176,82 @@ def export(
     chosen = format or {".csv": "csv", ".json": "json"}.get(Path(file).suffix.lower(), "text")
     if chosen not in FORMATS:
         raise UserError(f"--format must be one of {', '.join(FORMATS)}, got {chosen!r}")
+    if file != "-":
+        _check_target(Path(file))
     where = _filter(bot, tournament, result, reason, None)
     db = open_db(database, create=False)
     with db.read_session() as session:
-        games, tables = exportable(select_games(where, session=session))
-        if tables and not games:
+        chosen_games = exportable(select_games(where, session=session), session=session)
+        games, tables, unfinished = (
+            chosen_games.games,
+            chosen_games.tables,
+            chosen_games.unfinished,
+        )
+        if not games and (tables or unfinished):
+            tables_why = "classic-table games, which a game file cannot hold (it has two seats)"
+            unfinished_why = (
+                "games of tournaments not finished, whose seeds a game file would reveal"
+                " (they stay secret until the tournament finishes)"
+            )
+            if not unfinished:
+                why = f"the {tables} games chosen are {tables_why}"
+            elif not tables:
+                why = f"the {unfinished} games chosen are {unfinished_why}"
+            else:
+                why = f"{tables} games chosen are {tables_why}; {unfinished} are {unfinished_why}"
             raise UserError(
-                f"nothing to export: the {tables} games chosen are classic-table games, which"
-                " a game file cannot hold (it has two seats)",
+                f"nothing to export: {why}",
                 hint="kryt leaderboard --html DIR exports a site with every game",
             )
         entries = export_entries(games, session=session)
     text = {"text": format_games, "csv": to_csv, "json": to_json}[chosen](entries)
     if tables:
         typer.echo(f"left out {tables} classic-table games (a game file has two seats)", err=True)
+    if unfinished:
+        typer.echo(
+            f"left out {unfinished} games of tournaments not finished (their seeds stay secret"
+            " until they finish)",
+            err=True,
+        )
     if file == "-":
         sys.stdout.write(text)
         return
-    try:
-        Path(file).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot write {_shown_path(file)}: {exc.strerror or exc}") from None
+    _write_atomically(Path(file), text)
     typer.echo(f"wrote {len(entries)} games to {_shown_path(file)} ({chosen})", err=True)
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_target(path: Path) -> None:
+    """Refuse to write an export over a database (``kryt games export kryt.db`` would have
+    replaced the results with text) or into something that is not a file."""
+    if path.is_dir():
+        raise UserError(f"cannot write {_shown_path(path)}: it is a directory")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UserError(f"cannot write {_shown_path(path)}: {exc.strerror or exc}") from None
+    if head == SQLITE_HEADER:
+        raise UserError(
+            f"{_shown_path(path)} is an SQLite database, not overwritten with the export",
+            hint="name a new file, e.g. games.kgn, games.csv or games.json",
+        )
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary sibling and a rename: an export that
+    fails half-way leaves the old file as it was."""
+    tmp = path.with_name(f".{path.name}.kryt-tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {_shown_path(path)}: {exc.strerror or exc}") from None
 
 
 def _result_cell(game: Game) -> str:
