@@ -148,10 +148,29 @@ def open_database(
                 from arena.db.migrate import upgrade_engine
 
                 upgrade_engine(engine, where=where, allow=upgrade)
+            if backend_of(resolved) == "sqlite":
+                _use_wal(engine)
     except BaseException:
         engine.dispose()
         raise
     return Database(resolved, engine)
+
+
+def _use_wal(engine: Engine) -> None:
+    """Put a Kryt SQLite file in WAL mode (persistent: once per file; a no-op after)."""
+    # On the driver's connection: the mode cannot change inside a transaction, and every
+    # SQLAlchemy connection of this engine begins one (_sqlite_on_begin).
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        try:
+            (mode,) = cursor.execute("PRAGMA journal_mode").fetchone()
+            if str(mode).lower() != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL")
+        finally:
+            cursor.close()
+    finally:
+        raw.close()
 
 
 def _sqlite_engine(url: str, *, create: bool) -> Engine:
@@ -190,8 +209,9 @@ def _sqlite_on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> No
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     try:
-        # WAL: readers never block the writer and vice versa; one writer at a time.
-        cursor.execute("PRAGMA journal_mode=WAL")
+        # WAL (readers never block the writer) is set once the file is known to be ours
+        # (_use_wal): it is a property of the file, and another application's file must
+        # come out of a refused open unchanged.
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
     finally:

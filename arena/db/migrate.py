@@ -93,11 +93,16 @@ def upgrade_connection(connection: Connection, *, where: str, allow: bool = True
                 f"does not know (it knows up to {head!r}): it was written by a newer version; "
                 "upgrade kryt-arena to use it"
             ) from None
-    elif ours := sorted(set(inspect(connection).get_table_names()) & set(metadata.tables)):
+    elif tables := sorted(inspect(connection).get_table_names()):
+        # Another application's database (ours always has a revision): adding our tables
+        # to it would be as wrong as clashing with its own.
+        clashing = sorted(set(tables) & set(metadata.tables))
+        shown = ", ".join((clashing or tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        what = "tables named" if clashing else "tables of its own:"
         raise ForeignDatabaseError(
-            f"database {where} already has tables named {', '.join(ours)} but no Kryt Arena "
-            "schema revision; it will not be touched. Point KRYT_DATABASE_URL at an empty "
-            "database (or a new SQLite file) instead"
+            f"database {where} already has {what} {shown} but no Kryt Arena schema "
+            "revision; it will not be touched. Point KRYT_DATABASE_URL at an empty database "
+            "(or a new SQLite file) instead"
         )
     if current == head:
         return head

@@ -104,6 +104,34 @@ def test_foreign_tables_are_not_touched(database_url: str) -> None:
     engine.dispose()
 
 
+def test_another_applications_database_is_refused_and_left_as_it_was(
+    database_url: str, tmp_path: Path
+) -> None:
+    """No table clashes with ours, but the database is somebody else's: we add nothing to it,
+    and an SQLite file keeps its journal mode (WAL is set only on a file that is ours)."""
+    engine = create_engine(database_url)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total TEXT)"))
+    engine.dispose()
+    path = Path(database_url.removeprefix("sqlite:///")) if "sqlite" in database_url else None
+    before = path.read_bytes() if path is not None else b""
+    with pytest.raises(ForeignDatabaseError, match="tables of its own: invoices"):
+        open_database(database_url)
+    if path is not None:
+        assert path.read_bytes() == before  # not even the header's journal mode changed
+    engine = create_engine(database_url)
+    with engine.connect() as conn:
+        assert inspect(conn).get_table_names() == ["invoices"]
+    engine.dispose()
+
+
+def test_a_new_sqlite_database_is_in_wal_mode(tmp_path: Path) -> None:
+    database = open_database(tmp_path / "k.db")
+    with database.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    database.close()
+
+
 def test_no_upgrade_allowed_on_outdated_schema(database_url: str) -> None:
     with pytest.raises(SchemaOutdatedError, match=r"python -m arena\.db\.migrate upgrade"):
         open_database(database_url, upgrade=False)
