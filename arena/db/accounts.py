@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -26,6 +27,9 @@ INVITE_PREFIX = "kryt-invite_"
 TOKEN_BYTES = 32
 MAX_TOKEN_CHARS = 200
 """Longer presented tokens are refused before hashing (they cannot be ours)."""
+MAX_LIFETIME_DAYS = 36500
+"""The longest lifetime of a token or an invite: 100 years (longer overflows dates)."""
+MAX_LIFETIME = timedelta(days=MAX_LIFETIME_DAYS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +69,10 @@ def create_author(name: str, *, session: Session, password_hash: str | None = No
 
 
 def find_author(name: str, *, session: Session) -> Author | None:
-    """The author called ``name``, or None."""
+    """The author called ``name``, or None (at once for a name no author can have: one with
+    a NUL, which PostgreSQL cannot even compare, names nobody)."""
+    if not isinstance(name, str) or AUTHOR_NAME_RE.fullmatch(name) is None:
+        return None
     return session.exec(select(Author).where(Author.name == name)).first()
 
 
@@ -91,12 +98,20 @@ def set_password_hash(name: str, password_hash: str | None, *, session: Session)
     return author
 
 
+def _check_lifetime(lifetime: timedelta, what: str) -> None:
+    """:class:`InvalidRecordError` unless ``lifetime`` is positive and at most
+    :data:`MAX_LIFETIME` (the expiry date must stay a date)."""
+    if not timedelta(0) < lifetime <= MAX_LIFETIME:
+        raise InvalidRecordError(
+            f"{what} lifetime must be positive and at most {MAX_LIFETIME_DAYS} days, got {lifetime}"
+        )
+
+
 def create_token(
     author_name: str, *, session: Session, lifetime: timedelta, label: str = ""
 ) -> NewToken:
     """A new API token for the author, valid for ``lifetime``; the secret is returned once."""
-    if lifetime <= timedelta(0):
-        raise InvalidRecordError(f"a token's lifetime must be positive, got {lifetime}")
+    _check_lifetime(lifetime, "a token's")
     author = get_author(author_name, session=session)
     assert author.id is not None
     secret = TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
@@ -132,8 +147,8 @@ def revoke_token(token_id: int, *, session: Session) -> ApiToken:
 def authenticate_token(secret: str, *, session: Session) -> Principal | None:
     """The principal of a valid token (and its last use noted), or None for anything else:
     unknown, revoked, expired, or of a disabled author. Callers say only "invalid token"."""
-    if not secret or len(secret) > MAX_TOKEN_CHARS:
-        return None
+    if not secret or len(secret) > MAX_TOKEN_CHARS or not secret.isascii():
+        return None  # ours are short ASCII
     row = session.exec(select(ApiToken).where(ApiToken.token_hash == hash_token(secret))).first()
     now = utcnow()
     if row is None or row.revoked_at is not None or row.expires_at <= now:
@@ -175,8 +190,7 @@ class NewInvite:
 
 def create_invite(*, session: Session, lifetime: timedelta, label: str = "") -> NewInvite:
     """A one-use invite code valid for ``lifetime``; the code is returned once."""
-    if lifetime <= timedelta(0):
-        raise InvalidRecordError(f"an invite's lifetime must be positive, got {lifetime}")
+    _check_lifetime(lifetime, "an invite's")
     code = INVITE_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
     expires = utcnow() + lifetime
     row = Invite(code_hash=hash_token(code), label=label[:100], expires_at=expires)
@@ -207,7 +221,7 @@ def redeem_invite(
     used or expired; :class:`ConflictError` / :class:`InvalidRecordError` for a taken or
     malformed name (the caller rolls back, so the code stays unused).
     """
-    if not code or len(code) > MAX_TOKEN_CHARS:
+    if not code or len(code) > MAX_TOKEN_CHARS or not code.isascii():
         raise InviteError("invalid invite code")
     now = utcnow()
     row = session.exec(select(Invite).where(Invite.code_hash == hash_token(code))).first()
@@ -255,6 +269,25 @@ def bots_of_author(author_id: int, *, session: Session) -> list[Bot]:
     return list(session.exec(query).all())
 
 
+def storable_text(text: str, limit: int) -> str:
+    """``text`` with control, format and surrogate characters escaped (``\\x00``,
+    ``\\u202e``), cut to ``limit`` characters."""
+    out: list[str] = []
+    size = 0
+    for char in text:
+        if unicodedata.category(char) in {"Cc", "Cf", "Cs", "Zl", "Zp"}:
+            code = ord(char)
+            if code < 0x100:
+                char = f"\\x{code:02x}"
+            else:
+                char = f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+        if size + len(char) > limit:
+            break
+        out.append(char)
+        size += len(char)
+    return "".join(out)
+
+
 def audit(
     action: str,
     outcome: str,
@@ -266,15 +299,20 @@ def audit(
     detail: str = "",
     remote: str = "",
 ) -> AuditEntry:
-    """Append one entry to the audit log (in the caller's transaction)."""
+    """Append one entry to the audit log (in the caller's transaction).
+
+    The texts may come from anyone (a bot name in a URL, a file name header): control,
+    format and surrogate characters are stored as escapes (``\\x00``), so every text can
+    be stored (PostgreSQL refuses NUL) and none can disturb whoever reads the log.
+    """
     entry = AuditEntry(
         author_id=author_id,
         token_id=token_id,
-        action=action[:40],
-        outcome=outcome[:16],
-        target=target[:200],
-        detail=detail[:2000],
-        remote=remote[:64],
+        action=storable_text(action, 40),
+        outcome=storable_text(outcome, 16),
+        target=storable_text(target, 200),
+        detail=storable_text(detail, 2000),
+        remote=storable_text(remote, 64),
     )
     session.add(entry)
     session.flush()

@@ -14,7 +14,10 @@ Routes added to the leaderboard's (``/``, ``/bots/{name}``, ``/games/{id}``, ...
 
 Errors of the API are JSON problem details (RFC 9457): ``type``, ``title``, ``status``,
 ``detail``. Authentication fails closed: no, unknown, revoked or expired token → 401; a bot
-of another author → 403; too many tries or writes → 429 with ``Retry-After``.
+of another author → 403; too many tries or writes → 429 with ``Retry-After``. A method a
+path does not take is a 405 with ``Allow`` (pages too); a malformed id in a query
+(``?tournament=abc``) a 422. Blocking work of the async routes (database, unpacking,
+password hashes) runs in worker threads, so one upload does not hold up other requests.
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ from fastapi.responses import (
 )
 from sqlalchemy import func
 from sqlmodel import Session, col, select
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from arena.db import (
     Bot,
@@ -94,11 +99,17 @@ from leaderboard.web.app import LINKS
 from leaderboard.web.app import create_app as create_leaderboard_app
 from leaderboard.web.render import render
 from sandbox import sweep_leftovers
+from sandbox.submission import NAME_RE as BOT_NAME_RE
 
 log = logging.getLogger(__name__)
 
 PROBLEM = "application/problem+json"
 FILENAME_HEADER = "x-kryt-filename"
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+"""The methods a path answers with 405 (and ``Allow``) when none of its routes takes them."""
+ID_QUERIES = {"/api/leaderboard": ("tournament",)}
+"""Query parameters that are database ids: anything but a positive decimal number there is a
+malformed request (422); a well-formed id of nothing is a 404 (the route's own answer)."""
 
 
 class Problem(Exception):
@@ -212,6 +223,17 @@ def create_service_app(
         return _problem_response(response.status_code, detail, response.headers)
 
     @app.middleware("http")
+    async def malformed_ids(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        """A malformed id in a query parameter (``?tournament=abc``) is a 422 naming it."""
+        for name in ID_QUERIES.get(request.url.path, ()):
+            for value in request.query_params.getlist(name):
+                if not (value.isascii() and value.isdigit() and int(value) > 0):
+                    detail = f"query.{name}: must be a positive integer id, got {value[:40]!r}"
+                    return _problem_response(422, detail, {})
+        response: Response = await call_next(request)
+        return response
+
+    @app.middleware("http")
     async def count_and_harden(request: Request, call_next: Callable[[Request], Any]) -> Response:
         response: Response = await call_next(request)
         service.metrics.count(request.method, response.status_code)
@@ -255,8 +277,43 @@ def create_service_app(
     _add_operations(app, service)
     _add_api(app, service)
     _add_pages(app, service)
-    app.mount("/", create_leaderboard_app(db))
+    leaderboard = create_leaderboard_app(db)
+    _add_method_fallbacks(app, leaderboard)
+    app.mount("/", leaderboard)
     return app
+
+
+def _add_method_fallbacks(app: FastAPI, mounted: FastAPI) -> None:
+    """For every path of ``app`` and of the app ``mounted`` at ``/``, answer the methods none
+    of its routes takes with 405 and ``Allow`` (a problem document under /api/). Without it
+    the mounted app, which matches every path, would answer them 404 "no page"."""
+    allowed: dict[str, set[str]] = {}
+    for route in [*app.router.routes, *mounted.router.routes]:
+        if isinstance(route, Route) and route.methods:  # FastAPI's routes are Routes too
+            allowed.setdefault(route.path, set()).update(route.methods)
+    for path, methods in allowed.items():
+        others = [m for m in METHODS if m not in methods]
+        if others:
+            app.router.routes.append(
+                Route(
+                    path,
+                    _method_not_allowed(", ".join(sorted(methods))),
+                    methods=others,
+                    include_in_schema=False,
+                )
+            )
+
+
+def _method_not_allowed(allow: str) -> Callable[[Request], Any]:
+    async def not_allowed(request: Request) -> Response:
+        detail = f"{request.method} is not allowed on {request.url.path}; allowed: {allow}"
+        if request.url.path.startswith("/api/"):
+            return _problem_response(405, detail, {"Allow": allow}, title="Method Not Allowed")
+        title = "Method not allowed"
+        html = render("error.html", links=LINKS, title=title, heading=title, message=detail)
+        return HTMLResponse(html, status_code=405, headers={"Allow": allow})
+
+    return not_allowed
 
 
 def _problem_response(
@@ -325,7 +382,8 @@ def _authenticate(request: Request, service: Service, *, write: bool) -> Princip
 
 def _owned_bot(name: str, principal_author: int, *, session: Session) -> Bot:
     """The bot called ``name`` when it belongs to the author; 404 / 403 otherwise."""
-    bot = find_bot(name, session=session)
+    # A name no bot can have (one with a NUL, which PostgreSQL cannot even compare) names none.
+    bot = find_bot(name, session=session) if BOT_NAME_RE.fullmatch(name) else None
     if bot is None or bot.id is None:
         raise Problem(404, "Not found", f"no bot named {name[:80]!r}")
     if owner_of(bot.id, session=session) != principal_author:
@@ -358,17 +416,22 @@ def _submission_json(row: Submission, bot: str, check: SubmissionCheck | None) -
 def _add_operations(app: FastAPI, service: Service) -> None:
     @app.get("/health")
     def health() -> Response:
+        limit = service.settings.max_upload_bytes  # kryt submit checks an archive against it
         try:
             with service.db.read_session() as session:
                 session.exec(select(func.count()).select_from(Bot)).one()
         except Exception as exc:
-            return JSONResponse({"status": "unavailable", "database": str(exc)}, status_code=503)
+            return JSONResponse(
+                {"status": "unavailable", "database": str(exc), "max_upload_bytes": limit},
+                status_code=503,
+            )
         ladder = service.ladder
         return JSONResponse(
             {
                 "status": "ok",
                 "database": "ok",
                 "ladder": None if ladder is None else {"running_series": ladder.running()},
+                "max_upload_bytes": limit,
             }
         )
 
@@ -441,39 +504,15 @@ def _add_api(app: FastAPI, service: Service) -> None:
 
     @app.post("/api/submissions", status_code=202)
     async def upload(request: Request) -> JSONResponse:
-        principal = _authenticate(request, service, write=True)
+        # Everything but reading the body blocks (database, unpacking, hashing, copying):
+        # it runs in worker threads so the server answers other requests meanwhile.
+        principal = await run_in_threadpool(_authenticate, request, service, write=True)
         data = await _read_body(request, service.settings.max_upload_bytes)
         # A hint for messages only (never a path); ``kryt submit`` percent-encodes it.
         filename = urllib.parse.unquote(request.headers.get(FILENAME_HEADER, "upload"))
-        try:
-            accepted = accept_upload(
-                data, filename, principal, db=db, settings=service.settings, remote=_remote(request)
-            )
-        except ForbiddenError as exc:
-            raise Problem(403, "Forbidden", str(exc)) from None
-        except UploadError as exc:
-            with db.session() as session:
-                audit(
-                    "submit",
-                    "invalid",
-                    session=session,
-                    author_id=principal.author_id,
-                    token_id=principal.token_id,
-                    target=filename[:200],
-                    detail=str(exc),
-                    remote=_remote(request),
-                )
-            title = "Conflict" if exc.status == 409 else "Invalid submission"
-            raise Problem(exc.status, title, str(exc)) from None
-        if accepted.created and service.background:
-            service.validator.enqueue(accepted.submission_id)
-        with db.read_session() as session:
-            row = get_submission(accepted.submission_id, session=session)
-            body = _submission_json(
-                row, accepted.bot, get_check(accepted.submission_id, session=session)
-            )
-        body["created"] = accepted.created
-        return JSONResponse(body, status_code=202 if accepted.created else 200)
+        return await run_in_threadpool(
+            _store_upload, service, data, filename, principal, _remote(request)
+        )
 
     @app.get("/api/submissions")
     def my_submissions(request: Request) -> dict[str, Any]:
@@ -558,7 +597,7 @@ def _add_api(app: FastAPI, service: Service) -> None:
             raise Problem(
                 422, "Invalid registration", 'send JSON {"invite": .., "name": .., "password": ..}'
             )
-        done = _register(service, fields, _remote(request))
+        done = await run_in_threadpool(_register, service, fields, _remote(request))
         return JSONResponse(
             {"author": done.name, "token": done.token, "expires_at": done.expires_at},
             status_code=201,
@@ -578,6 +617,43 @@ def _add_api(app: FastAPI, service: Service) -> None:
             "games_per_series": service.settings.ladder.games_per_series,
             "budget_games": service.settings.ladder.budget_games,
         }
+
+
+def _store_upload(
+    service: Service, data: bytes, filename: str, principal: Principal, remote: str
+) -> JSONResponse:
+    """Validate and store an upload (blocking: run it in a worker thread); the answer of
+    ``POST /api/submissions`` or a problem (audited)."""
+    db = service.db
+    try:
+        accepted = accept_upload(
+            data, filename, principal, db=db, settings=service.settings, remote=remote
+        )
+    except ForbiddenError as exc:
+        raise Problem(403, "Forbidden", str(exc)) from None
+    except UploadError as exc:
+        with db.session() as session:
+            audit(
+                "submit",
+                "invalid",
+                session=session,
+                author_id=principal.author_id,
+                token_id=principal.token_id,
+                target=filename,
+                detail=str(exc),
+                remote=remote,
+            )
+        title = "Conflict" if exc.status == 409 else "Invalid submission"
+        raise Problem(exc.status, title, str(exc)) from None
+    if accepted.created and service.background:
+        service.validator.enqueue(accepted.submission_id)
+    with db.read_session() as session:
+        row = get_submission(accepted.submission_id, session=session)
+        body = _submission_json(
+            row, accepted.bot, get_check(accepted.submission_id, session=session)
+        )
+    body["created"] = accepted.created
+    return JSONResponse(body, status_code=202 if accepted.created else 200)
 
 
 def _retire(service: Service, name: str, principal: Principal, remote: str) -> dict[str, Any]:
@@ -694,20 +770,25 @@ def _add_pages(app: FastAPI, service: Service) -> None:
     def csrf_binding(request: Request) -> str | None:
         return request.cookies.get(SESSION_COOKIE) or request.cookies.get(CSRF_COOKIE)
 
+    def audit_form(outcome: str, author_id: int | None, target: str, request: Request) -> None:
+        with db.session() as session:
+            audit(
+                "form",
+                outcome,
+                session=session,
+                author_id=author_id,
+                target=target,
+                remote=_remote(request),
+            )
+
     async def checked_form(request: Request) -> dict[str, str]:
         """The posted form, when its CSRF token matches the caller's cookie; else 403."""
         body = await _read_body(request, 64 * 1024)
         form = _form(body)
         if not signer.csrf_ok(csrf_binding(request), form.get("csrf")):
-            with db.session() as session:
-                audit(
-                    "form",
-                    "csrf refused",
-                    session=session,
-                    author_id=session_author(request),
-                    target=request.url.path,
-                    remote=_remote(request),
-                )
+            await run_in_threadpool(
+                audit_form, "csrf refused", session_author(request), request.url.path, request
+            )
             raise Problem(
                 403, "Forbidden", "the form's CSRF token is missing or wrong; reload the page"
             )
@@ -740,6 +821,11 @@ def _add_pages(app: FastAPI, service: Service) -> None:
             raise Problem(
                 403, "Forbidden", "the form's CSRF token is missing or wrong; reload the page"
             )
+        # Blocking (database, the slow password hash): in a worker thread.
+        return await run_in_threadpool(sign_in, request, form, remote)
+
+    def sign_in(request: Request, form: dict[str, str], remote: str) -> Response:
+        """Check the name and password (or token) of the sign-in form; audited."""
         author_id: int | None = None
         with db.session() as session:
             token = form.get("token", "").strip()
@@ -817,7 +903,7 @@ def _add_pages(app: FastAPI, service: Service) -> None:
                 403, "Forbidden", "the form's CSRF token is missing or wrong; reload the page"
             )
         try:
-            done = _register(service, form, _remote(request))
+            done = await run_in_threadpool(_register, service, form, _remote(request))
         except Problem as exc:
             if exc.status == 429:
                 raise
@@ -887,10 +973,13 @@ def _add_pages(app: FastAPI, service: Service) -> None:
         if author_id is None:
             raise Problem(401, "Unauthorized", "sign in first")
         await checked_form(request)
+        await run_in_threadpool(retire_signed_in, author_id, name, _remote(request))
+        return RedirectResponse("/me", status_code=303)
+
+    def retire_signed_in(author_id: int, name: str, remote: str) -> None:
         with db.read_session() as session:
             author = session.get(Author, author_id)
             if author is None or author.disabled:
                 raise Problem(401, "Unauthorized", "sign in first")
             name_of_author = author.name
-        _retire(service, name, Principal(author_id, name_of_author, None), _remote(request))
-        return RedirectResponse("/me", status_code=303)
+        _retire(service, name, Principal(author_id, name_of_author, None), remote)

@@ -12,13 +12,17 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from arena.db.accounts import MAX_LIFETIME_DAYS
 from arena.tournament.config import SandboxSettings
 from arena.tournament.seeds import SEED_BITS
 from referee.protocol.messages import TimeControl
+from sandbox import SubmissionLimits
 
 ENV_PREFIX = "KRYT_ARENA_"
 KiB = 1024
 MiB = 1024 * KiB
+MAX_UPLOAD_LIMIT = SubmissionLimits().max_total_bytes
+"""The largest ``max_upload_bytes``: the submission size limit of a local ``kryt submit``."""
 
 
 class SettingsError(ValueError):
@@ -118,6 +122,15 @@ class ServiceSettings:
         if type(self.ladder.dask_workers) is not int or self.ladder.dask_workers < 1:
             raise SettingsError(
                 f"ladder.dask_workers must be a positive integer, got {self.ladder.dask_workers!r}"
+            )
+        if type(self.max_upload_bytes) is int and self.max_upload_bytes > MAX_UPLOAD_LIMIT:
+            raise SettingsError(
+                f"max_upload_bytes must be at most {MAX_UPLOAD_LIMIT} (the submission size "
+                f"limit), got {self.max_upload_bytes}"
+            )
+        if type(self.token_days) is int and self.token_days > MAX_LIFETIME_DAYS:
+            raise SettingsError(
+                f"token_days must be in 1..{MAX_LIFETIME_DAYS}, got {self.token_days}"
             )
         if not self.reference_bots:
             raise SettingsError("reference_bots needs at least one bundled example bot")

@@ -27,7 +27,8 @@ from arena.service.play import validate_submission
 from arena.service.settings import ServiceSettings
 from arena.tournament.seeds import draw_seed
 from arena.tournament.store import materialize, pack, stored_for_recording
-from sandbox import SubmissionError, SubmissionLimits, load_submission
+from sandbox import SubmissionError, load_submission
+from sandbox.source_check import check_python_sources
 
 log = logging.getLogger(__name__)
 
@@ -82,21 +83,31 @@ def accept_upload(
 ) -> Accepted:
     """Validate the archive like ``kryt submit`` does locally and store it as pending.
 
-    The bot must be new or already the caller's (:class:`ForbiddenError` otherwise); the
-    same content again returns the stored version (``created=False``).
+    The checks are a local ``kryt submit``'s: the archive (at most
+    ``settings.max_upload_bytes``, checked by the caller) unpacks within the submission
+    limits (:class:`sandbox.SubmissionLimits`: 20 MiB unpacked...), the manifest and paths
+    are valid and the Python sources compile. The bot must be new or already the caller's
+    (:class:`ForbiddenError` otherwise); the same content again returns the stored version
+    (``created=False``).
     """
-    limits = SubmissionLimits(max_total_bytes=min(settings.max_upload_bytes, 20 * 1024 * 1024))
     suffix = archive_suffix(data, filename)
     with tempfile.TemporaryDirectory(prefix="kryt-upload-") as tmp:
         path = Path(tmp) / f"upload{suffix}"
         path.write_bytes(data)
         try:
-            unpacked = load_submission(path, limits=limits, unpack_dir=Path(tmp) / "unpacked")
+            unpacked = load_submission(path, unpack_dir=Path(tmp) / "unpacked")
+            check_python_sources(unpacked)
         except SubmissionError as exc:
             raise UploadError(str(exc)) from None
-        # Refused (another author's bot, a reused version...): nothing is left in the store.
-        with stored_for_recording(unpacked, settings.store) as stored:
-            return _record_upload(stored, pack(unpacked), principal, db=db, remote=remote)
+        # Refused (another author's bot, a reused version, a bundled bot's name...): nothing
+        # is left in the store.
+        try:
+            with stored_for_recording(unpacked, settings.store) as stored:
+                return _record_upload(stored, pack(unpacked), principal, db=db, remote=remote)
+        except ConflictError as exc:  # a bundled bot's name (refused before storing)
+            raise UploadError(str(exc), status=409) from None
+        except SubmissionError as exc:  # the files changed while stored (not ours to race)
+            raise UploadError(str(exc)) from None
 
 
 def _record_upload(

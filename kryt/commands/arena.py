@@ -13,6 +13,10 @@ from rich.console import Console
 from kryt.errors import ExitCode, UserError
 from kryt.options import MAX_ID, DatabaseOption, open_db
 
+MAX_LIFETIME_DAYS = 36500
+"""The longest token lifetime (``arena.db.accounts.MAX_LIFETIME_DAYS``, not imported here:
+the command line starts without the database layer)."""
+
 app = typer.Typer(no_args_is_help=True)
 author_app = typer.Typer(no_args_is_help=True)
 token_app = typer.Typer(no_args_is_help=True)
@@ -100,7 +104,10 @@ def author_add(
     password: Annotated[
         bool, typer.Option("--password", help="Also set a web password (asked twice).")
     ] = False,
-    days: Annotated[int, typer.Option(help="Lifetime of the first API token.")] = 90,
+    days: Annotated[
+        int,
+        typer.Option(help="Lifetime of the first API token in days.", min=1, max=MAX_LIFETIME_DAYS),
+    ] = 90,
 ) -> None:
     """Create an author and print their first API token (shown only this once)."""
     from arena.db.accounts import create_author, create_token
@@ -225,7 +232,7 @@ def invite_list(database: DatabaseOption = None) -> None:
 def token_create(
     author: Annotated[str, typer.Argument(help="The author.")],
     database: DatabaseOption = None,
-    days: Annotated[int, typer.Option(help="Lifetime in days.")] = 90,
+    days: Annotated[int, typer.Option(help="Lifetime in days.", min=1, max=MAX_LIFETIME_DAYS)] = 90,
     label: Annotated[str, typer.Option(help="A note to tell tokens apart.")] = "",
 ) -> None:
     """A new API token for an author (printed once)."""
@@ -274,10 +281,11 @@ def token_revoke(
 def submissions(server: ServerOption) -> None:
     """Your uploaded versions on the server and the outcome of their validation."""
     from arena.service.server import Client, ClientError, read_token
+    from kryt.commands.submit import server_url
     from sandbox.death import printable
 
     try:
-        data = Client(server, read_token()).request("GET", "/api/submissions")
+        data = Client(server_url(server), read_token()).request("GET", "/api/submissions")
     except ClientError as exc:
         code = ExitCode.UNAVAILABLE if "cannot reach" in str(exc) else ExitCode.BAD_INPUT
         raise UserError(printable(str(exc)), code=code) from None

@@ -45,6 +45,9 @@ def submit(
     from sandbox import load_submission
     from sandbox.source_check import check_python_sources
 
+    if server is not None:
+        server = server_url(server)  # a bad URL is refused before any work
+
     # Compile-check first: a syntax error would otherwise surface as a forfeit of every game.
     with tempfile.TemporaryDirectory(prefix="kryt-submit-check-") as tmp:
         unpack = None if path.is_dir() else Path(tmp) / "unpacked"
@@ -79,6 +82,47 @@ def _shown(value: object) -> str:
     return printable(str(value))
 
 
+def server_url(text: str) -> str:
+    """``text`` when it is an http(s) URL with a host (and a valid port), else
+    :class:`UserError` naming it."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        _port = parts.port  # raises ValueError when out of range or not a number
+    except ValueError as exc:
+        raise UserError(f"--server {_shown(text)!r} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(
+            f"--server {_shown(text)!r} is not an http:// or https:// URL with a host",
+            hint="e.g. --server https://arena.example.org",
+        )
+    return text
+
+
+def _upload_limit(client: Any) -> int | None:
+    """The server's upload limit as its ``/health`` publishes it, or None (not published,
+    or the server does not answer: the upload itself then says why)."""
+    from arena.service.server import ClientError
+
+    try:
+        limit = client.request("GET", "/health").get("max_upload_bytes")
+    except ClientError:
+        return None
+    return limit if type(limit) is int and limit > 0 else None
+
+
+def _lost_upload(exc: BaseException) -> bool:
+    """Whether the connection broke while the request was sent (reset, broken pipe): what
+    a server does that answers 413 from the declared size without reading the body."""
+    import urllib.error
+
+    cause = exc.__context__
+    if isinstance(cause, urllib.error.URLError) and isinstance(cause.reason, BaseException):
+        cause = cause.reason
+    return isinstance(cause, ConnectionResetError | BrokenPipeError | ConnectionAbortedError)
+
+
 def _submit_remote(path: Path, server: str, *, wait: bool) -> None:
     from rich.text import Text
 
@@ -88,7 +132,22 @@ def _submit_remote(path: Path, server: str, *, wait: bool) -> None:
     try:
         client = Client(server, read_token())
         archive, filename = archive_of(path)
-        data = client.upload(archive, filename)
+        limit = _upload_limit(client)
+        if limit is not None and len(archive) > limit:
+            raise UserError(
+                f"{_shown(filename)} is {len(archive)} bytes packed; {_shown(server)} accepts "
+                f"uploads of at most {limit} bytes",
+                hint="leave out what the bot does not need at run time",
+            )
+        try:
+            data = client.upload(archive, filename)
+        except ClientError as exc:
+            if not _lost_upload(exc):
+                raise
+            raise UserError(
+                f"{_shown(server)} closed the connection while receiving an upload of "
+                f"{len(archive)} bytes (likely over its upload limit)"
+            ) from None
         state = "uploaded" if data.get("created") else "already on the server (same content)"
         out.print(
             Text(

@@ -56,7 +56,6 @@ def _problem(response: Any, status: int) -> dict[str, Any]:
         "/api/games/-5",
         "/api/games/abc",
         "/api/games/999999",
-        "/api/leaderboard?tournament=abc",
         "/api/leaderboard?tournament=424242",
         "/api/no/such/route",
     ],
@@ -68,8 +67,10 @@ def test_api_not_found_is_a_problem_document(client: TestClient, path: str) -> N
 def test_api_validation_errors_are_problem_documents(client: TestClient) -> None:
     response = client.get("/api/bots/x/logs?limit=abc", headers={"Authorization": "Bearer x"})
     assert "limit" in _problem(response, 422)["detail"]
-    # A method no route of that path takes (the leaderboard mounted at / answers it).
-    assert _problem(client.delete("/api/ladder"), 404)["title"] == "Not Found"
+    # A method no route of that path takes: 405 naming the ones it does.
+    response = client.delete("/api/ladder")
+    assert _problem(response, 405)["title"] == "Method Not Allowed"
+    assert response.headers["allow"] == "GET"
 
 
 @pytest.mark.parametrize(
