@@ -189,5 +189,34 @@ def _from_starter(name: str, parent: Path, starter: Path) -> Path:
     except InvalidManifestError as exc:
         raise BotTemplateError(f"cannot create bot {name!r}: {exc}") from None
     shutil.copytree(starter, folder, ignore=shutil.ignore_patterns("__pycache__"))
-    (folder / "bot.toml").write_text(text, encoding="utf-8")
+    try:
+        (folder / "bot.toml").write_text(text, encoding="utf-8")
+        _rename_in_code(folder, starter_name(starter), name)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return folder
+
+
+def starter_name(starter: Path) -> str:
+    """The name a starter's ``bot.toml`` gives it (its code says the same)."""
+    return parse_manifest((starter / "bot.toml").read_text(encoding="utf-8")).name
+
+
+def _rename_in_code(folder: Path, old: str, new: str) -> None:
+    """The starter's code names itself in its handshake, which must say the name of
+    ``bot.toml`` (the arena refuses any other): the quoted old name becomes the new one.
+    Names are ``[a-z0-9_-]``, so the quoted name is a plain string literal in every language."""
+    renamed = 0
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file() or path.name == "bot.toml":
+            continue
+        try:
+            code = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        if f'"{old}"' in code:
+            path.write_text(code.replace(f'"{old}"', f'"{new}"'), encoding="utf-8")
+            renamed += 1
+    if not renamed:  # a starter whose handshake would not say the new name: ours to fix
+        raise BotTemplateError(f"the {old!r} starter does not name itself in its code")

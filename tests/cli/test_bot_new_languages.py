@@ -41,3 +41,33 @@ def test_an_unknown_language_is_one_clear_error(
     code = main(["bot", "new", "my-bot", "--dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and "already exists" in err and "hint: choose another name or folder" in err
+
+
+@pytest.mark.parametrize("language", ["node", "java", "cpp", "go"])
+def test_a_new_bots_code_names_it_as_its_bot_toml(language: str, tmp_path: Path) -> None:
+    """The handshake must say the name of bot.toml: the starter's code is renamed too."""
+    assert main(["bot", "new", "my-bot", "--dir", str(tmp_path), "--language", language]) == 0
+    code = "".join(p.read_text() for p in (tmp_path / "my-bot").iterdir() if p.name != "bot.toml")
+    assert '"my-bot"' in code and '"example-' not in code
+
+
+@pytest.mark.parametrize("language", ["node", "go"])
+def test_a_new_bot_plays_as_generated(
+    language: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Generated, then played at once under bubblewrap: no start-up failure, no forfeit."""
+    from tests.sandbox.test_bwrap_runtimes import rootfs_or_skip
+
+    rootfs_or_skip(language)
+    assert main(["bot", "new", "fresh", "--dir", str(tmp_path), "--language", language]) == 0
+    capsys.readouterr()
+    code = main(
+        ["play", str(tmp_path / "fresh"), "builtin:greedy", "-n", "2", "-v", "--backend", "bwrap"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, (out, err)
+    games = [line for line in out.splitlines() if line.startswith("game ")]
+    assert len(games) == 2, out
+    assert not any(
+        word in out + err for word in ("startup failure", "never played", "handshake says")
+    ), (out, err)
