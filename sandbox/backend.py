@@ -37,6 +37,9 @@ from sandbox.limits import SandboxLimits
 from sandbox.runner import RunnerId, RunnerState, current_runner
 from sandbox.submission import Submission, SubmissionError, load_submission
 
+CRASH_OUTPUT_LINES = 30
+"""Lines of a bot's last output kept in the error of a start-up crash."""
+
 __all__ = [
     "Backend",
     "RunningBot",
@@ -446,8 +449,10 @@ class RunningBot(ABC):
                 self.stop()
 
     def _crashed(self, report: DeathReport, when: str) -> BotCrashedError:
-        tail = tail_lines(report.log_tail)
-        logs = (" | last output: " + " / ".join(tail)) if tail else ""
+        # Enough lines for a whole traceback or compiler message (node's and the JVM's put
+        # the cause before many frames of their own); each made printable, one per line.
+        tail = tail_lines(report.log_tail, CRASH_OUTPUT_LINES)
+        logs = (" | last output:\n" + "\n".join(tail)) if tail else ""
         return BotCrashedError(
             f"bot {self.label!r} {when}: {report.describe()}{logs}", label=self.label, death=report
         )

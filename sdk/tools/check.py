@@ -94,13 +94,23 @@ class CheckReport:
             )
         for p in self.problems:
             where = f" (games {', '.join(map(str, p.games))})" if p.games else ""
-            lines.append(printable(f"  {p.severity.upper()} {p.kind}{where}: {p.detail}"))
+            # A compiler's or a traceback's lines stay lines (indented under the problem).
+            text = printable(
+                f"{p.severity.upper()} {p.kind}{where}: {p.detail}", keep_newlines=True
+            )
+            lines.extend(
+                "  " + line if n == 0 else "    " + line for n, line in enumerate(text.split("\n"))
+            )
         lines.append("  OK" if self.ok else "  FAILED")
         if not self.ok and self.stderr.strip():
             lines.append("  bot stderr (tail):")
             tail = self.stderr.strip().split("\n")[-20:]
             lines.extend("    " + printable(line) for line in tail)
         return "\n".join(lines)
+
+
+class SandboxNeededError(SubmissionError):
+    """A bot of another runtime than Python checked without a sandbox (which builds it)."""
 
 
 @contextmanager
@@ -123,6 +133,12 @@ def _run_entry(
     submission: Submission, report: CheckReport
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     report.name, report.version = submission.manifest.name, submission.manifest.version
+    runtime = submission.manifest.runtime
+    if runtime != "python":  # this path runs the entry with Python: say so, do not try
+        raise SandboxNeededError(
+            f"a {runtime} bot is built and run by a sandbox: check it with --backend bwrap or"
+            " --backend docker (the check without a sandbox runs Python bots only)"
+        )
     tmp = Path(tempfile.mkdtemp(prefix="kryt-check-"))
     address = f"unix://{tmp / 'bot.sock'}"
     env = dict(os.environ)
@@ -277,6 +293,8 @@ def check_bot(
                                 severity="warning",
                             )
                         )
+    except SandboxNeededError as exc:
+        report.problems.append(Problem("sandbox", str(exc)))
     except SubmissionError as exc:
         report.problems.append(Problem("manifest", str(exc)))
     except BotUnreachableError as exc:
@@ -321,8 +339,10 @@ def _run_sandboxed(
     try:
         yield running.address, None
     finally:
-        running.stop()
-        report.stderr = running.logs()[-STDERR_TAIL:]
+        try:  # before stop: Docker's logs go with the container
+            report.stderr = running.logs()[-STDERR_TAIL:]
+        finally:
+            running.stop()
 
 
 @contextmanager

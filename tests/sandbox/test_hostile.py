@@ -241,6 +241,11 @@ def test_crash_on_start_is_the_bots_fault(sandbox_backend: Backend, make_bot: Ma
     assert caught.value.death.cause is DeathCause.CRASHED
     assert caught.value.death.exit_code == 1
     assert leftover_containers(sandbox_backend, "test-crasher") == []
+    # The whole traceback is kept (node's and the JVM's causes come before many frames),
+    # one line each, from its first line to the exception.
+    said = str(caught.value)
+    assert "last output:\nTraceback (most recent call last):" in said, said
+    assert said.rstrip().endswith("RuntimeError: crasher bot gave up at start-up"), said
 
 
 def test_hundred_megabyte_reply_is_refused(sandbox_backend: Backend, make_bot: MakeBot) -> None:

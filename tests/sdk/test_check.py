@@ -152,3 +152,38 @@ def test_a_handshake_that_does_not_match_bot_toml_fails_the_check(tmp_path: Path
     assert not report.ok
     (problem,) = [p for p in report.problems if p.kind == "handshake"]
     assert "'9.9.9'" in problem.detail and "'0.0.1'" in problem.detail
+
+
+def test_a_crash_under_docker_shows_the_bots_stderr(tmp_path: Path) -> None:
+    """The container's output is read before the container is removed (it went with it)."""
+    from tests.sandbox.conftest import _docker_problem
+    from tests.services import require
+
+    problem = _docker_problem()
+    require(problem is None, "Docker", problem or "")
+    folder = _bot(tmp_path, "crasher", "        raise ZeroDivisionError('oops')")
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    report = check_bot(
+        folder, games=2, sandbox="docker", time_control=ROOMY, startup_timeout=STARTUP
+    )
+    assert not report.ok and report.problems[0].kind == "crash", report.format()
+    assert "Traceback" in report.stderr and "ZeroDivisionError" in report.stderr
+
+
+def test_a_bot_of_another_runtime_needs_a_sandbox_to_be_checked(tmp_path: Path) -> None:
+    from kryt.cli import main
+
+    assert main(["bot", "new", "jsbot", "--dir", str(tmp_path), "--language", "node"]) == 0
+    report = check_bot(tmp_path / "jsbot", games=1, startup_timeout=STARTUP)
+    (problem,) = report.problems
+    assert problem.kind == "sandbox" and "--backend bwrap or --backend docker" in problem.detail
+
+
+def test_a_problem_of_several_lines_keeps_its_lines() -> None:
+    from sdk.tools.check import CheckReport, Problem
+
+    report = CheckReport(target="x")
+    report.problems.append(Problem("crash", "build failed:\nbot.cc:3: error: \x1b[31mno\n1 error"))
+    text = report.format()
+    assert "  ERROR crash: build failed:\n    bot.cc:3: error: \\x1b[31mno\n    1 error" in text
