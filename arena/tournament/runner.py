@@ -458,7 +458,11 @@ async def play_series_task_async(
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
         nonlocal played
         # A crash in the bot's own code: keep its traceback (from the sandbox's output).
-        record = with_traceback(record, lambda seat: slots[seat].logs())
+        record = with_traceback(
+            record,
+            lambda seat: slots[seat].logs(),
+            death_of=lambda seat: slots[seat].death_description(),
+        )
         try:
             with db.session() as session:
                 if task.runner_id:

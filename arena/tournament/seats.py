@@ -227,6 +227,13 @@ class SandboxSlot:
         """:meth:`diagnose` without holding up the event loop (it may wait for the sandbox)."""
         return await asyncio.to_thread(self.diagnose)
 
+    def death_description(self) -> str:
+        """How the bot's process ended (exit status, signal, the sandbox's verdict), or ''
+        while it runs (or after this slot stopped it)."""
+        running = self._running
+        report = running.death() if running is not None else None
+        return report.describe() if report is not None else ""
+
     def logs(self) -> str:
         """The tail of the bot's output (for reports)."""
         running = self._running

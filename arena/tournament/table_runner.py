@@ -134,7 +134,11 @@ def play_table_series_task(
 
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
         nonlocal played
-        record = with_traceback(record, lambda seat: slots[seat].logs())  # a bot's crash
+        record = with_traceback(
+            record,
+            lambda seat: slots[seat].logs(),
+            death_of=lambda seat: slots[seat].death_description(),
+        )  # a bot's crash
         with db.session() as session:
             attempt = next_attempt(series_id, number, session=session)
             record_game(record, GamePlace(series_id, number, attempt, seats), session=session)

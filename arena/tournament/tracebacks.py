@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from referee.protocol.messages import GameEndReason
 from referee.record import GameRecord, clip
+from sandbox.death import tail_lines
 
 HEAD = "Traceback (most recent call last):"
 """How a Python traceback starts (the SDK prints it with :func:`traceback.print_exc`)."""
@@ -46,17 +47,39 @@ def last_traceback(output: str) -> str:
     return "\n".join(kept).rstrip()
 
 
+OUTPUT_LINES = 30
+"""Last output lines kept with a crash the bot did not report itself."""
+
+
 def with_traceback(
     record: GameRecord,
     output_of: Callable[[int], str],
     *,
+    death_of: Callable[[int], str] | None = None,
     wait: float = LOG_WAIT_SECONDS,
 ) -> GameRecord:
     """``record`` with the offender's traceback appended to its crash detail, when the bot
     reported an exception of its own code (the detail names where it was raised) and its
     output holds a traceback; else ``record`` unchanged. ``output_of(seat)`` reads the
-    seat's output tail."""
+    seat's output tail.
+
+    A crash the bot did not report (its process died: a Go panic, a JVM exception, an
+    exit) keeps, with ``death_of(seat)`` (how the process ended, '' while it runs), that
+    line and the last :data:`OUTPUT_LINES` lines of its output, whatever its language."""
     forfeit = record.forfeit
+    if (
+        death_of is not None
+        and forfeit is not None
+        and forfeit.reason is GameEndReason.CRASH
+        and not forfeit.detail.startswith(BOT_ERROR)
+        and "\nlast output:" not in forfeit.detail
+    ):
+        death = death_of(forfeit.seat)
+        if not death:
+            return record
+        tail = tail_lines(output_of(forfeit.seat), OUTPUT_LINES)
+        said = f"\nits process: {death}" + ("\nlast output:\n" + "\n".join(tail) if tail else "")
+        return replace(record, forfeit=replace(forfeit, detail=clip(forfeit.detail + said)))
     if (
         forfeit is None
         or forfeit.reason is not GameEndReason.CRASH

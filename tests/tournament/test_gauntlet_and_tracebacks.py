@@ -100,3 +100,40 @@ def test_a_reported_crash_keeps_the_traceback_cut_at_max_text() -> None:
     # A reported error that names no frame (act() returned None): no traceback to look for.
     returned = crash("bot reported an error: act() returned None; expected an action")
     assert with_traceback(returned, lambda _seat: TRACEBACK, wait=5) is returned
+
+
+GO_PANIC = "\n".join(
+    [
+        "serving on /run/kryt/bot.sock",
+        "panic: runtime error: index out of range [7] with length 6",
+        "",
+        "goroutine 1 [running]:",
+        "main.pick(...)",
+        "\t/bot/main.go:41 +0x1d",
+        "exit status 2",
+    ]
+)
+
+
+def test_a_crash_the_bot_did_not_report_keeps_how_its_process_ended_and_its_output() -> None:
+    """A Go panic, a JVM exception, an exit: the lost connection says nothing; the process's
+    end and its last output lines say what happened, whatever the language."""
+    lost = crash("connection to bot lost: UNAVAILABLE: Socket closed")
+    kept = with_traceback(
+        lost,
+        lambda seat: GO_PANIC if seat == 1 else "",
+        death_of=lambda seat: "crashed, exit code 2" if seat == 1 else "",
+        wait=0,
+    )
+    assert kept.forfeit is not None
+    detail = kept.forfeit.detail
+    assert detail.startswith("connection to bot lost: UNAVAILABLE: Socket closed\n")
+    assert "\nits process: crashed, exit code 2\nlast output:\n" in detail
+    assert "panic: runtime error: index out of range" in detail
+    assert "\t/bot/main.go:41 +0x1d" in detail
+    # Still running (it only hung up): nothing to add.
+    alive = with_traceback(lost, lambda _seat: GO_PANIC, death_of=lambda _seat: "", wait=0)
+    assert alive is lost
+    # Applied once only (a record passed again keeps one copy).
+    again = with_traceback(kept, lambda _s: GO_PANIC, death_of=lambda _s: "crashed", wait=0)
+    assert again is kept
