@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.UNAVAILABLE
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
-    verbose = "--verbose" in args or "-v" in args
+    _state["verbose"] = False  # set by the root's own --verbose/-v (a command's -v is its own)
     try:
         result = command.main(args=args, prog_name="kryt", standalone_mode=False)
     except typer.Exit as exc:
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         known = classify(exc)
         if known is None:
             raise
-        if verbose:
+        if _state["verbose"]:
             logging.getLogger("kryt").exception("details")
         typer.echo(f"error: {known}", err=True)
         if known.hint:
