@@ -12,13 +12,17 @@ from tests.cli.helpers import kryt
 
 
 def test_a_commands_own_v_does_not_add_tracebacks(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.chdir(tmp_path)
     args = ("tournament", "run", "builtin:random", "builtin:greedy", "--time", "1+x", "-v")
     code, out, err = kryt(capsys, *args)
     assert code == ExitCode.BAD_INPUT
     assert "Traceback" not in out + err and err.startswith("error: --time")
+    assert not any(r.exc_info for r in caplog.records), "a traceback for a user error"
 
 
 def test_the_roots_verbose_adds_the_traceback(
