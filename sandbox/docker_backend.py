@@ -297,42 +297,81 @@ class DockerBackend(Backend):
         """The image running ``submission`` (built on first use, cached by content hash).
 
         Compiled runtimes build here (:mod:`sandbox.runtimes.containers`); a build that fails
-        is :class:`~sandbox.runtimes.RuntimeBuildError`, the bot's fault.
+        is :class:`~sandbox.runtimes.RuntimeBuildError`, the bot's fault, remembered
+        (:data:`~sandbox.runtimes.containers.FAILED_BUILDS`) and raised again at once by later
+        calls; a failure of ours (:class:`ImageBuildError`) is tried again next time.
         """
-        from docker.errors import APIError, BuildError, ImageNotFound
+        from docker.errors import ImageNotFound
 
         runtime = get_runtime(submission.manifest.runtime)
         base = self.runtime_image(runtime)
         tag = f"kryt-bot:{submission.sha256[:32]}-{self.image_base_id(base)[:12]}"
+        key = f"docker:{tag}"
         with self._build_lock:
             try:
                 self.client.images.get(tag)
                 return tag
             except ImageNotFound:
                 pass
-            context = _build_context(submission, base, runtime)
-            memory = runtime.build_limits.memory_bytes
+            # A submission that did not build is not built again (the author's error, again).
+            containers.FAILED_BUILDS.check(key)
             try:
-                self.client.images.build(
-                    fileobj=context,
-                    custom_context=True,
-                    tag=tag,
-                    rm=True,
-                    forcerm=True,
-                    # No network for the build unless the organiser allows it (npm registry).
-                    network_mode=(
-                        "default" if containers.build_network_allowed(runtime) else "none"
-                    ),
-                    labels={MARK_KEY: "image", "org.kryt.submission": submission.sha256},
-                    container_limits={"memory": memory, "memswap": memory},
-                    timeout=runtime.build_limits.seconds + 120,
-                )
-            except BuildError as exc:
-                containers.raise_build_failure(runtime, submission, exc.build_log)
-                raise ImageBuildError(f"building {tag} failed: {exc}") from exc
-            except APIError as exc:
-                raise ImageBuildError(f"building {tag} failed: {exc}") from exc
+                self._build_image(submission, runtime, base, tag)
+            except BaseException as exc:
+                containers.FAILED_BUILDS.remember(key, exc)
+                raise
         return tag
+
+    def _build_image(self, submission: Submission, runtime: Runtime, base: str, tag: str) -> None:
+        """Build image ``tag`` of ``submission``, streaming the engine's output and keeping
+        only its last :data:`~sandbox.runtimes.containers.BUILD_LOG_BYTES` (a build may print
+        without bound). The bot's failed build is
+        :class:`~sandbox.runtimes.RuntimeBuildError`; ours is :class:`ImageBuildError`."""
+        from docker.errors import APIError, ImageNotFound
+        from requests import RequestException
+
+        context = _build_context(submission, base, runtime)
+        memory = runtime.build_limits.memory_bytes
+        tail = containers.LogTail()
+        error: str | None = None
+        last = ""
+        try:
+            stream = self.client.api.build(
+                fileobj=context,
+                custom_context=True,
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                # No network for the build unless the organiser allows it (npm registry).
+                network_mode=("default" if containers.build_network_allowed(runtime) else "none"),
+                labels={MARK_KEY: "image", "org.kryt.submission": submission.sha256},
+                container_limits={"memory": memory, "memswap": memory},
+                timeout=runtime.build_limits.seconds + 120,
+                decode=True,
+            )
+            for chunk in stream:
+                if not isinstance(chunk, dict):
+                    continue
+                if "error" in chunk:
+                    error = str(chunk["error"])
+                    tail.add(error if error.endswith("\n") else f"{error}\n")
+                    continue
+                text = chunk.get("stream")
+                if isinstance(text, str) and text:
+                    tail.add(text)
+                    last = text[-200:]
+        except (APIError, RequestException) as exc:
+            raise ImageBuildError(f"building {tag} failed: {exc}") from exc
+        if error is None:
+            try:
+                self.client.images.get(tag)
+                return
+            except ImageNotFound:
+                error = last.strip() or "the engine reported no image"
+            except (APIError, RequestException) as exc:
+                raise ImageBuildError(f"building {tag} failed: {exc}") from exc
+        containers.raise_build_failure(runtime, submission, [{"stream": tail.text()}])
+        raise ImageBuildError(f"building {tag} failed: {error[-2000:]}")
 
     def start(
         self,

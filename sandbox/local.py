@@ -907,7 +907,9 @@ class BwrapBackend(Backend):
         read-only at ``/src``, ``/artifact`` a tmpfs of the output bound, no network unless
         the organiser allows it, and a memory + pids cgroup of
         :class:`~sandbox.runtimes.BuildLimits`. A failed build is
-        :class:`~sandbox.runtimes.RuntimeBuildError` ending with the compiler's output.
+        :class:`~sandbox.runtimes.RuntimeBuildError` ending with the compiler's output; it is
+        remembered (:data:`~sandbox.runtimes.containers.FAILED_BUILDS`, per process) and raised
+        again at once on later calls. A failure of ours is tried again next time.
         """
         sub = resolve_submission(submission)
         runtime = get_runtime(sub.manifest.runtime)
@@ -920,9 +922,17 @@ class BwrapBackend(Backend):
         final = runtime_fs.artifact_dir(runtime, sub.sha256)
         if final.is_dir():
             return final
+        # A submission that did not build is not built again (the author's error, again).
+        key = f"bwrap:{final}"
+        containers.FAILED_BUILDS.check(key)
         with runtime_fs.locked(final.with_name(f".{final.name}.lock")):
             if not final.is_dir():
-                self._build(sub, runtime, final, bounded=problem is None)
+                containers.FAILED_BUILDS.check(key)
+                try:
+                    self._build(sub, runtime, final, bounded=problem is None)
+                except BaseException as exc:
+                    containers.FAILED_BUILDS.remember(key, exc)
+                    raise
         return final
 
     def _build(self, sub: Submission, runtime: Runtime, final: Path, *, bounded: bool) -> None:
@@ -937,7 +947,7 @@ class BwrapBackend(Backend):
             nofile=BUILD_NOFILE,
             fsize_bytes=build.output_bytes,
             tmpfs_bytes=build.memory_bytes,
-            log_bytes=LOG_TAIL_BYTES,
+            log_bytes=containers.BUILD_LOG_BYTES,
         )
         start_reaper()
         work_dir = make_work_dir(f"build-{runtime.name}")

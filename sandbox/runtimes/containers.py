@@ -7,7 +7,9 @@ uid 65534 with no network, bounded by :class:`~sandbox.runtimes.BuildLimits` (wa
 memory, size of the output); the second holds only the sources in ``/bot`` and the build's
 output in ``/artifact``. The image is tagged by the submission's hash and the runtime image's
 id, so each submission is built once, and the artifact is immutable. A failed build is one
-:class:`~sandbox.runtimes.RuntimeBuildError` that ends with the compiler's output.
+:class:`~sandbox.runtimes.RuntimeBuildError` that ends with the compiler's output; it is
+remembered (:data:`FAILED_BUILDS`, per process) and raised again at once on later starts,
+without building again. Only the last :data:`BUILD_LOG_BYTES` of a build's output are kept.
 
 A ``node`` submission is built only when it has a ``package.json`` (``npm ci`` of its lock
 file); its ``/artifact/node_modules`` is linked as ``/bot/node_modules``. The build has no
@@ -17,21 +19,29 @@ network unless the organiser names the runtime in ``KRYT_BUILD_NETWORK`` (see
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
 import shlex
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sandbox.errors import BotStartupError
 from sandbox.limits import SandboxLimits
 from sandbox.runtimes import ARTIFACT_DIR, Runtime, RuntimeBuildError
 from sandbox.submission import Submission
 
 __all__ = [
     "BUILD_FAILED",
+    "BUILD_LOG_BYTES",
     "BUILD_NETWORK_ENV",
     "BUILD_UID",
+    "FAILED_BUILDS",
+    "FailedBuilds",
+    "LogTail",
     "build_failure",
     "build_network_allowed",
     "build_script",
@@ -47,6 +57,9 @@ BUILD_UID = 65534
 BUILD_FAILED = "kryt-build-failed:"
 #: Lines of build output kept in the error for the author.
 BUILD_LOG_LINES = 40
+#: Characters of a build's output kept while it runs (its tail): a build printing 100 MB of
+#: compiler errors must not grow the referee. Both backends keep this much.
+BUILD_LOG_BYTES = 16 * 1024
 #: The organiser's setting: runtimes (comma-separated, e.g. ``node``) whose build step may use
 #: the network to reach their package registry. Unset (the default): no build has a network.
 BUILD_NETWORK_ENV = "KRYT_BUILD_NETWORK"
@@ -195,3 +208,74 @@ def raise_build_failure(runtime: Runtime, submission: Submission, log: Iterable[
     message = build_failure(runtime, submission, log)
     if message is not None:
         raise RuntimeBuildError(message)
+
+
+class LogTail:
+    """The last ``limit`` characters of a stream of text pieces, in bounded memory."""
+
+    def __init__(self, limit: int = BUILD_LOG_BYTES) -> None:
+        self.limit = limit
+        self._pieces: deque[str] = deque()
+        self._size = 0
+
+    def add(self, text: str) -> None:
+        """Append ``text``, dropping the oldest pieces no longer needed for the tail."""
+        if not text:
+            return
+        if len(text) >= self.limit:
+            self._pieces.clear()
+            text = text[-self.limit :]
+            self._size = 0
+        self._pieces.append(text)
+        self._size += len(text)
+        while self._size - len(self._pieces[0]) >= self.limit:
+            self._size -= len(self._pieces.popleft())
+
+    def text(self) -> str:
+        """The kept tail (at most ``limit`` characters)."""
+        return "".join(self._pieces)[-self.limit :]
+
+
+class FailedBuilds:
+    """The bot's build failures this process has seen, by build key (the successful-build
+    cache's key: submission hash and runtime image), so a submission that does not build is
+    built once and its error raised again at once on later starts.
+
+    Only :class:`~sandbox.errors.BotStartupError` is remembered: a build that failed for our
+    reasons (engine gone, missing image: :class:`~sandbox.errors.SandboxInfrastructureError`)
+    is tried again next time. At most ``size`` keys are kept (oldest forgotten first).
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._errors: OrderedDict[str, BotStartupError] = OrderedDict()
+
+    def check(self, key: str) -> None:
+        """Raise (a fresh copy of) the error of the remembered failed build ``key``, if any."""
+        with self._lock:
+            error = self._errors.get(key)
+        if error is not None:
+            raise copy.copy(error)
+
+    def remember(self, key: str, error: BaseException) -> None:
+        """Remember ``error`` for ``key`` when it is the bot's fault (else nothing)."""
+        if not isinstance(error, BotStartupError):
+            return
+        with self._lock:
+            self._errors[key] = copy.copy(error)
+            self._errors.move_to_end(key)
+            while len(self._errors) > self.size:
+                self._errors.popitem(last=False)
+
+    def forget(self, key: str | None = None) -> None:
+        """Forget ``key`` (every key when None)."""
+        with self._lock:
+            if key is None:
+                self._errors.clear()
+            else:
+                self._errors.pop(key, None)
+
+
+#: The failed builds of this process (both backends; keys carry the backend's name).
+FAILED_BUILDS = FailedBuilds()
