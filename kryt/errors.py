@@ -16,7 +16,7 @@ class ExitCode(IntEnum):
     UNAVAILABLE = 3
     """A service is missing or unreachable (database, Docker engine)."""
     INTERRUPTED = 130
-    """Stopped by Ctrl-C (work done so far is kept; ``resume`` continues)."""
+    """Stopped by Ctrl-C or SIGTERM (work done so far is kept; ``resume`` continues)."""
 
 
 class UserError(Exception):
@@ -36,17 +36,26 @@ def classify(exc: BaseException) -> UserError | None:
     if isinstance(exc, UserError):
         return exc
     if isinstance(exc, DatabaseUnavailableError):
+        sqlite = _sqlite_problem(exc)
+        if sqlite is not None:
+            return sqlite
+        server = "postgresql" in str(exc)  # every message names the (masked) database URL
         return UserError(
             str(exc),
             code=ExitCode.UNAVAILABLE,
-            hint="check --database / KRYT_DATABASE_URL and that the server is running",
+            hint="check --database / KRYT_DATABASE_URL"
+            + (" and that the server is running" if server else ""),
         )
     if isinstance(exc, DatabaseError):
         return UserError(str(exc), code=ExitCode.BAD_INPUT)
     if isinstance(exc, RulesError):
         return UserError(str(exc))
     from arena.tournament.config import ConfigError
+    from arena.tournament.lease import TournamentBusyError
     from arena.tournament.runner import TournamentError
+
+    if isinstance(exc, TournamentBusyError):  # another live run holds the tournament
+        return UserError(str(exc), code=ExitCode.UNAVAILABLE)
     from leaderboard.ratings import RatingsError
     from sandbox.errors import SandboxError, SandboxInfrastructureError
     from sandbox.submission import SubmissionError
@@ -64,3 +73,37 @@ def classify(exc: BaseException) -> UserError | None:
     if isinstance(exc, SandboxError):
         return UserError(str(exc))
     return None
+
+
+_SERVER_ADVICE = "; check that the server is running"
+"""How the database layer ends a failed connection's message: advice for PostgreSQL only."""
+
+
+def _sqlite_problem(exc: BaseException) -> UserError | None:
+    """The user-facing form of a SQLite file that cannot be used (read-only, not a database,
+    damaged), with a hint about the file instead of a server; None when ``exc`` did not come
+    from SQLite."""
+    import sqlite3
+
+    cause = exc.__cause__
+    reason = getattr(cause, "orig", cause)
+    if not isinstance(reason, sqlite3.Error):
+        return None
+    message = str(exc)
+    # The connection's message may end with the server advice: it does not apply to a file.
+    message = message.split(_SERVER_ADVICE, 1)[0]
+    text = str(reason).lower()
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        hint = (
+            "the SQLite file (or its folder, where SQLite keeps the -wal and -shm files beside"
+            " it) is not writable by you: fix the permissions, or copy the file somewhere"
+            " writable and use --database on the copy"
+        )
+    elif "not a database" in text or "malformed" in text or "corrupt" in text:
+        hint = (
+            "the file is not a Kryt database (or it is damaged): point --database /"
+            " KRYT_DATABASE_URL at a Kryt database, or at a new file to start one"
+        )
+    else:
+        hint = "check the SQLite file named by --database / KRYT_DATABASE_URL"
+    return UserError(message, code=ExitCode.UNAVAILABLE, hint=hint)

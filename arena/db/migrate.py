@@ -24,7 +24,12 @@ import sqlalchemy as sa
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection, Engine
 
-from arena.db.errors import ForeignDatabaseError, SchemaOutdatedError, SchemaTooNewError
+from arena.db.errors import (
+    ForeignDatabaseError,
+    SchemaError,
+    SchemaOutdatedError,
+    SchemaTooNewError,
+)
 from arena.db.models import metadata
 
 if TYPE_CHECKING:
@@ -77,6 +82,7 @@ def upgrade_connection(connection: Connection, *, where: str, allow: bool = True
         connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_LOCK_KEY})")
     if _stored_revision(connection) == newest_revision_file():
         return newest_revision_file()  # up to date: no need to load Alembic (~0.2 s a command)
+    _check_version_table(connection, where)
     from alembic import command
     from alembic.script import ScriptDirectory
     from alembic.util.exc import CommandError
@@ -127,6 +133,23 @@ def _stored_revision(connection: Connection) -> str | None:
         return None
     rows = connection.exec_driver_sql("SELECT version_num FROM alembic_version").all()
     return str(rows[0][0]) if len(rows) == 1 else None
+
+
+def _check_version_table(connection: Connection, where: str) -> None:
+    """SchemaError when ``alembic_version`` exists but does not hold one revision (two rows,
+    or an empty one): Alembic would fail on it with an assertion or a "more than one head"
+    error. Nothing is changed; no rows at all is a database never migrated."""
+    if not inspect(connection).has_table("alembic_version"):
+        return
+    rows = [row[0] for row in connection.exec_driver_sql("SELECT version_num FROM alembic_version")]
+    if len(rows) <= 1 and all(isinstance(r, str) and r.strip() for r in rows):
+        return
+    shown = ", ".join(repr(r) for r in rows[:3]) + (", ..." if len(rows) > 3 else "")
+    raise SchemaError(
+        f"database {where} has a damaged schema revision table alembic_version ({len(rows)}"
+        f" rows: {shown}); it must hold one row, the schema revision. It will not be touched:"
+        " restore it from a backup, or point --database / KRYT_DATABASE_URL at another database"
+    )
 
 
 def upgrade_engine(engine: Engine, *, where: str, allow: bool = True) -> str:
@@ -217,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         db = open_database(args.url, create=False, upgrade=False, check_schema=False)
         try:
             with db.engine.connect() as connection:
+                _check_version_table(connection, db.display_url)
                 current = current_revision(connection)
         finally:
             db.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -58,14 +59,30 @@ def normalize_url(raw: str | os.PathLike[str]) -> str:
         raise DatabaseURLError(f"empty database URL; {_HELP}")
     if "://" not in text:
         # A bare path: the SQLite file it names (resolved so the URL survives a chdir).
-        path = Path(text).expanduser().resolve()
+        _refuse_nul(text, text.replace("\x00", "%00"))
+        path = _file_path(text, text)
         return URL.create("sqlite", database=str(path)).render_as_string(hide_password=False)
+    _refuse_nul(text, mask_url(text))
     try:
         url = make_url(text)
     except ArgumentError as exc:
         raise DatabaseURLError(
             f"malformed database URL {mask_url(text)!r}: {exc}; {_HELP}"
         ) from exc
+    except ValueError:
+        # SQLAlchemy reads the port with int(): "5432x", or the host "[::1" cut short. Its
+        # message is not shown: it quotes a piece of the URL, which could be the password.
+        raise DatabaseURLError(
+            f"malformed database URL {mask_url(text)!r}: its host or port cannot be read (the"
+            " port is a number from 1 to 65535; an IPv6 host goes in brackets, as [::1]);"
+            f" {_HELP}"
+        ) from None
+    parts = (url.username, url.password, url.host, url.database, *url.query.values())
+    _refuse_nul(" ".join(str(p) for p in parts if p is not None), mask_url(text))
+    if url.port is not None and not 1 <= url.port <= 65535:
+        raise DatabaseURLError(
+            f"malformed database URL {mask_url(text)!r}: port {url.port} is not in 1-65535; {_HELP}"
+        )
     driver = url.drivername
     if driver in _POSTGRES_ALIASES:
         url = url.set(drivername="postgresql+psycopg")
@@ -79,11 +96,32 @@ def normalize_url(raw: str | os.PathLike[str]) -> str:
                 f"in-memory SQLite ({mask_url(text)!r}) would lose every result when the "
                 f"process exits; name a file instead: {_HELP}"
             )
-        path = Path(url.database).expanduser()
-        url = url.set(drivername="sqlite", database=str(path.resolve()))
+        path = _file_path(url.database, mask_url(text))
+        url = url.set(drivername="sqlite", database=str(path))
     elif not url.database:
         raise DatabaseURLError(f"no database name in {mask_url(text)!r}; {_HELP}")
     return url.render_as_string(hide_password=False)
+
+
+def _file_path(name: str, shown: str) -> Path:
+    """The absolute path of a SQLite file name (``~`` and ``~user`` expanded)."""
+    try:
+        return Path(name).expanduser().resolve()
+    except RuntimeError:  # ~user of a user that does not exist
+        raise DatabaseURLError(
+            f"database path in {shown!r} starts with a home folder that does not exist; {_HELP}"
+        ) from None
+
+
+def _refuse_nul(value: str, shown: str) -> None:
+    """DatabaseURLError when ``value`` (the URL, or a part of it once decoded) holds a NUL
+    byte: no file name, host or password can (``%00`` in a URL decodes to one). ``shown``
+    is the URL as the message may show it (password masked)."""
+    if "\x00" in value:
+        raise DatabaseURLError(
+            f"database URL {shown!r} contains a NUL byte (%00), which no file name,"
+            f" host or password can hold; {_HELP}"
+        )
 
 
 def backend_of(url: str | URL) -> str:
@@ -97,10 +135,21 @@ def backend_of(url: str | URL) -> str:
         ) from None
 
 
+_USER_AND_PASSWORD = re.compile(r"^(?P<head>[^:/@]*://[^:/@]*:).*@", re.DOTALL)
+"""``scheme://user:`` then everything up to the last ``@``: where a password would be."""
+
+
 def mask_url(url: str | URL) -> str:
-    """The URL with its password replaced by ``***``, fit for messages and logs."""
+    """The URL with its password replaced by ``***``, fit for messages and logs.
+
+    A URL that cannot be parsed is shown as given but with everything between ``user:`` and
+    the last ``@`` replaced (more than the password, when in doubt), NUL bytes as ``%00``.
+    """
     try:
         parsed = make_url(url) if isinstance(url, str) else url
     except ArgumentError:
         return "<unparseable URL>"
-    return parsed.render_as_string(hide_password=True)
+    except ValueError:
+        assert isinstance(url, str)
+        return _USER_AND_PASSWORD.sub(r"\g<head>***@", url).replace("\x00", "%00")
+    return parsed.render_as_string(hide_password=True).replace("\x00", "%00")
