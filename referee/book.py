@@ -3,7 +3,8 @@
 The counterpart of a chess opening book. A book is a plain-text file, one deck per line: 36
 card codes (rank ``6 7 8 9 T J Q K A``, ``10`` for ``T`` accepted, then suit ``C D H S``,
 any case) separated by spaces or commas, top of the deck first, as in docs/rules.md's deck
-order. ``#`` starts a comment that runs to the end of the line; blank lines are skipped.
+order. ``#`` starts a comment that runs to the end of the line; blank lines are skipped; a
+leading UTF-8 byte order mark is ignored.
 The decks are used in order, each played twice with the hands swapped (the duplicate format),
 round the book again when a run has more deals than the book has decks.
 """
@@ -40,6 +41,7 @@ def parse_book(text: str, source: str = "book") -> Book:
     """The decks of a book's ``text`` (``source`` names it in errors), each checked: 36
     cards, every one a card, none twice. Raises :class:`BookError`."""
     decks: list[tuple[str, ...]] = []
+    text = text.removeprefix("\ufeff")  # a byte order mark, as some editors write
     for number, line in enumerate(text.splitlines(), start=1):
         content = line.partition("#")[0]
         tokens = [t for t in _SEPARATORS.split(content) if t]

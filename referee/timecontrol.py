@@ -7,7 +7,9 @@ again per move.
 
 The text form of a control, shared by ``kryt play --time`` and the tournament configuration,
 is ``MOVE+BANK[+INCREMENT]`` in seconds (``1+10+0.1``: 1 s a move, a 10 s bank, 0.1 s added
-to the bank after each move); see :func:`parse_time_spec`.
+to the bank after each move); see :func:`parse_time_spec`. Wherever a user sets a control
+(``kryt play``, a tournament's settings), each part is bounded by :data:`MOVE_SECONDS`,
+:data:`BANK_SECONDS`, :data:`GRACE_SECONDS` and :data:`INCREMENT_SECONDS` (docs/configuration.md).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import Final
 
 from referee.protocol.messages import (
     CPU_CLOCK_WALL_FACTOR,
@@ -25,13 +28,46 @@ from referee.protocol.messages import (
 )
 
 __all__ = [
+    "BANK_SECONDS",
+    "GRACE_SECONDS",
+    "INCREMENT_SECONDS",
+    "MOVE_SECONDS",
     "GameClock",
     "TimeControl",
     "TimeControlError",
+    "check_seconds",
     "format_time_spec",
     "parse_time_assignment",
     "parse_time_spec",
 ]
+
+
+MOVE_SECONDS: Final = (0.001, 3600.0)
+"""Time per move a user may set, in seconds (at least a millisecond: the wire counts ms)."""
+BANK_SECONDS: Final = (0.0, 86_400.0)
+"""A bank a user may set, in seconds."""
+GRACE_SECONDS: Final = (0.0, 600.0)
+"""A per-game grace a user may set, in seconds."""
+INCREMENT_SECONDS: Final = (0.0, 3600.0)
+"""An increment a user may set, in seconds."""
+
+_WIRE_SECONDS: Final = MAX_TIME_MS / 1000
+"""What the wire can carry at most (any part): the bound of a control read back from a
+record, which need not be one a user could set today."""
+
+
+def check_seconds(what: str, value: object, bounds: tuple[float, float]) -> float:
+    """``value`` as a number of seconds within ``bounds``, or TimeControlError naming it as
+    ``what`` (``--move-seconds``, ``the move``...)."""
+    low, high = bounds
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        raise TimeControlError(f"{what} must be from {low:g} to {high:g} seconds, got {value!r}")
+    return float(value)
 
 
 class GameClock:
@@ -86,10 +122,16 @@ class GameClock:
         return True
 
 
-def parse_time_spec(text: str, base: TimeControl | None = None) -> TimeControl:
+def parse_time_spec(
+    text: str, base: TimeControl | None = None, *, setting: bool = False
+) -> TimeControl:
     """``MOVE+BANK[+INCREMENT]`` (seconds, e.g. ``1+10+0.1``) as a time control; the grace
     and the clock come from ``base`` (default: the arena's). Raises TimeControlError naming
-    the text and the bad part."""
+    the text and the bad part.
+
+    ``setting``: the text is a user's setting (``--time``, ``[bot_time]``), held to the
+    bounds of :data:`MOVE_SECONDS`, :data:`BANK_SECONDS` and :data:`INCREMENT_SECONDS`;
+    otherwise (a control read back from a record) to what the wire can carry."""
     base = base or TimeControl()
     if not isinstance(text, str):
         raise TimeControlError(f"a time control is text like '1+10+0.1', got {text!r}")
@@ -110,6 +152,12 @@ def parse_time_spec(text: str, base: TimeControl | None = None) -> TimeControl:
             ) from None
         if not math.isfinite(value):
             raise TimeControlError(f"time control {text!r}: the {name} {part!r} is not finite")
+        low, high = _spec_bounds(name, setting=setting)
+        if not low <= value <= high:
+            raise TimeControlError(
+                f"time control {text!r}: the {name} {part!r} must be from {low:g} to"
+                f" {high:g} seconds"
+            )
         seconds.append(value)
     increment = seconds[2] if len(seconds) == 3 else 0.0
     try:
@@ -121,6 +169,13 @@ def parse_time_spec(text: str, base: TimeControl | None = None) -> TimeControl:
     return dataclasses.replace(parsed, grace_ms=base.grace_ms)
 
 
+def _spec_bounds(name: str, *, setting: bool) -> tuple[float, float]:
+    """The bounds of the part ``name`` (move, bank, increment) of a time control's text."""
+    if setting:
+        return {"move": MOVE_SECONDS, "bank": BANK_SECONDS}.get(name, INCREMENT_SECONDS)
+    return (MOVE_SECONDS[0] if name == "move" else 0.0), _WIRE_SECONDS
+
+
 def format_time_spec(control: TimeControl) -> str:
     """The ``MOVE+BANK+INCREMENT`` text of ``control`` (inverse of :func:`parse_time_spec`)."""
 
@@ -130,13 +185,16 @@ def format_time_spec(control: TimeControl) -> str:
     return f"{seconds(control.move_ms)}+{seconds(control.bank_ms)}+{seconds(control.increment_ms)}"
 
 
-def parse_time_assignment(text: str, base: TimeControl | None = None) -> tuple[str, TimeControl]:
+def parse_time_assignment(
+    text: str, base: TimeControl | None = None, *, setting: bool = False
+) -> tuple[str, TimeControl]:
     """``BOT=MOVE+BANK[+INCREMENT]`` (a per-bot control, e.g. ``a=1+10+0.1``) as the bot's key
-    and its control. Raises TimeControlError when there is no ``=`` or the control is bad."""
+    and its control. Raises TimeControlError when there is no ``=`` or the control is bad
+    (``setting``: as :func:`parse_time_spec`)."""
     key, sep, spec = text.rpartition("=")
     key = key.strip()
     if not sep or not key:
         raise TimeControlError(
             f"expected BOT=MOVE+BANK[+INCREMENT] (e.g. mybot=1+10+0.1), got {text!r}"
         )
-    return key, parse_time_spec(spec, base)
+    return key, parse_time_spec(spec, base, setting=setting)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,10 @@ from referee.book import BookError, format_book, load_book, parse_book
 from referee.protocol.messages import CLOCKS, TimeControl
 from referee.rules import RULESETS
 from referee.series import SeriesFormat
+from referee.timecontrol import BANK_SECONDS as BANK_SECONDS
+from referee.timecontrol import GRACE_SECONDS as GRACE_SECONDS
+from referee.timecontrol import INCREMENT_SECONDS as INCREMENT_SECONDS
+from referee.timecontrol import MOVE_SECONDS as MOVE_SECONDS
 from referee.timecontrol import parse_time_spec
 from sandbox import SandboxLimits
 from sandbox.limits import DEFAULT_STARTUP_SECONDS
@@ -33,10 +38,8 @@ MAX_GAMES_PER_PAIR = 1_000_000
 MAX_CONCURRENCY = 1024
 MAX_TURN_LIMIT = 100_000
 MAX_SEED = 2**62
-MOVE_SECONDS = (0.001, 3600.0)
-BANK_SECONDS = (0.0, 86_400.0)
-GRACE_SECONDS = (0.0, 600.0)
-INCREMENT_SECONDS = (0.0, 3600.0)
+# MOVE_SECONDS, BANK_SECONDS, GRACE_SECONDS, INCREMENT_SECONDS: referee.timecontrol's, the
+# same wherever a user sets a time control (kryt play too).
 MEMORY_MB = (32, 65_536)
 PIDS = (8, 32_768)
 CPUS = (0.01, 1024.0)
@@ -245,7 +248,7 @@ class TournamentConfig:
             )
         for bot, spec in self.bot_time:
             try:
-                parse_time_spec(spec, self.time_control)
+                parse_time_spec(spec, self.time_control, setting=True)
             except ValueError as exc:
                 raise ConfigError(f"[bot_time] {bot}: {exc}") from None
         if len({bot for bot, _ in self.bot_time}) != len(self.bot_time):
@@ -271,7 +274,9 @@ class TournamentConfig:
         (``name@version`` first, then ``name``), else ``[time_control]``."""
         given = dict(self.bot_time)
         spec = given.get(f"{name}@{version}", given.get(name))
-        return self.time_control if spec is None else parse_time_spec(spec, self.time_control)
+        if spec is None:
+            return self.time_control
+        return parse_time_spec(spec, self.time_control, setting=True)
 
     def check_bot_time(self, bots: list[tuple[str, str]]) -> None:
         """ConfigError when a ``[bot_time]`` entry names none of ``bots`` (``(name, version)``
@@ -300,6 +305,16 @@ class TournamentConfig:
         stores a tournament (the seed commitment) are not settings and are skipped."""
         settings = {k: v for k, v in data.items() if k not in STORED_ONLY}
         return _build(settings, source="stored configuration")
+
+
+IMPORTED_KEY = "imported"
+"""The key of the stored config of a tournament created by ``kryt games import``
+(``{"imported": true}``): a place for games read from a file, with no settings to run it."""
+
+
+def is_imported(stored: Mapping[str, Any]) -> bool:
+    """Whether a stored tournament config is that of an imported tournament."""
+    return stored.get(IMPORTED_KEY) is True
 
 
 STORED_ONLY = ("seed_commitment", "extensions")

@@ -43,10 +43,13 @@ HEARTBEAT_SECONDS = 5.0
 class TournamentBusyError(TournamentError):
     """Another live run holds the tournament (the message names it and what to do)."""
 
-    def __init__(self, lease: LeaseInfo) -> None:
+    def __init__(
+        self,
+        lease: LeaseInfo,
+        advice: str = "resume after it ends, or `--take-over` if that run is dead",
+    ) -> None:
         super().__init__(
-            f"tournament {lease.tournament_id} is being run by {lease.describe()}; resume "
-            "after it ends, or `--take-over` if that run is dead"
+            f"tournament {lease.tournament_id} is being run by {lease.describe()}; {advice}"
         )
         self.lease = lease
 

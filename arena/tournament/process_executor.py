@@ -11,7 +11,8 @@ its games as they end (for the progress bar and the live lines) and its series' 
 No orphans, whatever happens to this process:
 - Ctrl-C (SIGINT reaches the whole foreground process group): workers ignore it; this
   process sets the shared stop flag, each worker stops its games and its bots, and the
-  outcomes come back as ``interrupted``.
+  outcomes come back as ``interrupted``. Workers ignore SIGTERM too (systemd sends it to
+  every process of the service): ``kryt tournament`` stops on it as on Ctrl-C.
 - kill -9 of this process: each worker watches its parent and, once it is gone, stops its
   bots and exits (within about half a second).
 - a worker that dies (a crash, the OOM killer): its series come back ``interrupted`` with
@@ -157,6 +158,7 @@ def _start_worker(stop_flag: ProcessEvent, games: Any, parent: int, report_games
     """Runs once in each worker process before its first task."""
     global _stop_flag, _games
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides, through stop_flag
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _stop_flag = stop_flag
     _games = games if report_games else None
     threading.Thread(

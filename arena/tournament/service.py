@@ -38,11 +38,12 @@ from arena.tournament.config import (
     STORED_ONLY,
     ConfigError,
     TournamentConfig,
+    is_imported,
     parse_assignment,
     with_changes,
 )
 from arena.tournament.executors import LocalExecutor, SeriesCallback
-from arena.tournament.lease import RunLease, holder_gone
+from arena.tournament.lease import RunLease, TournamentBusyError, holder_gone
 from arena.tournament.runner import (
     GameCallback,
     SeriesOutcome,
@@ -76,6 +77,31 @@ class StoredConfigError(TournamentError):
     """The stored configuration of a tournament is not valid (stored by an older release)."""
 
 
+class ImportedTournamentError(TournamentError):
+    """The tournament was created by ``kryt games import``: it holds games read from a file
+    and no settings, so it cannot be run, resumed, extended or changed."""
+
+    NOTHING_TO_RESUME = "it has nothing to resume"
+    CANNOT_EXTEND = "it cannot be extended"
+    NO_SETTINGS = "it has no settings"
+
+    def __init__(self, tournament_id: int, consequence: str) -> None:
+        super().__init__(f"tournament {tournament_id} was imported from a game file: {consequence}")
+        self.tournament_id = tournament_id
+
+
+def _stored(tournament_id: int, db: Database) -> dict[str, Any]:
+    with db.read_session() as session:
+        return dict(get_tournament(tournament_id, session=session).config)
+
+
+def tournament_ruleset(tournament_id: int, db: Database) -> str:
+    """The ruleset a tournament's series play (``default`` for an imported tournament), read
+    without checking the rest of its stored configuration."""
+    ruleset = _stored(tournament_id, db).get("ruleset", "default")
+    return ruleset if isinstance(ruleset, str) else "default"
+
+
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """How a run ended: every series outcome, whether the tournament is finished, and why
@@ -88,9 +114,11 @@ class RunResult:
 
 
 def tournament_config(tournament_id: int, db: Database) -> TournamentConfig:
-    """The stored configuration of a tournament (StoredConfigError when it is not valid)."""
-    with db.read_session() as session:
-        stored = dict(get_tournament(tournament_id, session=session).config)
+    """The stored configuration of a tournament (StoredConfigError when it is not valid,
+    ImportedTournamentError when it was imported: it has none)."""
+    stored = _stored(tournament_id, db)
+    if is_imported(stored):
+        raise ImportedTournamentError(tournament_id, ImportedTournamentError.NO_SETTINGS)
     try:
         return TournamentConfig.from_json(stored)
     except ConfigError as exc:
@@ -276,7 +304,10 @@ def run_tournament(
     ``finished``, or ``pending`` (resumable) when series are left.
     """
     with db.read_session() as session:
-        status = get_tournament(tournament_id, session=session).status
+        tournament = get_tournament(tournament_id, session=session)
+        status, stored = tournament.status, dict(tournament.config)
+    if is_imported(stored):
+        raise ImportedTournamentError(tournament_id, ImportedTournamentError.NOTHING_TO_RESUME)
     if status == TournamentStatus.CANCELLED.value:
         raise TournamentError(f"tournament {tournament_id} was cancelled; it cannot be run")
     config = tournament_config(tournament_id, db)
@@ -333,6 +364,8 @@ class TournamentState:
     tournament_id: int
     status: str
     lease: LeaseInfo | None
+    imported: bool = False
+    """Created by ``kryt games import``: its games only, nothing to run or resume."""
 
     @property
     def live_lease(self) -> LeaseInfo | None:
@@ -367,7 +400,7 @@ def tournament_states(db: Database) -> dict[int, TournamentState]:
     with db.read_session() as session:
         leases = all_leases(session=session)
         return {
-            t.id: TournamentState(t.id, t.status, leases.get(t.id))
+            t.id: TournamentState(t.id, t.status, leases.get(t.id), is_imported(t.config))
             for t in list_tournaments(session=session)
             if t.id is not None
         }
@@ -376,8 +409,13 @@ def tournament_states(db: Database) -> dict[int, TournamentState]:
 def tournament_state(tournament_id: int, db: Database) -> TournamentState:
     """One tournament's state, with its lease."""
     with db.read_session() as session:
-        status = get_tournament(tournament_id, session=session).status
-        return TournamentState(tournament_id, status, get_lease(tournament_id, session=session))
+        tournament = get_tournament(tournament_id, session=session)
+        return TournamentState(
+            tournament_id,
+            tournament.status,
+            get_lease(tournament_id, session=session),
+            is_imported(tournament.config),
+        )
 
 
 def cancel(tournament_id: int, db: Database) -> int:
@@ -394,18 +432,20 @@ def change_settings(
     tournament_id: int, assignments: Sequence[str], db: Database
 ) -> TournamentConfig:
     """Change stored settings (``KEY=VALUE``) of a tournament that has not finished and that
-    no live run holds; the result is checked as a whole, like a new tournament's."""
+    no live run holds; the result is checked as a whole, like a new tournament's.
+    TournamentBusyError while a live run holds it; ImportedTournamentError for an imported
+    tournament (it has no settings)."""
+    state = tournament_state(tournament_id, db)
+    if state.imported:
+        raise ImportedTournamentError(tournament_id, ImportedTournamentError.NO_SETTINGS)
     if not assignments:
         raise ConfigError("give at least one KEY=VALUE (e.g. sandbox.memory_mb=512)")
     changes = [parse_assignment(text) for text in assignments]
-    state = tournament_state(tournament_id, db)
-    if state.shown == TournamentStatus.RUNNING.value and state.lease is not None:
-        raise TournamentError(
-            f"tournament {tournament_id} is being run by {state.lease.describe()}; change its "
-            "settings after that run ends"
+    if state.live_lease is not None:
+        raise TournamentBusyError(
+            state.live_lease, advice="change its settings after that run ends"
         )
-    with db.read_session() as session:
-        stored = dict(get_tournament(tournament_id, session=session).config)
+    stored = _stored(tournament_id, db)
     records = {k: stored.pop(k) for k in STORED_ONLY if k in stored}  # not settings: kept
     config = with_changes(stored, changes)
     try:
@@ -457,7 +497,10 @@ def extend(tournament_id: int, games: int, db: Database) -> Extended:
             f"--games must be in [1, {MAX_GAMES_PER_PAIR}] (games per pair to add), got {games}"
         )
     with db.read_session() as session:
-        status = get_tournament(tournament_id, session=session).status
+        tournament = get_tournament(tournament_id, session=session)
+        status, stored = tournament.status, dict(tournament.config)
+    if is_imported(stored):
+        raise ImportedTournamentError(tournament_id, ImportedTournamentError.CANNOT_EXTEND)
     if status == TournamentStatus.CANCELLED.value:
         raise TournamentError(f"tournament {tournament_id} was cancelled; it cannot be extended")
     config = tournament_config(tournament_id, db)  # a bad stored setting: StoredConfigError

@@ -87,14 +87,17 @@ class _Tally:
             done = self.wins + self.draws + self.losses
             if self.verbose:
                 winner = "draw" if record.winner is None else f"{self.names[record.winner]} wins"
+                ending = record.ending.value
+                # "draw by final answer" says it all ("draw by draw by final answer" did not)
+                said = ending if ending.startswith(f"{winner} ") else f"{winner} by {ending}"
                 detail = ""
                 if record.forfeit is not None:
                     detail = f": seat {record.forfeit.seat} {record.forfeit.detail}"[:120]
                 self.out.print(
                     Text(
                         f"game {done}/{self.games} (series {series + 1} game {number},"
-                        f" dealer seat {record.dealer}): {visible(winner)} by"
-                        f" {record.ending.value}, {len(record.moves)} actions{visible(detail)}"
+                        f" dealer seat {record.dealer}): {visible(said)},"
+                        f" {len(record.moves)} actions{visible(detail)}"
                     )
                 )
             llr_text = ""
@@ -161,8 +164,14 @@ def play(
         typer.Option(help="Run seed (deals, first dealers); default: a secret random one."),
     ] = None,
     format: Annotated[
-        str, typer.Option("--format", help="standard, or duplicate (each deal twice).")
-    ] = "standard",
+        str | None,
+        typer.Option(
+            "--format",
+            help="standard (the default), or duplicate (each deal twice); a --book plays"
+            " duplicate.",
+            show_default=False,
+        ),
+    ] = None,
     move_seconds: Annotated[float, typer.Option(help="Time per move.")] = 1.0,
     bank_seconds: Annotated[float, typer.Option(help="Time bank per game.")] = 10.0,
     increment_seconds: Annotated[
@@ -234,16 +243,24 @@ def play(
     refs, sprt_words = _split_refs(bots, sprt or [])
     test = Sprt.parse(sprt_words) if sprt is not None else None
     try:
-        series_format = SeriesFormat(format)
+        series_format = SeriesFormat(format or SeriesFormat.STANDARD.value)
     except ValueError:
         raise UserError(f"--format must be standard or duplicate, got {format!r}") from None
     decks: tuple[tuple[str, ...], ...] = ()
     if book is not None:
+        if series_format is not SeriesFormat.DUPLICATE and format is not None:
+            raise UserError(
+                f"--book plays each deck twice with the hands swapped (the duplicate format),"
+                f" not --format {format}: leave --format out (or give duplicate)"
+            )
         try:
             decks = load_book(book)
         except BookError as exc:
             raise UserError(str(exc)) from None
         series_format = SeriesFormat.DUPLICATE  # a book plays each deck with hands swapped
+    # Time controls are checked before the sandbox is: a bad one is the only line printed.
+    control = _time_control(move_seconds, bank_seconds, clock, increment_seconds)
+    shared, per_bot = _time_options(time or [], control)
     if seed is None:
         from arena.tournament.seeds import draw_seed
 
@@ -256,9 +273,8 @@ def play(
     problem = sandbox.cpu_clock_problem() if clock == "cpu" else None
     if problem:
         err.print(Text(f"warning: --clock cpu: {problem}; moves are charged wall time"))
-        clock = "wall"
-    control = _time_control(move_seconds, bank_seconds, clock, increment_seconds)
-    shared, per_bot = _time_options(time or [], control)
+        shared = replace(shared, clock="wall")
+        per_bot = {key: replace(c, clock="wall") for key, c in per_bot.items()}
     base = SeriesConfig(
         games=games,
         seed=int(seed) if seed.lstrip("-").isdigit() else seed,
@@ -369,9 +385,20 @@ def play(
 
 
 def _time_control(move: float, bank: float, clock: str, increment: float = 0.0) -> Control:
+    """The control of ``--move-seconds``, ``--bank-seconds``, ``--increment-seconds`` and
+    ``--clock``, each held to the bounds of a tournament's (docs/configuration.md)."""
     from referee.protocol.messages import TimeControl as Control
+    from referee.timecontrol import (
+        BANK_SECONDS,
+        INCREMENT_SECONDS,
+        MOVE_SECONDS,
+        check_seconds,
+    )
 
     try:
+        check_seconds("--move-seconds", move, MOVE_SECONDS)
+        check_seconds("--bank-seconds", bank, BANK_SECONDS)
+        check_seconds("--increment-seconds", increment, INCREMENT_SECONDS)
         return Control.from_seconds(move, bank, clock=clock, increment=increment)
     except ValueError as exc:
         raise UserError(str(exc)) from None
@@ -387,12 +414,12 @@ def _time_options(specs: list[str], base: Control) -> tuple[Control, dict[str, C
     try:
         for spec in specs:
             if "=" in spec:
-                key, control = parse_time_assignment(spec, base)
+                key, control = parse_time_assignment(spec, base, setting=True)
                 if key in per_bot:
                     raise UserError(f"--time gives bot {key!r} two time controls")
                 per_bot[key] = control
             else:
-                shared = parse_time_spec(spec, base)
+                shared = parse_time_spec(spec, base, setting=True)
     except ValueError as exc:
         raise UserError(f"--time: {exc}") from None
     return shared, per_bot

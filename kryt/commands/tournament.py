@@ -2,18 +2,23 @@
 interruption, extend it with more games, change a stored setting, cancel it.
 
 Exit status always matches the state: 0 only when the tournament is finished; 1 when series
-are left (with the resume command); 130 after Ctrl-C (with the resume command); 2 for a bad
-setting (nothing is stored); 3 when the sandbox, the Dask cluster or the tournament itself
-(another live run holds it) is unavailable.
+are left (with the resume command); 130 after Ctrl-C or SIGTERM (with the resume command); 2
+for a bad setting (nothing is stored) or an imported tournament (nothing to run); 3 when the
+sandbox, the Dask cluster or the tournament itself (another live run holds it) is
+unavailable.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -46,6 +51,7 @@ from arena.tournament.runner import SeriesOutcome, TournamentError, create
 from arena.tournament.service import (
     ClusterUnavailableError,
     ExecutorName,
+    ImportedTournamentError,
     PreparedExecutor,
     RunResult,
     cancel,
@@ -54,6 +60,7 @@ from arena.tournament.service import (
     progress,
     tallies,
     tournament_config,
+    tournament_ruleset,
     tournament_state,
     tournament_states,
 )
@@ -82,7 +89,7 @@ def _label(submission_id: int, labels: dict[int, tuple[str, str]]) -> str:
 def series_table(tournament_id: int, db: Database) -> Table:
     """One row per series: the pair, games, W/D/L from the first bot's side, forfeits (at a
     classic table: the seats in order and each seat's losses)."""
-    if tournament_config(tournament_id, db).ruleset != "default":
+    if tournament_ruleset(tournament_id, db) != "default":
         return _table_series_table(tournament_id, db)
     table = Table(title=f"Series of tournament {tournament_id}")
     for column in ("bot A", "bot B", "games", "A wins", "draws", "B wins", "forfeits", "status"):
@@ -237,6 +244,27 @@ REFIT_SECONDS = 30.0
 """Ratings are refitted from the database as series finish, at most this often."""
 
 
+@contextmanager
+def _sigterm_stops_like_ctrl_c(received: list[int]) -> Iterator[None]:
+    """While a run plays, SIGTERM (``kill``, ``docker stop``, systemd) stops it the way
+    Ctrl-C does: it raises KeyboardInterrupt in the main thread, so the executors stop every
+    game and bot and the command exits 130 with the resume command. Each signal received is
+    appended to ``received`` (to name it in the message)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def interrupt(signum: int, _frame: FrameType | None) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _prepare(
     config: TournamentConfig,
     *,
@@ -282,8 +310,8 @@ def run_tournament(
     """Play every unfinished series with a progress bar, printing results as they come: one
     line per game with ``verbose``, else one line per finished series with its score.
 
-    Ctrl-C stops cleanly: every bot is stopped, the games in progress are not recorded, and
-    the command exits 130 with the resume command.
+    Ctrl-C or SIGTERM stops cleanly: every bot is stopped, the games in progress are not
+    recorded, and the command exits 130 with the resume command.
     """
     config = tournament_config(tournament_id, db)
     lines = LiveLines(tournament_id, db, verbose=verbose, console=console)
@@ -302,8 +330,9 @@ def run_tournament(
         console=console,
         disable=quiet,
     )
+    signals: list[int] = []
     try:
-        with bar_columns:
+        with _sigterm_stops_like_ctrl_c(signals), bar_columns:
             bar = bar_columns.add_task(escape(config.name), total=planned, completed=done, rate=0.0)
             played = 0
 
@@ -336,8 +365,9 @@ def run_tournament(
     except TournamentBusyError as exc:
         raise UserError(str(exc), code=ExitCode.UNAVAILABLE) from None
     except KeyboardInterrupt:
+        by = " by SIGTERM" if signals else ""
         console.print(
-            f"interrupted: the games played so far are saved; resume with: "
+            f"interrupted{by}: the games played so far are saved; resume with: "
             f"kryt tournament resume {tournament_id}",
             soft_wrap=True,
         )
@@ -484,7 +514,7 @@ def run(
             bot_time[key.strip()] = value
             continue
         try:
-            shared = parse_time_spec(spec)
+            shared = parse_time_spec(spec, setting=True)
         except ValueError as exc:
             raise UserError(f"--time: {exc}") from None
         move_seconds, bank_seconds = shared.move_seconds, shared.bank_seconds
@@ -559,6 +589,8 @@ def resume(
     """Finish an interrupted tournament: plays exactly the games that are missing."""
     db = open_db(database, create=False)
     state = tournament_state(tournament_id, db)
+    if state.imported:
+        raise ImportedTournamentError(tournament_id, ImportedTournamentError.NOTHING_TO_RESUME)
     if state.status == TournamentStatus.CANCELLED.value:
         raise UserError(f"tournament {tournament_id} was cancelled; it cannot be resumed")
     if state.status == TournamentStatus.FINISHED.value:
@@ -664,6 +696,14 @@ def status(
     if tournament_id is not None:
         state = tournament_state(tournament_id, db)
         out.print(series_table(tournament_id, db))
+        if state.imported:
+            out.print(
+                Text(
+                    f"status: {state.shown}; imported from a game file: its games only,"
+                    " nothing to resume"
+                )
+            )
+            return
         out.print(Text(f"status: {state.shown}; runner: {state.runner}"))
         return
     table = Table(title="Tournaments")
@@ -679,7 +719,7 @@ def status(
         table.add_row(
             str(tid),
             Text(name),
-            state.shown,
+            f"{state.shown} (imported)" if state.imported else state.shown,
             Text(state.runner),
             f"{done}/{planned}",
             f"{created:%Y-%m-%d %H:%M}",

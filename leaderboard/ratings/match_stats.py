@@ -212,6 +212,10 @@ class Sprt:
     beta: float = 0.05
 
     def __post_init__(self) -> None:
+        if not (math.isfinite(self.elo0) and math.isfinite(self.elo1)):
+            raise SprtSettingsError(
+                f"elo0 and elo1 must be finite numbers, got {self.elo0} and {self.elo1}"
+            )
         if not (0.0 < self.alpha < 0.5 and 0.0 < self.beta < 0.5):
             raise SprtSettingsError(
                 f"alpha and beta must lie between 0 and 0.5, got {self.alpha} and {self.beta}"
@@ -222,7 +226,7 @@ class Sprt:
     @classmethod
     def parse(cls, words: Sequence[str]) -> Sprt:
         """From ``["elo0=0", "elo1=5", "alpha=0.05", "beta=0.05"]`` (any subset, any
-        order; missing ones keep their defaults)."""
+        order; missing ones keep their defaults; each at most once, a finite number)."""
         values: dict[str, float] = {}
         for word in words:
             for item in word.replace(",", " ").split():
@@ -231,10 +235,17 @@ class Sprt:
                     raise SprtSettingsError(
                         f"SPRT settings are elo0=, elo1=, alpha=, beta=; got {item!r}"
                     )
+                if key in values:
+                    raise SprtSettingsError(
+                        f"{key} is given twice ({key}={values[key]:g} and {item}); give it once"
+                    )
                 try:
-                    values[key] = float(text)
+                    value = float(text)
                 except ValueError:
                     raise SprtSettingsError(f"{key} must be a number, got {text!r}") from None
+                if not math.isfinite(value):
+                    raise SprtSettingsError(f"{key} must be a finite number, got {text!r}")
+                values[key] = value
         return cls(**values)
 
     @property

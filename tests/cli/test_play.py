@@ -100,3 +100,18 @@ def test_bad_sprt_settings_and_unknown_bundled_bots_are_one_line(
     assert "builtin:nope" in err and "builtin:greedy" in err
     code, _, err = kryt(capsys, "play", "builtin:greedy", "-n", "3", "--format", "duplicate")
     assert code == ExitCode.BAD_INPUT and "two bots" in err
+
+
+def test_a_game_line_names_a_draw_by_the_final_answer_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Greedy against itself on seed 1 draws its first game by the final answer (both are
+    deterministic): the line says so once, not 'draw by draw by final answer'."""
+    code, out, err = kryt(
+        capsys, "play", "builtin:greedy", "builtin:greedy", "--seed", "1", "-n", "2", "-v",
+        "--backend", "process",
+    )  # fmt: skip
+    assert code == 0, err
+    first = next(line for line in out.splitlines() if line.startswith("game 1/2"))
+    assert "): draw by final answer, " in first, out
+    assert "draw by draw" not in out

@@ -108,8 +108,8 @@ def test_the_text_form_is_move_plus_bank_plus_increment_in_seconds() -> None:
         ("1++2", "is not MOVE\\+BANK"),
         ("1+ten", "the bank 'ten' is not a number"),
         ("1+2+nan", "the increment 'nan' is not finite"),
-        ("0+10", "move_ms must be at least 1"),
-        ("1+-2", "bank_seconds must be a number of seconds"),
+        ("0+10", "the move '0' must be from 0.001 to 86400 seconds"),
+        ("1+-2", "the bank '-2' must be from 0 to 86400 seconds"),
     ],
 )
 def test_a_bad_time_text_is_named_in_the_error(text: str, message: str) -> None:
@@ -209,3 +209,25 @@ def test_the_start_message_of_each_seat_carries_its_control() -> None:
     message = GameStart(1, 0, 0, SeriesScore(), "x", mine, 100)
     decoded = wire.decode_referee_message(wire.encode_referee_message(message))
     assert isinstance(decoded, GameStart) and decoded.time_control == mine
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("0+10", "the move '0' must be from 0.001 to 3600 seconds"),
+        ("0.0004+10", "the move '0.0004' must be from 0.001 to 3600 seconds"),
+        ("3601+10", "the move '3601' must be from 0.001 to 3600 seconds"),
+        ("1+86401", "the bank '86401' must be from 0 to 86400 seconds"),
+        ("1+10+3601", "the increment '3601' must be from 0 to 3600 seconds"),
+    ],
+)
+def test_a_setting_is_held_to_the_documented_bounds(text: str, message: str) -> None:
+    with pytest.raises(TimeControlError, match=message):
+        parse_time_spec(text, setting=True)
+    with pytest.raises(TimeControlError, match=message):
+        parse_time_assignment(f"mybot={text}", setting=True)
+
+
+def test_a_recorded_control_is_read_within_what_the_wire_carries() -> None:
+    assert parse_time_spec("3601+10+3601").move_ms == 3_601_000
+    assert parse_time_spec("0.001+0", setting=True).move_ms == 1

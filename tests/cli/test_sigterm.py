@@ -1,0 +1,69 @@
+"""SIGTERM to ``kryt tournament run`` (``kill``, ``docker stop``, systemd) stops it like
+Ctrl-C: every bot stopped, nothing half-recorded, exit 130 with the resume command (no
+leaked-semaphore warning); ``resume`` then finishes with no game lost or duplicated."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_interrupt import counted
+from tests.scaling.helpers import processes_in, wait_no_processes_in
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "sdk" / "examples"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])  # series on this process's loop, or in workers
+def test_sigterm_stops_cleanly_and_resume_finishes(tmp_path: Path, jobs: str) -> None:
+    db = tmp_path / "kryt.db"
+    store = tmp_path / "store"
+    kryt = [sys.executable, "-m", "kryt"]
+    where = ["--database", str(db), "--store", str(store)]
+    args = [
+        "tournament", "run", str(EXAMPLES / "random"), str(EXAMPLES / "greedy"),
+        str(EXAMPLES / "mc"), "--games", "6", "--backend", "process", "--move-seconds", "0.1",
+        "-j", jobs,
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.Popen(
+        [*kryt, *args, *where],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,  # the signal goes to the runner alone, as `kill PID` does
+    )
+    deadline = time.monotonic() + 300
+    while not (len(counted(db)) >= 2 and processes_in(store)):
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "no two games recorded in time"
+        time.sleep(0.1)
+    run.send_signal(signal.SIGTERM)
+    out, err = run.communicate(timeout=120)
+    text = err.decode(errors="replace")
+    assert run.returncode == 130, (out, text)
+    assert "interrupted by SIGTERM" in text and "Traceback" not in text, text
+    assert "resume with: kryt tournament resume 1" in text, text
+    assert "leaked semaphore" not in text, text
+    assert wait_no_processes_in(store) == []
+    before = counted(db)
+    assert 2 <= len(before) < 18
+    resume = subprocess.run(
+        [*kryt, "tournament", "resume", "1", *where],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=300,
+        env=env,
+    )
+    assert resume.returncode == 0, resume.stderr
+    after = counted(db)
+    assert len(after) == len(set(after)) == 18
+    assert set(before) <= set(after)
+    assert wait_no_processes_in(store) == []
