@@ -336,10 +336,14 @@ def entry_from_fields(
             f" ({seats[0].sha256[:16]}...): a game needs two"
         )
     tournament = _field(fields, "Tournament", where)
-    if not tournament.strip() or len(tournament) > MAX_TOURNAMENT_NAME:
+    if (
+        not tournament.strip()
+        or len(tournament) > MAX_TOURNAMENT_NAME
+        or not tournament.isprintable()
+    ):
         raise GameFieldError(
             f"{at('Tournament')}: Tournament must be a non-empty name of at most"
-            f" {MAX_TOURNAMENT_NAME} characters, got {shown(tournament)}"
+            f" {MAX_TOURNAMENT_NAME} printable characters, got {shown(tournament)}"
         )
 
     def number(key: str, low: int, high: int, note: str = "") -> int:

@@ -195,6 +195,10 @@ class TournamentConfig:
             raise ConfigError(f"the tournament needs a name (a non-empty text), got {self.name!r}")
         if len(self.name) > MAX_NAME:
             raise ConfigError(f"name is longer than {MAX_NAME} characters: {self.name[:40]!r}...")
+        if not self.name.isprintable():  # shown everywhere; a NUL cannot even be stored
+            raise ConfigError(
+                f"name must be printable text (no control characters), got {self.name!r}"
+            )
         if not isinstance(self.bots, tuple) or not all(isinstance(b, str) and b for b in self.bots):
             raise ConfigError(f"bots must be a list of non-empty strings, got {self.bots!r}")
         if len(self.bots) < 2:

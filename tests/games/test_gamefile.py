@@ -152,3 +152,16 @@ def test_inconsistent_records_are_refused() -> None:
     text = text.replace("\n0-1\n", "\n1/2-1/2\n")
     with pytest.raises(GameFileError, match="winner"):
         parse_games(text)
+
+
+def test_a_tournament_name_with_a_control_character_is_refused() -> None:
+    """A game file is text people read and databases store: a NUL (which PostgreSQL cannot
+    store) or an escape sequence in the tournament's name is refused, naming the line."""
+    for bad in ("cup\x00", "cup\x1b[2J"):
+        text = format_games([entry(replace(records()[0], players=("alpha 1.0", "beta 2.0-rc1")))])
+        text = text.replace(
+            '[Tournament "weekly \\"cup\\""]',
+            f'[Tournament "{bad}"]'.replace("\x00", "\\u0000").replace("\x1b", "\\u001b"),
+        )
+        with pytest.raises(GameFileError, match="Tournament must be a non-empty name"):
+            parse_games(text)

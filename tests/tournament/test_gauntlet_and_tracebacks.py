@@ -137,3 +137,9 @@ def test_a_crash_the_bot_did_not_report_keeps_how_its_process_ended_and_its_outp
     # Applied once only (a record passed again keeps one copy).
     again = with_traceback(kept, lambda _s: GO_PANIC, death_of=lambda _s: "crashed", wait=0)
     assert again is kept
+
+
+def test_a_tournament_name_must_be_printable() -> None:
+    for bad in ("cup\x00", "cup\x1b[2J", "two\nlines"):
+        with pytest.raises(ConfigError, match="name must be printable text"):
+            load_config(None, bots=["builtin:random", "builtin:greedy"], name=bad)
