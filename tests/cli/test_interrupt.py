@@ -1,5 +1,7 @@
-"""Ctrl-C during ``kryt tournament run``: a clean stop (exit 130), every bot killed, nothing
-half-recorded; ``kryt tournament resume`` then finishes with no game lost or duplicated."""
+"""Ctrl-C (SIGINT) or SIGTERM (``kill``, ``docker stop``, systemd) during ``kryt tournament
+run``: a clean stop (exit 130 with the resume command, no leaked-semaphore warning), every
+bot killed, nothing half-recorded; ``kryt tournament resume`` then finishes with no game
+lost or duplicated."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.scaling.helpers import processes_in, wait_no_processes_in
 
@@ -28,7 +32,17 @@ def counted(db: Path) -> list[tuple[int, int]]:
     return sorted(rows)
 
 
-def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("sent", "jobs"),
+    [
+        (signal.SIGINT, "1"),
+        (signal.SIGTERM, "1"),  # series on the runner's own event loop
+        (signal.SIGTERM, "2"),  # series in referee worker processes
+    ],
+)
+def test_a_signal_stops_cleanly_and_resume_finishes(
+    tmp_path: Path, sent: signal.Signals, jobs: str
+) -> None:
     db = tmp_path / "kryt.db"
     store = tmp_path / "store"
     kryt = [sys.executable, "-m", "kryt"]
@@ -36,6 +50,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
     args = [
         "tournament", "run", str(EXAMPLES / "random"), str(EXAMPLES / "greedy"),
         str(EXAMPLES / "mc"), "--games", "6", "--backend", "process", "--move-seconds", "0.1",
+        "-j", jobs,
     ]  # fmt: skip
     # This checkout's code, though the command runs from a scratch folder.
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -45,20 +60,24 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
+        start_new_session=True,  # the signal goes to the runner alone, as `kill PID` does
     )
     deadline = time.monotonic() + 300
-    while not (len(counted(db)) >= 3 and processes_in(store)):
+    while not (len(counted(db)) >= 2 and processes_in(store)):
         assert run.poll() is None, run.communicate()
-        assert time.monotonic() < deadline, "no three games recorded in time"
+        assert time.monotonic() < deadline, "no two games recorded in time"
         time.sleep(0.1)
-    run.send_signal(signal.SIGINT)
-    out, err = run.communicate(timeout=60)
-    assert run.returncode == 130, (out, err)
-    assert b"interrupted" in err and b"Traceback" not in err, err.decode(errors="replace")
-    assert b"resume with: kryt tournament resume 1" in err, err.decode(errors="replace")
+    run.send_signal(sent)
+    out, err = run.communicate(timeout=120)
+    text = err.decode(errors="replace")
+    assert run.returncode == 130, (out, text)
+    said = "interrupted by SIGTERM" if sent is signal.SIGTERM else "interrupted"
+    assert said in text and "Traceback" not in text, text
+    assert "resume with: kryt tournament resume 1" in text, text
+    assert "leaked semaphore" not in text, text
     assert wait_no_processes_in(store) == []
     before = counted(db)
-    assert 3 <= len(before) < 18
+    assert 2 <= len(before) < 18
     resume = subprocess.run(
         [*kryt, "tournament", "resume", "1", *where],
         cwd=tmp_path,
