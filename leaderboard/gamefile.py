@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from arena.db.enums import SeriesFormat, SeriesStatus, TournamentStatus
+from arena.db.games import check_storable
 from arena.db.records import MAX_SEED, SHA256_RE
 from referee.protocol.messages import GameEndReason, TimeControl
 from referee.record import Forfeit, GameRecord, Move
@@ -397,9 +398,10 @@ def entry_from_fields(
             finished=finished,
             time_controls=time_controls,
         )
+        check_storable(record)  # what the database will refuse, refused here with the line
     except GameFileError:
         raise
-    except ValueError as exc:
+    except ValueError as exc:  # InvalidRecordError too
         raise GameFieldError(f"{where}: {exc}") from None
 
     return GameEntry(

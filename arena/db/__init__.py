@@ -49,6 +49,7 @@ from arena.db.errors import (
 from arena.db.games import (
     GamePlace,
     RecordResult,
+    check_storable,
     completed_game_numbers,
     counted_games,
     counted_numbers,
@@ -182,6 +183,7 @@ __all__ = [
     "all_leases",
     "bot_of",
     "cancel_tournament",
+    "check_storable",
     "completed_game_numbers",
     "counted_games",
     "counted_numbers",

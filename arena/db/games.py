@@ -123,11 +123,19 @@ def _validate(record: GameRecord, place: GamePlace) -> None:
         )
     ids = place.seats
     n = record.seats
-    seats = "0 or 1" if n == 2 else f"a seat 0..{n - 1}"
     _check(
         isinstance(ids, tuple) and len(ids) == n and len(set(ids)) == n,
         f"seats must be {'two' if n == 2 else n} different submission ids, got {ids!r}",
     )
+    check_storable(record)
+
+
+def check_storable(record: GameRecord) -> None:
+    """What the database needs of a record itself (its place aside): a full deck of canonical
+    cards, moves, times, winner... InvalidRecordError names the first problem. A game file
+    checks every record with it before the database is opened (``kryt games import``)."""
+    n = record.seats
+    seats = "0 or 1" if n == 2 else f"a seat 0..{n - 1}"
     _check(
         type(record.dealer) is int and 0 <= record.dealer < n,
         f"dealer must be {seats}, got {record.dealer!r}",

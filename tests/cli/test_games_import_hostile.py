@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -239,3 +240,31 @@ def test_export_to_a_missing_folder_is_one_line(
     assert err.strip() == f"error: cannot write {target}: No such file or directory"
     code, _, err = kryt(capsys, "games", "export", str(tmp_path), "-d", str(db))
     assert code == ExitCode.BAD_INPUT and err.startswith("error: cannot write")
+
+
+@pytest.mark.parametrize(
+    ("deck", "message"),
+    [
+        (lambda d: d[:-1], "deck must have 36 cards, got 35"),
+        (lambda d: [*d[:-1], d[0]], "deck has duplicate cards"),
+        (lambda d: [*d[:-1], "1Z"], "deck cards must be canonical"),
+    ],
+)
+def test_a_bad_deck_is_refused_with_its_place_before_the_database_opens(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    deck: Callable[[list[str]], list[str]],
+    message: str,
+) -> None:
+    """The record checks the database would make are made on the file, line named; no
+    database is created for a refused file."""
+    good = format_games([game(1)])
+    cards = json.loads(next(x for x in good.splitlines() if x.startswith("[Deck "))[6:-1]).split()
+    text, _ = with_header(good, "Deck", " ".join(deck(cards)))
+    bad = tmp_path / "bad.kgn"
+    bad.write_text(text, encoding="utf-8")
+    target = tmp_path / "new.db"
+    code, _, err = kryt(capsys, "games", "import", str(bad), "-d", str(target))
+    assert code == ExitCode.BAD_INPUT and "Traceback" not in err
+    assert "bad.kgn:1:" in err and message in err, err
+    assert not target.exists()
