@@ -508,6 +508,11 @@ def _records(lines: list[str], source: str) -> Iterator[tuple[GameEntry, str]]:
                 raise GameFileError(f"{where}: bad header value: {exc}") from None
             if not isinstance(value, str):
                 raise GameFileError(f"{where}: a header value must be a string")
+            if header.group(1) in fields:  # which one would count? neither: say so
+                raise GameFileError(
+                    f"{where}: header {header.group(1)} appears twice in this record (line"
+                    f" {header_lines[header.group(1)]} too)"
+                )
             fields[header.group(1)] = value
             header_lines[header.group(1)] = index
             continue

@@ -268,3 +268,15 @@ def test_a_bad_deck_is_refused_with_its_place_before_the_database_opens(
     assert code == ExitCode.BAD_INPUT and "Traceback" not in err
     assert "bad.kgn:1:" in err and message in err, err
     assert not target.exists()
+
+
+def test_a_header_given_twice_in_a_record_is_refused(
+    capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path
+) -> None:
+    good = format_games([game(1)])
+    lines = good.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("[Dealer "))
+    lines.insert(at + 1, '[Dealer "1"]')
+    bad = tmp_path / "bad.kgn"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    refused(capsys, db, bad, f"bad.kgn:{at + 2}: header Dealer appears twice", f"line {at + 1}")
