@@ -196,8 +196,6 @@ def _clean_relative(raw: str, *, what: str) -> PurePosixPath:
         raise UnsafePathError(f"{what} {shown} names the folder itself", raw)
     if any(len(p.encode("utf-8", "surrogateescape")) > _MAX_NAME_BYTES for p in parts):
         raise UnsafePathError(f"{what} {shown} has a name longer than {_MAX_NAME_BYTES} bytes", raw)
-    if len("/".join(parts).encode("utf-8", "surrogateescape")) > _MAX_PATH_BYTES:
-        raise UnsafePathError(f"{what} {shown} is longer than {_MAX_PATH_BYTES} bytes", raw)
     return PurePosixPath(*parts)
 
 
@@ -562,7 +560,12 @@ def _member_path(raw: str, limits: SubmissionLimits) -> PurePosixPath:
     characters, relative, no ``..``, not deeper than the limit."""
     _check_name(raw, what="archive member")
     rel = _clean_relative(raw.rstrip("/"), what="archive member")
-    _check_depth(rel, limits)
+    _check_depth(rel, limits)  # first: a path too deep is also too long, and says why
+    if len(rel.as_posix().encode("utf-8", "surrogateescape")) > _MAX_PATH_BYTES:
+        raise UnsafePathError(
+            f"archive member {_quoted(rel.as_posix())} is longer than {_MAX_PATH_BYTES} bytes",
+            rel.as_posix(),
+        )
     return rel
 
 
