@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -20,6 +19,7 @@ from sqlmodel import Session, col, select
 from arena.db.errors import ConflictError, InvalidRecordError, NotFoundError
 from arena.db.models import ApiToken, AuditEntry, Author, Bot, BotOwner, Invite
 from arena.db.types import utcnow
+from sandbox.death import printable
 
 AUTHOR_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}\Z")
 TOKEN_PREFIX = "kryt_"
@@ -270,21 +270,17 @@ def bots_of_author(author_id: int, *, session: Session) -> list[Bot]:
 
 
 def storable_text(text: str, limit: int) -> str:
-    """``text`` with control, format and surrogate characters escaped (``\\x00``,
-    ``\\u202e``), cut to ``limit`` characters."""
+    """``text`` with control, format and surrogate characters escaped as
+    :func:`sandbox.death.printable` escapes them (``\\x00``, ``\\u202e``), cut to ``limit``
+    characters without cutting an escape."""
     out: list[str] = []
     size = 0
     for char in text:
-        if unicodedata.category(char) in {"Cc", "Cf", "Cs", "Zl", "Zp"}:
-            code = ord(char)
-            if code < 0x100:
-                char = f"\\x{code:02x}"
-            else:
-                char = f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-        if size + len(char) > limit:
+        shown = printable(char)
+        if size + len(shown) > limit:
             break
-        out.append(char)
-        size += len(char)
+        out.append(shown)
+        size += len(shown)
     return "".join(out)
 
 

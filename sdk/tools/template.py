@@ -191,16 +191,11 @@ def _from_starter(name: str, parent: Path, starter: Path) -> Path:
     shutil.copytree(starter, folder, ignore=shutil.ignore_patterns("__pycache__"))
     try:
         (folder / "bot.toml").write_text(text, encoding="utf-8")
-        _rename_in_code(folder, starter_name(starter), name)
+        _rename_in_code(folder, parse_manifest(manifest).name, name)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return folder
-
-
-def starter_name(starter: Path) -> str:
-    """The name a starter's ``bot.toml`` gives it (its code says the same)."""
-    return parse_manifest((starter / "bot.toml").read_text(encoding="utf-8")).name
 
 
 def _rename_in_code(folder: Path, old: str, new: str) -> None:
