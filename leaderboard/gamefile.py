@@ -28,6 +28,7 @@ from typing import Any, Final
 from arena.db.enums import SeriesFormat, SeriesStatus, TournamentStatus
 from arena.db.games import check_storable
 from arena.db.records import MAX_SEED, SHA256_RE
+from arena.tournament.origin import SeriesOrigin
 from referee.protocol.messages import GameEndReason, TimeControl
 from referee.record import Forfeit, GameRecord, Move
 from referee.timecontrol import format_time_spec, parse_time_spec
@@ -112,6 +113,45 @@ class GameEntry:
     game_id: int | None = None
     tournament_id: int | None = None
     series_id: int | None = None
+    origin: SeriesOrigin | None = None
+    """Where the series' seed and deals come from (None: an older file, or not known)."""
+
+
+def _origin_headers(origin: SeriesOrigin) -> dict[str, str]:
+    fields = {"SeriesSeedIds": f"{origin.seed_ids[0]} {origin.seed_ids[1]}"}
+    if origin.round_seed is not None:
+        fields["RoundSeed"] = str(origin.round_seed)
+    if origin.book_decks is not None:
+        fields["DealBook"] = str(origin.book_decks)
+    return fields
+
+
+def _origin(fields: Mapping[str, str], at: Callable[[str], str]) -> SeriesOrigin | None:
+    """The optional ``SeriesSeedIds``, ``RoundSeed`` and ``DealBook`` headers (the last two
+    need the first)."""
+    if "SeriesSeedIds" not in fields:
+        for key in ("RoundSeed", "DealBook"):
+            if key in fields:
+                raise GameFieldError(f"{at(key)}: {key} needs a SeriesSeedIds header")
+        return None
+    text = fields["SeriesSeedIds"]
+    parts = text.split(" ")
+    if len(parts) != 2 or not all(
+        _INTEGER.match(p) and len(p) <= 24 and 1 <= int(p) <= MAX_BIGINT for p in parts
+    ):
+        raise GameFieldError(
+            f"{at('SeriesSeedIds')}: SeriesSeedIds must be two ids in [1, {MAX_BIGINT}]"
+            f" separated by a space, got {shown(text)}"
+        )
+    round_seed = (
+        _int(fields, "RoundSeed", at("RoundSeed"), 0, MAX_BIGINT) if "RoundSeed" in fields else None
+    )
+    book = (
+        _int(fields, "DealBook", at("DealBook"), 1, MAX_INT, " (decks in the book)")
+        if "DealBook" in fields
+        else None
+    )
+    return SeriesOrigin((int(parts[0]), int(parts[1])), round_seed, book)
 
 
 def _stamp(seconds: float) -> str:
@@ -178,9 +218,10 @@ def headers(entry: GameEntry) -> dict[str, str]:
         "SeriesSeed": str(entry.series_seed),
         "SeriesStatus": entry.series_status,
         "SeriesASeat": str(entry.series_a_seat),
-        "Game": str(entry.number),
-        "Attempt": str(entry.attempt),
     }
+    if entry.origin is not None:
+        fields |= _origin_headers(entry.origin)
+    fields |= {"Game": str(entry.number), "Attempt": str(entry.attempt)}
     for seat, who in enumerate(entry.seats):
         fields[f"Seat{seat}"] = who.bot
         fields[f"Seat{seat}Version"] = who.version
@@ -423,6 +464,7 @@ def entry_from_fields(
         game_id=optional_id("GameId"),
         tournament_id=optional_id("TournamentId"),
         series_id=optional_id("SeriesId"),
+        origin=_origin(fields, at),
     )
 
 
@@ -454,13 +496,15 @@ def _check_series(entries: Sequence[tuple[GameEntry, str]]) -> None:
             entry.series_status,
             a,
             b,
+            entry.origin,
         )
         place = (entry.tournament, entry.tournament_seed, entry.series_position)
         if first.setdefault(place, series) != series:
             raise GameFieldError(
                 f"{where}: series {entry.series_position} of tournament"
                 f" {shown(entry.tournament)} differs from an earlier record of it (its"
-                f" SeriesFormat, SeriesGames, SeriesSeed, SeriesStatus or bots)"
+                f" SeriesFormat, SeriesGames, SeriesSeed, SeriesStatus, SeriesSeedIds,"
+                f" RoundSeed, DealBook or bots)"
             )
         status = tournaments.setdefault(place[:2], entry.tournament_status)
         if status != entry.tournament_status:

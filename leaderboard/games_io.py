@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sqlmodel import Session
 
 from arena.db import (
+    ConflictError,
     GamePlace,
     NewSubmission,
     SeriesFormat,
@@ -32,11 +33,16 @@ from arena.db import (
     record_game,
     set_series_status,
     set_tournament_status,
+    store_tournament_config,
     stored_record,
     submission_labels,
     submit,
 )
 from arena.db.models import Game, Series, Tournament
+from arena.tournament.config import is_imported
+from arena.tournament.extend import series_origin
+from arena.tournament.origin import OriginError, SeriesOrigin, with_imported_origin
+from arena.tournament.runner import TournamentError
 from leaderboard.gamefile import GameEntry, Seat
 
 IMPORTED_BY = "kryt games import"
@@ -110,6 +116,7 @@ def export_entries(games: Sequence[Game], *, session: Session) -> list[GameEntry
     hashes: dict[int, str] = {}
     series_rows: dict[int, Series] = {}
     tournaments: dict[int, Tournament] = {}
+    origins: dict[int | None, SeriesOrigin | None] = {}
     entries = []
     for game in games:
         if game.series_id not in series_rows:
@@ -120,6 +127,11 @@ def export_entries(games: Sequence[Game], *, session: Session) -> list[GameEntry
                 series.tournament_id, session=session
             )
         tournament = tournaments[series.tournament_id]
+        if series.id not in origins:
+            try:
+                origins[series.id] = series_origin(tournament.config, series)
+            except TournamentError:  # a damaged record of where it came from: leave it out
+                origins[series.id] = None
         seats = []
         for sid in (game.seat0_submission_id, game.seat1_submission_id):
             if sid not in hashes:
@@ -145,9 +157,27 @@ def export_entries(games: Sequence[Game], *, session: Session) -> list[GameEntry
                 game_id=game.id,
                 tournament_id=tournament.id,
                 series_id=series.id,
+                origin=origins[series.id],
             )
         )
     return entries
+
+
+def _keep_origin(
+    tournament_id: int, position: int, origin: SeriesOrigin, *, session: Session
+) -> None:
+    """Store where an imported series' seed came from (``replay --verify`` follows it); a
+    tournament this database ran itself knows that already. ConflictError when an earlier
+    import of the series said otherwise."""
+    tournament = get_tournament(tournament_id, session=session)
+    if not is_imported(tournament.config):
+        return
+    try:
+        config = with_imported_origin(tournament.config, position, origin)
+    except OriginError as exc:
+        raise ConflictError(f"tournament {tournament.name!r}: {exc}") from None
+    if config is not None:
+        store_tournament_config(tournament_id, config, session=session)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +244,8 @@ def import_entries(entries: Sequence[GameEntry], *, session: Session) -> ImportS
         row = ensure_series(tournament_id, entry.series_position, spec, session=session)
         assert row.id is not None
         series_ids[place] = row.id
+        if entry.origin is not None:
+            _keep_origin(tournament_id, entry.series_position, entry.origin, session=session)
     created = 0
     for entry in entries:
         tournament_id = tournament_ids[(entry.tournament, entry.tournament_seed)]

@@ -129,6 +129,7 @@ from arena.db.tournaments import (
     series_of_tournament,
     set_series_status,
     set_tournament_status,
+    store_tournament_config,
     unfinished_series,
 )
 from arena.db.url import ENV_VAR, mask_url, normalize_url, resolve_database_url
@@ -230,6 +231,7 @@ __all__ = [
     "set_series_status",
     "set_submission_status",
     "set_tournament_status",
+    "store_tournament_config",
     "stored_record",
     "submission_labels",
     "submit",

@@ -158,6 +158,18 @@ def find_or_create_tournament(
     return create_tournament(spec, session=session), True
 
 
+def store_tournament_config(
+    tournament_id: int, config: dict[str, Any], *, session: Session
+) -> Tournament:
+    """Replace a tournament's stored configuration with ``config`` (already validated), in
+    any status: for records kept in it (an import's series origins), not for settings."""
+    tournament = get_tournament(tournament_id, session=session)
+    tournament.config = dict(config)
+    session.add(tournament)
+    session.flush()
+    return tournament
+
+
 def ensure_series(
     tournament_id: int, position: int, spec: SeriesSpec, *, session: Session
 ) -> Series:

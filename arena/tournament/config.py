@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from arena.tournament.origin import IMPORTED_ORIGINS_KEY
 from referee.book import BookError, format_book, load_book, parse_book
 from referee.protocol.messages import CLOCKS, TimeControl
 from referee.rules import RULESETS
@@ -313,7 +314,8 @@ class TournamentConfig:
 
 IMPORTED_KEY = "imported"
 """The key of the stored config of a tournament created by ``kryt games import``
-(``{"imported": true}``): a place for games read from a file, with no settings to run it."""
+(``{"imported": true}``, with the origins of its series): a place for games read from a file,
+with no settings to run it."""
 
 
 def is_imported(stored: Mapping[str, Any]) -> bool:
@@ -321,9 +323,10 @@ def is_imported(stored: Mapping[str, Any]) -> bool:
     return stored.get(IMPORTED_KEY) is True
 
 
-STORED_ONLY = ("seed_commitment", "extensions")
+STORED_ONLY = ("seed_commitment", "extensions", IMPORTED_ORIGINS_KEY)
 """Keys of a stored tournament config that are records, not settings (the seed commitment;
-the rounds ``kryt tournament extend`` added, see :mod:`arena.tournament.extend`)."""
+the rounds ``kryt tournament extend`` added, see :mod:`arena.tournament.extend`; where an
+imported tournament's series came from, see :mod:`arena.tournament.origin`)."""
 
 
 def _check_gauntlet(gauntlet: object, bots: tuple[str, ...]) -> None:

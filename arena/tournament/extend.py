@@ -18,6 +18,8 @@ from typing import Any
 from arena.db import SeriesFormat as DbSeriesFormat
 from arena.db import SeriesSpec
 from arena.db.models import Series
+from arena.tournament.config import is_imported
+from arena.tournament.origin import OriginError, SeriesOrigin, imported_origin
 from arena.tournament.runner import TournamentError, series_seed
 from arena.tournament.seeds import commitment
 from arena.tournament.table_runner import table_series_seed
@@ -78,10 +80,19 @@ class SeedChain:
     seed: int
     commitment: str | None
     series_seed: int
+    imported_book: int | None = None
+    """For an imported series whose deals came from a deal book: the book's size (the book
+    itself stayed in the database the games were exported from)."""
 
 
 def seed_chain(tournament_seed: int, config: Mapping[str, Any], series: Series) -> SeedChain:
-    """The seed chain of a stored series (its position says which round it belongs to)."""
+    """The seed chain of a stored series (its position says which round it belongs to; an
+    imported series' origin says where its seed came from). TournamentError when the
+    stored configuration is damaged."""
+    origin = _imported(config, series)
+    if origin is not None:
+        seed = tournament_seed if origin.round_seed is None else origin.round_seed
+        return SeedChain(seed, None, series_seed(seed, *origin.seed_ids), origin.book_decks)
     rounds = [e for e in extensions(config) if e.first_position <= series.position]
     mark: str | None
     if rounds:
@@ -94,6 +105,32 @@ def seed_chain(tournament_seed: int, config: Mapping[str, Any], series: Series) 
     else:
         expected = series_seed(seed, series.submission_a_id, series.submission_b_id)
     return SeedChain(seed, mark, expected)
+
+
+def series_origin(config: Mapping[str, Any], series: Series) -> SeriesOrigin | None:
+    """Where a two-player series' seed and deals come from, for a game file (None: a table's
+    series, or an imported one whose file did not say). TournamentError when the stored
+    configuration is damaged."""
+    if series.ruleset != "default" and series.seats:
+        return None
+    if is_imported(config):
+        return _imported(config, series)
+    rounds = [e for e in extensions(config) if e.first_position <= series.position]
+    book = config.get("book")
+    return SeriesOrigin(
+        (series.submission_a_id, series.submission_b_id),
+        rounds[-1].seed if rounds else None,
+        len(book) if isinstance(book, list) and book else None,
+    )
+
+
+def _imported(config: Mapping[str, Any], series: Series) -> SeriesOrigin | None:
+    if not is_imported(config):
+        return None
+    try:
+        return imported_origin(config, series.position)
+    except OriginError as exc:
+        raise TournamentError(str(exc)) from None
 
 
 def extension_specs(series: Sequence[Series], games: int, seed: int) -> list[SeriesSpec]:

@@ -41,11 +41,14 @@ def deal_problems(
     number: int,
     deck: tuple[str, ...],
     book: Sequence[str] = (),
+    unknown_book: bool = False,
 ) -> list[str]:
     """Why a stored deal does not follow from the tournament's committed seed (empty: it does).
 
     Checks the chain commitment → tournament seed → series seed → this game's deck (with a
-    deal ``book``, the tournament's stored decks as texts: the book's deck for this deal).
+    deal ``book``, the tournament's stored decks as texts: the book's deck for this deal;
+    with ``unknown_book``, deals from a book this database does not have: the deck is not
+    checked).
     """
     from referee.series import SeriesConfig, SeriesFormat, deal_number, game_deck
 
@@ -64,6 +67,8 @@ def deal_problems(
         games=max(games_planned, number, 2), seed=series_seed, format=SeriesFormat(series_format)
     )
     deal = deal_number(config, number)
+    if unknown_book:
+        return problems
     if book:
         if tuple(deck) != tuple(book[(deal - 1) % len(book)].split()):
             problems.append("the deal is not the deck the tournament's deal book gives")

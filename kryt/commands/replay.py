@@ -18,6 +18,7 @@ from arena.db import (
     submission_labels,
 )
 from arena.tournament.extend import seed_chain
+from arena.tournament.runner import TournamentError
 from arena.tournament.seeds import deal_problems
 from kryt.errors import ExitCode
 from kryt.options import MAX_ID, DatabaseOption, open_db
@@ -58,7 +59,11 @@ def replay(
         tournament = get_tournament(series.tournament_id, session=session)
         # The tournament's seed, or for a series added by `kryt tournament extend` its
         # round's own seed and commitment (arena.tournament.extend).
-        chain = seed_chain(tournament.seed, tournament.config, series)
+        try:
+            chain = seed_chain(tournament.seed, tournament.config, series)
+        except TournamentError as exc:
+            out.print(Text("mismatch", style="red") + Text(f": {printable(str(exc))}"))
+            raise typer.Exit(ExitCode.FAILED) from None
         commitment = chain.commitment
         deal_check = deal_problems(
             tournament_seed=chain.seed,
@@ -70,6 +75,7 @@ def replay(
             number=row.number,
             deck=record.deck,
             book=[d for d in tournament.config.get("book", []) if isinstance(d, str)],
+            unknown_book=chain.imported_book is not None,
         )
         where = (
             f"series {row.series_id} game {row.number} (attempt {row.attempt}),"
@@ -143,6 +149,14 @@ def replay(
     problems = [*check.problems, *deal_check]
     if not problems:
         out.print("[green]verified[/green]: the rules engine reproduces the stored result")
+        if chain.imported_book is not None:
+            out.print(
+                "[green]verified[/green]: the series seed follows from the tournament's seed;"
+                f" the deal is a deck of the tournament's deal book ({chain.imported_book}"
+                " decks), which stayed in the database the game was exported from:"
+                " [yellow]not checked[/yellow]"
+            )
+            return
         out.print(
             "[green]verified[/green]: the deal follows from the tournament's seed"
             + (" and its published commitment" if commitment else "")
