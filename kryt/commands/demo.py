@@ -28,7 +28,9 @@ def demo(
     seed: Annotated[
         int | None, typer.Option(help="Tournament seed (default: a secret random one).")
     ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1)] = 2,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-j", min=1, help="Series played at the same time.")
+    ] = 2,
     html: Annotated[
         Path, typer.Option(help="Where to write the static leaderboard web page.")
     ] = Path("kryt-leaderboard"),

@@ -447,7 +447,10 @@ def run(
     move_seconds: Annotated[float | None, typer.Option(help="Time per move.")] = None,
     bank_seconds: Annotated[float | None, typer.Option(help="Time bank per game.")] = None,
     turn_limit: Annotated[int | None, typer.Option(help="Actions before a draw.")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j")] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option("--concurrency", "-j", help="Series played at the same time (1-1024)."),
+    ] = None,
     backend: Annotated[
         str | None, typer.Option(help="Sandbox: auto, docker, bwrap or process.")
     ] = None,

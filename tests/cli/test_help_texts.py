@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import click
 import pytest
 import typer
 
@@ -56,3 +57,17 @@ def test_every_help_text_is_shown_whole(
             continue
         expected = " ".join(text.replace("\\[", "[").split())
         assert expected in shown, (param.name, expected)
+
+
+@pytest.mark.parametrize(
+    ("path", "command"), COMMANDS, ids=[" ".join(p) or "kryt" for p, _ in COMMANDS]
+)
+def test_every_visible_option_says_what_it_does(path: tuple[str, ...], command: Any) -> None:
+    silent = [
+        param.name
+        for param in command.params
+        if isinstance(param, click.Option)
+        and not getattr(param, "hidden", False)
+        and not (getattr(param, "help", None) or "").strip()
+    ]
+    assert silent == [], f"kryt {' '.join(path)}: options without help: {silent}"
