@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from sandbox import seccomp
 from sandbox.backend import (
     SANDBOX_ADDRESS,
     SANDBOX_SOCKET_DIR,
@@ -598,6 +599,15 @@ def nested_userns_problem(bwrap: str, uid: int, gid: int) -> str | None:
     return None
 
 
+def _seccomp_option(fd: int | None) -> list[str]:
+    """bwrap's option loading the seccomp filter from ``fd`` (none without one)."""
+    return [] if fd is None else ["--seccomp", str(fd)]
+
+
+def _listed(fd: int | None) -> list[int]:
+    return [] if fd is None else [fd]
+
+
 def _proc_dev_tmp(shm_bytes: int, tmp_bytes: int) -> list[str]:
     """bwrap options for ``/proc``, a read-only ``/dev`` and the sized ``/tmp`` tmpfs."""
     cmd = ["--proc", "/proc"]
@@ -651,6 +661,9 @@ class BwrapBackend(Backend):
         """Why bots here could create user namespaces of their own, or None (see
         :data:`NO_NESTED_USERNS`); untrusted bots are then refused."""
         self._userns_flags = [] if self.userns_problem else list(NO_NESTED_USERNS)
+        self.seccomp_problem = seccomp.filter_problem()
+        """Why bots here run without the seccomp filter (:mod:`sandbox.seccomp`), or None;
+        untrusted bots are then refused."""
 
     def cpu_clock_problem(self) -> str | None:
         """A bot's CPU time is read from its cgroup: none here, no CPU clock."""
@@ -666,6 +679,8 @@ class BwrapBackend(Backend):
             return f"bwrap cannot enforce per-bot memory/pids limits: {layout}"
         if self.userns_problem:
             return f"bwrap cannot keep bots from creating user namespaces: {self.userns_problem}"
+        if self.seccomp_problem:
+            return f"bwrap cannot filter bots' system calls: {self.seccomp_problem}"
         problem = socket_tmpfs_problem()
         if problem:
             return f"bwrap cannot bound the socket directory: {problem}"
@@ -678,6 +693,7 @@ class BwrapBackend(Backend):
         limits: SandboxLimits,
         *,
         cgroup: bool = False,
+        seccomp_fd: int | None = None,
     ) -> list[str]:
         """The full ``prlimit … bwrap …`` command line for one bot.
 
@@ -686,6 +702,8 @@ class BwrapBackend(Backend):
         traverse the host paths leading to them (e.g. a 0700 runtime directory).
         ``cgroup``: the bot runs in its own cgroup, which bounds its processes; only
         without one is ``RLIMIT_NPROC`` (shared by every process of the uid) the bound.
+        ``seccomp_fd``: a descriptor holding the seccomp filter (:func:`seccomp.filter_fd`),
+        passed to the child.
         """
         address_space = limits.memory_bytes + limits.address_space_slack_bytes
         cmd = [self.prlimit, f"--as={address_space}", f"--nofile={limits.nofile}"]
@@ -693,6 +711,7 @@ class BwrapBackend(Backend):
         if not cgroup:
             cmd += [f"--nproc={limits.pids * 4}"]
         cmd += ["--", self.bwrap, "--unshare-all", *self._userns_flags]
+        cmd += _seccomp_option(seccomp_fd)
         cmd += ["--die-with-parent", "--new-session"]
         cmd += ["--clearenv", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
         for link in ("bin", "lib", "lib64", "sbin"):
@@ -734,6 +753,7 @@ class BwrapBackend(Backend):
         address_space: bool = True,
         network: bool = False,
         workdir: str = "/bot",
+        seccomp_fd: int | None = None,
     ) -> list[str]:
         """The ``prlimit … bwrap …`` command line running ``command`` in the file system
         of ``runtime``'s image (every runtime but ``python``; see :mod:`sandbox.runtimes.rootfs`).
@@ -742,6 +762,7 @@ class BwrapBackend(Backend):
         image). ``address_space``: also cap each process's virtual memory (bots; a build,
         bounded by its memory cgroup, need not). ``network``: keep the host's network (a
         build the organiser allowed to reach its package registry; never a bot).
+        ``seccomp_fd`` as for :meth:`argv`.
         """
         cmd = [self.prlimit, f"--nofile={limits.nofile}", f"--fsize={limits.fsize_bytes}"]
         cmd += ["--core=0"]
@@ -750,6 +771,7 @@ class BwrapBackend(Backend):
         if not cgroup:
             cmd += [f"--nproc={limits.pids * 4}"]
         cmd += ["--", self.bwrap, "--unshare-all", *self._userns_flags]
+        cmd += _seccomp_option(seccomp_fd)
         cmd += ["--die-with-parent", "--new-session"]
         if network:
             cmd += ["--share-net"]
@@ -816,6 +838,7 @@ class BwrapBackend(Backend):
         work_dir = make_work_dir(label)
         cgroup: BotCgroup | None = None
         binds: dict[str, tuple[int, bool]] = {}
+        seccomp_fd: int | None = None
         try:
             os.chmod(work_dir, 0o711)
             sock_dir = prepare_socket_dir(
@@ -860,18 +883,33 @@ class BwrapBackend(Backend):
             for dest, (path, writable) in sources.items():
                 fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
                 binds[dest] = (fd, writable)
+            if self.seccomp_problem is None:
+                seccomp_fd = seccomp.filter_fd()
             popen: dict[str, Any] = {
                 "env": {"PATH": "/usr/bin:/bin"},
                 "cwd": "/",
-                "pass_fds": [fd for fd, _ in binds.values()],
+                "pass_fds": [fd for fd, _ in binds.values()] + _listed(seccomp_fd),
             }
             if os.geteuid() == 0:
                 popen.update(user=self.uid, group=self.gid, extra_groups=[])
             if rootfs is None:
-                argv = self.argv(binds, sub.manifest.entry, limits, cgroup=cgroup is not None)
+                argv = self.argv(
+                    binds,
+                    sub.manifest.entry,
+                    limits,
+                    cgroup=cgroup is not None,
+                    seccomp_fd=seccomp_fd,
+                )
             else:
                 command = containers.launch_command(runtime, sub, limits)
-                argv = self.runtime_argv(binds, command, runtime, limits, cgroup=cgroup is not None)
+                argv = self.runtime_argv(
+                    binds,
+                    command,
+                    runtime,
+                    limits,
+                    cgroup=cgroup is not None,
+                    seccomp_fd=seccomp_fd,
+                )
             bot = LocalBot(
                 backend_name=self.name,
                 argv=argv,
@@ -891,7 +929,7 @@ class BwrapBackend(Backend):
                 remove_tree(work_dir)
             raise
         finally:
-            for fd, _ in binds.values():
+            for fd in [fd for fd, _ in binds.values()] + _listed(seccomp_fd):
                 os.close(fd)
         if connect:
             bot.connect()
@@ -953,6 +991,7 @@ class BwrapBackend(Backend):
         work_dir = make_work_dir(f"build-{runtime.name}")
         cgroup: BotCgroup | None = None
         binds: dict[str, tuple[int, bool]] = {}
+        seccomp_fd: int | None = None
         process: LocalBot | None = None
         try:
             os.chmod(work_dir, 0o711)
@@ -993,10 +1032,12 @@ class BwrapBackend(Backend):
                     # The image's warm cache is read-only here: the build gets a copy in /tmp.
                     copy = f"/tmp/kryt-{key.lower()}"
                     script = f"cp -R {value} {copy} && export {key}={copy}\n{script}"
+            if self.seccomp_problem is None:
+                seccomp_fd = seccomp.filter_fd()
             popen: dict[str, Any] = {
                 "env": {"PATH": "/usr/bin:/bin"},
                 "cwd": "/",
-                "pass_fds": [fd for fd, _ in binds.values()],
+                "pass_fds": [fd for fd, _ in binds.values()] + _listed(seccomp_fd),
             }
             if os.geteuid() == 0:
                 popen.update(user=self.uid, group=self.gid, extra_groups=[])
@@ -1009,6 +1050,7 @@ class BwrapBackend(Backend):
                 address_space=cgroup is None,
                 network=online,
                 workdir="/src",
+                seccomp_fd=seccomp_fd,
             )
             process = LocalBot(
                 backend_name=self.name,
@@ -1048,7 +1090,7 @@ class BwrapBackend(Backend):
                 f" (output: {tail_lines(process.logs(), 5)!r})"
             )
         finally:
-            for fd, _ in binds.values():
+            for fd in [fd for fd, _ in binds.values()] + _listed(seccomp_fd):
                 os.close(fd)
             if process is not None:
                 process.stop()

@@ -299,3 +299,41 @@ def test_bwrap_that_cannot_disable_user_namespaces_refuses_untrusted_bots(
     assert "cannot keep bots from creating user namespaces" in str(
         bwrap_backend.untrusted_problem()
     )
+
+
+def test_bwrap_without_a_seccomp_filter_refuses_untrusted_bots(
+    bwrap_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where libseccomp cannot make the filter, the reason is one line and untrusted bots
+    are refused; where it can, every bwrap command line loads it (``--seccomp FD``)."""
+    import builtins
+
+    from sandbox import seccomp
+    from sandbox.limits import SandboxLimits
+    from sandbox.local import BwrapBackend
+
+    assert isinstance(bwrap_backend, BwrapBackend)
+    assert bwrap_backend.seccomp_problem is None  # this machine's libseccomp can
+    assert "--seccomp" in bwrap_backend.argv({}, "bot.py", SandboxLimits(), seccomp_fd=7)
+    assert "--seccomp" not in bwrap_backend.argv({}, "bot.py", SandboxLimits())
+
+    real_import = builtins.__import__
+
+    def no_pyseccomp(name: str, *args: object, **kwargs: object) -> object:
+        if name == "pyseccomp":
+            raise RuntimeError("Unable to find libseccomp")
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    seccomp.compiled_filter.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", no_pyseccomp)
+    try:
+        problem = seccomp.filter_problem()
+    finally:
+        monkeypatch.undo()
+        seccomp.compiled_filter.cache_clear()
+    assert problem is not None and "libseccomp" in problem and "\n" not in problem
+    with pytest.raises(RuntimeError, match="libseccomp"):
+        monkeypatch.setattr(seccomp, "compiled_filter", lambda: problem)
+        seccomp.filter_fd()
+    monkeypatch.setattr(bwrap_backend, "seccomp_problem", problem)
+    assert "cannot filter bots' system calls" in str(bwrap_backend.untrusted_problem())
