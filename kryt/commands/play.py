@@ -21,6 +21,7 @@ import typer
 
 from kryt.errors import UserError
 from kryt.options import BackendAliasOption, BackendOption, backend_choice
+from kryt.texts import result_by
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -87,9 +88,7 @@ class _Tally:
             done = self.wins + self.draws + self.losses
             if self.verbose:
                 winner = "draw" if record.winner is None else f"{self.names[record.winner]} wins"
-                ending = record.ending.value
-                # "draw by final answer" says it all ("draw by draw by final answer" did not)
-                said = ending if ending.startswith(f"{winner} ") else f"{winner} by {ending}"
+                said = result_by(winner, record.ending.value)
                 detail = ""
                 if record.forfeit is not None:
                     detail = f": seat {record.forfeit.seat} {record.forfeit.detail}"[:120]

@@ -69,6 +69,7 @@ from arena.tournament.service import run_tournament as service_run
 from arena.tournament.store import DEFAULT_STORE
 from kryt.errors import ExitCode, UserError
 from kryt.options import MAX_ID, DatabaseOption, StoreOption, open_db
+from kryt.texts import result_by
 from leaderboard.standings import refit_and_store, standings
 from referee.record import GameRecord
 from referee.series import SeriesFormat
@@ -170,8 +171,8 @@ class LiveLines:
             first = record.forfeit.detail.splitlines()[0] if record.forfeit.detail else ""
             detail = f" ({names[record.forfeit.seat]}: {first})"[:160]
         line = (
-            f"series {series_id} game {number}: {' vs '.join(names)}: {result} by"
-            f" {record.ending.value}, {len(record.moves)} moves{detail}"
+            f"series {series_id} game {number}: {' vs '.join(names)}:"
+            f" {result_by(result, record.ending.value)}, {len(record.moves)} moves{detail}"
         )
         with self._lock:
             self.console.print(Text(printable(line)), soft_wrap=True)
