@@ -46,6 +46,10 @@ def classify(exc: BaseException) -> UserError | None:
             hint="check --database / KRYT_DATABASE_URL"
             + (" and that the server is running" if server else ""),
         )
+    from arena.db.leases import LeaseBusyError
+
+    if isinstance(exc, LeaseBusyError):  # the holder is stuck in a write: try again later
+        return UserError(str(exc), code=ExitCode.UNAVAILABLE)
     if isinstance(exc, DatabaseError):
         return UserError(str(exc), code=ExitCode.BAD_INPUT)
     if isinstance(exc, RulesError):

@@ -63,6 +63,7 @@ from arena.db.games import (
     void_game,
 )
 from arena.db.leases import (
+    LeaseBusyError,
     LeaseHeldError,
     LeaseHolder,
     LeaseInfo,
@@ -149,6 +150,7 @@ __all__ = [
     "GamePlace",
     "GameResult",
     "InvalidRecordError",
+    "LeaseBusyError",
     "LeaseHeldError",
     "LeaseHolder",
     "LeaseInfo",

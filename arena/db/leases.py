@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
 from arena.db.enums import SeriesStatus, TournamentStatus
@@ -69,6 +71,16 @@ class LeaseHeldError(ConflictError):
             f"{lease.expires_at.astimezone():%H:%M:%S})"
         )
         self.lease = lease
+
+
+class LeaseBusyError(ConflictError):
+    """The lease could not be checked in time: its holder is in the middle of a write."""
+
+
+LOCK_WAIT_SECONDS = 10.0
+"""How long :func:`acquire_lease` waits for a holder's write to end (PostgreSQL)."""
+LOCK_NOT_AVAILABLE = "55P03"
+"""PostgreSQL's SQLSTATE for a lock wait that ran out (``lock_not_available``)."""
 
 
 class LeaseLostError(ConflictError):
@@ -127,14 +139,34 @@ def acquire_lease(
     ``take_over`` a live-looking lease is taken too (the organiser knows that run is dead;
     if it is not, it loses the lease and records nothing more). Taking one's own lease
     again just renews it.
+
+    A holder in the middle of recording a game keeps the lease row locked until its
+    transaction ends; on PostgreSQL, where that holder may be a stopped process (or one cut
+    off from the network) whose transaction stays open, the wait is bounded by
+    :data:`LOCK_WAIT_SECONDS` and ends in :class:`LeaseBusyError`.
     """
-    _locked_tournament(tournament_id, session=session)
+    bounded = session.get_bind().dialect.name == "postgresql"
+    if bounded:
+        session.execute(text(f"SET LOCAL lock_timeout = '{int(LOCK_WAIT_SECONDS * 1000)}ms'"))
+    try:
+        _locked_tournament(tournament_id, session=session)
+        row = session.exec(
+            select(TournamentLease)
+            .where(TournamentLease.tournament_id == tournament_id)
+            .with_for_update()
+        ).first()
+    except OperationalError as exc:
+        if not bounded or getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            raise
+        raise LeaseBusyError(
+            f"tournament {tournament_id}: the run holding it has been writing a game for"
+            f" more than {LOCK_WAIT_SECONDS:g} s (a stopped or unreachable process keeps its"
+            f" transaction open); it records nothing more once it ends: stop that process"
+            f" or end its database session, then try again"
+        ) from None
+    if bounded:
+        session.execute(text("SET LOCAL lock_timeout = 0"))
     now = utcnow()
-    row = session.exec(
-        select(TournamentLease)
-        .where(TournamentLease.tournament_id == tournament_id)
-        .with_for_update()
-    ).first()
     if row is not None and row.runner_id != holder.runner_id and not take_over:
         current = _info(row)
         if not current.expired(now) and not (holder_gone is not None and holder_gone(current)):
@@ -178,6 +210,16 @@ def _held(tournament_id: int, runner_id: str, *, session: Session, share: bool) 
         holder = "nobody" if row is None else f"{_info(row).describe()} (runner {row.runner_id})"
         raise LeaseLostError(
             f"runner {runner_id} no longer holds tournament {tournament_id}: now held by {holder}"
+        )
+    lease = _info(row)
+    if lease.expired():
+        # Its heartbeat stopped (a stopped or cut-off process): from then on the tournament
+        # counted as free, its settings may have changed and another run may have started
+        # it; a holder coming back must not record under the lease it let lapse.
+        raise LeaseLostError(
+            f"runner {runner_id}'s lease of tournament {tournament_id} expired at"
+            f" {lease.expires_at.astimezone():%H:%M:%S} (no heartbeat since"
+            f" {lease.heartbeat_at.astimezone():%H:%M:%S})"
         )
     return row
 

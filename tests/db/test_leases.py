@@ -33,7 +33,7 @@ from arena.db import (
     update_tournament_config,
 )
 from arena.db.migrate import alembic_config, current_revision, head_revision, upgrade_engine
-from tests.db.helpers import World, game
+from tests.db.helpers import World, build_world, game
 
 MINUTE = timedelta(minutes=1)
 ONE = LeaseHolder("run-one", "host-a", 1234, None)
@@ -179,3 +179,75 @@ def test_migration_0003_adds_and_drops_the_lease_table(database_url: str) -> Non
             assert "tournament_leases" in inspect(connection).get_table_names()
     finally:
         db.close()
+
+
+def test_a_holder_whose_lease_lapsed_records_nothing_even_if_nobody_took_it(
+    db: Database, world: World
+) -> None:
+    """A stopped (or cut-off) holder comes back after its lease expired: in the meantime the
+    tournament counted as free (settings could change, another run could start it), so it
+    may neither renew nor record; it learns so in one line."""
+    tid = world.tournament_id
+    with db.session() as session:
+        acquire_lease(tid, ONE, ttl=timedelta(0), session=session)  # its heartbeat stopped
+    with pytest.raises(LeaseLostError, match="expired at"), db.session() as session:
+        renew_lease(tid, "run-one", ttl=MINUTE, session=session)
+    record, place = game(world, 1)
+    with pytest.raises(LeaseLostError, match="expired at"), db.session() as session:
+        hold_lease(tid, "run-one", session=session)
+        record_game(record, place, session=session)
+    with db.read_session() as session:
+        assert get_lease(tid, session=session) is not None  # still its row: nobody took it
+    with db.session() as session:  # and the next run takes it as usual
+        assert acquire_lease(tid, TWO, ttl=MINUTE, session=session).runner_id == "run-two"
+
+
+def test_a_take_over_waits_a_bounded_time_for_a_holder_stuck_in_a_write(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: a holder stopped inside its write transaction keeps the lease row locked;
+    a take-over ends with a one-line LeaseBusyError instead of waiting for ever, and takes
+    the lease once that transaction is gone. (SQLite has one writer at a time: its busy
+    timeout bounds the wait.)"""
+    from arena.db import LeaseBusyError, leases
+
+    monkeypatch.setattr(leases, "LOCK_WAIT_SECONDS", 1.0)
+    db = open_database(postgres_url)
+    try:
+        _stuck_writer_case(db, build_world(db).tournament_id, LeaseBusyError)
+    finally:
+        db.close()
+
+
+def _stuck_writer_case(db: Database, tid: int, busy: type[Exception]) -> None:
+    with db.session() as session:
+        acquire_lease(tid, ONE, ttl=MINUTE, session=session)
+    writing, done = threading.Event(), threading.Event()
+
+    def stuck_writer() -> None:
+        with db.session() as session:
+            hold_lease(tid, "run-one", session=session)
+            writing.set()
+            done.wait(120)  # a stopped process: its transaction stays open
+
+    writer = threading.Thread(target=stuck_writer)
+    writer.start()
+    try:
+        assert writing.wait(60)
+        with pytest.raises(busy, match="writing a game") as refused, db.session() as session:
+            acquire_lease(tid, TWO, ttl=MINUTE, session=session, take_over=True)
+        assert "\n" not in str(refused.value)
+    finally:
+        done.set()
+        writer.join(60)
+    with db.session() as session:
+        taken = acquire_lease(tid, TWO, ttl=MINUTE, session=session, take_over=True)
+    assert taken.runner_id == "run-two"
+
+
+def test_the_cli_shows_a_busy_lease_in_one_line_with_exit_3() -> None:
+    from arena.db import LeaseBusyError
+    from kryt.errors import ExitCode, classify
+
+    shown = classify(LeaseBusyError("tournament 1: the run holding it has been writing"))
+    assert shown is not None and shown.code == ExitCode.UNAVAILABLE
