@@ -108,6 +108,12 @@ class BotReportedError(BotCrashedError):
     """The bot reported an error itself (``BotError``): a crash, but the bot is alive, so
     the sandbox has no death to diagnose and the game ends at once."""
 
+    @classmethod
+    def of(cls, error: BotError) -> BotReportedError:
+        """The fault of a bot that sent ``error``: one text for it, whether it came over
+        gRPC or from an in-process bot (``sdk.tools.local.LocalPlayer``)."""
+        return cls(f"bot reported an error: {error.message}", error.message)
+
 
 class IncompatibleProtocolError(BotFault):
     """The bot speaks another protocol version; it cannot play."""
@@ -339,7 +345,9 @@ class AsyncBotClient:
         self._waiter: asyncio.Future[None] | None = None
         self._room: asyncio.Future[None] | None = None
         self._inbox: collections.deque[_Item] = collections.deque()
-        self._timed_out: set[int] = set()
+        self._abandoned: set[int] = set()
+        """Requests given up on (timed out, or the bot reported an error while one was
+        pending): a reply that still comes for one is dropped, not blamed on a later game."""
         self._answered: dict[int, int] = {}
         """The latest requests answered, each with its game: a duplicate reply is named as one
         (within its game it is a fault), and one to an earlier game's request is dropped;
@@ -347,8 +355,9 @@ class AsyncBotClient:
         self._deadline = Deadline(self._loop)
         """The decisions' deadline: one alarm for all of them (see :class:`Deadline`)."""
         self.discarded: list[Decision] = []
-        """Late replies to requests that had already timed out, and second replies to a
-        request of a game already over (ignored, kept for the record)."""
+        """Late replies to requests already given up on (timed out, or pending when the bot
+        reported an error), and second replies to a request of a game already over (ignored,
+        kept for the record)."""
         self.closed = False
 
     # ------------------------------------------------------------------ connection
@@ -467,7 +476,12 @@ class AsyncBotClient:
             await call.write(data)
         except grpc.RpcError as exc:
             self.closed = True
-            raise self._fault(exc) from None
+            if not _write_failed_in_core(exc):
+                raise self._fault(exc) from None
+            # The stream ended while this message was being written: gRPC then reports its
+            # own failure to write, not how the stream ended. The reader saw that (at once:
+            # the stream is over), unless the failure hid it from the reader too.
+            raise await self._how_it_ended() from None
         except asyncio.InvalidStateError:  # the stream had already ended: say how
             self.closed = True
             code, details = await call.code(), await call.details()
@@ -476,6 +490,21 @@ class AsyncBotClient:
             raise BotCrashedError(
                 f"connection to {self._bot} lost: {code.name}: {details}"
             ) from None
+
+    async def _how_it_ended(self) -> BotFault:
+        """The fault of a stream that ended under a write, as its reader saw it end."""
+        reader = self._reader
+        if reader is not None and not reader.done():
+            await asyncio.wait({reader}, timeout=WRITE_END_SECONDS)
+        ending = self._inbox[-1][1] if self._inbox else ConnectionAbortedError()
+        if ending is None:  # a clean end (status OK): the bot ended its side itself
+            return BotCrashedError(f"{self._bot} closed the stream")
+        if isinstance(ending, grpc.RpcError) and not _write_failed_in_core(ending):
+            return self._fault(ending)  # the status the stream ended with
+        return BotCrashedError(
+            f"{self._bot} closed the stream or the connection was lost (it ended while a"
+            " message was being written to it)"
+        )
 
     async def _send_then_next(self, data: bytes) -> _Item:
         await self._write(self._open(), data)
@@ -505,7 +534,7 @@ class AsyncBotClient:
         except MalformedMessageError as exc:
             raise MalformedReplyError(str(exc), offending=repr(item[:200])) from None
         if isinstance(message, BotError):
-            raise BotReportedError(f"bot reported an error: {message.message}", message.message)
+            raise BotReportedError.of(message)
         return message
 
     # ------------------------------------------------------------------ protocol
@@ -552,10 +581,11 @@ class AsyncBotClient:
             ) from None
 
     def unsolicited(self, game_number: int | None = None) -> list[BotMessage]:
-        """Messages that arrived without a request pending. Late replies to timed-out
-        requests are not counted, nor, when ``game_number`` is given, second replies to a
-        request of an earlier game: they go to :attr:`discarded`. Raises BotFault when the
-        bot reported an error or the connection broke."""
+        """Messages that arrived without a request pending. Late replies to abandoned
+        requests (timed out, or pending when the bot reported an error) are not counted,
+        nor, when ``game_number`` is given, second replies to a request of an earlier game:
+        they go to :attr:`discarded`. Raises BotFault when the bot reported an error or the
+        connection broke."""
         found: list[BotMessage] = []
         while self._inbox:
             _, item = self._take()
@@ -566,13 +596,13 @@ class AsyncBotClient:
 
     def _dropped(self, message: BotMessage, game_number: int | None) -> bool:
         """Whether ``message`` is a reply nobody blames now, put in :attr:`discarded`: late
-        for a timed-out request, or a second reply to a request of a game before
+        for an abandoned request, or a second reply to a request of a game before
         ``game_number``, which is over and recorded (it was no fault of this game's)."""
         if not isinstance(message, Decision):
             return False
         request_id = message.request_id
-        if request_id in self._timed_out:
-            self._timed_out.discard(request_id)
+        if request_id in self._abandoned:
+            self._abandoned.discard(request_id)
         elif game_number is None or self._answered.get(request_id, game_number) >= game_number:
             return False
         else:
@@ -638,10 +668,15 @@ class AsyncBotClient:
         except asyncio.CancelledError:
             if not deadline.passed():  # a cancel from outside goes on
                 raise
-            self._timed_out.add(request_id)
+            self._abandoned.add(request_id)
             raise BotTimeoutError(
                 f"no decision within {timeout:.3f}s (request {request_id})"
             ) from None
+        except BotReportedError:
+            # The bot is alive (an SDK bot reports an error from a hook between games, then
+            # answers the request it finds next): that answer is not the next game's fault.
+            self._abandoned.add(request_id)
+            raise
         finally:
             deadline.stop()
         if isinstance(message, Decision) and message.request_id in self._answered:
@@ -711,6 +746,21 @@ _OVER_LIMIT: Final = "message larger than max"
 ("Received message larger than max"), or the bot's own sent ("Sent message ...")."""
 
 
+_CORE_WRITE_FAILURE: Final = "Internal error from Core"
+"""What gRPC's asyncio API says when a write fails because the stream ended under it (the
+status it then reports is its own, INTERNAL, not the one the stream ended with)."""
+
+WRITE_END_SECONDS: Final = 1.0
+"""How long a failed write waits for the stream's reader to tell how the stream ended."""
+
+
+def _write_failed_in_core(exc: grpc.RpcError) -> bool:
+    """Whether ``exc`` is gRPC's own failure to write to a stream that ended under it."""
+    return exc.code() is grpc.StatusCode.INTERNAL and (exc.details() or "").startswith(
+        _CORE_WRITE_FAILURE
+    )
+
+
 def _status_name(status: int) -> str:
     """The name of a health status the bot answered; the enum is open, so a bot may answer
     a number no status names (then the number itself: not serving, never an exception)."""
@@ -754,7 +804,7 @@ class BotClient:
 
     @property
     def discarded(self) -> list[Decision]:
-        """Replies ignored: late for a timed-out request, or second replies to an ended game."""
+        """Replies ignored: late for an abandoned request, or second replies to an ended game."""
         return self.connection.discarded
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:

@@ -42,6 +42,30 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _ClockKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ClockKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ClockKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CLOCK_KIND_UNSPECIFIED: _ClockKind.ValueType  # 0
+    """not said (a referee from before field 5): read it as WALL"""
+    CLOCK_KIND_WALL: _ClockKind.ValueType  # 1
+    """wall time from sending the request to receiving the reply"""
+    CLOCK_KIND_CPU: _ClockKind.ValueType  # 2
+    """CPU time of the bot's process tree; hard wall limit 4x"""
+
+class ClockKind(_ClockKind, metaclass=_ClockKindEnumTypeWrapper):
+    """What a time control charges a move: the time the referee measures, or the bot's CPU time."""
+
+CLOCK_KIND_UNSPECIFIED: ClockKind.ValueType  # 0
+"""not said (a referee from before field 5): read it as WALL"""
+CLOCK_KIND_WALL: ClockKind.ValueType  # 1
+"""wall time from sending the request to receiving the reply"""
+CLOCK_KIND_CPU: ClockKind.ValueType  # 2
+"""CPU time of the bot's process tree; hard wall limit 4x"""
+Global___ClockKind: _TypeAlias = ClockKind  # noqa: Y015
+
 class _EndReason:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -219,7 +243,9 @@ Global___BotMessage: _TypeAlias = BotMessage  # noqa: Y015
 @_typing.final
 class TimeControl(_message.Message):
     """Time control of the recipient (each bot may have its own): a per-move limit plus a
-    per-game bank that absorbs overruns and grows by an increment after each of its moves.
+    per-game bank that absorbs overruns and grows by an increment after each of its moves,
+    then a per-game transport grace. Fields 4 and 5 were added within version 1: a referee
+    from before them sends neither, which means a grace of 50 ms and the wall clock.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -227,24 +253,34 @@ class TimeControl(_message.Message):
     MOVE_MS_FIELD_NUMBER: _builtins.int
     BANK_MS_FIELD_NUMBER: _builtins.int
     INCREMENT_MS_FIELD_NUMBER: _builtins.int
+    GRACE_MS_FIELD_NUMBER: _builtins.int
+    CLOCK_FIELD_NUMBER: _builtins.int
     move_ms: _builtins.int
     """time allowed for each move before the bank is used"""
     bank_ms: _builtins.int
     """bank at the start of each game"""
     increment_ms: _builtins.int
     """added to the bank after each of the bot's moves (0: none)"""
+    grace_ms: _builtins.int
+    """per-game transport grace after the bank (absent: 50)"""
+    clock: Global___ClockKind.ValueType
+    """what moves are charged on (UNSPECIFIED: WALL)"""
     def __init__(
         self,
         *,
         move_ms: _builtins.int = ...,
         bank_ms: _builtins.int = ...,
         increment_ms: _builtins.int = ...,
+        grace_ms: _builtins.int | None = ...,
+        clock: Global___ClockKind.ValueType = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_grace_ms", b"_grace_ms", "grace_ms", b"grace_ms"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bank_ms", b"bank_ms", "increment_ms", b"increment_ms", "move_ms", b"move_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_grace_ms", b"_grace_ms", "bank_ms", b"bank_ms", "clock", b"clock", "grace_ms", b"grace_ms", "increment_ms", b"increment_ms", "move_ms", b"move_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__grace_ms: _TypeAlias = _typing.Literal["grace_ms"]  # noqa: Y015
+    _WhichOneofArgType__grace_ms: _TypeAlias = _typing.Literal["_grace_ms", b"_grace_ms"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__grace_ms) -> _WhichOneofReturnType__grace_ms | None: ...
 
 Global___TimeControl: _TypeAlias = TimeControl  # noqa: Y015
 

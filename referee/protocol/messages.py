@@ -144,8 +144,8 @@ class TimeControl:
     each game at ``bank_ms``, and once the bank is empty from a per-game transport allowance
     of ``grace_ms``. Past all three the move is a timeout. After each of its moves the seat's
     bank grows by ``increment_ms`` (Fischer style, as cutechess ``tc=40+0.4``). The wire
-    carries ``move_ms``, ``bank_ms`` and ``increment_ms``; ``grace_ms`` is the referee's own
-    tolerance.
+    carries all five (``TimeControl`` in the proto); a message from a referee that predates
+    ``grace_ms`` and ``clock`` decodes to :data:`DEFAULT_GRACE_MS` and ``wall``.
     """
 
     move_ms: int = 1000
@@ -154,7 +154,7 @@ class TimeControl:
     clock: str = "wall"
     """What a move is charged: ``wall`` (the time from request to reply, as the referee
     measures it) or ``cpu`` (the CPU time of the bot's whole process tree, as its sandbox
-    accounts it; where a sandbox cannot measure it, the wall time). Not on the wire."""
+    accounts it; where a sandbox cannot measure it, the wall time)."""
     increment_ms: int = 0
     """Added to the seat's bank after each of its moves (0: no increment)."""
 

@@ -17,6 +17,7 @@ from google.protobuf.message import Message as PbMessage
 
 from kryt_proto.v1 import bot_pb2 as pb
 from referee.protocol.messages import (
+    DEFAULT_GRACE_MS,
     BotError,
     BotMessage,
     Clock,
@@ -94,6 +95,15 @@ _CLASSIC_REASON_TO_PB: Final = {
     r: _REASON_TO_PB[GameEndReason.from_rules(r)] for r in ClassicEndReason
 }
 _CLASSIC_REASON_FROM_PB: Final = {v: k for k, v in _CLASSIC_REASON_TO_PB.items()}
+
+_CLOCK_TO_PB: Final[dict[str, pb.ClockKind.ValueType]] = {
+    "wall": pb.CLOCK_KIND_WALL,
+    "cpu": pb.CLOCK_KIND_CPU,
+}
+_CLOCK_FROM_PB: Final[dict[pb.ClockKind.ValueType, str]] = {
+    pb.CLOCK_KIND_UNSPECIFIED: "wall",  # a referee from before the field: the wall clock
+    **{v: k for k, v in _CLOCK_TO_PB.items()},
+}
 
 _KIND_FROM_PB: Final[dict[pb.ActionKind.ValueType, ActionKind]] = {
     pb.ACTION_KIND_LEAD: ActionKind.LEAD,
@@ -471,13 +481,31 @@ def table_view_from_pb(msg: pb.TableView) -> ClassicView:
 
 
 def _time_control_to_pb(tc: TimeControl) -> pb.TimeControl:
-    return pb.TimeControl(move_ms=tc.move_ms, bank_ms=tc.bank_ms, increment_ms=tc.increment_ms)
+    # Every part is sent, the grace even when 0 (it has presence: absent means the default).
+    return pb.TimeControl(
+        move_ms=tc.move_ms,
+        bank_ms=tc.bank_ms,
+        increment_ms=tc.increment_ms,
+        grace_ms=tc.grace_ms,
+        clock=_CLOCK_TO_PB[tc.clock],
+    )
 
 
 def _time_control_from_pb(msg: pb.TimeControl) -> TimeControl:
+    # A referee that predates a field leaves it unset: no increment, the default grace
+    # (DEFAULT_GRACE_MS) and the wall clock, which is what that referee applied.
+    clock = _CLOCK_FROM_PB.get(msg.clock)
+    if clock is None:
+        raise MalformedMessageError(f"time_control.clock: unknown clock kind {msg.clock}")
+    grace_ms = msg.grace_ms if msg.HasField("grace_ms") else DEFAULT_GRACE_MS
     try:
-        # A referee that predates increments leaves increment_ms unset: 0, no increment.
-        return TimeControl(move_ms=msg.move_ms, bank_ms=msg.bank_ms, increment_ms=msg.increment_ms)
+        return TimeControl(
+            move_ms=msg.move_ms,
+            bank_ms=msg.bank_ms,
+            increment_ms=msg.increment_ms,
+            grace_ms=grace_ms,
+            clock=clock,
+        )
     except ValueError as exc:
         raise MalformedMessageError(f"time_control: {exc}") from None
 

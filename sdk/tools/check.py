@@ -66,9 +66,11 @@ class CheckReport:
     reply_times: list[float] = field(default_factory=list)
     stderr: str = ""
     sandbox: str = ""
+    """The sandbox backend the bot ran in (empty: a plain subprocess or an address)."""
     limits: str = ""
     """The limits the bot ran under, as numbers (when it ran in a sandbox)."""
-    """The sandbox backend the bot ran in (empty: a plain subprocess or an address)."""
+    hints: list[str] = field(default_factory=list)
+    """One-line advice on a known cause of the problems (printed after them)."""
 
     @property
     def ok(self) -> bool:
@@ -101,6 +103,7 @@ class CheckReport:
             lines.extend(
                 "  " + line if n == 0 else "    " + line for n, line in enumerate(text.split("\n"))
             )
+        lines.extend(printable(f"  hint: {hint}") for hint in self.hints)
         lines.append("  OK" if self.ok else "  FAILED")
         if not self.ok and self.stderr.strip():
             lines.append("  bot stderr (tail):")
@@ -304,7 +307,38 @@ def check_bot(
     finally:
         if client is not None:
             client.close()
+    if not report.ok and path.is_dir():
+        report.hints.extend(_start_hints(path, report))
     return report
+
+
+_NO_KRYT_MODULE: Final = re.compile(r"ModuleNotFoundError: No module named 'kryt[.']")
+"""How a bot that imports stubs generated into a ``kryt/`` folder fails to start where the
+arena's own ``kryt`` package is importable."""
+
+
+def _start_hints(folder: Path, report: CheckReport) -> list[str]:
+    """Hints for a bot folder that failed: stubs generated as ``kryt/v1/bot_pb2.py`` in a
+    ``kryt`` folder without ``__init__.py`` (a namespace package) cannot be imported where
+    the arena's command-line package ``kryt`` (a regular package, which Python prefers to a
+    namespace package anywhere on the path) is installed: outside a sandbox and under the
+    ``process`` backend. Under bwrap and Docker it is not there, so the bot works there."""
+    said = "\n".join([report.stderr, *(p.detail for p in report.problems)])
+    if not _NO_KRYT_MODULE.search(said):
+        return []
+    shadowed = [
+        d
+        for d in sorted(folder.rglob("kryt"))
+        if d.is_dir() and not (d / "__init__.py").exists() and not d.is_symlink()
+    ][:1]
+    return [
+        f"{d.relative_to(folder)}/ has no __init__.py: where the arena's own `kryt` package is"
+        " installed (this check, the process backend; not bwrap or Docker) Python imports that"
+        f" instead, so `kryt.v1` is not found; add an empty {d.relative_to(folder)}/__init__.py"
+        " or import the stubs shipped with the SDK (`from kryt_proto.v1 import bot_pb2,"
+        " bot_pb2_grpc`); see docs/protocol.md"
+        for d in shadowed
+    ]
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from referee.book import Book
-from referee.client import BotCrashedError, BotFault, Reply
+from referee.client import BotCrashedError, BotFault, BotReportedError, Reply
 from referee.match import Player
 from referee.protocol.messages import (
     AnyView,
@@ -50,26 +50,49 @@ DEFAULT_TIME_CONTROL: Final = TimeControl()
 
 
 class LocalPlayer:
-    """A bot object played in-process (no gRPC, no time limit enforced)."""
+    """A bot object played in-process (no gRPC, no time limit enforced), failing as the same
+    bot fails over gRPC: with the same fault and the same text, in the same game.
+
+    An exception in a hook that gets no reply (``on_game_start``, ``on_game_end``) is what
+    the SDK's server sends the referee unasked, a ``BotError``; over gRPC the referee reads
+    it with the bot's next decision request, which fails: a crash in that game (the next
+    one, after ``on_game_end``). This player holds the error and fails its next
+    :meth:`decide` with it likewise, so that ``play_local`` records the forfeit the arena
+    records.
+    """
 
     def __init__(self, bot: Bot) -> None:
         self.bot = bot
         self.name, version = bot_identity(bot)
         self._driver = BotDriver(bot, name=self.name, version=version)
         self._ids = 0
+        self._reported: BotError | None = None
+        """The first error the bot answered a notification with, not yet charged."""
 
     def handshake(self, handshake: Handshake) -> HandshakeReply:
+        """The bot's handshake reply; raises BotFault when its ``on_handshake`` raised. A
+        handshake starts afresh (a new stream over gRPC): an error still held is dropped."""
+        self._reported = None
         reply = self._driver.handle(handshake)
+        if isinstance(reply, BotError):
+            raise BotReportedError.of(reply)
         if not isinstance(reply, HandshakeReply):
             raise BotCrashedError(f"{self.name}: handshake failed: {reply!r}")
         return reply
 
     def send(self, message: RefereeMessage) -> None:
+        """Deliver a message that gets no reply. An error the bot answers it with is held
+        for its next decision, as the referee finds it over gRPC (see the class)."""
         reply = self._driver.handle(message)
-        if isinstance(reply, BotError):
-            raise BotCrashedError(f"{self.name}: {reply.message}", reply.message)
+        if isinstance(reply, BotError) and self._reported is None:
+            self._reported = reply
 
     def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
+        """The bot's decision; raises BotFault for an error it reported (now, or earlier in
+        answer to a notification: then the bot is not asked)."""
+        reported, self._reported = self._reported, None
+        if reported is not None:
+            raise BotReportedError.of(reported)
         self._ids += 1
         start = time.monotonic()
         request = DecisionRequest(self._ids, game_number, view, clock)
@@ -77,8 +100,9 @@ class LocalPlayer:
         elapsed = time.monotonic() - start
         if isinstance(reply, Decision):
             return Reply(action=reply.action, elapsed=elapsed, request_id=self._ids)
-        message = reply.message if isinstance(reply, BotError) else repr(reply)
-        raise BotCrashedError(f"{self.name}: {message}", message)
+        if isinstance(reply, BotError):
+            raise BotReportedError.of(reply)
+        raise BotCrashedError(f"{self.name}: {reply!r}", repr(reply))
 
 
 MoveHook = Callable[[int, int, Reply], None]
@@ -90,8 +114,9 @@ class PlayerSlot:
     (trusted code only) or a connection to an already-running bot.
 
     ``start()`` makes the player; the slot handshakes it at the first game and, when
-    ``restart`` is true, makes a fresh one after the player failed (as a sandbox restarts a
-    crashed bot). ``on_move`` sees every reply (for timing reports).
+    ``restart`` is true, makes a fresh one and handshakes it again after the player failed
+    or refused the handshake (as the arena restarts a crashed bot before the next game).
+    ``on_move`` sees every reply (for timing reports).
     """
 
     def __init__(
@@ -114,13 +139,19 @@ class PlayerSlot:
     def player(self, handshake: Handshake) -> Player:
         """The player, started (or restarted after a failure) and handshaken."""
         if self._player is None or (self._failed and self._restart):
+            self._failed = True  # until the handshake is done: a refused one is a failure
             try:
                 self._player = self._start()
-                self._player.handshake(handshake)
             except BotFault as exc:
                 raise BotStartError(f"{self.name}: {exc}") from None
             except Exception as exc:
                 raise BotStartError(f"{self.name} failed to start: {exc!r}") from None
+            try:  # worded as the arena words it (arena.tournament.seats)
+                self._player.handshake(handshake)
+            except BotFault as exc:
+                raise BotStartError(f"{self.name} failed the handshake: {exc}") from None
+            except Exception as exc:
+                raise BotStartError(f"{self.name} failed the handshake: {exc!r}") from None
             self._failed = False
         return _Watched(self._player, self)
 
@@ -180,6 +211,7 @@ def run_series(
     on_move: MoveHook | None = None,
     seat_controls: Sequence[TimeControl] = (),
     book: Book = (),
+    restart: bool = False,
 ) -> SeriesResult:
     """Play ``games`` games between ``players[0]`` (seat 0) and ``players[1]`` (seat 1) with the
     referee's own loop: the engine decides legality and the end; a bot that fails (timeout,
@@ -187,7 +219,9 @@ def run_series(
 
     ``seat_controls`` gives each seat its own time control (else both play ``time_control``);
     a deal ``book`` (:func:`referee.book.load_book`) plays its decks in order, each twice with
-    the hands swapped (``games`` must then be even)."""
+    the hands swapped (``games`` must then be even). ``restart``: a player that failed (or
+    refused the handshake) is handshaken again before the next game, as the arena restarts
+    a bot; without it (the checker) every game is played after the one first handshake."""
     if len(players) != 2:
         raise ValueError(f"a series needs exactly two players, got {len(players)}")
     if games < 1:
@@ -205,7 +239,7 @@ def run_series(
     if names[0] == names[1]:  # two copies of one bot: tell them apart in results
         names[1] += " (2)"
     slots = [
-        PlayerSlot(_given(player), names[seat], seat=seat, restart=False, on_move=on_move)
+        PlayerSlot(_given(player), names[seat], seat=seat, restart=restart, on_move=on_move)
         for seat, player in enumerate(players)
     ]
     return referee_series(config, (slots[0], slots[1]))
@@ -234,8 +268,12 @@ def play_local(
     The first dealer comes from ``seed``, then the loser deals (see
     :func:`referee.series.next_dealer`); game ``n`` is dealt from ``game_seed(seed, n)``.
     Exceptions in a bot's code and illegal actions are forfeits recorded in the result (and
-    tracebacks go to stderr). ``result.games`` maps each game's number to its
-    :class:`referee.record.GameRecord`.
+    tracebacks go to stderr), as the arena records them: an exception in ``act`` forfeits
+    that game, one in ``on_game_start`` that game at the bot's first decision, one in
+    ``on_game_end`` the next game (none after the last), one in ``on_handshake`` the game
+    as a startup failure. A bot that failed is handshaken again before its next game (the
+    arena starts a new process; here the same object goes on). ``result.games`` maps each
+    game's number to its :class:`referee.record.GameRecord`.
     """
     if bot_a is bot_b:
         raise ValueError("play_local needs two bot objects (each keeps its own game context)")
@@ -248,6 +286,7 @@ def play_local(
         turn_limit=turn_limit,
         seat_controls=seat_controls,
         book=book,
+        restart=True,
     )
 
 
@@ -265,7 +304,7 @@ def play_table_local(
 
     The referee's own table loop (:func:`referee.table.run_table_series`): the first dealer
     from ``seed``, then the loser deals, a draw keeps the dealer; a forfeit makes the offender
-    the loser of that game.
+    the loser of that game. Exceptions in a bot's hooks forfeit as in :func:`play_local`.
     """
     if len({id(b) for b in bots}) != len(bots):
         raise ValueError("play_table_local needs one bot object per seat")
@@ -282,7 +321,7 @@ def play_table_local(
             _given(LocalPlayer(bot)),
             bot_identity(bot)[0],
             seat=seat,
-            restart=False,
+            restart=True,
             on_move=on_move,
         )
         for seat, bot in enumerate(bots)

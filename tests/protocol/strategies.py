@@ -8,6 +8,7 @@ import random
 from hypothesis import strategies as st
 
 from referee.protocol.messages import (
+    CLOCKS,
     MAX_TIME_MS,
     BotError,
     Clock,
@@ -86,6 +87,8 @@ time_controls = st.builds(
     move_ms=st.integers(1, MAX_TIME_MS),
     bank_ms=st.integers(0, MAX_TIME_MS),
     increment_ms=st.integers(0, MAX_TIME_MS),
+    grace_ms=st.integers(0, MAX_TIME_MS),
+    clock=st.sampled_from(CLOCKS),
 )
 scores = st.builds(SeriesScore, wins=U32, draws=U32, losses=U32)
 
