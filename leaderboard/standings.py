@@ -14,16 +14,20 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from arena.db import (
     Database,
+    Game,
     NewRatingSnapshot,
     RatingEntry,
     RatingLine,
     RatingSnapshot,
+    Series,
     StoredSnapshot,
     get_tournament,
     save_rating_snapshot,
@@ -37,13 +41,15 @@ from arena.db.results import (
     DealPairKind,
     aggregated_forfeit_counts,
     aggregated_pair_counts,
-    deal_pair_counts,
 )
+from leaderboard.deals import DealUnits, SingleGameKind, deal_units
+from leaderboard.formatting import board_flags, board_name, confidence_percent
 from referee.rules.errors import InvalidDeckError
 from referee.rules.rulesets import DEFAULT_RULESET, check_ruleset
 
 if TYPE_CHECKING:
     from leaderboard.ratings import BayesEloFit, DealPair
+    from leaderboard.ratings import Game as RatedGame
 
 # The ratings package (NumPy, and SciPy for a fit) is imported only where a board needs it:
 # a board read from a fresh snapshot of two-player standard games needs neither.
@@ -51,10 +57,11 @@ if TYPE_CHECKING:
 DEFAULT_OFFSET = 1500.0
 """Added to the centred BayesElo ratings for display, so that numbers look like Elo."""
 
-FIT_VERSION = 1
+FIT_VERSION = 2
 """Part of every fit's inputs key: bump it whenever the fit gives other numbers for the same
 counts (the algorithm, its defaults, the intervals), so that older snapshots stop counting
-as fresh."""
+as fresh. 2: LOS from the paired covariance on duplicate boards, single games of unfinished
+deals, ties ordered by submission id, the fallback's note."""
 
 SNAPSHOTS_CHECKED = 8
 """How many of the newest snapshots (of any scope) a board compares its inputs with, besides
@@ -73,6 +80,12 @@ class FitModel:
     scale: float
     offset: float
     confidence: float
+
+    @property
+    def confidence_text(self) -> str:
+        """The intervals' level as a percentage with every digit it has (``95%``,
+        ``99.95%``): rounded to whole percents 0.9995 would read "100%"."""
+        return confidence_percent(self.confidence)
 
     @classmethod
     def of(cls, fit: BayesEloFit) -> FitModel:
@@ -147,13 +160,37 @@ class PairingPentanomial:
 
 
 @dataclass(frozen=True, slots=True)
+class BoardGames:
+    """A board (ruleset and table size) and how many counted games it holds."""
+
+    ruleset: str
+    table_size: int
+    games: int
+
+    @property
+    def name(self) -> str:
+        """``default game`` or ``classic, table of 3``."""
+        return board_name(self.ruleset, self.table_size)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"ruleset": self.ruleset, "table_size": self.table_size, "games": self.games}
+
+
+@dataclass(frozen=True, slots=True)
 class Leaderboard:
     """The standings and the parameters of the fit they come from (``fit`` is None when
     nothing is ratable).
 
-    When every counted game belongs to a complete duplicate deal pair, ``intervals`` of the
-    rows are computed per deal pair (sandwich estimate: paired games are correlated) and
-    ``pentanomials`` gives the deal-pair counts of each pairing.
+    ``ruleset`` and ``table_size`` name the board shown and ``games`` counts its counted
+    games (a classic table's game once, however many pairwise results it gave). When the
+    board has no game, ``other_boards`` lists the boards (within the same tournament, or
+    all) that have some.
+
+    On a duplicate board (every counted game in a duplicate series) ``paired`` is true: the
+    rows' intervals and LOS treat the deal pair as the unit (sandwich estimate: paired games
+    are correlated), ``single_games`` games whose deal is not complete yet count as units
+    of their own, and ``pentanomials`` gives the complete deal pairs of each pairing.
     """
 
     rows: list[Standing]
@@ -162,6 +199,17 @@ class Leaderboard:
     pentanomials: list[PairingPentanomial] = field(default_factory=list)
     paired: bool = False
     inputs: str = ""  # fit_inputs_key of the board ("" when built by hand)
+    ruleset: str = DEFAULT_RULESET
+    table_size: int = 2
+    games: int = 0
+    single_games: int = 0
+    other_boards: list[BoardGames] = field(default_factory=list)
+
+    @property
+    def intervals(self) -> str:
+        """What the intervals (and the LOS) treat as independent: ``per deal pair`` or
+        ``per game``."""
+        return "per deal pair" if self.paired else "per game"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: rows plus the fitted model parameters."""
@@ -169,9 +217,12 @@ class Leaderboard:
         return {
             "model": model,
             "note": self.note,
-            "intervals": "per deal pair" if self.paired else "per game",
+            "board": {"ruleset": self.ruleset, "table_size": self.table_size, "games": self.games},
+            "intervals": self.intervals,
+            "single_games": self.single_games,
             "rows": [r.to_dict() for r in self.rows],
             "pentanomials": [p.to_dict() for p in self.pentanomials],
+            "other_boards": [b.to_dict() for b in self.other_boards],
         }
 
 
@@ -232,6 +283,12 @@ def standings(
     winners have no result between themselves; seats still holding cards at the turn limit,
     and every pair in a drawn game, draw); W/D/L count those pairwise results.
 
+    When that board has no game but others do: if the caller left the board open (no
+    ``ruleset`` or no ``table_size``, and no tournament whose settings decide it) and
+    exactly one board matching what was given has games, that board is shown; otherwise
+    the empty board comes with a note naming the boards that have games and the options
+    that show them (and ``other_boards`` lists them).
+
     The cost does not grow with the number of games beyond the database's aggregates: no
     game is loaded (except a classic table's light columns) and nothing is queried per
     series or per submission.
@@ -244,7 +301,67 @@ def standings(
     kind = board_kind(
         session=session, tournament_id=tournament_id, ruleset=ruleset, table_size=table_size
     )
-    kinds: list[DealPairKind] | None = None
+    board = _board(session, tournament_id, kind, offset, reuse)
+    if board.games:
+        return board
+    found = boards_with_games(session=session, tournament_id=tournament_id)
+    others = [b for b in found if (b.ruleset, b.table_size) != kind]
+    if not others:
+        return board
+    # A tournament's settings pick its board as surely as the options do.
+    open_choice = (ruleset is None and tournament_id is None) or (
+        ruleset is not None and table_size is None
+    )
+    matching = [
+        b
+        for b in others
+        if (ruleset is None or b.ruleset == ruleset)
+        and (table_size is None or b.table_size == table_size)
+    ]
+    if open_choice and len(matching) == 1:
+        # The only board with games among those the caller left open: show it rather than
+        # an empty table (the title and JSON say which board it is).
+        only = (matching[0].ruleset, matching[0].table_size)
+        return _board(session, tournament_id, only, offset, reuse)
+    where = "; ".join(
+        f"{b.name}: {b.games} games ({board_flags(b.ruleset, b.table_size)})" for b in others
+    )
+    note = f"no games on this board ({board_name(*kind)}); games were recorded on: {where}"
+    return Leaderboard(
+        [], None, note, ruleset=kind[0], table_size=kind[1], games=0, other_boards=others
+    )
+
+
+def boards_with_games(*, session: Session, tournament_id: int | None = None) -> list[BoardGames]:
+    """Every board (ruleset, table size) with counted games in the tournament (or in all),
+    default game first, then by ruleset and size: one grouped count over the games."""
+    query = (
+        select(col(Game.ruleset), col(Game.players), func.count())
+        .select_from(Game)
+        .where(col(Game.voided).is_(False))
+        .group_by(col(Game.ruleset), col(Game.players))
+    )
+    if tournament_id is not None:
+        query = query.join(Series, col(Series.id) == col(Game.series_id)).where(
+            col(Series.tournament_id) == tournament_id
+        )
+    found = [
+        BoardGames(str(r), int(p), int(n))
+        for r, p, n in session.connection().execute(query)
+        if int(n) > 0
+    ]
+    return sorted(found, key=lambda b: (b.ruleset != DEFAULT_RULESET, b.ruleset, b.table_size))
+
+
+def _board(
+    session: Session,
+    tournament_id: int | None,
+    kind: tuple[str, int],
+    offset: float,
+    reuse: bool,
+) -> Leaderboard:
+    """The standings of one board (see :func:`standings`)."""
+    units: DealUnits | None = None
     if kind == ("default", 2):
         tallies = board_tallies(
             session=session, tournament_id=tournament_id, ruleset=kind[0], players=kind[1]
@@ -255,7 +372,7 @@ def standings(
             counts = aggregated_pair_counts(session=session, tournament_id=tournament_id)
             forfeits = aggregated_forfeit_counts(session=session, tournament_id=tournament_id)
             counted = sum(c.games for c in counts)
-        kinds = deal_pair_counts(session=session, tournament_id=tournament_id)
+        units = deal_units(session=session, tournament_id=tournament_id, counted=counted)
     else:
         played = table_games(
             session=session, ruleset=kind[0], players=kind[1], tournament_id=tournament_id
@@ -269,7 +386,9 @@ def standings(
         if c.games
     }
     if not mapping:
-        return Leaderboard([], None, "no games recorded yet")
+        return Leaderboard(
+            [], None, "no games recorded yet", ruleset=kind[0], table_size=kind[1], games=0
+        )
     live = elo_board(session=session, tournament_id=tournament_id, ruleset=kind[0], players=kind[1])
     if live.games != counted:
         # The stored state does not account for every counted game (rows written around
@@ -278,30 +397,36 @@ def standings(
             session=session, tournament_id=tournament_id, ruleset=kind[0], players=kind[1]
         )
     elo = {str(sid): entry for sid, entry in live.entries.items()}
-    names = sorted({name for pair in mapping for name in pair})  # as PairCounts orders them
-    pairs = _deal_pairs(kinds) if kinds is not None else None
-    weights = [k.count for k in kinds] if kinds is not None else None
-    inputs = fit_inputs_key(kind, mapping, kinds, offset)
-    ranked = _stored_ranking(session, inputs, tournament_id, names) if reuse else None
+    labels = submission_labels(session=session)
+    sids = sorted({int(name) for pair in mapping for name in pair})
+    # The fit names every bot "name version", so that its messages (disconnected groups, a
+    # parameter that cannot be fitted) name bots as the table does; the repr() quoting of
+    # those messages escapes any control character a version may hold.
+    label = {sid: f"{labels[sid][0]} {labels[sid][1]}" for sid in sids}
+    inputs = fit_inputs_key(kind, mapping, units, offset)
+    ranked = _stored_ranking(session, inputs, tournament_id, sids) if reuse else None
     if ranked is None:
-        ranked = _fitted_ranking(mapping, pairs, weights, offset)
+        ranked = _fitted_ranking(mapping, units, offset, label)
     fit, note = ranked.model, ranked.note
     totals = _player_totals(mapping)
-    order = ranked.order if fit is not None else sorted(names, key=lambda n: -elo[n].rating)
-    labels = submission_labels(session=session)
+    if fit is not None:
+        order = ranked.order
+    else:
+        order = sorted(sids, key=lambda sid: (-elo[str(sid)].rating, sid))
     rows = []
-    for rank, key in enumerate(order, start=1):
+    for rank, sid in enumerate(order, start=1):
+        key = str(sid)
         wins, draws, losses = totals[key]
         games = wins + draws + losses
-        bot, version = labels[int(key)]
+        bot, version = labels[sid]
         rows.append(
             Standing(
                 rank=rank,
-                submission_id=int(key),
+                submission_id=sid,
                 bot=bot,
                 version=version,
-                rating=ranked.ratings.get(key),
-                interval=ranked.intervals.get(key),
+                rating=ranked.ratings.get(sid),
+                interval=ranked.intervals.get(sid),
                 elo=elo[key].rating,
                 elo_provisional=elo[key].provisional,
                 games=games,
@@ -309,26 +434,38 @@ def standings(
                 draws=draws,
                 losses=losses,
                 score=(wins + draws / 2) / games if games else 0.0,
-                los_next=ranked.los.get(key),
-                forfeits=dict(forfeits.get(int(key), {})),
+                los_next=ranked.los.get(sid),
+                forfeits=dict(forfeits.get(sid, {})),
             )
         )
-    pentanomials = _pentanomials(pairs, weights, rows) if pairs else []
-    return Leaderboard(rows, fit, note, pentanomials, paired=ranked.paired, inputs=inputs)
+    pentanomials = _pentanomials(units, label) if units is not None and units.pairs else []
+    return Leaderboard(
+        rows,
+        fit,
+        note,
+        pentanomials,
+        paired=ranked.paired,
+        inputs=inputs,
+        ruleset=kind[0],
+        table_size=kind[1],
+        games=counted,
+        single_games=ranked.single_games,
+    )
 
 
 def fit_inputs_key(
     kind: tuple[str, int],
     mapping: dict[tuple[str, str], tuple[int, int, int]],
-    kinds: Sequence[DealPairKind] | None,
+    units: DealUnits | None,
     offset: float,
 ) -> str:
     """A digest of everything a board's fit depends on: the ruleset and table size, the
-    per-pair counts, the deal pairs (in the database's order, which is sorted), the display
-    offset and :data:`FIT_VERSION`. Equal keys mean equal fits."""
+    per-pair counts, the duplicate units (deal pairs and single games, in the database's
+    order, which is sorted), the display offset and :data:`FIT_VERSION`. Equal keys mean
+    equal fits."""
     pairs = (
         None
-        if kinds is None
+        if units is None
         else [
             [
                 k.first_submission_id,
@@ -339,7 +476,11 @@ def fit_inputs_key(
                 k.second_score,
                 k.count,
             ]
-            for k in kinds
+            for k in units.pairs
+        ]
+        + [
+            [k.first_submission_id, k.second_submission_id, k.first_score, k.count]
+            for k in units.singles
         ]
     )
     counts = sorted((a, b, int(w), int(d), int(lo)) for (a, b), (w, d, lo) in mapping.items())
@@ -349,15 +490,16 @@ def fit_inputs_key(
 
 @dataclass(frozen=True, slots=True)
 class _Ranking:
-    """What a board takes from its fit: the order and each bot's numbers (by name)."""
+    """What a board takes from its fit: the order and each bot's numbers, by submission."""
 
     model: FitModel | None
-    order: list[str]
-    ratings: dict[str, float]
-    intervals: dict[str, float]
-    los: dict[str, float | None]
+    order: list[int]
+    ratings: dict[int, float]
+    intervals: dict[int, float]
+    los: dict[int, float | None]
     note: str
     paired: bool
+    single_games: int = 0
 
 
 def _player_totals(
@@ -374,67 +516,104 @@ def _player_totals(
     return {name: (w, d, lo) for name, (w, d, lo) in totals.items()}
 
 
-def _pentanomials(
-    pairs: list[DealPair], weights: list[int] | None, rows: list[Standing]
-) -> list[PairingPentanomial]:
+def _pentanomials(units: DealUnits, label: Mapping[int, str]) -> list[PairingPentanomial]:
     from leaderboard.ratings import pentanomial_counts
 
-    names = {str(r.submission_id): f"{r.bot} {r.version}" for r in rows}
     return [
-        PairingPentanomial(
-            names.get(p.player, p.player), names.get(p.opponent, p.opponent), p.counts
-        )
-        for p in pentanomial_counts(pairs, weights)
+        PairingPentanomial(p.player, p.opponent, p.counts)
+        for p in pentanomial_counts(_deal_pairs(units.pairs, label), [k.count for k in units.pairs])
     ]
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
 
 
 def _fitted_ranking(
     mapping: dict[tuple[str, str], tuple[int, int, int]],
-    pairs: list[DealPair] | None,
-    weights: list[int] | None,
+    units: DealUnits | None,
     offset: float,
+    label: Mapping[int, str],
 ) -> _Ranking:
-    from leaderboard.ratings import PairCounts, RatingsError, fit_bayeselo, paired_intervals
+    """Fit the board (``mapping`` keyed by submission ids as text; the fit itself names
+    the bots by ``label``), order it and take each bot's numbers.
 
-    table = PairCounts.from_mapping(mapping)
-    fit: BayesEloFit | None = None
+    When the draw and first-mover parameters have no finite maximum (a clean sweep, only
+    draws, every decisive game won by bots that never lost one, ...) they are fixed at
+    BayesElo's defaults (advantage 0, drawelo 97.3) and the note says why. On a duplicate
+    board the intervals and the LOS both come from the paired (sandwich) covariance."""
+    from leaderboard.ratings import PairCounts, RatingsError, fit_bayeselo, paired_intervals
+    from leaderboard.ratings.bayeselo import DEFAULT_DRAWELO, TIE_DECIMALS
+
+    sid_of = {name: sid for sid, name in label.items()}
+    named = {(label[int(a)], label[int(b)]): wdl for (a, b), wdl in mapping.items()}
+    table = PairCounts.from_mapping(named)
     note = ""
+    free = True  # advantage and drawelo fitted
     try:
         fit = fit_bayeselo(table, offset=offset)
-    except RatingsError:
-        # Few or lopsided results (e.g. one bot swept every game) leave the draw and
-        # first-mover parameters without a finite maximum: fix them at BayesElo's defaults.
+    except RatingsError as exc:
         try:
             fit = fit_bayeselo(table, offset=offset, fit_advantage=False, fit_drawelo=False)
-            note = "too few results to fit draw and first-mover parameters: defaults used"
-        except RatingsError as exc:
-            note = f"no rating fit: {exc}"
-    if fit is None:
-        return _Ranking(None, [], {}, {}, {}, note, paired=False)
-    paired: dict[str, float] = {}
-    if pairs:
+        except RatingsError as failed:
+            return _Ranking(None, [], {}, {}, {}, f"no rating fit: {failed}", paired=False)
+        free = False
+        # The reason without the error's advice: fixing the parameters is what was done.
+        note = (
+            f"first-mover advantage 0 and drawelo {DEFAULT_DRAWELO:g} fixed at BayesElo's "
+            f"defaults, not fitted: {exc.reason}"
+        )
+    position = {name: k for k, name in enumerate(fit.names)}
+    intervals = {name: float(fit.intervals[k]) for name, k in position.items()}
+    los_of = fit.los
+    paired = False
+    single_games = 0
+    if units is not None:
         try:
-            by_name = paired_intervals(pairs, weights=weights, offset=offset).by_name()
-            paired = {name: both[1] for name, both in by_name.items()}
+            result = paired_intervals(
+                _deal_pairs(units.pairs, label),
+                weights=[k.count for k in units.pairs],
+                singles=_single_games(units.singles, label),
+                single_weights=[k.count for k in units.singles],
+                offset=offset,
+                fit_advantage=free,
+                fit_drawelo=free,
+            )
         except RatingsError as exc:
-            note = f"{note}; no paired intervals: {exc}".strip("; ")
-    rows = fit.table()
+            note = _join(note, f"no paired intervals: {exc}")
+        else:
+            intervals = {name: both[1] for name, both in result.by_name().items()}
+            los_of = result.los  # the covariance of the intervals shown, not the naive one
+            paired = True
+            single_games = units.single_games
+            if single_games:
+                note = _join(
+                    note,
+                    f"{single_games} game{'s' if single_games != 1 else ''} of unfinished "
+                    "deals counted as units of their own",
+                )
+    # Best first; equal ratings (to TIE_DECIMALS) by submission id, as numbers.
+    order = sorted(
+        fit.names,
+        key=lambda name: (-round(float(fit.internal[position[name]]), TIE_DECIMALS), sid_of[name]),
+    )
+    los: dict[int, float | None] = {sid_of[name]: None for name in order}
+    for better, worse in pairwise(order):
+        los[sid_of[better]] = los_of(better, worse)
     return _Ranking(
         model=FitModel.of(fit),
-        order=[row.name for row in rows],
-        ratings={row.name: fit.rating(row.name) for row in rows},
-        intervals={
-            row.name: paired.get(row.name, float(fit.intervals[fit.index(row.name)]))
-            for row in rows
-        },
-        los={row.name: row.los_next for row in rows},
+        order=[sid_of[name] for name in order],
+        ratings={sid_of[name]: float(fit.ratings[k]) for name, k in position.items()},
+        intervals={sid_of[name]: value for name, value in intervals.items()},
+        los=los,
         note=note,
-        paired=bool(paired),
+        paired=paired,
+        single_games=single_games,
     )
 
 
 def _stored_ranking(
-    session: Session, inputs: str, tournament_id: int | None, names: Sequence[str]
+    session: Session, inputs: str, tournament_id: int | None, sids: Sequence[int]
 ) -> _Ranking | None:
     """The ranking of a stored snapshot fitted from exactly ``inputs``, or None.
 
@@ -459,8 +638,8 @@ def _stored_ranking(
             .order_by(col(RatingEntry.rank), col(RatingEntry.submission_id))
         )
     )
-    by_name = {str(e.submission_id): e for e in entries}
-    if sorted(by_name) != sorted(names) or any(e.error is None for e in entries):
+    by_sid = {e.submission_id: e for e in entries}
+    if sorted(by_sid) != sorted(sids) or any(e.error is None for e in entries):
         return None  # not a snapshot this code wrote for these inputs: fit instead
     params = snapshot.parameters
     model = FitModel(
@@ -473,31 +652,46 @@ def _stored_ranking(
     )
     return _Ranking(
         model=model,
-        order=[str(e.submission_id) for e in entries],
-        ratings={name: e.rating for name, e in by_name.items()},
-        intervals={name: float(e.error) for name, e in by_name.items() if e.error is not None},
-        los={name: e.extra.get("los_next") for name, e in by_name.items()},
+        order=[e.submission_id for e in entries],
+        ratings={sid: e.rating for sid, e in by_sid.items()},
+        intervals={sid: float(e.error) for sid, e in by_sid.items() if e.error is not None},
+        los={sid: e.extra.get("los_next") for sid, e in by_sid.items()},
         note=str(params.get("note", "")),
         paired=bool(params.get("paired", False)),
+        single_games=int(params.get("single_games", 0)),
     )
 
 
-def _deal_pairs(kinds: list[DealPairKind]) -> list[DealPair]:
+def _deal_pairs(kinds: Sequence[DealPairKind], label: Mapping[int, str]) -> list[DealPair]:
     """The database's deal-pair kinds as the ratings' deal pairs (one per kind)."""
     from leaderboard.ratings import DealPair, Game, Outcome
 
     return [
         DealPair(
             Game(
-                str(kind.first_submission_id),
-                str(kind.second_submission_id),
+                label[kind.first_submission_id],
+                label[kind.second_submission_id],
                 Outcome.from_score(kind.first_score),
             ),
             Game(
-                str(kind.second_first_submission_id),
-                str(kind.second_second_submission_id),
+                label[kind.second_first_submission_id],
+                label[kind.second_second_submission_id],
                 Outcome.from_score(kind.second_score),
             ),
+        )
+        for kind in kinds
+    ]
+
+
+def _single_games(kinds: Sequence[SingleGameKind], label: Mapping[int, str]) -> list[RatedGame]:
+    """The database's single-game kinds as the ratings' games (one per kind)."""
+    from leaderboard.ratings import Game, Outcome
+
+    return [
+        Game(
+            label[kind.first_submission_id],
+            label[kind.second_submission_id],
+            Outcome.from_score(kind.first_score),
         )
         for kind in kinds
     ]
@@ -524,6 +718,7 @@ def refit_and_store(db: Database, *, tournament_id: int | None = None) -> Stored
             "inputs": board.inputs,
             "note": board.note,
             "paired": board.paired,
+            "single_games": board.single_games,
         },
         entries=[
             RatingLine(

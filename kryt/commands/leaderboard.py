@@ -29,10 +29,10 @@ from arena.db import (
 )
 from kryt.errors import ExitCode, UserError, classify
 from kryt.options import MAX_ID
+from leaderboard.formatting import board_name, visible
 from leaderboard.standings import (
     InvalidFilterError,
     Leaderboard,
-    board_kind,
     resolve_board_kind,
     standings,
 )
@@ -117,25 +117,34 @@ def standings_table(
     :data:`DROP_FIRST` go first, the Forfeits column stays (its reasons wrap)."""
     caption = []
     if done is not None:
-        caption.append(
+        played = (
             f"{done.games_done}/{done.games_planned} games played, "
             f"{done.series_done}/{done.series_total} series done"
             + (f", {done.voided} voided" if done.voided else "")
         )
+        if board.games != done.games_done:
+            # The progress counts every game of the scope; this board holds only some (or
+            # none) of them: say both, so the two numbers never seem to disagree.
+            played = (
+                f"{board.games} games on this board "
+                f"({board_name(board.ruleset, board.table_size)}); all boards: {played}"
+            )
+        caption.append(played)
     if board.fit is not None:
         caption.append(
             f"BayesElo: prior {board.fit.prior:g}, first-mover advantage "
             f"{board.fit.advantage:.1f}, drawelo {board.fit.drawelo:.1f}, "
-            f"{board.fit.confidence:.0%} intervals; Elo is live (* provisional)"
+            f"{board.fit.confidence_text} intervals {board.intervals}; "
+            "Elo is live (* provisional)"
         )
     if board.note:
-        caption.append(board.note)
+        caption.append(visible(board.note))
     headers = ["#", "Bot", "Version", "Rating", "±", "Elo", "Games", "W/D/L", "Score%", "LOS"]
     rows = [
         [
             str(row.rank),
-            row.bot,
-            row.version,
+            visible(row.bot),
+            visible(row.version),  # free text to the database (only bot.toml checks it)
             "—" if row.rating is None else f"{row.rating:.0f}",
             "—" if row.interval is None else f"{row.interval:.0f}",
             f"{row.elo:.0f}{'*' if row.elo_provisional else ''}",
@@ -161,7 +170,9 @@ def standings_table(
             if total() <= width:
                 break
             keep.remove(headers.index(header))
-    table = Table(title=title, caption="\n".join(caption))
+    # Text, not markup: the title and the note carry names (a tournament's, a bot's version)
+    # that must be shown as they are, brackets and all.
+    table = Table(title=Text(title), caption=Text("\n".join(caption)))
     for i in keep:
         # Never cut a name or a number short: the forfeits wrap instead.
         table.add_column(
@@ -242,14 +253,6 @@ def leaderboard(
                     title = f"Leaderboard: {name} (#{tournament})"
                 else:
                     title = "Leaderboard: all tournaments"
-                if ruleset is not None or table_size is not None:
-                    kind, seats = board_kind(
-                        session=session,
-                        tournament_id=tournament,
-                        ruleset=ruleset,
-                        table_size=table_size,
-                    )
-                    title += f" ({kind}, table of {seats})"
                 if as_json:
                     # Imported here: the web pages (Jinja) are not needed for a table.
                     from leaderboard.web.pages import leaderboard_json
@@ -269,6 +272,9 @@ def leaderboard(
                     table_size=table_size,
                 )
                 done = progress(session=session, tournament_id=tournament)
+                if ruleset is not None or table_size is not None or board.ruleset != "default":
+                    # The board shown: asked for, the tournament's, or the only one with games.
+                    title += f" ({board.ruleset}, table of {board.table_size})"
         except InvalidFilterError as exc:
             raise _fail(UserError(_filter_error(exc))) from None
         except DatabaseError as exc:

@@ -1,6 +1,7 @@
 """``kryt play A B``: a quick run between two bots, printed as it goes, with the statistics
-engine testers expect (Elo difference ± 95% interval, LOS, draw ratio, pentanomial for
-duplicate deals) and an optional SPRT that stops the run once the answer is clear.
+engine testers expect (Elo difference with the bounds of its 95% interval, LOS, draw ratio,
+pentanomial for duplicate deals) and an optional SPRT that stops the run once the answer is
+clear.
 
 ``-j N`` plays N games at once: the run is split into N independent series of the pair with
 seeds derived from ``--seed``, each keeping the loser-deals order (see
@@ -218,8 +219,9 @@ def play(
 ) -> None:
     """Play a run between your own bots (trusted: they may run without isolation).
 
-    Prints the running score (each game with --verbose), then the Elo difference with its
-    95% interval, LOS and draw ratio (and the pentanomial for duplicate deals)."""
+    Prints the running score (each game with --verbose), then the Elo difference with the
+    bounds of its 95% interval, LOS and draw ratio (and the pentanomial for duplicate
+    deals)."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from leaderboard.formatting import confidence_percent
 from leaderboard.ratings import (
     BayesEloFit,
     PairCounts,
@@ -23,6 +25,7 @@ from leaderboard.ratings import (
     pentanomial_counts,
     read_games_csv,
 )
+from leaderboard.ratings.bayeselo import DEFAULT_DRAWELO
 
 app = typer.Typer(
     help="Rate result sets with the BayesElo model (Rémi Coulom's bayeselo).",
@@ -49,7 +52,7 @@ def _table(fit: BayesEloFit, paired: PairedIntervals | None) -> Table:
         caption=(
             f"prior {fit.prior:g} virtual draws, first-mover advantage {fit.advantage:.1f}, "
             f"drawelo {fit.drawelo:.1f}, scale {fit.scale:.4f}, "
-            f"{fit.confidence:.0%} intervals"
+            f"{confidence_percent(fit.confidence)} intervals"
         ),
     )
     for header in ("Rank", "Bot", "Rating", "±"):
@@ -58,7 +61,10 @@ def _table(fit: BayesEloFit, paired: PairedIntervals | None) -> Table:
         table.add_column("± paired", justify="right")
     for header in ("Games", "Score %", "Draws %", "LOS next"):
         table.add_column(header, justify="right")
+    if paired is not None:
+        table.add_column("LOS paired", justify="right")
     paired_by_name = paired.by_name() if paired is not None else {}
+    paired_los = _paired_los(fit, paired) if paired is not None else {}
     for row in fit.table():
         cells: list[str | Text] = [
             str(row.rank),
@@ -74,8 +80,19 @@ def _table(fit: BayesEloFit, paired: PairedIntervals | None) -> Table:
             f"{100 * row.draw_rate:.1f}",
             "" if row.los_next is None else f"{row.los_next:.3f}",
         ]
+        if paired is not None:
+            los = paired_los.get(row.name)
+            cells.append("" if los is None else f"{los:.3f}")
         table.add_row(*cells)
     return table
+
+
+def _paired_los(fit: BayesEloFit, paired: PairedIntervals) -> dict[str, float | None]:
+    """LOS over the next row under the paired covariance, the one of the "± paired" column
+    (the "LOS next" column goes with the per-game "±")."""
+    order = [row.name for row in fit.table()]
+    below = dict(pairwise(order))
+    return {name: paired.los(name, below[name]) if name in below else None for name in order}
 
 
 def _pentanomial_table(paired_games: PairedIntervals, pentanomials: list[Pentanomial]) -> Table:
@@ -106,22 +123,54 @@ def fit(
             "and intervals that treat each pair as one unit (sandwich estimate).",
         ),
     ] = False,
+    advantage: Annotated[
+        float | None,
+        typer.Option(
+            help="Fix the first-mover advantage at this many Elo instead of fitting it.",
+            show_default="fitted",
+        ),
+    ] = None,
+    drawelo: Annotated[
+        float | None,
+        typer.Option(
+            help="Fix drawelo at this many Elo instead of fitting it (BayesElo's start: 97.3).",
+            show_default="fitted",
+        ),
+    ] = None,
 ) -> None:
     """Fit BayesElo to FILE and print rank, bot, rating ± interval, games, score, LOS."""
     paired_result: PairedIntervals | None = None
     pentanomials: list[Pentanomial] = []
+    # A parameter with no finite maximum (say, only draws: drawelo) is refused with advice to
+    # fix it; these options are how.
+    fixed_advantage = 0.0 if advantage is None else advantage
+    fixed_drawelo = DEFAULT_DRAWELO if drawelo is None else drawelo
     try:
         games = read_games_csv(file)
         if paired:
             pairs = pair_consecutive(games)
             pentanomials = pentanomial_counts(pairs)
             paired_result = paired_intervals(
-                pairs, prior=prior, offset=offset, confidence=confidence
+                pairs,
+                prior=prior,
+                offset=offset,
+                confidence=confidence,
+                fit_advantage=advantage is None,
+                fit_drawelo=drawelo is None,
+                advantage=fixed_advantage,
+                drawelo=fixed_drawelo,
             )
             result = paired_result.fit
         else:
             result = fit_bayeselo(
-                PairCounts.from_games(games), prior=prior, offset=offset, confidence=confidence
+                PairCounts.from_games(games),
+                prior=prior,
+                offset=offset,
+                confidence=confidence,
+                fit_advantage=advantage is None,
+                fit_drawelo=drawelo is None,
+                advantage=fixed_advantage,
+                drawelo=fixed_drawelo,
             )
     except IsADirectoryError:
         raise _fail(f"{file} is a directory, not a CSV file") from None
@@ -134,8 +183,10 @@ def fit(
         data = result.to_dict()
         if paired_result is not None:
             paired_by_name = paired_result.by_name()
+            paired_los = _paired_los(result, paired_result)
             for player in data["players"]:
                 player["interval_paired"] = paired_by_name[player["name"]][1]
+                player["los_next_paired"] = paired_los[player["name"]]
             data["paired_method"] = paired_result.method
             data["pentanomials"] = [
                 {"player": p.player, "opponent": p.opponent, "counts": list(p.counts)}

@@ -45,6 +45,13 @@ IntArray = NDArray[np.int64]
 
 DEFAULT_PRIOR = 2.0
 DEFAULT_DRAWELO = 97.3  # BayesElo's starting value, used when drawelo is not fitted
+#: The largest prior accepted (virtual draws per player). Beyond it the virtual draws swamp
+#: the real games in double precision: the optimiser's stopping test scales with all the
+#: counts, so at 10^8 it stops before the first step and returns the starting point.
+MAX_PRIOR = 1e6
+#: Ratings tie when they agree to this many decimals of an Elo: rounding noise of the fit
+#: (1e-12 or so) must not decide an order that the results leave open.
+TIE_DECIMALS = 6
 #: Ratings further than this from the mean mean the maximum does not exist (Elo units).
 DIVERGENCE_ELO = 5000.0
 #: Up to this many bots the ratings block of the Hessian is kept as a dense matrix.
@@ -146,8 +153,12 @@ class BayesEloFit:
         return out
 
     def table(self) -> list[PlayerRating]:
-        """Rows best first (ties broken by name) with the LOS over the next row."""
-        order = sorted(range(len(self.names)), key=lambda k: (-self.internal[k], self.names[k]))
+        """Rows best first with the LOS over the next row; equal ratings (to a millionth of
+        an Elo, :data:`TIE_DECIMALS`) are ordered by name."""
+        order = sorted(
+            range(len(self.names)),
+            key=lambda k: (-round(float(self.internal[k]), TIE_DECIMALS), self.names[k]),
+        )
         rows: list[PlayerRating] = []
         for rank, k in enumerate(order, start=1):
             below = order[rank] if rank < len(order) else None
@@ -238,23 +249,74 @@ def _check_bounded(counts: PairCounts) -> None:
     group = sorted(counts.names[k] for k in np.flatnonzero(labels == unbeaten))
     raise UnboundedRatingError(
         f"{group} won every game against the other bots, so with prior 0 the gap runs off "
-        "to infinity; use a prior > 0"
+        "to infinity",
+        advice="use a prior > 0",
     )
 
 
-def _check_parameters_bounded(counts: PairCounts, fit_advantage: bool, fit_drawelo: bool) -> None:
+def _check_parameters_bounded(
+    counts: PairCounts, prior: float, fit_advantage: bool, fit_drawelo: bool
+) -> None:
+    """Reject results whose first-mover advantage or drawelo has no finite maximum.
+
+    Each case is a direction along which the likelihood rises for ever (so the optimiser
+    would wander off or stop at an arbitrary point); the message says which:
+
+    * only draws (real and virtual) and drawelo fitted: drawelo grows without bound;
+    * every decisive game won by the first mover (or every one by the second), advantage
+      fitted: the advantage grows, together with drawelo when there are draws to keep
+      likely (or alone when drawelo is fixed and there are no draws at all; with a fixed
+      drawelo any draw bounds it);
+    * drawelo fitted, draws present (a prior > 0 always adds some) and no bot both won and
+      lost a decisive game: the winners' ratings and drawelo grow together, each decisive
+      game keeping its probability while every draw becomes more likely.
+    """
     wins, draws, losses = (int(a.sum()) for a in (counts.wins, counts.draws, counts.losses))
-    if fit_advantage and (wins == 0 or losses == 0):
+    decisive = wins + losses
+    any_draws = draws > 0 or prior > 0  # the prior's virtual draws count as draws
+    if decisive == 0:
+        if fit_drawelo:
+            raise UnboundedRatingError(
+                f"all {draws} games are draws, so the fitted drawelo runs off to infinity",
+                advice="fix drawelo instead",
+            )
+        return
+    if fit_advantage and (wins == 0 or losses == 0) and (fit_drawelo or not any_draws):
         side = "first" if losses == 0 else "second"
         raise UnboundedRatingError(
             f"the {side} mover never lost ({wins} first-mover wins, {losses} losses), so the "
-            "fitted first-mover advantage runs off to infinity; fix the advantage instead"
+            "fitted first-mover advantage runs off to infinity",
+            advice="fix the advantage instead",
         )
-    if fit_drawelo and wins == 0 and losses == 0:
-        raise UnboundedRatingError(
-            f"all {draws} games are draws, so the fitted drawelo runs off to infinity; "
-            "fix drawelo instead"
-        )
+    if fit_drawelo and any_draws:
+        _check_winners_apart(counts)
+
+
+def _check_winners_apart(counts: PairCounts) -> None:
+    """UnboundedRatingError when the decisive games split the bots into winners who never
+    lost one and losers who never won one (the gap and drawelo then grow together)."""
+    n = len(counts.names)
+    # Decisive games won and lost per bot, over both colours.
+    won = np.bincount(counts.first, counts.wins, n) + np.bincount(counts.second, counts.losses, n)
+    lost = np.bincount(counts.first, counts.losses, n) + np.bincount(counts.second, counts.wins, n)
+    if np.any((won > 0) & (lost > 0)):
+        return
+    winners = [counts.names[k] for k in np.flatnonzero(won > 0)]
+    losers = [counts.names[k] for k in np.flatnonzero(lost > 0)]
+    raise UnboundedRatingError(
+        f"every decisive game was won by one of {_listed(winners)} (who never lost one) "
+        f"against one of {_listed(losers)} (who never won one) and every other result is a "
+        "draw (the prior's virtual draws count too), so the gap between them and the fitted "
+        "drawelo run off to infinity together",
+        advice="fix drawelo instead",
+    )
+
+
+def _listed(names: list[str], most: int = 10) -> str:
+    """``['a', 'b']``, or the first ``most`` and how many more: a message stays one line."""
+    if len(names) <= most:
+        return repr(names)
+    return f"{names[:most]!r} and {len(names) - most} more"
 
 
 class _Objective:
@@ -289,11 +351,16 @@ class _Objective:
         x = [beta]
         total = float(games.sum())
         if self.fixed_advantage is None:
-            first_score = (float(points.sum()) + 0.5) / (total + 1.0)
-            x.append(np.array([math.log(first_score / (1.0 - first_score))]))
+            # logit of the first movers' score, from the two counts rather than from a rate:
+            # with huge priors the rate rounds to 1.0 and 1 - rate to 0.
+            first = float(points.sum())
+            x.append(np.array([math.log((first + 0.5) / (total - first + 0.5))]))
         if self.fixed_delta is None:
-            draw_rate = (d.draws_total + 0.5) / (total + 1.0)
-            x.append(np.array([math.log(max(math.log((1 + draw_rate) / (1 - draw_rate)), 1e-3))]))
+            # delta = log((1 + r) / (1 - r)) for the draw rate r, written with the counts so
+            # that 1 - r (the decisive share) never rounds to 0.
+            draws = float(d.draws_total)
+            delta = math.log((total + draws + 1.5) / (total - draws + 0.5))
+            x.append(np.array([math.log(max(delta, 1e-3))]))
         return np.concatenate(x)
 
     def unpack(self, x: FloatArray) -> tuple[FloatArray, float, float]:
@@ -305,7 +372,8 @@ class _Objective:
             k += 1
         delta = self.fixed_delta
         if delta is None:
-            delta = math.exp(float(x[k]))
+            # exp overflows (OverflowError) beyond 709: such a trial point is simply infinite.
+            delta = math.exp(float(x[k])) if float(x[k]) < 709.0 else math.inf
         return x[:n], advantage, delta
 
     def at(self, x: FloatArray) -> Evaluation:
@@ -415,21 +483,33 @@ def fit_bayeselo(
 ) -> BayesEloFit:
     """Fit BayesElo to per-pair counts.
 
-    ``prior`` is the number of virtual draws per player (BayesElo's ``prior``, default 2);
-    ``offset`` is added to displayed ratings; ``advantage`` and ``drawelo`` (internal Elo
-    units) are used as given when their ``fit_*`` flag is false.
+    ``prior`` is the number of virtual draws per player (BayesElo's ``prior``, default 2,
+    at most :data:`MAX_PRIOR`); ``offset`` is added to displayed ratings; ``advantage`` and
+    ``drawelo`` (internal Elo units) are used as given when their ``fit_*`` flag is false.
     """
-    if not (math.isfinite(prior) and prior >= 0):
-        raise RatingsError(f"prior must be a finite number >= 0, got {prior!r}")
+    if not (math.isfinite(prior) and 0 <= prior <= MAX_PRIOR):
+        raise RatingsError(
+            f"prior must be a number of virtual draws from 0 to {MAX_PRIOR:g}, got {prior!r}"
+        )
     if not (0.0 < confidence < 1.0):
         raise RatingsError(f"confidence must be between 0 and 1, got {confidence!r}")
     if not (math.isfinite(offset) and math.isfinite(advantage) and math.isfinite(drawelo)):
         raise RatingsError(f"non-finite offset/advantage/drawelo: {offset}, {advantage}, {drawelo}")
+    # A fixed parameter beyond what a fit may reach (DIVERGENCE_ELO) means nothing, and the
+    # likelihood overflows with it (exp(2 drawelo) of 10^300).
+    if not fit_advantage and abs(advantage) > DIVERGENCE_ELO:
+        raise RatingsError(
+            f"a fixed advantage must lie within ±{DIVERGENCE_ELO:g} Elo, got {advantage!r}"
+        )
+    if not fit_drawelo and not 0 <= drawelo <= DIVERGENCE_ELO:
+        raise RatingsError(
+            f"a fixed drawelo must lie between 0 and {DIVERGENCE_ELO:g} Elo, got {drawelo!r}"
+        )
     counts.require_games()
     _check_graph(counts)
     if prior == 0:
         _check_bounded(counts)
-    _check_parameters_bounded(counts, fit_advantage, fit_drawelo)
+    _check_parameters_bounded(counts, prior, fit_advantage, fit_drawelo)
 
     from threadpoolctl import threadpool_limits
 
@@ -500,22 +580,39 @@ def _fit(
     elo = (beta - beta.mean()) / NATURAL_PER_ELO
     if max(abs(adv_nat), delta_nat) / NATURAL_PER_ELO > DIVERGENCE_ELO:
         raise UnboundedRatingError(
-            "the first-mover advantage or drawelo runs off to infinity; fix them instead"
+            "the first-mover advantage or drawelo runs off to infinity",
+            advice="fix them instead",
         )
     if float(np.abs(elo).max()) > DIVERGENCE_ELO:
         worst = counts.names[int(np.argmax(np.abs(elo)))]
         raise UnboundedRatingError(
             f"rating of {worst!r} runs off to infinity (one group of bots won every game "
-            "against the rest); use a prior > 0"
+            "against the rest)",
+            advice="use a prior > 0",
         )
 
     if not result.success and float(np.abs(objective.gradient(result.x)).max()) > 1e-6 * weight:
         raise FitError(
             f"BayesElo fit did not converge ({result.message}); these results may have no "
-            "finite maximum (e.g. all decisive games in one pairing and all draws elsewhere)"
+            "finite maximum (some combination of ratings, advantage and drawelo running off to "
+            "infinity together)",
+            advice="fix the advantage and drawelo instead",
         )
     final = evaluate(design, beta, adv_nat, delta_nat)
     cov_elo = centred_inverse(laplacian(design, final.weight)) / NATURAL_PER_ELO**2
+    if not (
+        np.all(np.isfinite(elo))
+        and math.isfinite(adv_nat)
+        and math.isfinite(delta_nat)
+        and np.all(np.isfinite(cov_elo))
+    ):
+        # Extreme inputs (a prior near the smallest float, parameters fixed at the edge of
+        # their range) can overflow on the way; NaN would slip past the checks above.
+        raise FitError(
+            "BayesElo fit gave non-finite numbers (the inputs are beyond what double "
+            "precision can fit)",
+            advice="use a prior and fixed parameters of ordinary size",
+        )
     drawelo_fit = delta_nat / NATURAL_PER_ELO
     scale = display_scale(drawelo_fit)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)  # scipy.stats costs ~1 s to import

@@ -6,14 +6,16 @@ tools account for it:
 
 * :func:`pentanomial_counts` - per pairing, how many deal pairs ended 0, 1/2, 1, 3/2 or 2
   points for the first-named bot (the pentanomial distribution used in engine testing);
-* :func:`paired_intervals` - rating intervals that treat the *deal pair*, not the game, as
-  the independent unit: a cluster-robust sandwich estimate ``C M C`` (``C`` the BayesElo
-  covariance, ``M`` the summed outer products of per-pair score vectors), or a bootstrap that
-  resamples whole pairs with a seeded generator and refits.
+* :func:`paired_intervals` - rating intervals (and the LOS that goes with them) that treat
+  the *deal pair*, not the game, as the independent unit: a cluster-robust sandwich estimate
+  ``C M C`` (``C`` the BayesElo covariance, ``M`` the summed outer products of per-pair score
+  vectors), or a bootstrap that resamples whole pairs with a seeded generator and refits.
+  Games whose deal is not complete yet (``singles``) are units of their own.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -22,7 +24,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from leaderboard.ratings.bayeselo import DEFAULT_PRIOR, BayesEloFit, fit_bayeselo
+from leaderboard.ratings.bayeselo import DEFAULT_DRAWELO, DEFAULT_PRIOR, BayesEloFit, fit_bayeselo
 from leaderboard.ratings.errors import InvalidDealPairError, RatingsError
 from leaderboard.ratings.games import Game, Outcome, PairCounts
 from leaderboard.ratings.model import NATURAL_PER_ELO
@@ -131,12 +133,17 @@ def _weighted(
 
 @dataclass(frozen=True)
 class PairedIntervals:
-    """Naive (games independent) and paired (deal pairs independent) intervals, display Elo."""
+    """Naive (games independent) and paired (deal pairs independent) intervals, display Elo.
+
+    ``covariance`` is the paired covariance of the display ratings (indexed like
+    ``fit.names``), the one ``paired`` comes from; :meth:`los` uses it, so the likelihood of
+    superiority and the paired interval always agree."""
 
     fit: BayesEloFit
     method: str
     naive: FloatArray
     paired: FloatArray
+    covariance: FloatArray
 
     def by_name(self) -> dict[str, tuple[float, float]]:
         """``{name: (naive, paired)}``."""
@@ -145,22 +152,41 @@ class PairedIntervals:
             for k, name in enumerate(self.fit.names)
         }
 
+    def los(self, better: str, worse: str) -> float:
+        """Likelihood of superiority of ``better`` over ``worse`` under the paired covariance:
+        ``Φ((r_i - r_j) / sqrt(V_ii + V_jj - 2 V_ij))``."""
+        i, j = self.fit.index(better), self.fit.index(worse)
+        if i == j:
+            raise ValueError(f"LOS of {better!r} over itself is undefined")
+        v = self.covariance
+        variance = float(v[i, i] + v[j, j] - 2.0 * v[i, j])
+        gap = float(self.fit.ratings[i] - self.fit.ratings[j])
+        if variance <= 0.0:  # no spread at all: the sign of the gap is certain
+            return 1.0 if gap > 0 else 0.0 if gap < 0 else 0.5
+        return NormalDist().cdf(gap / math.sqrt(variance))
 
-def _encode(pairs: Sequence[DealPair], names: tuple[str, ...]) -> NDArray[np.int64]:
-    """Rows (first mover of game 1, his opponent, outcome 1, outcome 2) as indices."""
+
+_NO_GAME = -1
+"""Outcome code of the missing second game of a single (a game whose deal is incomplete)."""
+
+
+def _encode(
+    pairs: Sequence[DealPair], singles: Sequence[Game], names: tuple[str, ...]
+) -> NDArray[np.int64]:
+    """Rows (first mover of game 1, his opponent, outcome 1, outcome 2) as indices; a single
+    game has outcome 2 :data:`_NO_GAME`."""
     index = {name: k for k, name in enumerate(names)}
-    return np.array(
-        [
-            (
-                index[p.first.first],
-                index[p.first.second],
-                _OUTCOME_CODE[p.first.outcome],
-                _OUTCOME_CODE[p.second.outcome],
-            )
-            for p in pairs
-        ],
-        dtype=np.int64,
-    ).reshape(-1, 4)
+    rows = [
+        (
+            index[p.first.first],
+            index[p.first.second],
+            _OUTCOME_CODE[p.first.outcome],
+            _OUTCOME_CODE[p.second.outcome],
+        )
+        for p in pairs
+    ]
+    rows += [(index[g.first], index[g.second], _OUTCOME_CODE[g.outcome], _NO_GAME) for g in singles]
+    return np.array(rows, dtype=np.int64).reshape(-1, 4)
 
 
 def _counts_from_rows(rows: NDArray[np.int64], names: tuple[str, ...]) -> PairCounts:
@@ -168,6 +194,8 @@ def _counts_from_rows(rows: NDArray[np.int64], names: tuple[str, ...]) -> PairCo
     first = np.concatenate([rows[:, 0], rows[:, 1]])
     second = np.concatenate([rows[:, 1], rows[:, 0]])
     outcome = np.concatenate([rows[:, 2], rows[:, 3]])
+    played = outcome != _NO_GAME
+    first, second, outcome = first[played], second[played], outcome[played]
     table = np.bincount((first * n + second) * 3 + outcome, minlength=n * n * 3).reshape(-1, 3)
     keys = np.flatnonzero(table.sum(axis=1))
     return PairCounts(
@@ -201,10 +229,13 @@ def _sandwich(
     fit: BayesEloFit, rows: NDArray[np.int64], multiplicity: NDArray[np.int64]
 ) -> FloatArray:
     i, j = rows[:, 0], rows[:, 1]
-    # Score of the whole pair along e_i - e_j: game 1 has i first, game 2 has j first.
-    c = _game_slope(fit, i, j, rows[:, 2]) - _game_slope(fit, j, i, rows[:, 3])
+    # Score of the whole unit along e_i - e_j: game 1 has i first, game 2 (if the deal is
+    # complete) has j first.
+    two = rows[:, 3] != _NO_GAME
+    second = _game_slope(fit, j, i, np.where(two, rows[:, 3], 1))
+    c = _game_slope(fit, i, j, rows[:, 2]) - np.where(two, second, 0.0)
     n = len(fit.names)
-    w = c * c * multiplicity  # identical pairs contribute identical outer products
+    w = c * c * multiplicity  # identical units contribute identical outer products
     flat = np.bincount(i * n + j, w, n * n).reshape(n, n)
     meat = -(flat + flat.T)
     meat[np.diag_indices(n)] = -meat.sum(axis=1)
@@ -218,32 +249,57 @@ def paired_intervals(
     pairs: Sequence[DealPair],
     *,
     weights: Sequence[int] | None = None,
+    singles: Sequence[Game] = (),
+    single_weights: Sequence[int] | None = None,
     method: Literal["sandwich", "bootstrap"] = "sandwich",
     prior: float = DEFAULT_PRIOR,
     offset: float = 0.0,
     confidence: float = 0.95,
     samples: int = 200,
     seed: int = 0,
+    fit_advantage: bool = True,
+    fit_drawelo: bool = True,
+    advantage: float = 0.0,
+    drawelo: float = DEFAULT_DRAWELO,
 ) -> PairedIntervals:
     """BayesElo fit of all games with intervals that treat each deal pair as one unit.
 
     ``sandwich`` is deterministic and cheap; ``bootstrap`` refits ``samples`` resamples of
-    the deal pairs drawn with ``numpy.random.default_rng(seed)`` and reports
+    the units drawn with ``numpy.random.default_rng(seed)`` and reports
     ``z * standard deviation`` of each bot's centred display rating. ``weights`` counts
     each pair that many times (deal pairs aggregated by kind, as a database gives them).
+
+    ``singles`` are games whose deal is not complete (its other game not played yet, or
+    voided): each is a unit of its own (``single_weights`` as ``weights``), so one
+    unfinished deal neither drops the pairing of the others nor is left out of the fit.
+    ``fit_advantage``, ``fit_drawelo``, ``advantage`` and ``drawelo`` are passed to
+    :func:`~leaderboard.ratings.bayeselo.fit_bayeselo` (every refit of the bootstrap too).
     """
-    if not pairs:
+    if not pairs and not singles:
         raise RatingsError("no deal pairs to rate")
     weighted = _weighted(pairs, weights)
+    lone = _weighted_games(singles, single_weights)
     tally: dict[tuple[str, str], list[int]] = {}
     column = {Outcome.FIRST_WINS: 0, Outcome.DRAW: 1, Outcome.SECOND_WINS: 2}
-    for pair, weight in weighted:
-        for game in (pair.first, pair.second):
-            tally.setdefault((game.first, game.second), [0, 0, 0])[column[game.outcome]] += weight
+    for game, weight in [(g, w) for p, w in weighted for g in (p.first, p.second)] + lone:
+        tally.setdefault((game.first, game.second), [0, 0, 0])[column[game.outcome]] += weight
     counts = PairCounts.from_mapping({k: (w, d, lo) for k, (w, d, lo) in tally.items()})
-    fit = fit_bayeselo(counts, prior=prior, offset=offset, confidence=confidence)
-    rows = _encode(pairs, counts.names)
-    multiplicity = np.array([w for _, w in weighted], dtype=np.int64)
+
+    def fitted(table: PairCounts, offset: float = 0.0, confidence: float = 0.95) -> BayesEloFit:
+        return fit_bayeselo(
+            table,
+            prior=prior,
+            offset=offset,
+            confidence=confidence,
+            fit_advantage=fit_advantage,
+            fit_drawelo=fit_drawelo,
+            advantage=advantage,
+            drawelo=drawelo,
+        )
+
+    fit = fitted(counts, offset=offset, confidence=confidence)
+    rows = _encode([p for p, _ in weighted], [g for g, _ in lone], counts.names)
+    multiplicity = np.array([w for _, w in weighted] + [w for _, w in lone], dtype=np.int64)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)  # scipy.stats costs ~1 s to import
     if method == "sandwich":
         cov = _sandwich(fit, rows, multiplicity)
@@ -251,13 +307,13 @@ def paired_intervals(
     elif method == "bootstrap":
         if samples < 2:
             raise RatingsError(f"bootstrap needs at least 2 samples, got {samples}")
-        rows = np.repeat(rows, multiplicity, axis=0)  # resample single deal pairs
+        rows = np.repeat(rows, multiplicity, axis=0)  # resample single units
         rng = np.random.default_rng(seed)
         draws: list[FloatArray] = []
         for _ in range(samples):
             pick = rows[rng.integers(0, len(rows), len(rows))]
             try:
-                sample = fit_bayeselo(_counts_from_rows(pick, counts.names), prior=prior)
+                sample = fitted(_counts_from_rows(pick, counts.names))
             except RatingsError:
                 continue  # a resample that lost a bot or split the pool says nothing; skip it
             draws.append(sample.ratings - sample.ratings.mean())
@@ -266,9 +322,23 @@ def paired_intervals(
                 f"only {len(draws)} of {samples} bootstrap resamples could be fitted; "
                 "too few deal pairs per bot for a bootstrap"
             )
-        paired = z * np.std(np.array(draws), axis=0, ddof=1)
+        cov = np.atleast_2d(np.cov(np.array(draws), rowvar=False, ddof=1))
+        paired = z * np.sqrt(np.maximum(np.diag(cov), 0.0))
     else:
         raise RatingsError(f"unknown interval method {method!r}; use 'sandwich' or 'bootstrap'")
     if not np.all(np.isfinite(paired)):
         raise RatingsError(f"paired intervals are not finite: {paired.tolist()}")
-    return PairedIntervals(fit=fit, method=method, naive=fit.intervals, paired=paired)
+    return PairedIntervals(
+        fit=fit, method=method, naive=fit.intervals, paired=paired, covariance=cov
+    )
+
+
+def _weighted_games(games: Sequence[Game], weights: Sequence[int] | None) -> list[tuple[Game, int]]:
+    if weights is None:
+        return [(game, 1) for game in games]
+    counts = [int(w) for w in weights]
+    if len(counts) != len(games) or any(w < 1 for w in counts):
+        raise RatingsError(
+            f"need one positive weight per single game: {len(games)} games, weights {counts[:10]}"
+        )
+    return list(zip(games, counts, strict=True))

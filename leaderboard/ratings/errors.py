@@ -4,7 +4,16 @@ from __future__ import annotations
 
 
 class RatingsError(ValueError):
-    """Base class of every error raised by :mod:`leaderboard.ratings`."""
+    """Base class of every error raised by :mod:`leaderboard.ratings`.
+
+    The message is ``reason`` followed by ``advice`` (what a caller could change, e.g.
+    "fix drawelo instead") when there is any. A caller that acts on the error itself (the
+    leaderboard fixes the parameters and says why) shows ``reason`` alone."""
+
+    def __init__(self, reason: str = "", *, advice: str = "") -> None:
+        self.reason = reason
+        self.advice = advice
+        super().__init__(f"{reason}; {advice}" if advice else reason)
 
 
 class InvalidGameError(RatingsError):

@@ -15,7 +15,8 @@ Two models of the same numbers:
 Both reduce to the mean ``x`` and variance ``v`` of a per-unit score in [0, 1] (a pair's
 points are halved) over ``n`` units. Then, with ``elo(s) = -400 log10(1/s - 1)``:
 
-* Elo difference ``elo(x)``, interval ``elo(x ± 1.96 sqrt(v / n))``;
+* Elo difference ``elo(x)``, interval ``[elo(x - 1.96 sqrt(v / n)), elo(x + 1.96 sqrt(v / n))]``
+  (lopsided: ``elo`` is not its midpoint, so both bounds are printed);
 * LOS ``Φ((x - ½) / sqrt(v / n))``;
 * SPRT in the logistic Elo model with the generalized-SPRT normal approximation used by
   engine-testing tools: ``s_i = 1 / (1 + 10^(-elo_i / 400))`` for the two hypotheses and
@@ -119,18 +120,24 @@ class MatchStats:
 
     @property
     def elo_margin(self) -> float:
-        """Half the width of the 95% interval (``inf`` when it is unbounded)."""
+        """Half the width of the 95% interval (``inf`` when it is unbounded). The interval is
+        lopsided (``elo`` is not its midpoint), so :meth:`format` prints its bounds."""
         return (self.elo_high - self.elo_low) / 2
 
     def format(self) -> str:
-        """One line: ``Elo +35.2 ± 40.1 (95%), LOS 91.2%, draw ratio 10.0%``."""
-        margin = self.elo_margin
-        bound = f"± {margin:.1f}" if math.isfinite(margin) else "± inf"
-        elo = f"{self.elo:+.1f}" if math.isfinite(self.elo) else f"{self.elo:+}"
+        """One line: ``Elo +35.2 [-5.1, +76.9] (95%, trinomial), LOS 91.2%, draw ratio
+        10.0%``. The bounds are printed, not a ± margin: the logistic curve makes the
+        interval lopsided (+398.4 has [+284.4, +671.7]), and an unbounded end is ``inf``."""
         return (
-            f"Elo {elo} {bound} (95%, {self.model}), LOS {100 * self.los:.1f}%,"
-            f" draw ratio {100 * self.draw_ratio:.1f}%"
+            f"Elo {_signed(self.elo)} [{_signed(self.elo_low)}, {_signed(self.elo_high)}] (95%, "
+            f"{self.model}), LOS {100 * self.los:.1f}%, draw ratio {100 * self.draw_ratio:.1f}%"
         )
+
+
+def _signed(elo: float) -> str:
+    """``+12.3``, ``-4.0``, ``+inf``; an even score is ``+0.0``, never ``-0.0``."""
+    text = f"{elo:+.1f}"
+    return "+0.0" if text == "-0.0" else text
 
 
 def trinomial_sample(wins: int, draws: int, losses: int) -> ScoreSample:

@@ -136,18 +136,30 @@ def evaluate(design: Design, beta: FloatArray, advantage: float, delta: float) -
     a_counts, b_counts = design.a_counts, design.b_counts
     pu, pv = expit(u), expit(v)
     # log(expit(.)) is accurate here (arguments stay far from -700) and half the cost
-    # of log_expit, which dominates a fit of a million games.
-    value = -(a_counts @ np.log(pu) + b_counts @ np.log(pv))
+    # of log_expit, which dominates a fit of a million games. A trial step of the optimiser
+    # far out may underflow it to log(0) = -inf (and 0 * -inf = NaN): an infinite value,
+    # set below, which rejects the step.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(-(a_counts @ np.log(pu) + b_counts @ np.log(pv)))
     total = float(beta.sum())
     value += 0.5 * total * total
     d_total = design.draws_total
     grad_delta_extra = 0.0
     delta_curvature = 0.0
     if d_total > 0:
-        value -= d_total * math.log(math.expm1(2.0 * delta))
-        grad_delta_extra = -d_total * 2.0 / -math.expm1(-2.0 * delta)
-        e = math.exp(-2.0 * delta)
-        delta_curvature = d_total * 4.0 * e / (1.0 - e) ** 2
+        # log(e^(2 delta) - 1) = 2 delta + log(1 - e^(-2 delta)), with 1 - e^(-2 delta) from
+        # expm1: a huge delta (a trial step far out) cannot overflow as expm1(2 delta) would
+        # (OverflowError), and a tiny one (a tiny prior, no real draws) gives large finite
+        # numbers or inf, never 1 - exp(-2 delta) == 0 and a ZeroDivisionError.
+        shrink = -math.expm1(-2.0 * delta)  # 1 - e^(-2 delta), in (0, 1] for delta > 0
+        if not shrink > 0.0:  # delta == 0 (or NaN): the observed draws are impossible
+            value, grad_delta_extra, delta_curvature = math.inf, -math.inf, math.inf
+        else:
+            value -= d_total * (2.0 * delta + math.log(shrink))
+            grad_delta_extra = -d_total * 2.0 / shrink
+            delta_curvature = d_total * 4.0 * (1.0 - shrink) / shrink / shrink
+    if not math.isfinite(value):
+        value = math.inf  # NaN (0 * log 0) too: the optimiser rejects the point either way
     gu, gv = a_counts * (1.0 - pu), b_counts * (1.0 - pv)
     r = gu - gv
     n = design.n

@@ -49,7 +49,9 @@ def test_parallel_series_print_each_game_and_the_summary(
     assert "2 series in parallel (3, 3 games)" in err
     final = re.search(r"Score of greedy 1.0.0 vs random 1.0.0: \+(\d+) =(\d+) -(\d+)", out)
     assert final is not None and sum(map(int, final.groups())) == 6
-    assert re.search(r"Elo [+-]\S+ ± \S+ \(95%, trinomial\), LOS \d+\.\d%, draw ratio", out)
+    assert re.search(
+        r"Elo [+-]\S+ \[[+-]\S+, [+-]\S+\] \(95%, trinomial\), LOS \d+\.\d%, draw ratio", out
+    )
 
 
 def test_running_standings_without_verbose(capsys: pytest.CaptureFixture[str]) -> None:

@@ -49,6 +49,21 @@ def test_match_stats_by_hand() -> None:
     assert "draw ratio 20.0%" in stats.format() and "trinomial" in stats.format()
 
 
+def test_the_printed_interval_is_the_real_lopsided_one() -> None:
+    # 9 wins in 10 games: Elo(0.9) = +381.7, the interval [Elo(0.9 - 1.96 * 0.0949), +inf]
+    # is far from symmetric; a "± half-width" would claim [+159, +604] or the like.
+    stats = match_stats(17, 2, 3)
+    low, high = stats.elo_low, stats.elo_high
+    assert high - stats.elo > stats.elo - low  # lopsided: the logistic curve stretches it
+    text = stats.format()
+    assert f"Elo {stats.elo:+.1f} [{low:+.1f}, {high:+.1f}] (95%, trinomial)" in text
+    assert "±" not in text
+    unbounded = match_stats(9, 0, 1)
+    assert unbounded.elo_high == math.inf and "+inf]" in unbounded.format()
+    # An even score prints +0.0, not -0.0 (the logit of 1/2 is -0.0 in floating point).
+    assert match_stats(3, 0, 3).format().startswith("Elo +0.0 [")
+
+
 def test_an_even_match_has_a_symmetric_interval_and_even_los() -> None:
     stats = match_stats(10, 5, 10)
     assert stats.elo == 0.0 and stats.los == pytest.approx(0.5)

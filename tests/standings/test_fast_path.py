@@ -4,7 +4,8 @@ The slow way is the former algorithm, kept here as the reference: load every sto
 count its results in Python, replay Elo game by game (in the order recorded), pair duplicate
 games by looking at each series, and fit. Random databases (hypothesis) mix standard and
 duplicate series, forfeits, draws, voided attempts, games voided after they counted,
-incomplete deal pairs, classic tables of three, and two tournaments against the global board.
+incomplete deal pairs (their lone games count as units of their own), classic tables of
+three, and two tournaments against the global board.
 """
 
 from __future__ import annotations
@@ -270,41 +271,52 @@ def reference(
         return {"rows": []}
     counts = PairCounts.from_games(rated)
     fit: BayesEloFit | None
+    free = True  # advantage and drawelo fitted
     try:
         fit = fit_bayeselo(counts, offset=1500.0)
     except RatingsError:
+        free = False
         try:
             fit = fit_bayeselo(counts, offset=1500.0, fit_advantage=False, fit_drawelo=False)
         except RatingsError:
             fit = None
+    # Duplicate boards: deal pairs where both games count, every other game a unit alone.
     deal_pairs: list[DealPair] | None = None
+    singles: list[RatedGame] = []
     if ruleset == "default" and games and set(formats.values()) == {"duplicate"}:
         deal_pairs = []
-        for (series_id, number), first in sorted(by_place.items()):
-            if number % 2 == 0:
-                continue
-            second = by_place.get((series_id, number + 1))
-            if second is None:
-                deal_pairs = None
-                break
-            deal_pairs.append(DealPair(first, second))
+        for (series_id, number), game in sorted(by_place.items()):
+            partner = by_place.get((series_id, number + 1 if number % 2 else number - 1))
+            if partner is None:
+                singles.append(game)
+            elif number % 2:
+                deal_pairs.append(DealPair(game, partner))
     paired: dict[str, float] = {}
-    if deal_pairs and fit is not None:
+    los_of = None if fit is None else fit.los
+    if deal_pairs is not None and fit is not None:
         try:
-            by_name = paired_intervals(deal_pairs, offset=1500.0).by_name()
-            paired = {name: both[1] for name, both in by_name.items()}
+            result = paired_intervals(
+                deal_pairs,
+                singles=singles,
+                offset=1500.0,
+                fit_advantage=free,
+                fit_drawelo=free,
+            )
+            paired = {name: both[1] for name, both in result.by_name().items()}
+            los_of = result.los
         except RatingsError:
             pass
     wins, draws, losses = counts.player_totals()
-    order = (
-        [r.name for r in fit.table()]
-        if fit is not None
-        else sorted(counts.names, key=lambda n: -tracker.rating(n).rating)
-    )
+    if fit is not None:
+        internal = dict(zip(fit.names, fit.internal, strict=True))
+        order = sorted(fit.names, key=lambda n: (-round(float(internal[n]), 6), int(n)))
+    else:
+        order = sorted(counts.names, key=lambda n: (-tracker.rating(n).rating, int(n)))
     rows = []
-    for name in order:
+    for rank, name in enumerate(order):
         k = counts.names.index(name)
         elo = tracker.rating(name)
+        below = order[rank + 1] if rank + 1 < len(order) else None
         rows.append(
             {
                 "submission_id": int(name),
@@ -312,6 +324,7 @@ def reference(
                 "interval": None
                 if fit is None
                 else paired.get(name, float(fit.intervals[fit.index(name)])),
+                "los_next": None if los_of is None or below is None else los_of(name, below),
                 "elo": elo.rating,
                 "elo_provisional": elo.provisional,
                 "wins": int(wins[k]),
@@ -321,7 +334,12 @@ def reference(
             }
         )
     pentanomials = [(p.player, p.opponent, p.counts) for p in pentanomial_counts(deal_pairs or [])]
-    return {"rows": rows, "paired": bool(paired), "pentanomials": pentanomials}
+    return {
+        "rows": rows,
+        "paired": bool(paired),
+        "pentanomials": pentanomials,
+        "single_games": len(singles) if paired else 0,
+    }
 
 
 def _compare(board: Leaderboard, expected: dict[str, Any]) -> None:
@@ -332,17 +350,23 @@ def _compare(board: Leaderboard, expected: dict[str, Any]) -> None:
         assert row.forfeits == want["forfeits"]
         assert row.elo == want["elo"]  # the same arithmetic in the same order: exact
         assert row.elo_provisional == want["elo_provisional"]
-        for field in ("rating", "interval"):
+        for field in ("rating", "interval", "los_next"):
             got, wanted = getattr(row, field), want[field]
             assert (got is None) == (wanted is None)
             if got is not None:
                 assert got == pytest.approx(wanted, rel=1e-9, abs=1e-9)
     if board.rows:
         assert board.paired == expected["paired"]
+        assert board.single_games == expected["single_games"]
         names = {str(r.submission_id): f"{r.bot} {r.version}" for r in board.rows}
-        assert [(p.bot, p.opponent, p.counts) for p in board.pentanomials] == [
-            (names[a], names[b], c) for a, b, c in expected["pentanomials"]
-        ]
+        # Each pairing from its alphabetically first bot's side (by "name version").
+        want = []
+        for a, b, (c0, c1, c2, c3, c4) in expected["pentanomials"]:
+            if names[a] < names[b]:
+                want.append((names[a], names[b], (c0, c1, c2, c3, c4)))
+            else:
+                want.append((names[b], names[a], (c4, c3, c2, c1, c0)))
+        assert [(p.bot, p.opponent, p.counts) for p in board.pentanomials] == sorted(want)
 
 
 @settings(

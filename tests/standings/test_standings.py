@@ -13,9 +13,11 @@ from arena.db import (
     SeriesSpec,
     TournamentSpec,
     create_tournament,
+    games_of_series,
     open_database,
     record_game,
     submit,
+    void_game,
 )
 from leaderboard.standings import refit_and_store, standings
 from referee.protocol.messages import GameEndReason
@@ -147,10 +149,45 @@ def test_duplicate_deal_pairs_give_pentanomials_and_paired_intervals(tmp_path: P
     assert board.to_dict()["intervals"] == "per deal pair"
 
 
-def test_an_incomplete_deal_pair_falls_back_to_intervals_per_game(tmp_path: Path) -> None:
+def test_an_unfinished_deal_keeps_the_board_paired_and_counts_alone(tmp_path: Path) -> None:
+    # Five games: deals 1+2 and 3+4 are complete, game 5 waits for its partner. The board
+    # stays paired (it used to switch every interval to per game until game 6 was played)
+    # and game 5 is a unit of its own, in the fit and in the intervals.
     db, ids, series = setup(tmp_path, ["alpha", "beta"], SeriesFormat.DUPLICATE)
     play(db, series[0], (ids[0], ids[1]), ["seat0", "seat1", "seat0", "draw", "seat0"])
     with db.read_session() as session:
         board = standings(session=session)
-    assert not board.paired and board.pentanomials == []
-    assert board.fit is not None
+    assert board.paired and board.single_games == 1 and board.games == 5
+    assert "1 game of unfinished deals counted as units of their own" in board.note
+    assert [p.counts for p in board.pentanomials] == [(0, 0, 1, 1, 0)]  # complete deals only
+    data = board.to_dict()
+    assert data["intervals"] == "per deal pair" and data["single_games"] == 1
+    assert board.fit is not None and sum(r.games for r in board.rows) == 2 * 5
+
+
+def test_a_game_whose_deal_partner_was_voided_counts_alone(tmp_path: Path) -> None:
+    # Game 1 of the second deal voided after the fact (not replayed yet): game 4 is alone.
+    db, ids, series = setup(tmp_path, ["alpha", "beta"], SeriesFormat.DUPLICATE)
+    play(db, series[0], (ids[0], ids[1]), ["seat0", "seat1", "seat0", "draw", "seat1", "seat0"])
+    with db.session() as session:
+        third = next(g for g in games_of_series(series[0], session=session) if g.number == 3)
+        assert third.id is not None
+        void_game(third.id, "found broken", session=session)
+    with db.read_session() as session:
+        board = standings(session=session)
+    assert board.paired and board.single_games == 1 and board.games == 5
+    assert sum(sum(p.counts) for p in board.pentanomials) == 2  # deals 1+2 and 5+6
+
+
+def test_a_stored_fit_of_a_board_with_an_unfinished_deal_is_reused_as_is(tmp_path: Path) -> None:
+    db, ids, series = setup(tmp_path, ["alpha", "beta", "gamma"], SeriesFormat.DUPLICATE)
+    play(db, series[0], (ids[0], ids[1]), ["seat0", "seat1", "seat0"])
+    play(db, series[1], (ids[0], ids[2]), ["draw", "seat1", "seat0", "seat0"])
+    play(db, series[2], (ids[1], ids[2]), ["seat1", "seat0", "seat1"])
+    with db.read_session() as session:
+        fitted = standings(session=session, reuse=False)
+    assert fitted.single_games == 2
+    assert refit_and_store(db) is not None
+    with db.read_session() as session:
+        reused = standings(session=session)
+    assert reused == fitted
