@@ -4,8 +4,10 @@ One record per game, like a PGN game: a block of ``[Key "value"]`` headers, a bl
 line per move, and a result line (``1-0`` seat 0 won, ``0-1`` seat 1 won, ``1/2-1/2`` a
 draw, ``*`` a voided game); records are separated by a blank line. Header values are JSON
 strings (``\\"``, ``\\\\``, ``\\n`` escapes), so any detail a bot caused survives intact.
-A move line is ``N. SEAT ACTION {SECONDS}``, e.g. ``12. 1 cover KS TD {0.0123}``. Lines
-starting with ``#`` are comments. The format is specified in docs/games-format.md.
+A move line is ``N. SEAT ACTION {SECONDS}``, e.g. ``12. 1 cover KS TD {0.0123}`` (``{SECONDS
+cpu=CPU}`` when the bot's CPU time was counted; an action the line cannot hold as it is, such
+as one with a brace, is written as a JSON string). Lines starting with ``#`` are comments.
+The format is specified in docs/games-format.md.
 
 Pure: text in, values out (:class:`GameEntry`, which wraps the referee's one
 :class:`~referee.record.GameRecord` with where the game belongs); the database side is
@@ -14,13 +16,15 @@ Pure: text in, values out (:class:`GameEntry`, which wraps the referee's one
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final
@@ -32,6 +36,7 @@ from arena.tournament.origin import SeriesOrigin
 from referee.protocol.messages import GameEndReason, TimeControl
 from referee.record import Forfeit, GameRecord, Move
 from referee.timecontrol import format_time_spec, parse_time_spec
+from sandbox.death import printable
 from sandbox.submission import NAME_RE, VERSION_RE
 
 FORMAT_VERSION: Final = "1"
@@ -42,8 +47,15 @@ VOID_RESULT: Final = "*"
 _RESULT_WINNER: Final = {"1-0": 0, "0-1": 1, "1/2-1/2": None}
 
 _HEADER = re.compile(r'^\[([A-Za-z][A-Za-z0-9]*) (".*")\]$')
-_MOVE = re.compile(r"^(\d+)\. ([01]) ([^{}]+?) \{([0-9.eE+-]+)\}$")
+_MOVE = re.compile(r'^(\d+)\. ([01]) ("(?:[^"\\]|\\.)*"|[^{}"][^{}]*?) \{([^{}]*)\}$')
+"""``N. SEAT ACTION {TIMES}``: the action as it is, or as a JSON string (see :func:`move_line`)."""
+_TIMES = re.compile(r"([0-9.eE+-]+)(?: cpu=([0-9.eE+-]+))?\Z")
 _INTEGER = re.compile(r"-?[0-9]+\Z")
+_HIDDEN: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+"""Unicode categories of control, format, surrogate and line/paragraph separator characters:
+what :func:`sandbox.death.printable` makes visible, what a move's action may not hold, and
+what a header value is written with as a JSON escape (a line separator would split the line,
+a bidi override reorder it in an editor)."""
 
 MAX_INT: Final = 2**31 - 1
 """The largest game number, attempt, series position, series length or turn limit: they are
@@ -63,6 +75,31 @@ class GameFileError(ValueError):
 class GameFieldError(GameFileError):
     """A header (field) of a record whose value is malformed or out of range: the message
     names the file and line (or JSON index), the field and the value, escaped."""
+
+
+def _hidden(char: str) -> bool:
+    return unicodedata.category(char) in _HIDDEN
+
+
+def json_text(value: str) -> str:
+    """``value`` as a JSON string on one line of a game file: JSON's escapes, and every
+    control, format or separator character (U+0085, U+2028, U+202E...) as ``\\uXXXX`` too,
+    so that no value can split a line or reorder it on screen. ``json.loads`` reads it back."""
+    text = json.dumps(value, ensure_ascii=False)
+    if not any(_hidden(char) for char in text):
+        return text
+    out = []
+    for char in text:
+        if _hidden(char):
+            code = ord(char)
+            if code > 0xFFFF:  # a surrogate pair, as JSON writes it
+                code -= 0x10000
+                out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+            else:
+                out.append(f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def shown(value: str) -> str:
@@ -115,6 +152,26 @@ class GameEntry:
     series_id: int | None = None
     origin: SeriesOrigin | None = None
     """Where the series' seed and deals come from (None: an older file, or not known)."""
+    voided_after: str | None = None
+    """The void reason of a game voided after it was recorded (``arena.db.void_game``):
+    ``record`` is then the game as played (its result, ending, forfeit), which the database
+    keeps, and the file writes it as a voided game with ``VoidedResult``/``VoidedEnding``."""
+    where: str = field(default="", compare=False)
+    """Where the record is in the file it was read from (``games.kgn:12``, ``games.json[3]``),
+    for messages; empty for entries made from a database."""
+
+
+def entry_result(entry: GameEntry) -> str:
+    """The result token of ``entry``: ``*`` for any voided game, else ``1-0``, ``0-1`` or
+    ``1/2-1/2``."""
+    return VOID_RESULT if entry.voided_after is not None else result_token(entry.record)
+
+
+def entry_ending(entry: GameEntry) -> str:
+    """The ``Ending`` of ``entry``: ``void`` for any voided game."""
+    if entry.voided_after is not None:
+        return GameEndReason.VOID.value
+    return entry.record.ending.value
 
 
 def _origin_headers(origin: SeriesOrigin) -> dict[str, str]:
@@ -232,9 +289,12 @@ def headers(entry: GameEntry) -> dict[str, str]:
         "Dealer": str(record.dealer),
         "TurnLimit": str(record.turn_limit),
         "Deck": " ".join(record.deck),
-        "Result": result_token(record),
-        "Ending": record.ending.value,
+        "Result": entry_result(entry),
+        "Ending": entry_ending(entry),
     }
+    if entry.voided_after is not None:  # what the game had when it was voided
+        fields["VoidedResult"] = result_token(record)
+        fields["VoidedEnding"] = record.ending.value
     if record.forfeit is not None:
         fields["ForfeitSeat"] = str(record.forfeit.seat)
         fields["ForfeitInput"] = record.forfeit.offending_input
@@ -245,6 +305,8 @@ def headers(entry: GameEntry) -> dict[str, str]:
         fields["FinalCover"] = record.final_cover
     if record.voided:
         fields["VoidReason"] = record.void_reason
+    elif entry.voided_after is not None:
+        fields["VoidReason"] = entry.voided_after
     fields |= {
         "Referee": record.referee_version,
         "Started": _stamp(record.started),
@@ -253,17 +315,35 @@ def headers(entry: GameEntry) -> dict[str, str]:
     return fields
 
 
+def plain_action(action: str) -> bool:
+    """Whether a move line can hold ``action`` as it is: no brace, no control or format
+    character, no leading quote, no space at either end (else it is written as a JSON
+    string)."""
+    return (
+        bool(action)
+        and action == action.strip()
+        and not action.startswith('"')
+        and "{" not in action
+        and "}" not in action
+        and not any(_hidden(char) for char in action)
+    )
+
+
+def move_line(number: int, move: Move) -> str:
+    """``N. SEAT ACTION {SECONDS}``, with `` cpu=CPU`` after the seconds when the move has
+    a CPU time; an action that is not :func:`plain_action` is written as a JSON string
+    (:func:`json_text`), so that no stored text can break the line."""
+    action = move.action if plain_action(move.action) else json_text(move.action)
+    cpu = "" if move.cpu_seconds is None else f" cpu={move.cpu_seconds!r}"
+    return f"{number}. {move.seat} {action} {{{move.seconds!r}{cpu}}}"
+
+
 def format_game(entry: GameEntry) -> str:
     """One record: headers, a blank line, the moves, the result line (no trailing blank)."""
-    lines = [
-        f"[{key} {json.dumps(value, ensure_ascii=False)}]" for key, value in headers(entry).items()
-    ]
+    lines = [f"[{key} {json_text(value)}]" for key, value in headers(entry).items()]
     lines.append("")
-    lines.extend(
-        f"{n}. {move.seat} {move.action} {{{move.seconds!r}}}"
-        for n, move in enumerate(entry.record.moves, start=1)
-    )
-    lines.append(result_token(entry.record))
+    lines.extend(move_line(n, move) for n, move in enumerate(entry.record.moves, start=1))
+    lines.append(entry_result(entry))
     return "\n".join(lines) + "\n"
 
 
@@ -371,6 +451,10 @@ def entry_from_fields(
         raise GameFieldError(
             f"{at('Result')}: Result must be 1-0, 0-1, 1/2-1/2 or *, got {shown(result)}"
         )
+    voided_after = _voided_after(fields, at, ending, result)
+    if voided_after is not None:  # the game as played; the database keeps that too
+        ending = GameEndReason(fields["VoidedEnding"])
+        result = fields["VoidedResult"]
     seats = (_seat(fields, 0, at), _seat(fields, 1, at))
     if seats[0].sha256 == seats[1].sha256:
         raise GameFieldError(
@@ -429,7 +513,7 @@ def entry_from_fields(
             winner=None if result == VOID_RESULT else _RESULT_WINNER[result],
             forfeit=forfeit,
             final_cover=fields.get("FinalCover"),
-            void_reason=fields.get("VoidReason", ""),
+            void_reason="" if voided_after is not None else fields.get("VoidReason", ""),
             double_forfeit_detail=(
                 fields.get("ForfeitDetail", "") if ending is GameEndReason.DOUBLE_FORFEIT else ""
             ),
@@ -465,27 +549,109 @@ def entry_from_fields(
         tournament_id=optional_id("TournamentId"),
         series_id=optional_id("SeriesId"),
         origin=_origin(fields, at),
+        voided_after=voided_after,
+        where=where,
     )
 
 
-def _move_seconds(text: object, where: str) -> float:
-    """A move's thinking time: a finite number of seconds >= 0."""
-    try:
-        seconds = float(text)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        seconds = math.nan
-    if not math.isfinite(seconds) or seconds < 0:
+def _voided_after(
+    fields: Mapping[str, str], at: Callable[[str], str], ending: GameEndReason, result: str
+) -> str | None:
+    """The void reason of a game voided after it was recorded (headers ``VoidedResult`` and
+    ``VoidedEnding``: what it had when it was voided), or None for any other game."""
+    keys = [key for key in ("VoidedResult", "VoidedEnding") if key in fields]
+    if not keys:
+        return None
+    key = keys[0]
+    if len(keys) == 1:
+        other = "VoidedEnding" if key == "VoidedResult" else "VoidedResult"
+        raise GameFieldError(f"{at(key)}: {key} needs a {other} header")
+    if ending is not GameEndReason.VOID or result != VOID_RESULT:
         raise GameFieldError(
-            f"{where}: a move's seconds must be a finite number >= 0, got {shown(str(text))}"
+            f"{at(key)}: VoidedResult and VoidedEnding belong to a voided game (Result"
+            f" {VOID_RESULT!r}, Ending 'void'), got Result {shown(result)}"
+            f" and Ending {shown(ending.value)}"
         )
+    reason = fields.get("VoidReason", "")
+    if not reason.strip():
+        raise GameFieldError(f"{at(key)}: a voided game needs a VoidReason header")
+    if fields["VoidedResult"] not in _RESULT_WINNER:
+        raise GameFieldError(
+            f"{at('VoidedResult')}: VoidedResult must be 1-0, 0-1 or 1/2-1/2,"
+            f" got {shown(fields['VoidedResult'])}"
+        )
+    text = fields["VoidedEnding"]
+    if text not in {e.value for e in GameEndReason} or text == GameEndReason.VOID.value:
+        raise GameFieldError(
+            f"{at('VoidedEnding')}: VoidedEnding must be how a played game ended, got {shown(text)}"
+        )
+    return reason
+
+
+def _move_seconds(text: object, where: str, what: str = "seconds") -> float:
+    """A move's thinking time (``what``: its ``seconds`` or its ``cpu`` seconds) from the
+    text of a move line or a JSON number (not a string, not a boolean): a finite number of
+    seconds >= 0."""
+    seconds = math.nan
+    if isinstance(text, str) or (isinstance(text, int | float) and not isinstance(text, bool)):
+        with contextlib.suppress(ValueError, OverflowError):
+            seconds = float(text)
+    if not math.isfinite(seconds) or seconds < 0:
+        value = shown(text) if isinstance(text, str) else _json_shown(text)
+        raise GameFieldError(f"{where}: a move's {what} must be a finite number >= 0, got {value}")
     return seconds
+
+
+def _json_seconds(value: object, where: str, what: str = "seconds") -> float:
+    """:func:`_move_seconds` of a JSON value, which must be a number (``false`` or ``"0.5"``
+    is not a time)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise GameFieldError(
+            f"{where}: a move's {what} must be a finite number >= 0, got {_json_shown(value)}"
+        )
+    return _move_seconds(value, where, what)
+
+
+def _json_shown(value: object) -> str:
+    """A JSON value of the wrong type, named for a message (``null``, ``true``, ``a list``)."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        text = repr(value)
+        return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}... ({len(text)} digits)"
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def _action(text: str, where: str) -> str:
+    """A move's action as a game file may hold it: 1 to 200 characters, none of them a
+    control or format character (a stored move is the protocol's canonical text; a newline
+    or an escape sequence in one can only be an attack on whoever reads the file)."""
+    if not 0 < len(text) <= 200:
+        raise GameFieldError(
+            f"{where}: a move's action must be 1 to 200 characters, got {shown(text)}"
+        )
+    bad = next((char for char in text if _hidden(char)), None)
+    if bad is not None:
+        raise GameFieldError(
+            f"{where}: a move's action may not hold control or format characters"
+            f" (U+{ord(bad):04X}), got {shown(text)}"
+        )
+    return text
 
 
 def _check_series(entries: Sequence[tuple[GameEntry, str]]) -> None:
     """The records of one series (tournament name and seed, series position) agree on it:
-    its format, length, seed, status and its two bots (the import keeps the first's)."""
-    first: dict[tuple[str, int, int], tuple[object, ...]] = {}
-    tournaments: dict[tuple[str, int], str] = {}
+    its format, length, seed, status and its two bots (the import keeps the first's); a game
+    (series, number, attempt) appears once, or again with the same content; at most one
+    attempt of a game number counts. Errors name both records."""
+    first: dict[tuple[str, int, int], tuple[tuple[object, ...], str]] = {}
+    tournaments: dict[tuple[str, int], tuple[str, str]] = {}
+    games: dict[tuple[str, int, int, int, int], tuple[tuple[object, ...], str]] = {}
+    counted: dict[tuple[str, int, int, int], tuple[int, str]] = {}
     for entry, where in entries:
         a = entry.seats[entry.series_a_seat].sha256
         b = entry.seats[1 - entry.series_a_seat].sha256
@@ -499,18 +665,38 @@ def _check_series(entries: Sequence[tuple[GameEntry, str]]) -> None:
             entry.origin,
         )
         place = (entry.tournament, entry.tournament_seed, entry.series_position)
-        if first.setdefault(place, series) != series:
+        known, earlier = first.setdefault(place, (series, where))
+        if known != series:
             raise GameFieldError(
                 f"{where}: series {entry.series_position} of tournament"
-                f" {shown(entry.tournament)} differs from an earlier record of it (its"
-                f" SeriesFormat, SeriesGames, SeriesSeed, SeriesStatus, SeriesSeedIds,"
-                f" RoundSeed, DealBook or bots)"
+                f" {shown(entry.tournament)} differs from an earlier record of it, at"
+                f" {earlier} (its SeriesFormat, SeriesGames, SeriesSeed, SeriesStatus,"
+                " SeriesSeedIds, RoundSeed, DealBook or bots)"
             )
-        status = tournaments.setdefault(place[:2], entry.tournament_status)
+        status, earlier = tournaments.setdefault(place[:2], (entry.tournament_status, where))
         if status != entry.tournament_status:
             raise GameFieldError(
                 f"{where}: TournamentStatus {shown(entry.tournament_status)} differs from an"
-                f" earlier record of tournament {shown(entry.tournament)} ({shown(status)})"
+                f" earlier record of tournament {shown(entry.tournament)}, at {earlier}"
+                f" ({shown(status)})"
+            )
+        game = f"game {entry.number} of series {entry.series_position} of tournament"
+        game += f" {shown(entry.tournament)}"
+        content = (entry.record, entry.seats, entry.voided_after)
+        known, earlier = games.setdefault((*place, entry.number, entry.attempt), (content, where))
+        if known != content:
+            raise GameFieldError(
+                f"{where}: {game} (attempt {entry.attempt}) is also the record at {earlier},"
+                " with different content: a game is recorded once"
+            )
+        if entry.record.voided or entry.voided_after is not None:
+            continue
+        attempt, earlier = counted.setdefault((*place, entry.number), (entry.attempt, where))
+        if attempt != entry.attempt:
+            raise GameFieldError(
+                f"{where}: {game} counts twice: attempt {entry.attempt} here and attempt"
+                f" {attempt} at {earlier}; only one attempt of a game counts (the others are"
+                " voided)"
             )
 
 
@@ -548,7 +734,7 @@ def _records(lines: list[str], source: str) -> Iterator[tuple[GameEntry, str]]:
                 start = index
             try:
                 value = json.loads(header.group(2))
-            except (json.JSONDecodeError, RecursionError) as exc:
+            except (ValueError, RecursionError) as exc:  # JSONDecodeError, a 5000-digit number
                 raise GameFileError(f"{where}: bad header value: {exc}") from None
             if not isinstance(value, str):
                 raise GameFileError(f"{where}: a header value must be a string")
@@ -581,10 +767,32 @@ def _records(lines: list[str], source: str) -> Iterator[tuple[GameEntry, str]]:
             )
         if len(move.group(1)) > 12 or int(move.group(1)) != len(moves) + 1:
             raise GameFileError(f"{where}: move {move.group(1)[:20]} out of order")
-        seconds = _move_seconds(move.group(4), where)
-        moves.append(Move(int(move.group(2)), move.group(3), seconds))
+        moves.append(_move(move, f"{where}: move {len(moves) + 1}"))
     if fields:
         raise GameFileError(f"{source}: the record at line {start} has no result line")
+
+
+def _move(line: re.Match[str], where: str) -> Move:
+    """The move of a matched move line (``where``: its line and number, for errors)."""
+    action = line.group(3)
+    if action.startswith('"'):  # written as a JSON string (see move_line)
+        try:
+            action = json.loads(action)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, a 5000-digit number
+            raise GameFieldError(f"{where}: bad quoted action: {exc}") from None
+    times = _TIMES.match(line.group(4))
+    if times is None:
+        raise GameFieldError(
+            f"{where}: expected {{SECONDS}} or {{SECONDS cpu=CPU}} after the action, got"
+            f" {shown('{' + line.group(4) + '}')}"
+        )
+    cpu = times.group(2)
+    return Move(
+        int(line.group(2)),
+        _action(action, where),
+        _move_seconds(times.group(1), where),
+        None if cpu is None else _move_seconds(cpu, where, "CPU seconds"),
+    )
 
 
 def to_json(entries: Iterable[GameEntry]) -> str:
@@ -593,7 +801,9 @@ def to_json(entries: Iterable[GameEntry]) -> str:
     for entry in entries:
         game: dict[str, Any] = dict(headers(entry))
         game["Moves"] = [
-            {"seat": m.seat, "action": m.action, "seconds": m.seconds} for m in entry.record.moves
+            {"seat": m.seat, "action": m.action, "seconds": m.seconds}
+            | ({} if m.cpu_seconds is None else {"cpu": m.cpu_seconds})
+            for m in entry.record.moves
         ]
         games.append(game)
     return json.dumps(games, indent=1, ensure_ascii=False) + "\n"
@@ -603,7 +813,7 @@ def from_json(text: str, *, source: str = "<json>") -> list[GameEntry]:
     """The games of :func:`to_json`'s output (all checked, as by :func:`parse_games`)."""
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a 5000-digit number
         raise GameFileError(f"{source}: not JSON: {exc}") from None
     if not isinstance(data, list):
         raise GameFileError(f"{source}: expected a JSON array of games")
@@ -618,12 +828,28 @@ def from_json(text: str, *, source: str = "<json>") -> list[GameEntry]:
             if not isinstance(m, dict) or not {"seat", "action", "seconds"} <= m.keys():
                 raise GameFileError(f"{at}: expected an object with seat, action and seconds")
             if type(m["seat"]) is not int or m["seat"] not in (0, 1):
-                raise GameFieldError(f"{at}: seat must be 0 or 1, got {shown(str(m['seat']))}")
+                raise GameFieldError(f"{at}: seat must be 0 or 1, got {_json_shown(m['seat'])}")
             if not isinstance(m["action"], str):
-                raise GameFieldError(f"{at}: action must be a string")
-            moves.append(Move(m["seat"], m["action"], _move_seconds(m["seconds"], at)))
-        fields = {k: v if isinstance(v, str) else json.dumps(v) for k, v in game.items()}
-        fields.pop("Moves")
+                raise GameFieldError(
+                    f"{at}: action must be a string, got {_json_shown(m['action'])}"
+                )
+            moves.append(
+                Move(
+                    m["seat"],
+                    _action(m["action"], at),
+                    _json_seconds(m["seconds"], at),
+                    None if "cpu" not in m else _json_seconds(m["cpu"], at, "CPU seconds"),
+                )
+            )
+        fields: dict[str, str] = {}
+        for key, value in game.items():
+            if key == "Moves":
+                continue
+            if not isinstance(value, str):  # "Tournament": null is not a tournament "null"
+                raise GameFieldError(
+                    f"{where}: header {shown(key)} must be a string, got {_json_shown(value)}"
+                )
+            fields[key] = value
         located.append((entry_from_fields(fields, moves, where), where))
     _check_series(located)
     return [entry for entry, _ in located]
@@ -667,16 +893,33 @@ CSV_COLUMNS: Final = (
 )
 """One row per game; ``actions`` is the move list as ``SEAT:ACTION`` joined by ``;``."""
 
+FORMULA_START: Final = ("=", "+", "-", "@", "\t", "\r")
+"""A CSV cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV
+injection"): :func:`csv_cell` puts a ``'`` before it."""
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell as :func:`to_csv` writes it: text with every control and format character
+    made visible (:func:`sandbox.death.printable`: a bot's escape sequence, newline or bidi
+    override), and a ``'`` before text a spreadsheet would run as a formula; numbers as
+    they are."""
+    if not isinstance(value, str):
+        return value
+    text = printable(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
 
 def to_csv(entries: Iterable[GameEntry]) -> str:
-    """A CSV table of the games (for spreadsheets; the text format is the lossless one)."""
+    """A CSV table of the games, for spreadsheets: text is made safe to open with
+    :func:`csv_cell`; the text format is the lossless one."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for entry in entries:
         record = entry.record
         writer.writerow(
-            [
+            csv_cell(cell)
+            for cell in [
                 "" if entry.game_id is None else entry.game_id,
                 entry.tournament,
                 "" if entry.tournament_id is None else entry.tournament_id,
@@ -688,8 +931,8 @@ def to_csv(entries: Iterable[GameEntry]) -> str:
                 entry.seats[1].bot,
                 entry.seats[1].version,
                 record.dealer,
-                result_token(record),
-                record.ending.value,
+                entry_result(entry),
+                entry_ending(entry),
                 "" if record.forfeit is None else record.forfeit.seat,
                 record.double_forfeit_detail if record.forfeit is None else record.forfeit.detail,
                 len(record.moves),

@@ -6,12 +6,19 @@ code: an imported submission has no archive and cannot be played again), the tou
 (found by name and seed, else created), its series (by position) and the game (by series,
 number and attempt). Every step is idempotent, so importing a file twice adds nothing, and
 importing a whole export into an empty database gives the same ids, games and standings.
+
+Statuses: an import never changes the status of a tournament this database ran itself, nor
+of its series (the database's own record is the truth), and moves the status of an imported
+tournament or series only forward (:data:`TOURNAMENT_FORWARD`, :data:`SERIES_FORWARD`: a
+finished tournament is never un-finished); a status the file would move back is kept, and
+the import says so (:attr:`ImportSummary.kept`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from sqlmodel import Session
 
@@ -38,6 +45,7 @@ from arena.db import (
     submission_labels,
     submit,
 )
+from arena.db.games import voided_after_recording
 from arena.db.models import Game, Series, Tournament
 from arena.tournament.config import is_imported
 from arena.tournament.extend import series_origin
@@ -138,7 +146,9 @@ def export_entries(games: Sequence[Game], *, session: Session) -> list[GameEntry
                 hashes[sid] = get_submission(sid, session=session).sha256
             name, version = labels[sid]
             seats.append(Seat(name, version, hashes[sid]))
-        record = stored_record(game, (seats[0].label, seats[1].label))
+        # A game voided after it was recorded is exported as played, with its void reason.
+        voided_after = voided_after_recording(game)
+        record = stored_record(game, (seats[0].label, seats[1].label), as_played=voided_after)
         entries.append(
             GameEntry(
                 record=record,
@@ -158,6 +168,7 @@ def export_entries(games: Sequence[Game], *, session: Session) -> list[GameEntry
                 tournament_id=tournament.id,
                 series_id=series.id,
                 origin=origins[series.id],
+                voided_after=(game.void_reason or "voided") if voided_after else None,
             )
         )
     return entries
@@ -182,11 +193,39 @@ def _keep_origin(
 
 @dataclass(frozen=True, slots=True)
 class ImportSummary:
-    """What an import did: games read, games newly stored, tournaments newly created."""
+    """What an import did: games read, games newly stored, tournaments newly created, and
+    the statuses it kept although the file said otherwise (one line each)."""
 
     games: int
     created: int
     tournaments_created: int
+    kept: tuple[str, ...] = ()
+
+
+TOURNAMENT_FORWARD: Final[Mapping[str, frozenset[str]]] = {
+    "pending": frozenset({"running", "finished", "cancelled", "failed"}),
+    "running": frozenset({"finished", "cancelled", "failed"}),
+    "cancelled": frozenset({"finished"}),  # resumed, then finished
+    "failed": frozenset({"finished"}),
+    "finished": frozenset(),
+}
+"""The statuses an import may move an imported tournament to, from each status."""
+SERIES_FORWARD: Final[Mapping[str, frozenset[str]]] = {
+    "pending": frozenset({"running", "finished", "aborted"}),
+    "running": frozenset({"finished", "aborted"}),
+    "aborted": frozenset({"finished"}),
+    "finished": frozenset(),
+}
+"""The statuses an import may move an imported series to, from each status."""
+
+
+def _kept(what: str, stored: str, said: str, where: str, own: bool) -> str:
+    why = (
+        "this database ran it: an import never changes its status"
+        if own
+        else "an import never moves a status back"
+    )
+    return f"{what} stays {stored} ({why}); {where or 'the file'} says {said}"
 
 
 def import_entries(entries: Sequence[GameEntry], *, session: Session) -> ImportSummary:
@@ -241,32 +280,88 @@ def import_entries(entries: Sequence[GameEntry], *, session: Session) -> ImportS
             seed=entry.series_seed,
             format=SeriesFormat(entry.series_format),
         )
-        row = ensure_series(tournament_id, entry.series_position, spec, session=session)
+        try:
+            row = ensure_series(tournament_id, entry.series_position, spec, session=session)
+            if entry.origin is not None:
+                _keep_origin(tournament_id, entry.series_position, entry.origin, session=session)
+        except ConflictError as exc:  # say which record of the file
+            raise _located(exc, entry) from None
         assert row.id is not None
         series_ids[place] = row.id
-        if entry.origin is not None:
-            _keep_origin(tournament_id, entry.series_position, entry.origin, session=session)
     created = 0
     for entry in entries:
         tournament_id = tournament_ids[(entry.tournament, entry.tournament_seed)]
         series_id = series_ids[(tournament_id, entry.series_position)]
         seats = (submission_ids[entry.seats[0].sha256], submission_ids[entry.seats[1].sha256])
-        stored = record_game(
-            entry.record,
-            GamePlace(series_id, entry.number, entry.attempt, seats),
-            session=session,
-        )
+        try:
+            stored = record_game(
+                entry.record,
+                GamePlace(series_id, entry.number, entry.attempt, seats),
+                session=session,
+                voided_after=entry.voided_after,
+            )
+        except ConflictError as exc:  # say which record of the file
+            raise _located(exc, entry) from None
         created += int(stored.created)
-    # The statuses last: recording a game marks its series running.
-    for entry in by_series:
+    kept = _settle_statuses(entries, tournament_ids, series_ids, session=session)
+    return ImportSummary(len(entries), created, created_tournaments, tuple(kept))
+
+
+def _located(exc: ConflictError, entry: GameEntry) -> ConflictError:
+    """``exc`` naming the file's record it comes from, when the entry was read from one."""
+    return ConflictError(f"{entry.where}: {exc}") if entry.where else exc
+
+
+def _settle_statuses(
+    entries: Sequence[GameEntry],
+    tournament_ids: Mapping[tuple[str, int], int],
+    series_ids: Mapping[tuple[int, int], int],
+    *,
+    session: Session,
+) -> list[str]:
+    """Give imported tournaments and series the file's statuses where that moves them
+    forward; the lines of those kept as they were (see the module's docstring). Last:
+    recording a game marks its series running."""
+    kept: list[str] = []
+    imported: dict[int, bool] = {}
+    seen: set[tuple[int, int]] = set()
+    for entry in sorted(entries, key=lambda e: (e.series_id or 0, e.series_position)):
         tournament_id = tournament_ids[(entry.tournament, entry.tournament_seed)]
-        series_id = series_ids[(tournament_id, entry.series_position)]
-        if get_series(series_id, session=session).status != entry.series_status:
-            set_series_status(series_id, SeriesStatus(entry.series_status), session=session)
+        place = (tournament_id, entry.series_position)
+        if place in seen:
+            continue
+        seen.add(place)
+        if tournament_id not in imported:
+            config = get_tournament(tournament_id, session=session).config
+            imported[tournament_id] = is_imported(config)
+        series = get_series(series_ids[place], session=session)
+        if series.status == entry.series_status:
+            continue
+        forward = SERIES_FORWARD.get(series.status, frozenset())
+        if imported[tournament_id] and entry.series_status in forward:
+            set_series_status(series_ids[place], SeriesStatus(entry.series_status), session=session)
+            continue
+        what = f"series {entry.series_position} of tournament {entry.tournament!r}"
+        own = not imported[tournament_id]
+        kept.append(_kept(what, series.status, entry.series_status, entry.where, own))
+    tournaments_kept: list[str] = []
+    done: set[int] = set()
     for entry in entries:
         tournament_id = tournament_ids[(entry.tournament, entry.tournament_seed)]
-        if get_tournament(tournament_id, session=session).status != entry.tournament_status:
-            set_tournament_status(
-                tournament_id, TournamentStatus(entry.tournament_status), session=session
-            )
-    return ImportSummary(len(entries), created, created_tournaments)
+        if tournament_id in done:
+            continue
+        done.add(tournament_id)
+        tournament = get_tournament(tournament_id, session=session)
+        if tournament.status == entry.tournament_status:
+            continue
+        forward = TOURNAMENT_FORWARD.get(tournament.status, frozenset())
+        if imported[tournament_id] and entry.tournament_status in forward:
+            status = TournamentStatus(entry.tournament_status)
+            set_tournament_status(tournament_id, status, session=session)
+            continue
+        what = f"tournament {entry.tournament!r}"
+        own = not imported[tournament_id]
+        tournaments_kept.append(
+            _kept(what, tournament.status, entry.tournament_status, entry.where, own)
+        )
+    return tournaments_kept + kept

@@ -47,7 +47,9 @@ class GamePlace:
     seats: tuple[int, ...]
 
 
-def record_game(record: GameRecord, place: GamePlace, *, session: Session) -> RecordResult:
+def record_game(
+    record: GameRecord, place: GamePlace, *, session: Session, voided_after: str | None = None
+) -> RecordResult:
     """Store one game whole, or raise and store nothing of it.
 
     Recording the same game again (same series, number and attempt, same content) returns
@@ -55,8 +57,19 @@ def record_game(record: GameRecord, place: GamePlace, *, session: Session) -> Re
     Different content under the same key raises :class:`ConflictError`, as does a second
     counted (not voided) attempt of a game number: void the first with :func:`void_game`.
     The series is marked running if it was pending, in the same transaction.
+
+    ``voided_after`` (a void reason) stores a game that was played to ``record``'s end and
+    voided after it was recorded (:func:`void_game`), as an import of such a game does: its
+    result, ending and forfeit are kept and it does not count.
     """
     values = _game_values(record, place)
+    if voided_after is not None:
+        if record.voided or not voided_after.strip():
+            raise InvalidRecordError(
+                f"a game voided after it was recorded needs a played record and a void reason,"
+                f" got ending {record.ending.value!r} and reason {voided_after!r}"
+            )
+        values |= {"voided": True, "void_reason": storable(clip(voided_after))}
     series = get_or_raise(session, Series, place.series_id, "series")
     pair = {series.submission_a_id, series.submission_b_id}
     if series.seats is not None:
@@ -77,7 +90,7 @@ def record_game(record: GameRecord, place: GamePlace, *, session: Session) -> Re
     if same:
         return RecordResult(_same_or_conflict(same[0], values), created=False)
     counted = [g for g in attempts if not g.voided]
-    if counted and not record.voided:
+    if counted and not values["voided"]:
         raise ConflictError(
             f"game {place.number} of series {place.series_id} is already recorded as "
             f"attempt {counted[0].attempt} (game id {counted[0].id}); void that one before "
@@ -163,6 +176,16 @@ def check_storable(record: GameRecord) -> None:
             and math.isfinite(move.seconds)
             and move.seconds >= 0,
             f"move seconds must be a finite number >= 0, got {move.seconds!r}",
+        )
+        _check(
+            move.cpu_seconds is None
+            or (
+                isinstance(move.cpu_seconds, int | float)
+                and not isinstance(move.cpu_seconds, bool)
+                and math.isfinite(move.cpu_seconds)
+                and move.cpu_seconds >= 0
+            ),
+            f"move CPU seconds must be a finite number >= 0 or None, got {move.cpu_seconds!r}",
         )
     _check(
         record.final_cover is None or CARD_RE.fullmatch(record.final_cover) is not None,
@@ -267,23 +290,35 @@ TABLE_RESULT = "table"
 """``games.result`` of a table game with pairwise results (see ``games.pairwise``)."""
 
 
-def stored_record(game: Game, players: tuple[str, ...] | None = None) -> GameRecord:
+def stored_record(
+    game: Game, players: tuple[str, ...] | None = None, *, as_played: bool = False
+) -> GameRecord:
     """A stored game as the referee's one record (for replay, verification and resumption).
 
     A game voided after it was recorded (:func:`void_game`) comes back with the ``VOID``
-    ending and its void reason; its moves and deal are kept. Stored data that no longer makes
-    a consistent record (edited by hand, say) raises :class:`InvalidRecordError`.
+    ending and its void reason; its moves and deal are kept. With ``as_played`` it comes back
+    as it was played instead (its result, ending, forfeit and final cover, which the row
+    keeps; see :func:`voided_after_recording`), as an export writes it. Stored data that no
+    longer makes a consistent record (edited by hand, say) raises
+    :class:`InvalidRecordError`.
     """
     try:
-        return _stored_record(game, players)
+        return _stored_record(game, players, as_played=as_played)
     except (ValueError, KeyError, TypeError) as exc:
         raise InvalidRecordError(f"game {game.id} is stored inconsistently: {exc}") from None
 
 
-def _stored_record(game: Game, players: tuple[str, ...] | None) -> GameRecord:
+def voided_after_recording(game: Game) -> bool:
+    """Whether ``game`` was voided after it was recorded (:func:`void_game`): its row keeps
+    the result and ending it had, unlike a game the referee recorded as void."""
+    return game.voided and game.end_reason != GameEndReason.VOID.value
+
+
+def _stored_record(game: Game, players: tuple[str, ...] | None, *, as_played: bool) -> GameRecord:
     ending = GameEndReason(game.end_reason)
     forfeit = None
-    if game.voided:
+    voided = game.voided and not (as_played and voided_after_recording(game))
+    if voided:
         ending = GameEndReason.VOID
     elif game.forfeit_seat is not None and ending.is_forfeit:
         forfeit = Forfeit(
@@ -292,7 +327,6 @@ def _stored_record(game: Game, players: tuple[str, ...] | None) -> GameRecord:
     winners = {GameResult.SEAT0.value: 0, GameResult.SEAT1.value: 1}
     table = game.ruleset != "default"
     names = players if players is not None else ("",) * game.players
-    voided = game.voided
     played = game.unpacked()
     return GameRecord(
         deck=played.deck,
@@ -300,10 +334,12 @@ def _stored_record(game: Game, players: tuple[str, ...] | None) -> GameRecord:
         turn_limit=game.turn_limit,
         moves=played.moves,
         ending=ending,
-        winner=None if game.voided else winners.get(game.result or ""),
+        winner=None if voided else winners.get(game.result or ""),
         forfeit=forfeit,
-        final_cover=game.final_cover,
-        void_reason=(game.void_reason or "voided") if game.voided else "",
+        # A drawn game voided after it was recorded keeps its final cover in the row; the
+        # voided record has none (it belongs to a draw by the final answer only).
+        final_cover=None if voided else game.final_cover,
+        void_reason=(game.void_reason or "voided") if voided else "",
         double_forfeit_detail=(
             (game.forfeit_detail or "") if ending is GameEndReason.DOUBLE_FORFEIT else ""
         ),
@@ -374,7 +410,7 @@ def void_game(game_id: int, reason: str, *, session: Session) -> Game:
     if game.voided:
         raise ConflictError(f"game {game_id} is already void ({game.void_reason!r})")
     game.voided = True
-    game.void_reason = reason
+    game.void_reason = storable(clip(reason))  # as record_game keeps it
     session.add(game)
     session.flush()
     rebuild_elo_of(game_id, session=session)  # it no longer counts in live Elo

@@ -304,3 +304,12 @@ def import_(
         f"imported {summary.created} new games of {summary.games} read"
         f" ({summary.tournaments_created} new tournaments) into {db.display_url}"
     )
+    # Statuses the file would have moved back (or changed in a tournament run here): kept.
+    for line in summary.kept[:KEPT_SHOWN]:
+        typer.echo(f"kept: {printable(line)}", err=True)
+    if len(summary.kept) > KEPT_SHOWN:
+        typer.echo(f"kept: ... and {len(summary.kept) - KEPT_SHOWN} more statuses", err=True)
+
+
+KEPT_SHOWN = 10
+"""At most this many lines about statuses an import kept."""

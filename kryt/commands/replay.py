@@ -20,6 +20,7 @@ from arena.db import (
 from arena.tournament.extend import seed_chain
 from arena.tournament.runner import TournamentError
 from arena.tournament.seeds import deal_problems
+from arena.tournament.tracebacks import HEAD
 from kryt.errors import ExitCode
 from kryt.options import MAX_ID, DatabaseOption, open_db
 from referee.record import GameRecord
@@ -108,7 +109,7 @@ def replay(
             str(number),
             str(move.seat),
             Text(printable(names[move.seat])),
-            Text(move.action),
+            Text(printable(move.action)),  # canonical, unless imported before it was checked
             f"{move.seconds:.3f}",
         )
     if record.final_cover:
@@ -128,8 +129,9 @@ def replay(
     )
     if record.forfeit is not None:
         seat = record.forfeit.seat
-        # A tournament crash keeps the bot's traceback after the first line: shown below it.
-        first, _, rest = record.forfeit.detail.partition("\n")
+        # A tournament crash keeps the bot's traceback (or how its process ended and its
+        # last output) after the detail: shown below it, each line marked as the bot's.
+        first, rest = detail_parts(record.forfeit.detail)
         out.print(
             Text(
                 f"forfeit by seat {seat} ({printable(names[seat])}): {record.ending.value}:"
@@ -138,7 +140,8 @@ def replay(
             )
         )
         if rest:
-            out.print(Text(printable(rest, keep_newlines=True)), soft_wrap=True)
+            lines = printable(rest, keep_newlines=True).split("\n")
+            out.print(Text("\n".join(f"  │ {line}" for line in lines)), soft_wrap=True)
     if record.double_forfeit_detail:
         out.print(Text(f"neither bot played: {printable(record.double_forfeit_detail)}"))
     if record.voided:
@@ -165,6 +168,27 @@ def replay(
     for problem in problems:
         out.print(Text("mismatch", style="red") + Text(f": {printable(problem)}"))
     raise typer.Exit(ExitCode.FAILED)
+
+
+APPENDED: tuple[str, ...] = (f"\n{HEAD}", "\nits process: ", "last output:\n")
+"""Where what a tournament appends to a crash's detail starts (arena.tournament.tracebacks;
+sandbox.backend's start-up error): the bot's traceback, how its process ended, its output."""
+
+
+def detail_parts(detail: str) -> tuple[str, str]:
+    """A forfeit's detail as its first part, shown on one line (a newline or ``\\r`` a bot
+    put in its own error message is escaped there, so it cannot print a line of its own), and
+    what the tournament appended after it (shown below, line by line), split at the first of
+    :data:`APPENDED`."""
+    cuts = [
+        at + (len(marker) if marker.endswith("\n") else 1)
+        for marker in APPENDED
+        if (at := detail.find(marker)) >= 0
+    ]
+    if not cuts:
+        return detail, ""
+    cut = min(cuts)
+    return detail[:cut].removesuffix("\n"), detail[cut:]
 
 
 def _result_text(record: GameRecord, result_code: str | None, names: tuple[str, ...]) -> str:

@@ -17,6 +17,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup, escape
 
 from referee.rules import Card, RulesError
+from sandbox.death import printable
 
 _CARD_TOKEN = re.compile(r"\b(?:10|[6-9TJQKA])[CDHS]\b")
 _SUIT_SYMBOL = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
@@ -135,6 +136,7 @@ def environment() -> Environment:
         pct=fmt_percent,
         when=fmt_time,
         forfeits=fmt_forfeits,
+        printable=printable,  # bot text: control and format characters made visible
     )
     return env
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from referee.rules import DEFAULT_TURN_LIMIT, Card, Game, RulesError
+from sandbox.death import printable
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,9 @@ def _snapshot(
     return Step(
         index=index,
         seat=seat,
-        action=None if move is None else str(move.get("action")),
+        # Shown by the page's script: made printable like every bot text (an imported
+        # action is canonical since imports check it, but older imports did not).
+        action=None if move is None else printable(str(move.get("action"))),
         seconds=None if move is None else _seconds(move.get("seconds")),
         auto=auto,
         hands=(_cards(hands[0]), _cards(hands[1])),

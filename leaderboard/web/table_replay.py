@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from referee.rules import CLASSIC_TURN_LIMIT, Card, ClassicGame, RulesError
+from sandbox.death import printable
 
 
 def _cards(cards: Sequence[Card]) -> list[str]:
@@ -29,7 +30,7 @@ def _snapshot(
     return {
         "index": index,
         "seat": seat,
-        "action": None if move is None else str(move.get("action")),
+        "action": None if move is None else printable(str(move.get("action"))),
         "seconds": float(seconds) if isinstance(seconds, int | float) else None,
         "hands": [_cards(h) for h in game.hands],
         "known": [_cards(game.known_cards(s)) for s in range(game.players)],

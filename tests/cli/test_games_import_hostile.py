@@ -165,7 +165,9 @@ def test_records_of_one_series_must_agree(
     other = replace(game(2), series_games=4)
     bad = tmp_path / "split.kgn"
     bad.write_text(format_games([game(1), other]), encoding="utf-8")
-    refused(capsys, db, bad, "split.kgn:", "differs from an earlier record")
+    refused(
+        capsys, db, bad, "split.kgn:32:", "differs from an earlier record of it, at split.kgn:1"
+    )
 
 
 def test_a_binary_file_is_refused(
@@ -184,7 +186,7 @@ def test_a_bad_move_time_is_refused(
     bad = tmp_path / "moves.kgn"
     bad.write_text(text, encoding="utf-8")
     line = text.splitlines().index("2. 1 take {" + seconds + "}") + 1
-    refused(capsys, db, bad, f"moves.kgn:{line}: a move's seconds must be a finite number")
+    refused(capsys, db, bad, f"moves.kgn:{line}: move 2: a move's seconds must be a finite number")
 
 
 @pytest.mark.parametrize(
