@@ -10,10 +10,10 @@ is a C-level identity scan, which the engine's trusted play path relies on).
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Final
+from typing import Final, Never, NoReturn
 
 from referee.rules.cards import FULL_MASK, Card
-from referee.rules.errors import InvalidActionError, InvalidCardError
+from referee.rules.errors import ActionTypeError, InvalidActionError, InvalidCardError, quote
 
 
 class ActionKind(IntEnum):
@@ -41,6 +41,10 @@ def encode(kind: int, first: int = 0, second: int = 0, swap: bool = False) -> in
 class Action:
     """One turn. Immutable and interned (equal actions are the same object, so ``==`` is
     ``is``); ``str(action)`` is the canonical text.
+
+    Every game, view and bot of the process shares the interned instances, so assigning or
+    deleting an attribute raises ``AttributeError`` (as on a frozen dataclass): one bot must not
+    be able to rename the ``take`` of every other game.
 
     ``cover`` is the covering card (cover kinds), ``lead`` the card put on top (lead kinds),
     ``swap`` whether the trump six is exchanged for the face-up card first.
@@ -70,6 +74,8 @@ class Action:
         swap: bool = False,
     ) -> Action:
         """Build (the interned instance of) an action; cards may be given as text."""
+        if kind not in _KINDS:
+            raise ActionTypeError(f"not an action kind: {quote(kind)}")
         cover_card = None if cover is None else Card.parse(cover)
         lead_card = None if lead is None else Card.parse(lead)
         needs = {
@@ -81,7 +87,7 @@ class Action:
         if (cover_card is not None, lead_card is not None) != needs:
             raise InvalidActionError(
                 f"{ActionKind(kind).name} takes cover={needs[0]}, lead={needs[1]}; "
-                f"got cover={cover!r}, lead={lead!r}"
+                f"got cover={quote(cover)}, lead={quote(lead)}"
             )
         if cover_card is not None and cover_card == lead_card:
             raise InvalidActionError(f"cannot cover and lead the same card {cover_card}")
@@ -107,39 +113,64 @@ class Action:
 
     @classmethod
     def _build(cls, code: int) -> Action:
-        action = object.__new__(cls)
+        """Build the one instance of ``code`` (at import, or once for a non-canonical code)."""
         kind = _KINDS[code >> _KIND_SHIFT & 3]
         first = Card.from_index(code >> 6 & 63)
         second = Card.from_index(code & 63)
         swap = "swap " if code & SWAP_BIT else ""
-        action.code = code
-        action.kind = kind
-        action.swap = bool(swap)
+        cover: Card | None
+        lead: Card | None
         if kind is ActionKind.LEAD:
-            action.cover, action.lead = None, first
-            action.text = f"{swap}lead {first.text}"
+            cover, lead = None, first
+            text = f"{swap}lead {first.text}"
         elif kind is ActionKind.COVER_AND_LEAD:
-            action.cover, action.lead = first, second
-            action.text = f"{swap}cover {first.text} {second.text}"
+            cover, lead = first, second
+            text = f"{swap}cover {first.text} {second.text}"
         elif kind is ActionKind.COVER_AND_GO_OUT:
-            action.cover, action.lead = first, None
-            action.text = f"{swap}cover {first.text}"
+            cover, lead = first, None
+            text = f"{swap}cover {first.text}"
         else:
-            action.cover = action.lead = None
-            action.text = f"{swap}take"
-        action._push = tuple(c.index for c in (action.cover, action.lead) if c is not None)
+            cover = lead = None
+            text = f"{swap}take"
+        push = tuple(c.index for c in (cover, lead) if c is not None)
         keep = FULL_MASK
-        for index in action._push:
+        for index in push:
             keep &= ~(1 << index)
-        action._keep = keep
+        action = object.__new__(cls)
+        # object.__setattr__: this class's own __setattr__ refuses every assignment.
+        for name, value in (
+            ("code", code),
+            ("kind", kind),
+            ("swap", bool(swap)),
+            ("cover", cover),
+            ("lead", lead),
+            ("text", text),
+            ("_push", push),
+            ("_keep", keep),
+        ):
+            object.__setattr__(action, name, value)
         return action
+
+    def __setattr__(self, name: str, value: Never) -> NoReturn:
+        raise AttributeError(
+            f"cannot assign to field {name!r}: actions are immutable (interned, shared by "
+            "every game)"
+        )
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(
+            f"cannot delete field {name!r}: actions are immutable (interned, shared by every game)"
+        )
 
     @classmethod
     def parse(cls, text: str | Action) -> Action:
-        """Parse canonical action text; case and extra spaces are forgiven.
+        """Parse action text: the canonical text, or one differing only in ASCII letter case,
+        whitespace (any run of what ``str.split()`` splits on, before, between and after the
+        words) and card spelling (see :meth:`Card.parse`). The result is canonical.
 
-        Raises :class:`InvalidActionError` (quoting ``text``) when it is not an action at all.
-        Whether the action is *legal* is the game's business, not the parser's.
+        Raises :class:`InvalidActionError` (quoting ``text``) when it is not an action at all
+        (:class:`ActionTypeError` when it is not even text). Whether the action is *legal* is
+        the game's business, not the parser's.
         """
         if type(text) is str:
             cached = _BY_TEXT.get(text)
@@ -156,24 +187,26 @@ class Action:
         if isinstance(text, Action):
             return text
         if not isinstance(text, str):
-            raise InvalidActionError(f"not an action: {text!r} (expected text such as 'take')")
-        words = text.lower().split()
-        swap = bool(words) and words[0] == "swap"
+            raise ActionTypeError(f"not an action: {quote(text)} (expected text such as 'take')")
+        # Only the keywords are lower-cased (cards: Card.parse), and only ASCII ones.
+        words = text.split()
+        swap = bool(words) and fold_keyword(words[0]) == "swap"
         if swap:
             words = words[1:]
+        verb = fold_keyword(words[0]) if words else ""
         try:
-            if words == ["take"]:
+            if verb == "take" and len(words) == 1:
                 return cls(ActionKind.TAKE, swap=swap)
-            if len(words) == 2 and words[0] == "lead":
+            if verb == "lead" and len(words) == 2:
                 return cls(ActionKind.LEAD, lead=words[1], swap=swap)
-            if len(words) == 2 and words[0] == "cover":
+            if verb == "cover" and len(words) == 2:
                 return cls(ActionKind.COVER_AND_GO_OUT, cover=words[1], swap=swap)
-            if len(words) == 3 and words[0] == "cover":
+            if verb == "cover" and len(words) == 3:
                 return cls(ActionKind.COVER_AND_LEAD, cover=words[1], lead=words[2], swap=swap)
         except (InvalidCardError, InvalidActionError) as exc:
-            raise InvalidActionError(f"malformed action {text!r}: {exc}") from None
+            raise InvalidActionError(f"malformed action {quote(text)}: {exc}") from None
         raise InvalidActionError(
-            f"malformed action {text!r} (expected '[swap] lead C', '[swap] cover C [C]' "
+            f"malformed action {quote(text)} (expected '[swap] lead C', '[swap] cover C [C]' "
             "or '[swap] take')"
         )
 
@@ -192,6 +225,12 @@ class Action:
 
     def __reduce__(self) -> tuple[object, tuple[int]]:
         return (Action.from_code, (self.code,))
+
+
+def fold_keyword(word: str) -> str:
+    """``word`` lower-cased when it is ASCII; other text is left as is, because Unicode case
+    mapping turns lookalikes into ASCII letters (the Kelvin sign lower-cases to ``k``)."""
+    return word.lower() if word.isascii() else word
 
 
 _KINDS: Final = tuple(ActionKind)

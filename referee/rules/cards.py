@@ -7,9 +7,9 @@ the rules core works on those indices and hands out interned :class:`Card` objec
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Final
+from typing import Final, Never, NoReturn
 
-from referee.rules.errors import InvalidCardError
+from referee.rules.errors import CardTypeError, InvalidCardError, quote
 
 
 class Suit(IntEnum):
@@ -32,11 +32,17 @@ class Suit(IntEnum):
 
     @classmethod
     def parse(cls, text: str) -> Suit:
-        """Parse ``C``/``d``/``♥``/``spades`` style suit names."""
+        """Parse ``C``/``d``/``♥``/``♡``/``spades`` style suit names (ASCII letters in any case,
+        surrounding whitespace ignored)."""
+        if not isinstance(text, str):
+            raise CardTypeError(f"not a suit: {quote(text)} (expected text such as 'H')")
         key = text.strip()
-        suit = _SUIT_NAMES.get(key) or _SUIT_NAMES.get(key.upper())
+        suit = _SUIT_NAMES.get(key)
+        if suit is None and key.isascii():
+            # ASCII only: Unicode case mapping would turn lookalikes (the long s 'ſ') into S.
+            suit = _SUIT_NAMES.get(key.upper())
         if suit is None:
-            raise InvalidCardError(f"not a suit: {text!r} (expected one of C D H S or ♣♦♥♠)")
+            raise InvalidCardError(f"not a suit: {quote(text)} (expected one of C D H S or ♣♦♥♠)")
         return suit
 
 
@@ -67,8 +73,19 @@ _SUIT_NAMES: Final[dict[str, Suit]] = {
 }
 _RANK_NAMES: Final[dict[str, Rank]] = {
     **{r.letter: r for r in Rank},
+    **{r.letter.lower(): r for r in Rank},
     "10": Rank.TEN,
 }
+"""The rank part of a card's text: ``6``..``9``, ``T``/``10``, ``J Q K A``, letters in any case."""
+_SUIT_CHARS: Final[dict[str, Suit]] = {
+    **{s.letter: s for s in Suit},
+    **{s.letter.lower(): s for s in Suit},
+    **{s.symbol: s for s in Suit},
+    **dict(zip("♧♢♡♤", Suit, strict=True)),
+}
+"""The suit part of a card's text: ``C D H S`` in any case, ``♣♦♥♠`` or the white ``♧♢♡♤``.
+Exact lookups, no ``str.upper()``: Unicode case mapping would accept lookalikes such as the
+Kelvin sign for ``K`` or the long s for ``S``."""
 
 N_CARDS: Final = 36
 FULL_MASK: Final = (1 << N_CARDS) - 1
@@ -77,7 +94,9 @@ FULL_MASK: Final = (1 << N_CARDS) - 1
 class Card:
     """One of the 36 cards. Instances are interned: ``Card.parse("10H") is Card.parse("TH")``.
 
-    ``str(card)`` is the canonical text (rank letter then suit letter, e.g. ``TH``).
+    ``str(card)`` is the canonical text (rank letter then suit letter, e.g. ``TH``). Immutable:
+    the 36 instances are shared by every game, view and bot in the process, so assigning or
+    deleting an attribute raises ``AttributeError`` (as on a frozen dataclass).
     """
 
     __slots__ = ("index", "rank", "suit", "text")
@@ -90,44 +109,66 @@ class Card:
 
     def __new__(cls, rank: Rank | int, suit: Suit | int) -> Card:
         """Return the interned card of this rank and suit."""
-        if not (0 <= int(rank) < 9 and 0 <= int(suit) < 4):
-            raise InvalidCardError(f"no such card: rank={rank!r} suit={suit!r}")
-        return _CARDS[int(suit) * 9 + int(rank)]
+        if not isinstance(rank, int) or not isinstance(suit, int):
+            raise CardTypeError(f"no such card: rank={quote(rank)} suit={quote(suit)}")
+        if not (0 <= rank < 9 and 0 <= suit < 4):
+            raise InvalidCardError(f"no such card: rank={quote(rank)} suit={quote(suit)}")
+        return _CARDS[suit * 9 + rank]
 
     @classmethod
     def _make(cls, index: int) -> Card:
+        """Build the card of ``index`` (once per card, at import)."""
         card = object.__new__(cls)
-        card.index = index
-        card.rank = Rank(index % 9)
-        card.suit = Suit(index // 9)
-        card.text = card.rank.letter + card.suit.letter
+        # object.__setattr__: this class's own __setattr__ refuses every assignment.
+        rank, suit = Rank(index % 9), Suit(index // 9)
+        object.__setattr__(card, "index", index)
+        object.__setattr__(card, "rank", rank)
+        object.__setattr__(card, "suit", suit)
+        object.__setattr__(card, "text", rank.letter + suit.letter)
         return card
+
+    def __setattr__(self, name: str, value: Never) -> NoReturn:
+        raise AttributeError(
+            f"cannot assign to field {name!r}: cards are immutable (shared by every game)"
+        )
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(
+            f"cannot delete field {name!r}: cards are immutable (shared by every game)"
+        )
 
     @classmethod
     def parse(cls, text: str | Card) -> Card:
-        """Parse ``TH``, ``10H``, ``th``, ``10♥`` (any case, surrounding spaces ignored)."""
+        """Parse ``TH``, ``10H``, ``th``, ``10♥``, ``T♡``: a rank (``6``..``9``, ``T`` or ``10``,
+        ``J Q K A``) then a suit (``C D H S``, ``♣♦♥♠`` or ``♧♢♡♤``); ASCII letters in any case,
+        surrounding whitespace (as ``str.strip()`` sees it) ignored.
+
+        Raises :class:`InvalidCardError` quoting ``text`` (:class:`CardTypeError` when it is
+        not text at all).
+        """
         if isinstance(text, Card):
             return text
         if not isinstance(text, str):
-            raise InvalidCardError(f"not a card: {text!r} (expected text such as 'TH')")
+            raise CardTypeError(f"not a card: {quote(text)} (expected text such as 'TH')")
         card = _BY_TEXT.get(text)
         if card is not None:
             return card
-        key = text.strip().upper()
+        key = text.strip()
         if len(key) >= 2:
             rank = _RANK_NAMES.get(key[:-1])
-            suit = _SUIT_NAMES.get(key[-1])
+            suit = _SUIT_CHARS.get(key[-1])
             if rank is not None and suit is not None:
                 return _CARDS[suit * 9 + rank]
         raise InvalidCardError(
-            f"not a card: {text!r} (expected rank 6 7 8 9 T/10 J Q K A then suit C D H S or ♣♦♥♠)"
+            f"not a card: {quote(text)} "
+            "(expected rank 6 7 8 9 T/10 J Q K A then suit C D H S or ♣♦♥♠)"
         )
 
     @classmethod
     def from_index(cls, index: int) -> Card:
         """The card with dense index ``index`` (``suit * 9 + rank``)."""
         if not 0 <= index < N_CARDS:
-            raise InvalidCardError(f"no card has index {index!r} (expected 0..35)")
+            raise InvalidCardError(f"no card has index {quote(index)} (expected 0..35)")
         return _CARDS[index]
 
     @staticmethod

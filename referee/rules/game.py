@@ -15,9 +15,10 @@ send everything else (text, actions not listed for this state) through the legal
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
-from typing import TYPE_CHECKING, Final, Literal, overload
+from typing import TYPE_CHECKING, Final, Literal, TypeVar, overload
 
 from referee.rules.actions import BY_CODE, SWAP_BIT, Action, ActionKind, encode
 from referee.rules.cards import (
@@ -29,7 +30,15 @@ from referee.rules.cards import (
     Suit,
     cards_of,
 )
-from referee.rules.errors import IllegalActionError, InvalidDeckError
+from referee.rules.errors import (
+    ActionTypeError,
+    DeckTypeError,
+    IllegalActionError,
+    InvalidDeckError,
+    InvalidParameterError,
+    RulesError,
+    quote,
+)
 from referee.rules.rulesets import CLASSIC_RULESET, DEFAULT_RULESET, check_ruleset
 from referee.rules.view import EndReason, View
 
@@ -48,6 +57,7 @@ _GO_OUT = int(ActionKind.COVER_AND_GO_OUT)
 _TAKE = int(ActionKind.TAKE)
 _TAKE_CODE = encode(_TAKE)
 _CARDS = Card.all()
+_T = TypeVar("_T")
 
 
 def _action(code: int) -> Action:
@@ -251,21 +261,12 @@ class Game:
             from referee.rules.classic.game import ClassicGame
 
             return ClassicGame.from_deck(deck, dealer, players=players, turn_limit=turn_limit)
-        if isinstance(deck, str | bytes) or not isinstance(deck, Sequence):
-            raise InvalidDeckError(f"a deck is a sequence of 36 cards, got {deck!r}")
-        cards = [Card.parse(c) for c in deck]
+        cards = parse_deck(deck)
         indices = [c.index for c in cards]
-        if len(indices) != N_CARDS or len(set(indices)) != N_CARDS:
-            dupes = sorted({str(c) for c in cards if indices.count(c.index) > 1})
-            missing = [str(c) for c in _CARDS if c.index not in set(indices)]
-            raise InvalidDeckError(
-                f"a deck must hold each of the 36 cards once; got {len(indices)} cards"
-                f" (duplicated: {dupes or 'none'}, missing: {missing or 'none'})"
-            )
         _check_seat(dealer, "dealer")
-        _check_turn_limit(turn_limit)
+        check_turn_limit(turn_limit)
         game = object.__new__(cls)
-        game._deck = tuple(cards)
+        game._deck = cards
         game._dealer = dealer
         non_dealer = 1 - dealer
         hands = [0, 0]
@@ -347,10 +348,15 @@ class Game:
         *,
         turn_limit: int = DEFAULT_TURN_LIMIT,
     ) -> Game:
-        """Deal ``deck`` and play ``actions`` in order; raises on the first illegal one."""
+        """Deal ``deck`` and play ``actions`` in order; raises on the first illegal one.
+
+        ``actions`` is a collection of actions or their texts (a single text is refused with
+        :class:`ActionTypeError`: it would be read letter by letter). The error of a failing
+        action is of the type :meth:`play` raised, its message prefixed with the action's number
+        (counted from 0, like ``history``).
+        """
         game = cls.from_deck(deck, dealer, turn_limit=turn_limit)
-        for action in actions:
-            game.play(action)
+        replay_actions(game.play, actions)
         return game
 
     @classmethod
@@ -364,11 +370,15 @@ class Game:
 
         ``opponent_hand`` must hold ``view.opponent_count`` cards including every card of
         ``view.opponent_known``; ``stock`` lists the stock in draw order and ends with
-        ``view.face_up``. Together with the visible cards they must make the 36 cards exactly.
+        ``view.face_up``. Together with the visible cards they must make the 36 cards exactly
+        (else InvalidDeckError; DeckTypeError when ``view`` is not a :class:`View` or a hand
+        or the stock is not a collection of cards, e.g. ``None``).
         This is the determinization primitive: sample the hidden cards, then simulate.
         """
-        opp = [Card.parse(c).index for c in opponent_hand]
-        stock_idx = [Card.parse(c).index for c in stock]
+        if not isinstance(view, View):
+            raise DeckTypeError(f"from_view needs a View of the default game, got {quote(view)}")
+        opp = [Card.parse(c).index for c in cards_argument(opponent_hand, "opponent_hand")]
+        stock_idx = [Card.parse(c).index for c in cards_argument(stock, "stock")]
         opp_mask = 0
         for i in opp:
             opp_mask |= 1 << i
@@ -377,7 +387,7 @@ class Game:
         if len(opp) != view.opponent_count or opp_mask.bit_count() != len(opp):
             raise InvalidDeckError(
                 f"opponent hand must be {view.opponent_count} distinct cards, got "
-                f"{[str(_CARDS[i]) for i in opp]}"
+                f"{quote([_CARDS[i].text for i in opp])}"
             )
         if _mask(view.opponent_known) & ~opp_mask:
             raise InvalidDeckError("opponent hand must contain every publicly known card")
@@ -416,7 +426,7 @@ class Game:
         game._over = view.over
         game._outcome = view.outcome
         game._reason = view.reason
-        game._turn_limit = _check_turn_limit(view.turn_limit)
+        game._turn_limit = check_turn_limit(view.turn_limit)
         game._final_cover = final[0] if final else -1
         game._listed = None
         return game
@@ -766,7 +776,7 @@ class Game:
         """Play ``action`` (an Action or its text) for the player to move; returns it parsed.
 
         Raises InvalidActionError (malformed text) or IllegalActionError (not allowed now);
-        either way the state is unchanged and the message quotes the input.
+        either way the state is unchanged and the message quotes the input (bounded).
         """
         if type(action) is Action:
             # Trusted path: the action is in this state's cached legal list (by identity, as
@@ -780,7 +790,8 @@ class Game:
         problem = self._illegal_because(parsed)
         if problem is not None:
             seat = "" if self._over else f" for seat {self._to_move}"
-            raise IllegalActionError(f"illegal action {str(action)!r}{seat}: {problem}")
+            shown = quote(action if isinstance(action, str) else parsed.text)
+            raise IllegalActionError(f"illegal action {shown}{seat}: {problem}")
         self._apply(parsed)
         return parsed
 
@@ -904,6 +915,28 @@ def shuffled_deck(seed: int | str | bytes | None = None) -> tuple[Card, ...]:
     return tuple(cards)
 
 
+def parse_deck(deck: Sequence[Card | str]) -> tuple[Card, ...]:
+    """``deck`` as cards, if it holds each of the 36 cards once (any ruleset's deck).
+
+    DeckTypeError when it is not a sequence (or is text); InvalidDeckError naming the
+    duplicated and missing cards otherwise; InvalidCardError for a card that is not one.
+    """
+    if isinstance(deck, str | bytes) or not isinstance(deck, Sequence):
+        raise DeckTypeError(f"a deck is a sequence of 36 cards, got {quote(deck)}")
+    cards = tuple(Card.parse(c) for c in deck)
+    present = {c.index for c in cards}
+    if len(cards) != N_CARDS or len(present) != N_CARDS:
+        # Counted in one pass: a hostile deck may be long (list.count per card is quadratic).
+        counts = Counter(c.index for c in cards)
+        dupes = sorted(_CARDS[i].text for i, n in counts.items() if n > 1)
+        missing = [c.text for c in _CARDS if c.index not in present]
+        raise InvalidDeckError(
+            f"a deck must hold each of the 36 cards once; got {len(cards)} cards"
+            f" (duplicated: {dupes or 'none'}, missing: {missing or 'none'})"
+        )
+    return cards
+
+
 def _mask(cards: Iterable[Card]) -> int:
     mask = 0
     for c in cards:
@@ -917,11 +950,41 @@ def _missing(hand: int, card: Card) -> str | None:
 
 def _check_seat(seat: object, what: str) -> int:
     if type(seat) is not int or seat not in (0, 1):
-        raise InvalidDeckError(f"{what} must be seat 0 or 1, got {seat!r}")
+        raise InvalidParameterError(f"{what} must be seat 0 or 1, got {quote(seat)}")
     return seat
 
 
-def _check_turn_limit(limit: object) -> int:
+def check_turn_limit(limit: object) -> int:
+    """``limit`` if it is a positive ``int`` (not a bool); else InvalidParameterError."""
     if type(limit) is not int or limit < 1:
-        raise InvalidDeckError(f"turn_limit must be a positive integer, got {limit!r}")
+        raise InvalidParameterError(f"turn_limit must be a positive integer, got {quote(limit)}")
     return limit
+
+
+def cards_argument(cards: Iterable[_T], what: str) -> Iterable[_T]:
+    """``cards`` when it can be iterated as a collection of cards (the hands and stock given to
+    ``from_view``); DeckTypeError for ``None``, a non-iterable, or text, which iterating would
+    read letter by letter."""
+    if isinstance(cards, str | bytes) or not isinstance(cards, Iterable):
+        raise DeckTypeError(f"{what} must be a collection of cards, got {quote(cards)}")
+    return cards
+
+
+def replay_actions(play: Callable[[_T], object], actions: Iterable[_T]) -> None:
+    """Call ``play`` on each of ``actions`` in order (the loop of both rulesets' ``replay``).
+
+    A single text, ``None`` or a non-iterable is refused with ActionTypeError; a rules error
+    of action ``i`` is raised again, of the same type, saying which action it was.
+    """
+    if isinstance(actions, str | bytes) or not isinstance(actions, Iterable):
+        raise ActionTypeError(
+            f"actions must be a collection of actions (each an action or its text), got "
+            f"{quote(actions)}"
+        )
+    for number, action in enumerate(actions):
+        try:
+            play(action)
+        except RulesError as exc:
+            # Same type, so callers catching IllegalActionError etc. still do; every rules
+            # error takes its message as its one argument.
+            raise type(exc)(f"action {number} of the replay (counted from 0): {exc}") from None

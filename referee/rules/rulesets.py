@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from referee.rules.errors import InvalidDeckError
+from referee.rules.errors import InvalidParameterError, quote
 
 RulesetName = Literal["default", "classic"]
 
@@ -19,14 +19,17 @@ RULESETS: Final[dict[str, tuple[int, ...]]] = {DEFAULT_RULESET: (2,), CLASSIC_RU
 
 
 def check_ruleset(ruleset: object, players: object) -> RulesetName:
-    """``ruleset`` if it is known and seats ``players``; else InvalidDeckError quoting both."""
+    """``ruleset`` if it is known and seats ``players``; else InvalidParameterError (an
+    InvalidDeckError) quoting both."""
     if not isinstance(ruleset, str) or ruleset not in RULESETS:
-        raise InvalidDeckError(
-            f"unknown ruleset {ruleset!r} (expected one of {', '.join(map(repr, RULESETS))})"
+        raise InvalidParameterError(
+            f"unknown ruleset {quote(ruleset)} (expected one of {', '.join(map(repr, RULESETS))})"
         )
     sizes = RULESETS[ruleset]
     if type(players) is not int or players not in sizes:
         words = [str(n) for n in sizes]
         allowed = " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
-        raise InvalidDeckError(f"the {ruleset} ruleset seats {allowed} players, got {players!r}")
+        raise InvalidParameterError(
+            f"the {ruleset} ruleset seats {allowed} players, got {quote(players)}"
+        )
     return "classic" if ruleset == CLASSIC_RULESET else "default"

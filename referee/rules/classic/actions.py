@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final
 
+from referee.rules.actions import fold_keyword
 from referee.rules.cards import Card
-from referee.rules.errors import InvalidActionError, InvalidCardError
+from referee.rules.errors import ActionTypeError, InvalidActionError, InvalidCardError, quote
 
 MAX_LED: Final = 4
 """At most the four cards of one rank can be led at once."""
@@ -49,15 +50,20 @@ class ClassicAction:
     def __post_init__(self) -> None:
         kind = self.kind
         if not isinstance(kind, ClassicActionKind):
-            raise InvalidActionError(f"not an action kind: {kind!r}")
+            raise ActionTypeError(f"not an action kind: {quote(kind)}")
         try:
             led = tuple(Card.parse(c) for c in self.led)
             covers = tuple(Card.parse(c) for c in self.covers)
         except (InvalidCardError, TypeError) as exc:
-            raise InvalidActionError(
-                f"malformed {kind.value}: led={self.led!r} covers={self.covers!r}: {exc}"
+            # Not cards at all (None, numbers, not iterable): a type error, not a bad card.
+            error = ActionTypeError if isinstance(exc, TypeError) else InvalidActionError
+            raise error(
+                f"malformed {kind.value}: led={quote(self.led)} covers={quote(self.covers)}: {exc}"
             ) from None
-        shape = f"{kind.value} with led={[str(c) for c in led]}, covers={[str(c) for c in covers]}"
+        shape = (
+            f"{kind.value} with led={quote([c.text for c in led])}, "
+            f"covers={quote([c.text for c in covers])}"
+        )
         if kind is ClassicActionKind.TAKE:
             if led or covers:
                 raise InvalidActionError(f"malformed {shape}: take names no cards")
@@ -117,25 +123,34 @@ class ClassicAction:
 
     @classmethod
     def parse(cls, text: str | ClassicAction) -> ClassicAction:
-        """Parse action text; case and extra spaces are forgiven, cards may be given in any order
-        and as ``10H`` or ``T♥``. The result is canonical.
+        """Parse action text: ASCII letter case and whitespace (any run of what ``str.split()``
+        splits on) are forgiven, cards may be given in any order and spelt as
+        :meth:`Card.parse` accepts (``10H``, ``T♥``). The result is canonical.
 
         Raises :class:`InvalidActionError` (quoting ``text``) when it is not an action of the
-        classic table. Whether the action is *legal* is the game's business.
+        classic table (:class:`ActionTypeError` when it is not even text). Whether the action
+        is *legal* is the game's business.
         """
         if isinstance(text, ClassicAction):
             return text
         if not isinstance(text, str):
-            raise InvalidActionError(
-                f"not a classic action: {text!r} (expected text such as 'take')"
+            raise ActionTypeError(
+                f"not a classic action: {quote(text)} (expected text such as 'take')"
             )
-        words = text.lower().split()
+        # Only the keyword is lower-cased (cards: Card.parse), and only when ASCII.
+        words = text.split()
+        verb = fold_keyword(words[0]) if words else ""
+        if len(words) > MAX_LED + 1 and verb in ("lead", "cover"):
+            # Refused before parsing any card: a hostile reply of a million cards costs a split.
+            raise InvalidActionError(
+                f"malformed action {quote(text)}: 1 to {MAX_LED} led cards, got {len(words) - 1}"
+            )
         try:
-            if words == ["take"]:
+            if verb == "take" and len(words) == 1:
                 return _TAKE
-            if len(words) >= 2 and words[0] == "lead":
+            if verb == "lead" and len(words) >= 2:
                 return cls(ClassicActionKind.LEAD, tuple(Card.parse(w) for w in words[1:]))
-            if len(words) >= 2 and words[0] == "cover":
+            if verb == "cover" and len(words) >= 2:
                 pairs = [w.split(":") for w in words[1:]]
                 if all(len(p) == 2 for p in pairs):
                     return cls(
@@ -144,9 +159,9 @@ class ClassicAction:
                         tuple(Card.parse(p[1]) for p in pairs),
                     )
         except (InvalidCardError, InvalidActionError) as exc:
-            raise InvalidActionError(f"malformed action {text!r}: {exc}") from None
+            raise InvalidActionError(f"malformed action {quote(text)}: {exc}") from None
         raise InvalidActionError(
-            f"malformed action {text!r} (expected 'lead C [C ...]', "
+            f"malformed action {quote(text)} (expected 'lead C [C ...]', "
             "'cover LED:COVER [LED:COVER ...]' or 'take')"
         )
 

@@ -17,8 +17,20 @@ from typing import Final
 from referee.rules.cards import COVER_MASKS, N_CARDS, Card, Suit, cards_of
 from referee.rules.classic.actions import ClassicAction, ClassicActionKind
 from referee.rules.classic.view import ClassicEndReason, ClassicView
-from referee.rules.errors import IllegalActionError, InvalidDeckError
-from referee.rules.game import shuffled_deck
+from referee.rules.errors import (
+    DeckTypeError,
+    IllegalActionError,
+    InvalidDeckError,
+    InvalidParameterError,
+    quote,
+)
+from referee.rules.game import (
+    cards_argument,
+    check_turn_limit,
+    parse_deck,
+    replay_actions,
+    shuffled_deck,
+)
 
 RULESET: Final = "classic"
 """The name of this ruleset in the project."""
@@ -122,28 +134,19 @@ class ClassicGame:
         The seat after the dealer leads first.
         """
         if type(players) is not int or players not in PLAYERS:
-            raise InvalidDeckError(f"the classic table seats 2, 3 or 4 players, got {players!r}")
+            raise InvalidParameterError(
+                f"the classic table seats 2, 3 or 4 players, got {quote(players)}"
+            )
         if type(dealer) is not int or not 0 <= dealer < players:
-            raise InvalidDeckError(
+            raise InvalidParameterError(
                 f"dealer must be a seat 0..{players - 1} of the {players}-seat table, "
-                f"got {dealer!r}"
+                f"got {quote(dealer)}"
             )
-        if type(turn_limit) is not int or turn_limit < 1:
-            raise InvalidDeckError(f"turn_limit must be a positive integer, got {turn_limit!r}")
-        if isinstance(deck, str | bytes) or not isinstance(deck, Sequence):
-            raise InvalidDeckError(f"a deck is a sequence of 36 cards, got {deck!r}")
-        cards = [Card.parse(c) for c in deck]
+        check_turn_limit(turn_limit)
+        cards = parse_deck(deck)
         indices = [c.index for c in cards]
-        if len(indices) != N_CARDS or len(set(indices)) != N_CARDS:
-            present = set(indices)
-            dupes = sorted({str(c) for c in cards if indices.count(c.index) > 1})
-            missing = [str(c) for c in _CARDS if c.index not in present]
-            raise InvalidDeckError(
-                f"a deck must hold each of the 36 cards once; got {len(indices)} cards"
-                f" (duplicated: {dupes or 'none'}, missing: {missing or 'none'})"
-            )
         game = object.__new__(cls)
-        game._deck = tuple(cards)
+        game._deck = cards
         game._players = players
         game._dealer = dealer
         hands = [0] * players
@@ -189,10 +192,14 @@ class ClassicGame:
         players: int = 2,
         turn_limit: int = CLASSIC_TURN_LIMIT,
     ) -> ClassicGame:
-        """Deal ``deck`` and play ``actions`` in order; raises on the first illegal one."""
+        """Deal ``deck`` and play ``actions`` in order; raises on the first illegal one.
+
+        As :meth:`referee.rules.Game.replay`: a single text is refused with
+        :class:`~referee.rules.errors.ActionTypeError`, and the error of a failing action says
+        its number (counted from 0, like ``history``).
+        """
         game = cls.from_deck(deck, dealer, players=players, turn_limit=turn_limit)
-        for action in actions:
-            game.play(action)
+        replay_actions(game.play, actions)
         return game
 
     @classmethod
@@ -207,33 +214,50 @@ class ClassicGame:
         ``hands[s]`` is seat ``s``'s hand for every seat (``hands[view.seat]`` must be
         ``view.hand``), holding ``view.hand_sizes[s]`` cards including ``view.known[s]``;
         ``stock`` lists the stock in draw order and ends with ``view.face_up``. With the led
-        cards and the discard they must make the 36 cards exactly once. This is the
-        determinization primitive (sample the hidden cards, then simulate); tests use it to
-        set up exact positions.
+        cards and the discard they must make the 36 cards exactly once (else InvalidDeckError;
+        DeckTypeError when ``view`` is not a :class:`ClassicView` or the hands, a hand or the
+        stock is not a collection of cards, e.g. ``None``). This is the determinization
+        primitive (sample the hidden cards, then simulate); tests use it to set up exact
+        positions.
         """
+        if not isinstance(view, ClassicView):
+            raise DeckTypeError(
+                f"from_view needs a ClassicView of the classic table, got {quote(view)}"
+            )
+        if isinstance(hands, str | bytes) or not isinstance(hands, Sequence):
+            raise DeckTypeError(
+                f"hands must be a sequence of one hand per seat, got {quote(hands)}"
+            )
         players = view.players
         if type(players) is not int or players not in PLAYERS or len(hands) != players:
             raise InvalidDeckError(
-                f"need one hand per seat of a 2-4 seat table: players={players!r}, "
+                f"need one hand per seat of a 2-4 seat table: players={quote(players)}, "
                 f"{len(hands)} hands given"
             )
+        for what, seat in (("seat", view.seat), ("dealer", view.dealer)):
+            if type(seat) is not int or not 0 <= seat < players:
+                raise InvalidParameterError(
+                    f"view.{what} must be a seat 0..{players - 1}, got {quote(seat)}"
+                )
         masks = []
         for seat, hand in enumerate(hands):
-            cards = [Card.parse(c).index for c in hand]
+            cards = [Card.parse(c).index for c in cards_argument(hand, f"hands[{seat}]")]
             mask = _mask(cards)
             if len(cards) != view.hand_sizes[seat] or mask.bit_count() != len(cards):
                 raise InvalidDeckError(
                     f"seat {seat} must hold {view.hand_sizes[seat]} distinct cards, got "
-                    f"{[str(_CARDS[i]) for i in cards]}"
+                    f"{quote([_CARDS[i].text for i in cards])}"
                 )
             if _mask(c.index for c in view.known[seat]) & ~mask:
                 raise InvalidDeckError(f"seat {seat}'s hand must contain its known cards")
             masks.append(mask)
         if masks[view.seat] != _mask(c.index for c in view.hand):
             raise InvalidDeckError(f"hands[{view.seat}] must be the viewing seat's own hand")
-        stock_idx = [Card.parse(c).index for c in stock]
+        stock_idx = [Card.parse(c).index for c in cards_argument(stock, "stock")]
         if len(stock_idx) != view.stock_count:
-            raise InvalidDeckError(f"stock must hold {view.stock_count} cards, got {len(stock)}")
+            raise InvalidDeckError(
+                f"stock must hold {view.stock_count} cards, got {len(stock_idx)}"
+            )
         face_up = view.face_up.index if view.face_up is not None else None
         if (stock_idx[-1] if stock_idx else None) != face_up:
             raise InvalidDeckError(f"the stock must end with the face-up card {view.face_up}")
@@ -262,7 +286,7 @@ class ClassicGame:
         game._over = view.over
         game._loser = view.loser
         game._reason = view.reason
-        game._turn_limit = view.turn_limit
+        game._turn_limit = check_turn_limit(view.turn_limit)
         if game.to_move != view.to_move:
             raise InvalidDeckError(f"to_move {view.to_move} contradicts leader/defender/led")
         return game
@@ -432,8 +456,8 @@ class ClassicGame:
 
     def _check_seat(self, seat: object) -> int:
         if type(seat) is not int or not 0 <= seat < self._players:
-            raise InvalidDeckError(
-                f"seat must be 0..{self._players - 1} at this table, got {seat!r}"
+            raise InvalidParameterError(
+                f"seat must be 0..{self._players - 1} at this table, got {quote(seat)}"
             )
         return seat
 
@@ -537,7 +561,8 @@ class ClassicGame:
         problem = self._illegal_because(parsed)
         if problem is not None:
             seat = "" if self._over else f" for seat {self.to_move}"
-            raise IllegalActionError(f"illegal action {str(action)!r}{seat}: {problem}")
+            shown = quote(action if isinstance(action, str) else parsed.text)
+            raise IllegalActionError(f"illegal action {shown}{seat}: {problem}")
         self._apply(parsed)
         return parsed
 
