@@ -57,11 +57,12 @@ if TYPE_CHECKING:
 DEFAULT_OFFSET = 1500.0
 """Added to the centred BayesElo ratings for display, so that numbers look like Elo."""
 
-FIT_VERSION = 2
+FIT_VERSION = 3
 """Part of every fit's inputs key: bump it whenever the fit gives other numbers for the same
 counts (the algorithm, its defaults, the intervals), so that older snapshots stop counting
 as fresh. 2: LOS from the paired covariance on duplicate boards, single games of unfinished
-deals, ties ordered by submission id, the fallback's note."""
+deals, ties ordered by submission id, the fallback's note. 3: a paired LOS between bots
+whose difference has no spread is 0.5 for a tie, not a quotient of rounding noise."""
 
 SNAPSHOTS_CHECKED = 8
 """How many of the newest snapshots (of any scope) a board compares its inputs with, besides

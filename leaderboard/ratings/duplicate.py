@@ -24,7 +24,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from leaderboard.ratings.bayeselo import DEFAULT_DRAWELO, DEFAULT_PRIOR, BayesEloFit, fit_bayeselo
+from leaderboard.ratings.bayeselo import (
+    DEFAULT_DRAWELO,
+    DEFAULT_PRIOR,
+    TIE_DECIMALS,
+    BayesEloFit,
+    fit_bayeselo,
+)
 from leaderboard.ratings.errors import InvalidDealPairError, RatingsError
 from leaderboard.ratings.games import Game, Outcome, PairCounts
 from leaderboard.ratings.model import NATURAL_PER_ELO
@@ -161,10 +167,23 @@ class PairedIntervals:
         v = self.covariance
         variance = float(v[i, i] + v[j, j] - 2.0 * v[i, j])
         gap = float(self.fit.ratings[i] - self.fit.ratings[j])
-        if variance <= 0.0:  # no spread at all: the sign of the gap is certain
-            return 1.0 if gap > 0 else 0.0 if gap < 0 else 0.5
+        # ``C M C`` can give the difference of two bots no spread at all (a bot whose only
+        # games are split deals with one opponent moves with him): the variance is then
+        # rounding noise of either sign, ~1e-15 of V_ii + V_jj, that changes with the order
+        # the units were summed in (kinds from the database, games one by one), and the gap
+        # is the fit's own noise. Dividing noise by noise gave any LOS from 0 to 1 for the
+        # same results; no spread and a gap the board calls a tie (TIE_DECIMALS) is a coin
+        # toss, 0.5.
+        if variance <= _NO_SPREAD * float(v[i, i] + v[j, j]):
+            if abs(gap) < 10.0**-TIE_DECIMALS:
+                return 0.5
+            return 1.0 if gap > 0 else 0.0  # no spread: the sign of the gap is certain
         return NormalDist().cdf(gap / math.sqrt(variance))
 
+
+_NO_SPREAD = 1e-9
+"""A variance of a rating difference below this fraction of the two variances is rounding
+noise, not spread (:meth:`PairedIntervals.los`)."""
 
 _NO_GAME = -1
 """Outcome code of the missing second game of a single (a game whose deal is incomplete)."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session, col, select
 
@@ -377,6 +377,10 @@ def _compare(board: Leaderboard, expected: dict[str, Any]) -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(seed=st.integers(0, 2**32 - 1))
+# Two tied bots with no spread between them under the paired covariance: their LOS was
+# rounding noise over rounding noise, other for the board than for the reference
+# (test_paired_los_tie.py).
+@example(seed=65536)
 def test_fast_standings_equal_the_replayed_ones(seed: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         built = build(seed, Path(folder))
