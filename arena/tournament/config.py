@@ -234,6 +234,11 @@ class TournamentConfig:
                 f"the {self.ruleset} ruleset seats {list(RULESETS[self.ruleset])} players, "
                 f"got a table size of {self.table_size!r}"
             )
+        if self.ruleset != "default" and self.book:  # before the format a book implies
+            raise ConfigError(
+                f"a deal book is for the two-player game (ruleset default); the {self.ruleset}"
+                " table plays decks drawn from the seed"
+            )
         if self.ruleset != "default" and self.format is not SeriesFormat.STANDARD:
             raise ConfigError(f"the {self.ruleset} ruleset plays the standard format only")
         if len(self.bots) < self.table_size:
@@ -260,11 +265,6 @@ class TournamentConfig:
             raise ConfigError(f"[bot_time] names a bot twice: {self.bot_time!r}")
         if not self.book:
             return
-        if self.ruleset != "default":
-            raise ConfigError(
-                f"a deal book is for the two-player game; the {self.ruleset} table plays decks"
-                " drawn from the seed"
-            )
         if self.format is not SeriesFormat.DUPLICATE:
             raise ConfigError(
                 'a deal book plays each deck twice with the hands swapped: set format = "duplicate"'
@@ -539,10 +539,16 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 
 def with_changes(stored: dict[str, Any], changes: list[tuple[str, Any]]) -> TournamentConfig:
     """The stored configuration with ``changes`` (``(dotted key, value)``) applied, checked
-    as a whole exactly as a new tournament's configuration is (ConfigError otherwise)."""
+    as a whole exactly as a new tournament's configuration is (ConfigError otherwise; also
+    for a key given twice). The ``[bot_time]`` entries are checked against the entered bots
+    by the caller, which knows them (:meth:`TournamentConfig.check_bot_time`)."""
     data = json.loads(json.dumps(stored))  # a deep copy of plain JSON
     tables = {"sandbox", "time_control"}
     top = {f.name for f in fields(TournamentConfig)} - set(tables)
+    given = [key for key, _ in changes]
+    twice = sorted({key for key in given if given.count(key) > 1})
+    if twice:  # which one would win is a guess: say so instead
+        raise ConfigError(f"{', '.join(twice)} is given more than once: give each setting once")
     for key, value in changes:
         head, _, tail = key.partition(".")
         if head in FIXED_SETTINGS:

@@ -9,22 +9,30 @@ reads progress from the database.
 Worker loss: the scheduler re-runs a task whose worker died on another worker, and
 :func:`play_series_task` resumes from the database, so a game committed before the loss is
 not played again (the database's unique keys are the truth) and one in progress is replayed.
+
+Ctrl-C reaches every process of the terminal's process group, the processes of a local
+cluster too (and systemd sends SIGTERM to every process of a service): the workers of a local
+cluster ignore both (:func:`dask_setup`), so only the coordinator handles them. It stops the
+run and closes the cluster, with distributed's own shutdown messages silenced.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from multiprocessing import resource_tracker
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
 import distributed
+from dask import config as _dask_config
 
 from arena.db import (
     Database,
@@ -49,10 +57,85 @@ log = logging.getLogger(__name__)
 # distributed's API is only partly annotated (Client, Event, as_completed are not), so it is
 # used through this one untyped handle; everything crossing into our code is typed here.
 dask: Any = distributed
+dask_config: Any = _dask_config
 
 WATCH_SECONDS = 2.0
 """How long a worker's stop watcher long-polls the scheduler before checking its series ended
 (a set stop reaches it at once; this only bounds how long the watcher outlives the series)."""
+
+
+QUIET_LEVEL = logging.CRITICAL + 1
+"""The level distributed's loggers are set to when they must say nothing at all."""
+
+WORKER_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""What the processes of a local cluster ignore: the coordinator stops the run on them."""
+
+QUIET_CONFIG = "kryt-quiet-workers"
+"""Dask configuration key, set for the workers of a quiet local cluster (see :func:`dask_setup`)."""
+
+
+def silence_distributed() -> Callable[[], None]:
+    """Make distributed's loggers in this process say nothing; returns the function that
+    restores their levels."""
+    names = ["distributed"] + [
+        name for name in list(logging.root.manager.loggerDict) if name.startswith("distributed.")
+    ]
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [(logger, logger.level) for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(QUIET_LEVEL)
+
+    def restore() -> None:
+        for logger, level in levels:
+            logger.setLevel(level)
+
+    return restore
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """For the block (a local cluster starting): the processes started meanwhile ignore
+    SIGINT and SIGTERM from birth, and those signals reach this process once the block ends.
+
+    Only an ignored signal stays ignored in a new program, so this process ignores them
+    for the block; its main thread blocks them too, as do the threads started meanwhile
+    (they inherit the mask), so a signal that arrives meanwhile waits, pending, instead of
+    being dropped, and is handled as usual (KeyboardInterrupt) when the block ends. Nothing
+    is changed off the main thread (signal handlers belong to it)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "pthread_sigmask"
+    ):
+        yield
+        return
+    # Starting multiprocessing's resource tracker unblocks these signals in the thread that
+    # starts it: started now, before they are blocked, it leaves every thread of the block
+    # blocking them.
+    resource_tracker.ensure_running()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(WORKER_SIGNALS))
+    handlers = {signum: signal.signal(signum, signal.SIG_IGN) for signum in WORKER_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def dask_setup(worker: Any) -> None:
+    """Dask's preload hook, run in each worker process of a local cluster this module starts
+    (``preload=[this module]``), in the worker's main thread as it starts.
+
+    Ctrl-C (and SIGTERM from systemd) reaches every process of the process group: the
+    worker ignores both, as the referee processes of the local executor do, and the
+    coordinator stops the run and closes the cluster. The worker processes started with
+    the cluster ignore both from birth already (:func:`signals_held`); this covers a worker
+    the nanny restarts later. With :data:`QUIET_CONFIG` set, distributed's loggers of the
+    worker say nothing (the coordinator reports what matters in its own lines)."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in WORKER_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+    if dask_config.get(QUIET_CONFIG, False):
+        silence_distributed()
 
 
 class DaskExecutorError(ValueError):
@@ -192,7 +275,12 @@ class DaskExecutor:
     first use. The connection is kept for later runs until :meth:`close` (or use ``with``).
     ``worker_store``, if given, replaces the tasks' submission store path on the workers (by
     default they unpack submissions to the coordinator's store path, which must then be
-    writable on every worker machine).
+    writable on every worker machine). ``quiet`` (a command line without ``--verbose``):
+    distributed's own log messages (warnings, the tracebacks it logs when a scheduler goes
+    away or a cluster shuts down) are silenced in this process from the first connection on,
+    for good (a cluster's last words can come as the process exits), and in the workers of
+    its local cluster; the run reports what matters. Without ``quiet`` they are silenced from
+    an interrupted run until :meth:`close` has shut the cluster down.
     """
 
     def __init__(
@@ -206,6 +294,7 @@ class DaskExecutor:
         stop_grace_seconds: float = 60.0,
         connect_timeout: float = 30.0,
         worker_store: str | None = None,
+        quiet: bool = False,
     ) -> None:
         if scheduler is not None and "://" not in scheduler:
             raise DaskExecutorError(
@@ -231,8 +320,10 @@ class DaskExecutor:
         self.stop_grace_seconds = stop_grace_seconds
         self.connect_timeout = connect_timeout
         self.worker_store = worker_store
+        self.quiet = quiet
         self._cluster: Any = None
         self._client: Any = None
+        self._restore_logs: Callable[[], None] | None = None
         self.scheduler_lost = False
         """Set when a run lost its connection to the scheduler (its series are unfinished)."""
 
@@ -242,14 +333,24 @@ class DaskExecutor:
     def client(self) -> Any:
         """The connected client (connecting, or starting the LocalCluster, on first use)."""
         if self._client is None:
+            if self.quiet:
+                self._silence()
             if self.scheduler is None:
-                self._cluster = dask.LocalCluster(
-                    n_workers=self.workers,
-                    threads_per_worker=self.threads_per_worker,
-                    processes=True,
-                    dashboard_address=None,
-                )
-                self._client = dask.Client(self._cluster)
+                # Ctrl-C never reaches a worker, not even while it starts (it ignores the
+                # signal from birth), and reaches this process once the cluster is up.
+                with signals_held():
+                    self._cluster = dask.LocalCluster(
+                        n_workers=self.workers,
+                        threads_per_worker=self.threads_per_worker,
+                        processes=True,
+                        dashboard_address=None,
+                        # Its HTTP server (health, metrics) on any free loopback port: the
+                        # default 8787 may be taken (another cluster), which prints a warning.
+                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                        preload=[__name__],
+                        config={QUIET_CONFIG: self.quiet},
+                    )
+                    self._client = dask.Client(self._cluster)
             else:
                 try:
                     self._client = dask.Client(self.scheduler, timeout=self.connect_timeout)
@@ -261,13 +362,25 @@ class DaskExecutor:
         return self._client
 
     def close(self) -> None:
-        """Disconnect (and stop the LocalCluster if this executor started one)."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        if self._cluster is not None:
-            self._cluster.close()
-            self._cluster = None
+        """Disconnect (and stop the LocalCluster if this executor started one); distributed's
+        loggers silenced for the shutdown are back to their levels afterwards (unless
+        ``quiet``)."""
+        try:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+            if self._cluster is not None:
+                self._cluster.close()
+                self._cluster = None
+        finally:
+            if self._restore_logs is not None and not self.quiet:
+                self._restore_logs()
+                self._restore_logs = None
+
+    def _silence(self) -> None:
+        """Silence distributed's loggers in this process (until :meth:`close` unless quiet)."""
+        if self._restore_logs is None:
+            self._restore_logs = silence_distributed()
 
     def __enter__(self) -> DaskExecutor:
         return self
@@ -413,6 +526,9 @@ class DaskExecutor:
                 time.sleep(0.02)
         except BaseException:
             stop.set()
+            # Cancelling while the client goes away makes distributed log tracebacks (closed
+            # comms, cancelled keys): the run says what happened in one line.
+            self._silence()
             try:
                 remote_stop.set()
                 self.client.cancel(futures)

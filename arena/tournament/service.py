@@ -26,6 +26,7 @@ from arena.db import (
     all_leases,
     cancel_tournament,
     get_lease,
+    get_submission,
     get_tournament,
     hold_lease,
     series_of_tournament,
@@ -49,7 +50,9 @@ from arena.tournament.runner import (
     SeriesOutcome,
     SeriesTask,
     TournamentError,
+    create,
     label_prefix,
+    resolve_bots,
     tasks_for,
 )
 from arena.tournament.seeds import draw_seed
@@ -128,6 +131,38 @@ def tournament_config(tournament_id: int, db: Database) -> TournamentConfig:
         ) from None
 
 
+def entered_bots(tournament_id: int, db: Database) -> list[tuple[str, str]]:
+    """``(name, version)`` of every bot entered in the tournament (those of its series), in
+    submission order."""
+    with db.read_session() as session:
+        ids = sorted(
+            {
+                submission
+                for series in series_of_tournament(tournament_id, session=session)
+                for submission in (series.seats or (series.submission_a_id, series.submission_b_id))
+            }
+        )
+        rows = [get_submission(submission, session=session) for submission in ids]
+        return [(str(row.manifest.get("name", "")), row.version) for row in rows]
+
+
+def runnable_config(tournament_id: int, db: Database) -> TournamentConfig:
+    """The stored configuration, checked as a run needs it: valid on its own
+    (:func:`tournament_config`) and with every ``[bot_time]`` entry naming an entered bot.
+    StoredConfigError (with the ``set`` command that fixes it) otherwise: a release that did
+    not check ``set`` stored entries that would silently leave a bot on the default."""
+    config = tournament_config(tournament_id, db)
+    if config.bot_time:
+        try:
+            config.check_bot_time(entered_bots(tournament_id, db))
+        except ConfigError as exc:
+            raise StoredConfigError(
+                f"tournament {tournament_id} has an invalid stored setting: {exc}; change it"
+                f" with `kryt tournament set {tournament_id} 'bot_time={{...}}'`"
+            ) from None
+    return config
+
+
 def progress(tournament_id: int, db: Database) -> tuple[int, int]:
     """(games recorded, games planned) of a tournament."""
     with db.read_session() as session:
@@ -139,6 +174,50 @@ def tallies(tournament_id: int, db: Database) -> list[SeriesTally]:
     """Each series of the tournament with its counted results (see :func:`series_tallies`)."""
     with db.read_session() as session:
         return series_tallies(tournament_id, session=session)
+
+
+# ---------------------------------------------------------------------------- creating
+
+
+def create_tournament(
+    config: TournamentConfig,
+    *,
+    db: Database,
+    store: Path = DEFAULT_STORE,
+    untrusted_problem: str | None = None,
+) -> int:
+    """Store the bots and a new tournament (see :func:`arena.tournament.runner.create`);
+    returns its id. When the bots cannot be entered because two references name the same
+    bot version (``builtin:greedy greedy@1.0.0``), the TournamentError names them."""
+    try:
+        return create(config, db=db, store=store, untrusted_problem=untrusted_problem)
+    except TournamentError:
+        twice = _entered_twice(config.bots, db=db, store=store)
+        if twice:
+            raise TournamentError(twice) from None
+        raise
+
+
+def _entered_twice(refs: Sequence[str], *, db: Database, store: Path) -> str:
+    """Which references name a bot version another one names already ("" when none do, or
+    when a reference cannot be resolved: the error at hand is another one). Resolving a
+    reference again is idempotent; this runs only once creating has failed."""
+    seen: dict[int, str] = {}
+    for ref in refs:
+        try:
+            (submission,) = resolve_bots([ref], db=db, store=store, submitted_by="organiser")
+        except Exception:  # its own error is the one to report
+            return ""
+        if submission in seen:
+            with db.read_session() as session:
+                row = get_submission(submission, session=session)
+                bot = f"{row.manifest.get('name', '?')} {row.version}"
+            return (
+                f"{seen[submission]!r} and {ref!r} are the same bot version ({bot}):"
+                " enter each bot version once"
+            )
+        seen[submission] = ref
+    return ""
 
 
 # ---------------------------------------------------------------------------- executors
@@ -215,10 +294,13 @@ def prepare_executor(
     worker_store: str | None = None,
     say: Callable[[str], None] = lambda _line: None,
     connect_seconds: float = DASK_CONNECT_SECONDS,
+    quiet: bool = False,
 ) -> PreparedExecutor:
     """Check where the series will run, before anything is stored: this machine's sandbox
     (local), or the scheduler, its workers and their sandboxes (Dask). Raises
-    ClusterUnavailableError (one line) when the cluster cannot run the tournament."""
+    ClusterUnavailableError (one line) when the cluster cannot run the tournament.
+    ``quiet``: distributed's own log messages are silenced (see
+    :class:`~arena.tournament.dask_executor.DaskExecutor`)."""
     if executor is ExecutorName.local:
         backend = choose_backend(config.sandbox.backend, config.sandbox.allow_unsafe)
         say(f"sandbox: {backend.describe()}")
@@ -242,6 +324,7 @@ def prepare_executor(
             workers=config.concurrency,
             worker_store=worker_store,
             connect_timeout=connect_seconds,
+            quiet=quiet,
         )
     except DaskExecutorError as exc:
         raise ClusterUnavailableError(str(exc)) from None
@@ -268,6 +351,21 @@ def _mark(tournament_id: int, status: TournamentStatus, *, db: Database, runner_
     with db.session() as session:
         hold_lease(tournament_id, runner_id, session=session)
         set_tournament_status(tournament_id, status, session=session)
+
+
+def _charge_wall_clock(tournament_id: int, *, db: Database, runner_id: str) -> bool:
+    """Store ``time_control.clock = "wall"`` for a tournament about to be played where the
+    sandbox measures no CPU time (while this run holds its lease); False when it is finished
+    (nothing will be played)."""
+    with db.session() as session:
+        hold_lease(tournament_id, runner_id, session=session)
+        tournament = get_tournament(tournament_id, session=session)
+        if tournament.status == TournamentStatus.FINISHED.value:
+            return False
+        stored = dict(tournament.config)
+        stored["time_control"] = dict(stored.get("time_control", {})) | {"clock": "wall"}
+        update_tournament_config(tournament_id, stored, name=tournament.name, session=session)
+    return True
 
 
 def _all_finished(tournament_id: int, db: Database) -> tuple[bool, int]:
@@ -310,7 +408,7 @@ def run_tournament(
         raise ImportedTournamentError(tournament_id, ImportedTournamentError.NOTHING_TO_RESUME)
     if status == TournamentStatus.CANCELLED.value:
         raise TournamentError(f"tournament {tournament_id} was cancelled; it cannot be run")
-    config = tournament_config(tournament_id, db)
+    config = runnable_config(tournament_id, db)
     own = prepared is None
     if prepared is None:
         prepared = prepare_executor(
@@ -325,6 +423,17 @@ def run_tournament(
 
     try:
         with RunLease(db, tournament_id, take_over=take_over, on_lost=lost) as lease:
+            # As for a new tournament on this sandbox (``kryt tournament run``): moves are
+            # charged on the wall clock anyway, so the stored config and every record say so.
+            if (
+                config.time_control.clock == "cpu"
+                and prepared.cpu_clock_problem
+                and _charge_wall_clock(tournament_id, db=db, runner_id=lease.runner_id)
+            ):
+                say(
+                    f"warning: clock cpu: {prepared.cpu_clock_problem}; this tournament"
+                    " charges moves wall time from now on (clock wall)"
+                )
             tasks = tasks_for(tournament_id, db=db, store=store, runner_id=lease.runner_id)
             swept = prepared.sweep(label_prefix(db.url, tournament_id))
             if swept:
@@ -385,11 +494,20 @@ class TournamentState:
 
     @property
     def runner(self) -> str:
-        """Who runs it (``pid 12 on host h since 12:01``), whether the lease expired, or ``-``."""
+        """Who runs it (``pid 12 on host h since 12:01``), or ``-``; for a run that is over,
+        why: its process is known dead (``holder dead``), its lease expired, or both."""
         if self.lease is None:
             return "-"
-        if self.lease.expired() or holder_gone(self.lease):
-            return f"none (last: {self.lease.describe()}, lease expired)"
+        why = [
+            reason
+            for reason, holds in (
+                ("holder dead", holder_gone(self.lease)),
+                ("lease expired", self.lease.expired()),
+            )
+            if holds
+        ]
+        if why:
+            return f"none (last: {self.lease.describe()}, {', '.join(why)})"
         return self.lease.describe()
 
 
@@ -432,7 +550,8 @@ def change_settings(
     tournament_id: int, assignments: Sequence[str], db: Database
 ) -> TournamentConfig:
     """Change stored settings (``KEY=VALUE``) of a tournament that has not finished and that
-    no live run holds; the result is checked as a whole, like a new tournament's.
+    no live run holds; the result is checked as a whole, like a new tournament's: every
+    setting, and every ``[bot_time]`` entry against the bots entered (ConfigError).
     TournamentBusyError while a live run holds it; ImportedTournamentError for an imported
     tournament (it has no settings)."""
     state = tournament_state(tournament_id, db)
@@ -448,6 +567,8 @@ def change_settings(
     stored = _stored(tournament_id, db)
     records = {k: stored.pop(k) for k in STORED_ONLY if k in stored}  # not settings: kept
     config = with_changes(stored, changes)
+    if config.bot_time:  # as `run` checks them: a misspelt bot would silently get the default
+        config.check_bot_time(entered_bots(tournament_id, db))
     try:
         with db.session() as session:
             update_tournament_config(
@@ -503,7 +624,7 @@ def extend(tournament_id: int, games: int, db: Database) -> Extended:
         raise ImportedTournamentError(tournament_id, ImportedTournamentError.CANNOT_EXTEND)
     if status == TournamentStatus.CANCELLED.value:
         raise TournamentError(f"tournament {tournament_id} was cancelled; it cannot be extended")
-    config = tournament_config(tournament_id, db)  # a bad stored setting: StoredConfigError
+    config = runnable_config(tournament_id, db)  # a bad stored setting: StoredConfigError
     if config.format.value == "duplicate" and games % 2:
         raise TournamentError(
             f"tournament {tournament_id} plays the duplicate format: add an even number of"

@@ -47,7 +47,7 @@ from arena.db import (
 )
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
 from arena.tournament.lease import TournamentBusyError
-from arena.tournament.runner import SeriesOutcome, TournamentError, create
+from arena.tournament.runner import SeriesOutcome, TournamentError
 from arena.tournament.service import (
     ClusterUnavailableError,
     ExecutorName,
@@ -56,8 +56,10 @@ from arena.tournament.service import (
     RunResult,
     cancel,
     change_settings,
+    create_tournament,
     prepare_executor,
     progress,
+    runnable_config,
     tallies,
     tournament_config,
     tournament_ruleset,
@@ -266,6 +268,87 @@ def _sigterm_stops_like_ctrl_c(received: list[int]) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _check_executor_flags(
+    executor: ExecutorName, scheduler: str | None, worker_store: str | None
+) -> None:
+    """``--scheduler`` and ``--worker-store`` are for the Dask executor: with the local one
+    they would be ignored, so they are refused (one line, exit 2) before anything is done."""
+    if executor is ExecutorName.dask:
+        return
+    given = [
+        flag
+        for flag, value in (("--scheduler", scheduler), ("--worker-store", worker_store))
+        if value is not None
+    ]
+    if given:
+        them = "it" if len(given) == 1 else "them"
+        raise UserError(
+            f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for --executor dask,"
+            f" not --executor {executor.value}: add --executor dask, or leave {them} out",
+            hint="see docs/configuration.md",
+        )
+
+
+def _time_flags(
+    specs: list[str],
+    *,
+    move_seconds: float | None,
+    bank_seconds: float | None,
+    increment_seconds: float | None,
+) -> tuple[float | None, float | None, float | None, dict[str, str]]:
+    """The time-control flags as ``(move, bank, increment, per-bot controls)``.
+
+    ``--time MOVE+BANK[+INCREMENT]`` sets all three for every bot, so it is refused beside
+    ``--move-seconds``, ``--bank-seconds`` or ``--increment-seconds``, given twice, or given
+    twice for one bot: which one would win is a guess (one ``error:`` line, exit 2)."""
+    from referee.timecontrol import parse_time_spec
+
+    shared: list[str] = []
+    bot_time: dict[str, str] = {}
+    for spec in specs:
+        if "=" in spec:
+            key, _, value = spec.rpartition("=")
+            bot = key.strip()
+            if bot in bot_time:
+                raise UserError(
+                    f"--time gives {bot!r} two controls ({bot_time[bot]!r} and {value!r}):"
+                    " give each bot one",
+                    hint="see docs/configuration.md#time-controls",
+                )
+            bot_time[bot] = value
+        else:
+            shared.append(spec)
+    if len(shared) > 1:
+        raise UserError(
+            f"--time is given {len(shared)} times for every bot"
+            f" ({', '.join(map(repr, shared))}): give it once (BOT=MOVE+BANK for one bot)",
+            hint="see docs/configuration.md#time-controls",
+        )
+    if not shared:
+        return move_seconds, bank_seconds, increment_seconds, bot_time
+    separate = [
+        flag
+        for flag, value in (
+            ("--move-seconds", move_seconds),
+            ("--bank-seconds", bank_seconds),
+            ("--increment-seconds", increment_seconds),
+        )
+        if value is not None
+    ]
+    if separate:
+        raise UserError(
+            f"--time {shared[0]} sets the move, bank and increment of every bot, and"
+            f" {' and '.join(separate)} would set {'it' if len(separate) == 1 else 'them'}"
+            " again: give either --time or the separate options",
+            hint="see docs/configuration.md#time-controls",
+        )
+    try:
+        control = parse_time_spec(shared[0], setting=True)
+    except ValueError as exc:
+        raise UserError(f"--time: {exc}") from None
+    return control.move_seconds, control.bank_seconds, control.increment_seconds, bot_time
+
+
 def _prepare(
     config: TournamentConfig,
     *,
@@ -274,14 +357,6 @@ def _prepare(
     worker_store: str | None,
 ) -> PreparedExecutor:
     """Check the sandbox or the Dask cluster before anything is stored (one line if not)."""
-    if executor is ExecutorName.dask and not logging.getLogger().isEnabledFor(logging.INFO):
-        # Dask logs its own tracebacks when the scheduler goes away; the run reports that
-        # in one line with what to do (``--verbose`` shows Dask's logs).
-        import distributed  # noqa: F401  (creates its loggers, with levels of their own)
-
-        for name in ["distributed", *logging.root.manager.loggerDict]:
-            if name.split(".")[0] == "distributed":
-                logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
         return prepare_executor(
             config,
@@ -289,6 +364,10 @@ def _prepare(
             scheduler=scheduler,
             worker_store=worker_store,
             say=lambda line: console.print(Text(line)),
+            # Dask logs its own tracebacks when the scheduler goes away or a run is
+            # interrupted; the run reports that in one line with what to do (``kryt
+            # --verbose`` shows Dask's logs).
+            quiet=not logging.getLogger().isEnabledFor(logging.INFO),
         )
     except ClusterUnavailableError as exc:
         raise UserError(
@@ -509,20 +588,13 @@ def run(
     In a round robin every pair of bots plays a series; in a gauntlet only the gauntlet bot's
     pairs do. Results go to the database and are printed as they come (each game with -v).
     """
-    from referee.timecontrol import parse_time_spec
-
-    bot_time: dict[str, str] = {}
-    for spec in time_specs or []:
-        if "=" in spec:
-            key, _, value = spec.rpartition("=")
-            bot_time[key.strip()] = value
-            continue
-        try:
-            shared = parse_time_spec(spec, setting=True)
-        except ValueError as exc:
-            raise UserError(f"--time: {exc}") from None
-        move_seconds, bank_seconds = shared.move_seconds, shared.bank_seconds
-        increment_seconds = shared.increment_seconds
+    _check_executor_flags(executor, scheduler, worker_store)
+    move_seconds, bank_seconds, increment_seconds, bot_time = _time_flags(
+        time_specs or [],
+        move_seconds=move_seconds,
+        bank_seconds=bank_seconds,
+        increment_seconds=increment_seconds,
+    )
     try:
         config = load_config(
             config_file,
@@ -567,7 +639,7 @@ def run(
                 soft_wrap=True,
             )
         try:
-            tournament_id = create(
+            tournament_id = create_tournament(
                 config, db=db, store=store, untrusted_problem=prepared.untrusted_problem
             )
         except TournamentError as exc:
@@ -591,6 +663,7 @@ def resume(
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Finish an interrupted tournament: plays exactly the games that are missing."""
+    _check_executor_flags(executor, scheduler, worker_store)
     db = open_db(database, create=False)
     state = tournament_state(tournament_id, db)
     if state.imported:
@@ -626,7 +699,7 @@ def _run_stored(
     store: Path,
 ) -> None:
     """Run what is left of a stored tournament, report, and exit with its state's code."""
-    config = tournament_config(tournament_id, db)  # a bad stored setting: one line, exit 2
+    config = runnable_config(tournament_id, db)  # a bad stored setting: one line, exit 2
     with _prepare(
         config, executor=executor, scheduler=scheduler, worker_store=worker_store
     ) as prepared:
@@ -664,6 +737,7 @@ def extend(
     seed whose commitment is printed; they are played like resume and the leaderboard covers
     every game.
     """
+    _check_executor_flags(executor, scheduler, worker_store)
     db = open_db(database, create=False)
     try:
         added = extend_tournament(tournament_id, games, db)
