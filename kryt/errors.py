@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
+from pathlib import Path
 
 
 class ExitCode(IntEnum):
@@ -97,7 +99,13 @@ def _sqlite_problem(exc: BaseException) -> UserError | None:
     # The connection's message may end with the server advice: it does not apply to a file.
     message = message.split(_SERVER_ADVICE, 1)[0]
     text = str(reason).lower()
-    if "readonly" in text or "read-only" in text or "unable to open" in text:
+    named = re.search(r"sqlite:///(/[^:]*|[^/:][^:]*)(?=: )", message)
+    if named is not None and "unable to open" in text and Path(named.group(1)).is_dir():
+        hint = (
+            f"{named.group(1)} is a directory: --database / KRYT_DATABASE_URL names the"
+            f" database file (e.g. {Path(named.group(1)) / 'kryt.db'})"
+        )
+    elif "readonly" in text or "read-only" in text or "unable to open" in text:
         hint = (
             "the SQLite file (or its folder, where SQLite keeps the -wal and -shm files beside"
             " it) is not writable by you: fix the permissions, or copy the file somewhere"

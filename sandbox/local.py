@@ -1134,7 +1134,10 @@ class ProcessBackend(Backend):
         """Untrusted bots are refused unless ``allow_unsafe`` (``--unsafe``)."""
         if self.allow_unsafe:
             return None
-        return "plain processes cannot contain it: install Docker or bubblewrap, or pass --unsafe"
+        return (
+            "plain processes cannot contain it: install Docker or bubblewrap, or pass --unsafe"
+            " (a stored tournament: kryt tournament set ID sandbox.allow_unsafe=true)"
+        )
 
     def is_trusted(self, root: Path) -> bool:
         """True when ``root`` lies inside one of the trusted folders (bundled examples)."""
@@ -1158,7 +1161,8 @@ class ProcessBackend(Backend):
             if not self.allow_unsafe:
                 raise UnsafeBackendError(
                     f"refusing to run untrusted bot {sub.manifest.name!r} ({sub.root}) without "
-                    "a sandbox: install Docker or bubblewrap, or pass --unsafe"
+                    "a sandbox: install Docker or bubblewrap, or pass --unsafe (a stored"
+                    " tournament: kryt tournament set ID sandbox.allow_unsafe=true)"
                 )
             warnings.warn(
                 f"running untrusted bot {sub.manifest.name!r} WITHOUT isolation (--unsafe): "

@@ -146,6 +146,43 @@ class SchedulerUnavailableError(ConnectionError):
     """No Dask scheduler answered at the given address."""
 
 
+def _connect(dask: Any, address: str, timeout: float) -> Any:
+    """A client of the scheduler at ``address``, or SchedulerUnavailableError within about
+    ``timeout`` seconds, whatever answers there: nothing, a service that accepts and never
+    speaks (distributed's own timeout waits for ever then), another protocol (an HTTP port
+    read as Dask frames asks for exabytes), or a ``tls://`` address without TLS settings."""
+    outcome: list[Any] = []
+
+    def connect() -> None:
+        try:
+            outcome.append(dask.Client(address, timeout=timeout))
+        except BaseException as exc:  # every outcome is reported to the caller below
+            outcome.append(exc)
+
+    # A daemon thread: one stuck in a silent server must not keep the process alive.
+    worker = threading.Thread(target=connect, name="kryt-dask-connect", daemon=True)
+    worker.start()
+    worker.join(timeout + 5.0)
+    if not outcome:
+        raise SchedulerUnavailableError(
+            f"no Dask scheduler answered at {address} within {timeout:g} s (something accepts"
+            f" connections there but does not speak Dask's protocol)"
+        )
+    result = outcome[0]
+    if isinstance(result, OSError | TimeoutError):
+        raise SchedulerUnavailableError(
+            f"no Dask scheduler answered at {address} within {timeout:g} s: {result}"
+        ) from result
+    if isinstance(result, Exception):
+        first = (str(result).splitlines() or [""])[0][:200]
+        raise SchedulerUnavailableError(
+            f"{address} is not a Dask scheduler this run can use ({type(result).__name__}: {first})"
+        ) from result
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
 # ---------------------------------------------------------------------------- worker side
 
 
@@ -352,13 +389,7 @@ class DaskExecutor:
                     )
                     self._client = dask.Client(self._cluster)
             else:
-                try:
-                    self._client = dask.Client(self.scheduler, timeout=self.connect_timeout)
-                except (OSError, TimeoutError) as exc:
-                    raise SchedulerUnavailableError(
-                        f"no Dask scheduler answered at {self.scheduler} within "
-                        f"{self.connect_timeout:g} s: {exc}"
-                    ) from exc
+                self._client = _connect(dask, self.scheduler, self.connect_timeout)
         return self._client
 
     def close(self) -> None:

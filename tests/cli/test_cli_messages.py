@@ -118,6 +118,19 @@ def test_a_file_that_is_not_a_database_gets_a_hint_about_the_file(
         assert path.read_bytes() == data
 
 
+def test_a_directory_given_as_the_database_is_named_a_directory(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "results"
+    folder.mkdir()
+    for command in (["tournament", "status"], ["leaderboard"]):
+        code, _, err = kryt(capsys, *command, "-d", str(folder))
+        assert code == ExitCode.UNAVAILABLE, err
+        assert f"hint: {folder} is a directory" in err and str(folder / "kryt.db") in err, err
+        assert "not writable" not in err, err
+    assert list(folder.iterdir()) == []
+
+
 def test_a_damaged_database_gets_a_hint_about_the_file(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

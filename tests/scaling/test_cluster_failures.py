@@ -189,3 +189,44 @@ def test_a_run_that_loses_its_scheduler_exits_non_zero_with_the_resume_command(
     assert only == (1, "pending")  # not "running": nobody runs it now
     games = counted(db)
     assert len(games) == len(set(games)) < 3 * 40
+
+
+@pytest.mark.parametrize("speaks", ["nothing", "http"])
+def test_something_else_at_the_scheduler_address_is_one_line(tmp_path: Path, speaks: str) -> None:
+    """A service that accepts and never answers (distributed's own timeout then waits for
+    ever) or answers in another protocol (an HTTP port read as Dask frames asked for
+    exabytes): one line, exit 3, nothing created, within the connect timeout and a margin."""
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            accepted.append(conn)  # kept open: the client waits on a silent peer
+            if speaks == "http":
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n" * 64)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    address = f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    db, store = tmp_path / "kryt.db", tmp_path / "store"
+    try:
+        result = kryt(tmp_path, *run_args(db, store, address, "random", "greedy"))
+    finally:
+        stop.set()
+        server.join(10)
+        for conn in accepted:
+            conn.close()
+        listener.close()
+    assert result.returncode == 3, (result.stdout, result.stderr)
+    assert address in one_error_line(result)
+    assert tournaments(db) == []
