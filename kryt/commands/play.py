@@ -172,11 +172,18 @@ def play(
             show_default=False,
         ),
     ] = None,
-    move_seconds: Annotated[float, typer.Option(help="Time per move.")] = 1.0,
-    bank_seconds: Annotated[float, typer.Option(help="Time bank per game.")] = 10.0,
+    move_seconds: Annotated[
+        float | None, typer.Option(help="Time per move (default 1).", show_default=False)
+    ] = None,
+    bank_seconds: Annotated[
+        float | None, typer.Option(help="Time bank per game (default 10).", show_default=False)
+    ] = None,
     increment_seconds: Annotated[
-        float, typer.Option(help="Added to a bot's bank after each of its moves.")
-    ] = 0.0,
+        float | None,
+        typer.Option(
+            help="Added to a bot's bank after each of its moves (default 0).", show_default=False
+        ),
+    ] = None,
     time: Annotated[
         list[str] | None,
         typer.Option(
@@ -260,7 +267,13 @@ def play(
             raise UserError(str(exc)) from None
         series_format = SeriesFormat.DUPLICATE  # a book plays each deck with hands swapped
     # Time controls are checked before the sandbox is: a bad one is the only line printed.
-    control = _time_control(move_seconds, bank_seconds, clock, increment_seconds)
+    _refuse_two_shared_controls(time or [], move_seconds, bank_seconds, increment_seconds)
+    control = _time_control(
+        1.0 if move_seconds is None else move_seconds,
+        10.0 if bank_seconds is None else bank_seconds,
+        clock,
+        0.0 if increment_seconds is None else increment_seconds,
+    )
     shared, per_bot = _time_options(time or [], control)
     if seed is None:
         from arena.tournament.seeds import draw_seed
@@ -403,6 +416,34 @@ def _time_control(move: float, bank: float, clock: str, increment: float = 0.0) 
         return Control.from_seconds(move, bank, clock=clock, increment=increment)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+
+
+def _refuse_two_shared_controls(
+    specs: list[str], move: float | None, bank: float | None, increment: float | None
+) -> None:
+    """``--time MOVE+BANK[+INCREMENT]`` for both bots given twice, or beside
+    ``--move-seconds``/``--bank-seconds``/``--increment-seconds``: which would win is a guess,
+    so it is one ``error:`` line (as for ``kryt tournament run``)."""
+    shared = [spec for spec in specs if "=" not in spec]
+    if len(shared) > 1:
+        raise UserError(
+            f"--time is given {len(shared)} times for both bots"
+            f" ({', '.join(map(repr, shared))}): give it once (BOT=MOVE+BANK for one bot)"
+        )
+    separate = [
+        flag
+        for flag, value in (
+            ("--move-seconds", move),
+            ("--bank-seconds", bank),
+            ("--increment-seconds", increment),
+        )
+        if value is not None
+    ]
+    if shared and separate:
+        raise UserError(
+            f"--time {shared[0]} sets the move, bank and increment of both bots, and"
+            f" {', '.join(separate)} set them too: give one or the other"
+        )
 
 
 def _time_options(specs: list[str], base: Control) -> tuple[Control, dict[str, Control]]:

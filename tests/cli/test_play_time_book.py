@@ -128,3 +128,21 @@ def test_a_cpu_clock_the_sandbox_cannot_keep_is_the_wall_clock_and_says_so(
     assert "warning: --clock cpu: the process sandbox does not measure a bot's CPU time" in err
     lines = ending_lines(out)
     assert len(lines) == 2 and all("greedy 1.0.0 wins by timeout" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--time", "1+2", "--time", "3+4"], "given 2 times for both bots"),
+        (["--time", "1+2", "--move-seconds", "3"], "--move-seconds set them too"),
+        (["--time", "1+2", "--increment-seconds", "0.5"], "--increment-seconds set them too"),
+    ],
+)
+def test_contradictory_time_flags_are_refused(
+    capsys: pytest.CaptureFixture[str], args: list[str], said: str
+) -> None:
+    """Which of two time controls would win is a guess: one line, exit 2, nothing played."""
+    code = main(["play", "builtin:greedy", "builtin:random", "-n", "2", *args])
+    err = capsys.readouterr().err
+    assert code == ExitCode.BAD_INPUT, err
+    assert said in err and "Traceback" not in err
