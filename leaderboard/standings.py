@@ -39,10 +39,12 @@ from arena.db import (
 from arena.db.elo import board_tallies, elo_board, replayed_elo
 from arena.db.results import (
     DealPairKind,
+    DealUnits,
+    SingleGameKind,
     aggregated_forfeit_counts,
     aggregated_pair_counts,
+    deal_units,
 )
-from leaderboard.deals import DealUnits, SingleGameKind, deal_units
 from leaderboard.formatting import board_flags, board_name, confidence_percent
 from referee.rules.errors import InvalidDeckError
 from referee.rules.rulesets import DEFAULT_RULESET, check_ruleset
