@@ -55,3 +55,36 @@ BackendAliasOption = Annotated[
 def backend_choice(backend: str, alias: str | None) -> str:
     """The sandbox backend asked for by ``--backend`` or its hidden alias ``--sandbox``."""
     return alias if alias is not None else backend
+
+
+def refuse_contradictory_time(
+    shared: list[str], move: float | None, bank: float | None, increment: float | None
+) -> None:
+    """``--time MOVE+BANK[+INCREMENT]`` for every bot (``shared``, as given) given twice, or
+    beside ``--move-seconds``/``--bank-seconds``/``--increment-seconds``: which would win is a
+    guess, so it is one ``error:`` line (exit 2), in ``kryt play`` as in ``tournament run``."""
+    from kryt.errors import UserError
+
+    hint = "see docs/configuration.md#time-controls"
+    if len(shared) > 1:
+        raise UserError(
+            f"--time is given {len(shared)} times for every bot"
+            f" ({', '.join(map(repr, shared))}): give it once (BOT=MOVE+BANK for one bot)",
+            hint=hint,
+        )
+    separate = [
+        flag
+        for flag, value in (
+            ("--move-seconds", move),
+            ("--bank-seconds", bank),
+            ("--increment-seconds", increment),
+        )
+        if value is not None
+    ]
+    if shared and separate:
+        raise UserError(
+            f"--time {shared[0]} sets the move, bank and increment of every bot, and"
+            f" {' and '.join(separate)} would set {'it' if len(separate) == 1 else 'them'}"
+            " again: give either --time or the separate options",
+            hint=hint,
+        )

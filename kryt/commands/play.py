@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from kryt.errors import UserError
-from kryt.options import BackendAliasOption, BackendOption, backend_choice
+from kryt.options import (
+    BackendAliasOption,
+    BackendOption,
+    backend_choice,
+    refuse_contradictory_time,
+)
 from kryt.texts import result_by
 
 if TYPE_CHECKING:
@@ -267,7 +272,12 @@ def play(
             raise UserError(str(exc)) from None
         series_format = SeriesFormat.DUPLICATE  # a book plays each deck with hands swapped
     # Time controls are checked before the sandbox is: a bad one is the only line printed.
-    _refuse_two_shared_controls(time or [], move_seconds, bank_seconds, increment_seconds)
+    refuse_contradictory_time(
+        [spec for spec in time or [] if "=" not in spec],
+        move_seconds,
+        bank_seconds,
+        increment_seconds,
+    )
     control = _time_control(
         1.0 if move_seconds is None else move_seconds,
         10.0 if bank_seconds is None else bank_seconds,
@@ -416,34 +426,6 @@ def _time_control(move: float, bank: float, clock: str, increment: float = 0.0) 
         return Control.from_seconds(move, bank, clock=clock, increment=increment)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-
-
-def _refuse_two_shared_controls(
-    specs: list[str], move: float | None, bank: float | None, increment: float | None
-) -> None:
-    """``--time MOVE+BANK[+INCREMENT]`` for both bots given twice, or beside
-    ``--move-seconds``/``--bank-seconds``/``--increment-seconds``: which would win is a guess,
-    so it is one ``error:`` line (as for ``kryt tournament run``)."""
-    shared = [spec for spec in specs if "=" not in spec]
-    if len(shared) > 1:
-        raise UserError(
-            f"--time is given {len(shared)} times for both bots"
-            f" ({', '.join(map(repr, shared))}): give it once (BOT=MOVE+BANK for one bot)"
-        )
-    separate = [
-        flag
-        for flag, value in (
-            ("--move-seconds", move),
-            ("--bank-seconds", bank),
-            ("--increment-seconds", increment),
-        )
-        if value is not None
-    ]
-    if shared and separate:
-        raise UserError(
-            f"--time {shared[0]} sets the move, bank and increment of both bots, and"
-            f" {', '.join(separate)} set them too: give one or the other"
-        )
 
 
 def _time_options(specs: list[str], base: Control) -> tuple[Control, dict[str, Control]]:

@@ -70,7 +70,13 @@ from arena.tournament.service import extend as extend_tournament
 from arena.tournament.service import run_tournament as service_run
 from arena.tournament.store import DEFAULT_STORE
 from kryt.errors import ExitCode, UserError
-from kryt.options import MAX_ID, DatabaseOption, StoreOption, open_db
+from kryt.options import (
+    MAX_ID,
+    DatabaseOption,
+    StoreOption,
+    open_db,
+    refuse_contradictory_time,
+)
 from kryt.texts import result_by
 from leaderboard.standings import refit_and_store, standings
 from referee.record import GameRecord
@@ -318,30 +324,9 @@ def _time_flags(
             bot_time[bot] = value
         else:
             shared.append(spec)
-    if len(shared) > 1:
-        raise UserError(
-            f"--time is given {len(shared)} times for every bot"
-            f" ({', '.join(map(repr, shared))}): give it once (BOT=MOVE+BANK for one bot)",
-            hint="see docs/configuration.md#time-controls",
-        )
+    refuse_contradictory_time(shared, move_seconds, bank_seconds, increment_seconds)
     if not shared:
         return move_seconds, bank_seconds, increment_seconds, bot_time
-    separate = [
-        flag
-        for flag, value in (
-            ("--move-seconds", move_seconds),
-            ("--bank-seconds", bank_seconds),
-            ("--increment-seconds", increment_seconds),
-        )
-        if value is not None
-    ]
-    if separate:
-        raise UserError(
-            f"--time {shared[0]} sets the move, bank and increment of every bot, and"
-            f" {' and '.join(separate)} would set {'it' if len(separate) == 1 else 'them'}"
-            " again: give either --time or the separate options",
-            hint="see docs/configuration.md#time-controls",
-        )
     try:
         control = parse_time_spec(shared[0], setting=True)
     except ValueError as exc:

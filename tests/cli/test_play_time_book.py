@@ -133,9 +133,9 @@ def test_a_cpu_clock_the_sandbox_cannot_keep_is_the_wall_clock_and_says_so(
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["--time", "1+2", "--time", "3+4"], "given 2 times for both bots"),
-        (["--time", "1+2", "--move-seconds", "3"], "--move-seconds set them too"),
-        (["--time", "1+2", "--increment-seconds", "0.5"], "--increment-seconds set them too"),
+        (["--time", "1+2", "--time", "3+4"], "given 2 times for every bot"),
+        (["--time", "1+2", "--move-seconds", "3"], "--move-seconds would set it"),
+        (["--time", "1+2", "--increment-seconds", "0.5"], "--increment-seconds would set it"),
     ],
 )
 def test_contradictory_time_flags_are_refused(
