@@ -281,11 +281,22 @@ def sqlite_arena(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Arena]:
     yield from _serve(workdir, f"sqlite:///{workdir / 'arena.db'}")
 
 
-def submit(arena: Arena, author: str, folder: Path, *, timeout: float = 300) -> dict[str, Any]:
-    """Upload a bot folder as ``author`` and wait for its validation; the final JSON."""
+def submit(arena: Arena, author: str, folder: Path, *, timeout: float = 600) -> dict[str, Any]:
+    """Upload a bot folder as ``author`` and wait for its validation; the final JSON. A
+    validation still pending after ``timeout`` (generous: a busy machine is slow, a stuck one
+    is a bug) fails with the server's log, to tell the two apart."""
     from arena.service.server import archive_of
 
     data, name = archive_of(folder)
     client = Client(arena.url, arena.tokens[author])
     stored = client.upload(data, name)
-    return client.wait(int(stored["submission_id"]), timeout=timeout)
+    started = time.monotonic()
+    final = client.wait(int(stored["submission_id"]), timeout=timeout)
+    check = final.get("check")
+    if check is not None and check.get("status") == "pending":
+        logs = "\n".join(path.read_text(errors="replace")[-4000:] for path in arena.log)
+        raise AssertionError(
+            f"{name}: validation still pending after {time.monotonic() - started:.0f} s;"
+            f" server log:\n{logs}"
+        )
+    return final
