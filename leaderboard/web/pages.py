@@ -8,6 +8,8 @@ of the standings come from :func:`leaderboard.standings.standings`.
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -422,4 +424,16 @@ def page_json(data: dict[str, Any]) -> Markup:
     text = json.dumps(compact, separators=(",", ":"), ensure_ascii=False)
     for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027")):
         text = text.replace(raw, safe)
-    return Markup(text)
+    # Bot text may carry bidi overrides and other invisible characters: the page's source
+    # holds them as escapes only (JSON.parse gives the same strings back).
+    return Markup(_NON_ASCII.sub(_escape_invisible, text))
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")
+
+
+def _escape_invisible(match: re.Match[str]) -> str:
+    char = match.group()
+    if unicodedata.category(char) in {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}:
+        return json.dumps(char)[1:-1]  # \uXXXX, or a surrogate pair beyond the BMP
+    return char

@@ -102,3 +102,18 @@ def test_a_lower_turn_limit_than_the_game_does_not_cut_the_replay() -> None:
     deck, actions = stored(3, 1)
     replay = replay_game(deck, 1, actions, turn_limit=5)
     assert replay.error is None and len(replay.steps) == len(actions) + 1
+
+
+def test_the_embedded_game_data_holds_no_invisible_character_raw() -> None:
+    """Bot text reaches the page's JSON: bidi overrides, line separators, DEL and tag
+    characters are escapes in the page's source, the same strings once parsed; visible
+    non-ASCII text (suits, Cyrillic names) stays as it is."""
+    import json
+
+    from leaderboard.web.pages import page_json
+
+    name = "a\u202eb\x7f\u2028 \u2660 \u041a\u0438\u0440\u0438\u043b\u043b \U000e0041</script>"
+    text = str(page_json({"replay": {"steps": []}, "names": [name], "actions": []}))
+    assert json.loads(text)["names"] == [name]
+    assert all(char.isprintable() for char in text), ascii(text)
+    assert "\u2660 \u041a\u0438\u0440\u0438\u043b\u043b" in text and "</script" not in text
