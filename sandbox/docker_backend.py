@@ -60,6 +60,7 @@ from sandbox.reaper import start_reaper
 from sandbox.runner import RunnerId, RunnerState, current_runner
 from sandbox.runtimes import Runtime, containers, get_runtime
 from sandbox.runtimes.images import image_tag as runtime_image_tag
+from sandbox.seccomp import confined_command, filter_problem
 from sandbox.submission import Submission
 
 __all__ = [
@@ -264,9 +265,13 @@ class DockerBackend(Backend):
         self._build_lock = threading.Lock()
 
     def untrusted_problem(self) -> str | None:
-        """Why untrusted bots are refused here (no sized tmpfs for the socket directory)."""
+        """Why untrusted bots are refused here (no sized tmpfs for the socket directory, or
+        no seccomp filter to stack on Docker's profile: :mod:`sandbox.seccomp`)."""
         problem = socket_tmpfs_problem()
-        return f"docker cannot bound the socket directory: {problem}" if problem else None
+        if problem:
+            return f"docker cannot bound the socket directory: {problem}"
+        problem = filter_problem()
+        return f"docker cannot filter bots' system calls: {problem}" if problem else None
 
     def image_base_id(self, base: str | None = None) -> str:
         """Id of the bot base image (or of runtime image ``base``), or
@@ -413,9 +418,12 @@ class DockerBackend(Backend):
             sock_dir = prepare_socket_dir(
                 work_dir, limits, uid=self.uid, gid=self.uid, bounded=problem is None
             )
+            command = containers.launch_command(runtime, sub, limits)
+            if filter_problem() is None:  # else only a trusted bot gets here
+                command = confined_command(command)
             container = self.client.containers.run(
                 image,
-                command=containers.launch_command(runtime, sub, limits),
+                command=command,
                 name=name,
                 detach=True,
                 auto_remove=False,
@@ -544,9 +552,11 @@ def _build_context(submission: Submission, base_image: str, runtime: Runtime) ->
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         build = containers.needs_build(runtime, submission)
+        # The build runs the author's code too: under the filter wherever there is one.
+        confine = confined_command if filter_problem() is None else list
         files = {
             "Dockerfile": containers.dockerfile(
-                runtime, base_image, submission.manifest.entry, build=build
+                runtime, base_image, submission.manifest.entry, build=build, confine=confine
             )
         }
         if build:

@@ -1,25 +1,33 @@
-"""The bwrap sandbox's seccomp filter: system calls a bot never needs, refused with EPERM.
+"""The sandboxes' seccomp filter: system calls a bot never needs, refused with EPERM.
 
-Docker applies its default seccomp profile to every container; bwrap applies none of its own,
-so without this module a bwrap bot could reach kernel interfaces that are the usual attack
-surface of local exploits (io_uring, eBPF, perf events, keyrings, userfaultfd, module and
-mount calls) even though none of them gives it anything inside the sandbox. The filter is a
+bwrap applies no seccomp filter of its own, and Docker's default profile (an allow list)
+still lets some of these through (this engine's lets ``io_uring_setup`` and ``ptrace`` reach
+the kernel, and allows 32-bit system calls). Without this module a bot could reach kernel
+interfaces that are the usual attack surface of local exploits (io_uring, eBPF, perf events,
+keyrings, userfaultfd, module and mount calls) even though none of them gives it anything
+inside the sandbox. The filter is a
 deny list: everything a runtime uses (Python, the JVM, Node, Go, C++) stays allowed, and
 libuv, the JVM and Go fall back when io_uring or perf events answer EPERM, as they do under
 Docker. System calls of another ABI (32-bit ``int 0x80``, x32) fail with ENOSYS, so the list
 cannot be bypassed through them.
 
 The filter is compiled once a process by the system's libseccomp (through ``pyseccomp``,
-ctypes) into classic BPF, which bwrap loads with ``--seccomp FD`` just before it runs the
-bot (after ``PR_SET_NO_NEW_PRIVS``). Where libseccomp is missing, :func:`filter_problem` says
-so and the bwrap backend refuses untrusted bots.
+ctypes) into classic BPF. bwrap loads it with ``--seccomp FD`` just before it runs the bot
+(after ``PR_SET_NO_NEW_PRIVS``). Under Docker, :func:`confined_command` starts the bot (and
+its build) through :data:`LAUNCHER`, run by the image's ``python3`` before any code of the
+bot's: it loads the same program, which the kernel stacks on Docker's profile (every filter
+of a process is asked; the strictest answer wins), then executes the bot's command. Where
+libseccomp is missing, :func:`filter_problem` says so and both backends refuse untrusted
+bots.
 """
 
 from __future__ import annotations
 
+import base64
 import errno
 import functools
 import os
+from collections.abc import Sequence
 from typing import Final
 
 DENIED: Final = (
@@ -136,3 +144,44 @@ def filter_fd() -> int:
         os.close(fd)
         raise
     return fd
+
+
+LAUNCHER: Final = """\
+import base64, ctypes, os, sys
+program = base64.b64decode(sys.argv[1], validate=True)
+class Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+libc = ctypes.CDLL(None, use_errno=True)
+prog = Program(len(program) // 8, program)
+ulong = ctypes.c_ulong
+for option, argument in ((38, ulong(1)), (22, ulong(2))):
+    # 38: PR_SET_NO_NEW_PRIVS; 22: PR_SET_SECCOMP with 2, SECCOMP_MODE_FILTER.
+    third = ctypes.byref(prog) if option == 22 else ulong(0)
+    if libc.prctl(option, argument, third, ulong(0), ulong(0)) != 0:
+        error = os.strerror(ctypes.get_errno())
+        sys.stderr.write(f"kryt: the sandbox could not load its seccomp filter: {error}\\n")
+        sys.stderr.flush()
+        os._exit(125)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+"""The container side of :func:`confined_command`: ``python3 -I -S -c LAUNCHER FILTER ARGV``
+loads the filter (base64 of the classic BPF program), then executes ``ARGV``. ``-I`` keeps
+the bot's directory off ``sys.path`` (a ``base64.py`` shipped with the bot is never
+imported) and ignores ``PYTHON*`` variables; ``-S`` skips ``site``. It exits 125 with one line
+on standard error when the kernel refuses the filter."""
+
+#: Exit status of :data:`LAUNCHER` when the filter could not be loaded.
+LAUNCHER_FAILED: Final = 125
+
+
+def confined_command(argv: Sequence[str]) -> list[str]:
+    """``argv`` run under the filter by the image's ``python3`` (Docker's bots and builds):
+    the container's command. RuntimeError when there is no filter here (check
+    :func:`filter_problem` first)."""
+    made = compiled_filter()
+    if isinstance(made, str):
+        raise RuntimeError(made)
+    if not argv:
+        raise ValueError("no command to confine")
+    encoded = base64.b64encode(made).decode("ascii")
+    return ["/usr/bin/python3", "-I", "-S", "-c", LAUNCHER, encoded, *argv]

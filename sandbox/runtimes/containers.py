@@ -26,7 +26,7 @@ import os
 import shlex
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sandbox.errors import BotStartupError
@@ -113,11 +113,19 @@ fi
 """
 
 
-def dockerfile(runtime: Runtime, base_image: str, entry: str, *, build: bool | None = None) -> str:
+def dockerfile(
+    runtime: Runtime,
+    base_image: str,
+    entry: str,
+    *,
+    build: bool | None = None,
+    confine: Callable[[Sequence[str]], list[str]] = list,
+) -> str:
     """The Dockerfile of a submission's image on ``base_image`` (its runtime's image).
 
     ``build`` says whether this submission is built (default: the runtime always builds);
-    see :func:`needs_build`.
+    see :func:`needs_build`. ``confine`` turns the build's command into the one that runs it
+    (the Docker backend's: under the seccomp filter, :func:`sandbox.seccomp.confined_command`).
     """
     if build is None:
         build = runtime.compiled
@@ -136,7 +144,7 @@ def dockerfile(runtime: Runtime, base_image: str, entry: str, *, build: bool | N
             f"USER {BUILD_UID}:{BUILD_UID}",
             "ENV HOME=/tmp",
             "WORKDIR /src",
-            'RUN ["/bin/sh", "/kryt-build.sh"]',
+            f"RUN {json.dumps(confine(['/bin/sh', '/kryt-build.sh']))}",
             f"FROM {base_image}",
             "COPY bot/ /bot/",
             f"COPY --from=build {ARTIFACT_DIR}/ {ARTIFACT_DIR}/",

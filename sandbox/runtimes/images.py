@@ -40,7 +40,7 @@ from sandbox.base_image import BaseImageError, docker_cli, image_exists
 from sandbox.errors import ImageBuildError
 from sandbox.runtimes import Runtime, get_runtime, runtime_names
 
-__all__ = ["RuntimeImageSpec", "build_image", "image_tag", "root_tag"]
+__all__ = ["SANDBOX_DEBS", "RuntimeImageSpec", "build_image", "image_tag", "root_debs", "root_tag"]
 
 #: Bumped whenever the recipe changes in a way that must invalidate cached images.
 RECIPE_VERSION = "1"
@@ -48,6 +48,14 @@ PROTO_ROOT = Path(__file__).resolve().parents[2] / "proto"
 PROTO_FILES = ("kryt/v1/bot.proto", "grpc/health/v1/health.proto")
 #: Seconds an image build may take before it is abandoned (a hung mirror, a stuck npm).
 BUILD_SECONDS = 1800
+#: Debian packages every runtime's root gets besides its own: ``python3`` runs the seccomp
+#: filter's launcher before a bot or its build (:func:`sandbox.seccomp.confined_command`).
+SANDBOX_DEBS = ("python3",)
+
+
+def root_debs(runtime: Runtime) -> tuple[str, ...]:
+    """The Debian packages of ``runtime``'s root: its own and :data:`SANDBOX_DEBS`."""
+    return tuple(sorted({*runtime.debs, *SANDBOX_DEBS}))
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,7 @@ class RuntimeImageSpec:
 
     def root_key(self) -> str:
         """Hash of what goes into the debootstrapped root."""
-        parts = [RECIPE_VERSION, self.suite, *sorted(self.runtime.debs), self.arch]
+        parts = [RECIPE_VERSION, self.suite, *root_debs(self.runtime), self.arch]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
     def key(self) -> str:
@@ -169,7 +177,7 @@ def build_image(name: str, *, force: bool = False, suite: str = "bookworm") -> s
         if force or not image_exists(root_tag(spec)):
             rootfs = work / "rootfs"
             base_image.debootstrap_rootfs(
-                rootfs, suite=spec.suite, debs=runtime.debs, mirror=spec.mirror
+                rootfs, suite=spec.suite, debs=root_debs(runtime), mirror=spec.mirror
             )
             changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", "ENV LANG=C.UTF-8"]
             base_image.import_rootfs(rootfs, root_tag(spec), changes)

@@ -205,6 +205,39 @@ def test_docker_refuses_untrusted_bots_without_a_socket_tmpfs(
     assert leftover_containers(docker_backend, "t13-refused-docker") == []
 
 
+@pytest.mark.docker
+def test_docker_without_a_seccomp_filter_refuses_untrusted_bots(
+    docker_backend: Backend, make_bot: MakeBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Docker's bots run under the filter stacked on the engine's profile; where libseccomp
+    cannot make it, untrusted bots are refused (one line), trusted ones run on Docker's
+    profile alone."""
+    import sandbox.docker_backend
+
+    assert docker_backend.untrusted_problem() is None
+    problem = "no seccomp filter: libseccomp is not available (test)"
+    monkeypatch.setattr(sandbox.docker_backend, "filter_problem", lambda: problem)
+    assert "cannot filter bots' system calls" in str(docker_backend.untrusted_problem())
+    healthy = make_bot("healthy")
+    with pytest.raises(LimitsUnavailableError, match="libseccomp"):
+        docker_backend.start(healthy, roomy(), "t13-unfiltered-docker")
+    assert leftover_containers(docker_backend, "t13-unfiltered-docker") == []
+    bot = docker_backend.start(healthy, roomy(), "t13-trusted-docker", trusted=True)
+    try:
+        assert bot.alive()
+        assert bot.container.attrs["Config"]["Cmd"][0] == "/bin/sh"  # type: ignore[attr-defined]
+    finally:
+        stop_and_assert_gone(bot)
+    monkeypatch.undo()
+    bot = docker_backend.start(healthy, roomy(), "t13-filtered-docker")
+    try:
+        command = bot.container.attrs["Config"]["Cmd"]  # type: ignore[attr-defined]
+        assert command[:4] == ["/usr/bin/python3", "-I", "-S", "-c"]
+        assert command[6:8] == ["/bin/sh", "-c"]
+    finally:
+        stop_and_assert_gone(bot)
+
+
 def test_bwrap_reports_cpu_time_of_the_whole_tree(
     bwrap_backend: Backend, make_bot: MakeBot
 ) -> None:

@@ -1,0 +1,108 @@
+"""The seccomp filter's launcher (Docker's bots and builds run through it): it loads the
+filter before any code of the bot's runs, then runs the bot's command unchanged."""
+
+from __future__ import annotations
+
+import errno
+import json
+import platform
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sandbox import seccomp
+from sandbox.runtimes import REGISTRY, containers
+from sandbox.runtimes.images import SANDBOX_DEBS, root_debs
+
+pytestmark = pytest.mark.skipif(
+    not Path("/usr/bin/python3").is_file() or seccomp.filter_problem() is not None,
+    reason="needs /usr/bin/python3 (what the launcher runs on) and libseccomp",
+)
+
+PROBE = """\
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+found = {}
+for name, number, args in (("io_uring_setup", 425, (1, 0)), ("ptrace", 101, (0x4206, 1, 0, 0))):
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(number), *(ctypes.c_long(a) for a in args))
+    found[name] = 0 if result >= 0 else ctypes.get_errno()
+found["argv"] = sys.argv[1:]
+found["env"] = {k: v for k, v in os.environ.items() if k in ("LANG", "PROBE", "LC_CTYPE")}
+print(json.dumps(found))
+"""
+
+
+def run_confined(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        seccomp.confined_command(argv),
+        cwd=cwd,
+        env={"LANG": "C.UTF-8", "PROBE": "a b", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the probe's numbers are x86-64's")
+def test_the_launcher_filters_then_runs_the_command_unchanged(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    done = run_confined(["/usr/bin/python3", str(probe), "one", "two words", ""], tmp_path)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["io_uring_setup"] == errno.EPERM
+    assert found["ptrace"] == errno.EPERM
+    assert found["argv"] == ["one", "two words", ""]
+    assert found["env"] == {"LANG": "C.UTF-8", "PROBE": "a b"}  # nothing added, nothing lost
+
+
+def test_a_bots_own_modules_never_run_before_the_filter(tmp_path: Path) -> None:
+    """The container starts in the bot's directory: the launcher's imports must not find
+    a ``base64.py`` or ``ctypes`` shipped with the bot (``python3 -I``)."""
+    marker = tmp_path / "ran"
+    for name in ("base64.py", "os.py", "sitecustomize.py"):
+        (tmp_path / name).write_text(f"open({str(marker)!r}, 'w').write('{name}')\n")
+    (tmp_path / "ctypes").mkdir()
+    (tmp_path / "ctypes" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('c')\n")
+    done = run_confined(["/bin/true"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+
+
+def test_a_filter_the_kernel_refuses_stops_the_start_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bot never runs unfiltered: the launcher exits 125 with one line instead."""
+    marker = tmp_path / "ran"
+    # One BPF instruction that is not a return: the kernel refuses the program (EINVAL).
+    monkeypatch.setattr(seccomp, "compiled_filter", lambda: b"\x00" * 8)
+    done = run_confined(["/bin/sh", "-c", f"touch {marker}"], tmp_path)
+    assert done.returncode == seccomp.LAUNCHER_FAILED
+    assert done.stderr.strip().count("\n") == 0
+    assert "could not load its seccomp filter" in done.stderr
+    assert not marker.exists()
+
+
+def test_no_filter_no_confined_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(seccomp, "compiled_filter", lambda: "no seccomp filter: libseccomp")
+    with pytest.raises(RuntimeError, match="libseccomp"):
+        seccomp.confined_command(["/bin/true"])
+
+
+def test_every_runtime_image_has_the_launchers_python() -> None:
+    assert SANDBOX_DEBS == ("python3",)
+    for runtime in REGISTRY.values():
+        assert "python3" in root_debs(runtime), runtime.name
+
+
+def test_docker_builds_run_confined() -> None:
+    """The build stage's command is the confined one (the author's build runs their code)."""
+    text = containers.dockerfile(REGISTRY["go"], "g:1", "main.go", confine=seccomp.confined_command)
+    run = next(line for line in text.splitlines() if "kryt-build.sh" in line and "RUN" in line)
+    argv = json.loads(run.removeprefix("RUN "))
+    assert argv == seccomp.confined_command(["/bin/sh", "/kryt-build.sh"])
+    assert argv[:4] == ["/usr/bin/python3", "-I", "-S", "-c"]
