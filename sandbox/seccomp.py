@@ -17,8 +17,8 @@ ctypes) into classic BPF. bwrap loads it with ``--seccomp FD`` just before it ru
 its build) through :data:`LAUNCHER`, run by the image's ``python3`` before any code of the
 bot's: it loads the same program, which the kernel stacks on Docker's profile (every filter
 of a process is asked; the strictest answer wins), then executes the bot's command. Where
-libseccomp is missing, :func:`filter_problem` says so and both backends refuse untrusted
-bots.
+libseccomp is missing, or the kernel refuses the program (tried once, in a child process),
+:func:`filter_problem` says so and both backends refuse untrusted bots.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import base64
 import errno
 import functools
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Final
 
@@ -120,7 +122,30 @@ def compiled_filter() -> bytes | str:
         return f"no seccomp filter: libseccomp failed ({exc})"
     if not program or len(program) % 8:
         return f"no seccomp filter: libseccomp gave {len(program)} bytes, not a BPF program"
-    return program
+    return kernel_refusal(program) or program
+
+
+def kernel_refusal(program: bytes) -> str | None:
+    """Why this machine's kernel refuses ``program`` (one line), or None when it loads it.
+
+    Tried once in a child process through :data:`LAUNCHER` (the kernel is the one every
+    sandbox shares), so a refusal is known before a bot starts: otherwise each bot would die
+    at its start, which would read as the bot's fault."""
+    argv = [sys.executable, "-I", "-S", "-c", LAUNCHER, base64.b64encode(program).decode()]
+    try:
+        done = subprocess.run(
+            [*argv, sys.executable, "-I", "-S", "-c", ""],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"no seccomp filter: could not try it ({exc})"
+    if done.returncode == 0:
+        return None
+    said = " ".join(done.stderr.split())[-300:] or f"exit status {done.returncode}"
+    return f"no seccomp filter: this kernel refuses it ({said})"
 
 
 def filter_problem() -> str | None:

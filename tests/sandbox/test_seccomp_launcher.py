@@ -106,3 +106,14 @@ def test_docker_builds_run_confined() -> None:
     argv = json.loads(run.removeprefix("RUN "))
     assert argv == seccomp.confined_command(["/bin/sh", "/kryt-build.sh"])
     assert argv[:4] == ["/usr/bin/python3", "-I", "-S", "-c"]
+
+
+def test_a_kernel_that_refuses_the_filter_is_known_before_any_bot_starts() -> None:
+    """The filter is tried once a process: a refusal is a reason (one line) that keeps
+    untrusted bots from starting, not a crash blamed on every bot."""
+    made = seccomp.compiled_filter()
+    assert isinstance(made, bytes)
+    assert seccomp.kernel_refusal(made) is None
+    refusal = seccomp.kernel_refusal(b"\x00" * 8)
+    assert refusal is not None and "\n" not in refusal
+    assert "kernel refuses it" in refusal and "could not load its seccomp filter" in refusal
