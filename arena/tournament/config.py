@@ -229,7 +229,7 @@ class TournamentConfig:
             raise ConfigError(f"sandbox must be a table, got {self.sandbox!r}")
         if not isinstance(self.ruleset, str) or self.ruleset not in RULESETS:
             raise ConfigError(f"unknown ruleset {self.ruleset!r}; choose one of {list(RULESETS)}")
-        if isinstance(self.table_size, bool) or self.table_size not in RULESETS[self.ruleset]:
+        if type(self.table_size) is not int or self.table_size not in RULESETS[self.ruleset]:
             raise ConfigError(
                 f"the {self.ruleset} ruleset seats {list(RULESETS[self.ruleset])} players, "
                 f"got a table size of {self.table_size!r}"

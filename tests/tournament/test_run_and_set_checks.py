@@ -273,3 +273,24 @@ def test_a_cpu_clock_set_later_falls_back_on_resume_as_on_run(
     with db.read_session() as session:
         controls = [stored_record(g).time_controls for g in session.exec(select(Game)).all()]
     assert controls and all(c.clock == "wall" for pair in controls for c in pair), controls
+
+
+@pytest.mark.parametrize(
+    ("ruleset", "size"), [("classic", 3.0), ("classic", 4.0), ("default", 2.0), ("classic", "3")]
+)
+def test_a_table_size_that_is_not_an_integer_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], folder: Path, ruleset: str, size: object
+) -> None:
+    """Like every integer setting (turn_limit, concurrency): 3.0 is not stored as a table
+    size, nor does it crash the seating."""
+    value = repr(size) if isinstance(size, float) else f'"{size}"'
+    (folder / "t.toml").write_text(
+        f'name = "x"\nruleset = "{ruleset}"\ntable_size = {value}\ngames_per_pair = 1\n'
+        f'bots = ["{EXAMPLES / "greedy"}", "{EXAMPLES / "mc"}", "{EXAMPLES / "random"}",'
+        f' "{EXAMPLES / "greedy"}-copy"]\n[sandbox]\nbackend = "process"\n'
+    )
+    code, _, err = kryt(capsys, "tournament", "run", "--config", str(folder / "t.toml"))
+    assert code == ExitCode.BAD_INPUT, err
+    first, *rest = err.strip().splitlines()
+    assert first.startswith("error:") and all(line.startswith("hint:") for line in rest), err
+    assert "table size" in first and repr(size) in first
