@@ -260,9 +260,12 @@ async def play_game_async(
     return record
 
 
-def forfeit_results(seats: int, offender: int) -> tuple[tuple[int, int], ...]:
-    """[ruling] The pairwise results of a game forfeited by ``offender``: everyone beats him."""
-    return tuple((s, offender) for s in range(seats) if s != offender)
+def forfeit_results(seats: int, offender: int, *others: int) -> tuple[tuple[int, int], ...]:
+    """[ruling] The pairwise results of a game forfeited by ``offender``: everyone beats him.
+    With ``others`` (a table where several bots could not start): every seat that did beats
+    every offender, and the offenders have no decisive result among themselves."""
+    offenders = (offender, *sorted(set(others) - {offender}))
+    return tuple((s, x) for x in offenders for s in range(seats) if s not in offenders)
 
 
 def _game_start(

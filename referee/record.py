@@ -175,13 +175,29 @@ class GameRecord:
                 or not winners | losers <= set(range(self.seats))
             ):
                 raise ValueError(f"inconsistent turn-limit results {self.pairwise!r}")
-        elif tuple(sorted(self.pairwise)) != others:
+        elif tuple(sorted(self.pairwise)) != others and not self._several_did_not_start():
             raise ValueError(f"pairwise results {self.pairwise!r} must be {others!r}")
         expected = 1 - self.loser if self.seats == 2 and self.loser is not None else None
         if self.ending is GameEndReason.TURN_LIMIT and self.seats == 2 and self.pairwise:
             expected = self.pairwise[0][0]
         if self.winner != expected:
             raise ValueError(f"winner must be {expected!r} at this table, got {self.winner!r}")
+
+    def _several_did_not_start(self) -> bool:
+        """Whether this is a table game several seats could not start (no move played): then
+        every seat that started beats each of them, and the loser (the forfeit's seat) is
+        the first of them in the order of play (clockwise from the dealer's left)."""
+        if self.forfeit is None or self.moves or self.loser is None:
+            return False
+        offenders = {x for _, x in self.pairwise}
+        started = set(range(self.seats)) - offenders
+        expected = sorted((s, x) for x in offenders for s in started)
+        return (
+            self.loser in offenders
+            and bool(started)
+            and sorted(self.pairwise) == expected
+            and self.loser == min(offenders, key=lambda x: (x - self.dealer - 1) % self.seats)
+        )
 
     def pair_results(self) -> tuple[tuple[int, int], ...]:
         """The counted game as (winning seat, losing seat) pairs: the one source of ratings.

@@ -14,6 +14,7 @@ game without a single loser (a draw, the turn limit) the same dealer deals again
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
@@ -276,11 +277,13 @@ def _forfeited(
     dealer: int,
     names: tuple[str, ...],
     forfeit: Forfeit,
+    others: Sequence[int] = (),
 ) -> GameRecord:
-    """A game one seat could not start: it forfeits, everyone else beats it."""
+    """A game one seat could not start: it forfeits, everyone else beats it. With
+    ``others`` (more seats that could not start), every seat that did beats each of them."""
     now = time.time()
     seats = len(names)
-    pairwise = forfeit_results(seats, forfeit.seat)
+    pairwise = forfeit_results(seats, forfeit.seat, *others)
     return GameRecord(
         deck=tuple(str(c) for c in deck),
         dealer=dealer,
@@ -307,12 +310,17 @@ def _unplayed(
     failures: _StartFailures,
 ) -> GameRecord:
     """Still several bots fail to start after every attempt. Nobody can play: when all of
-    them fail, a double forfeit (a draw); when only some do, the first of them (clockwise
-    from the dealer's left, the order of play) forfeits the game."""
+    them fail, a double forfeit (a draw); when only some do, every one of them forfeits:
+    each seat that started beats each of them (they draw among themselves). The first of
+    them (clockwise from the dealer's left, the order of play) is the game's loser and
+    deals next; the record's forfeit is its, the others' reasons are in its detail."""
     if not failures.everyone:
         seats = len(names)
-        first = min(failures.failures, key=lambda f: (f.seat - dealer - 1) % seats)
-        return _forfeited(config, deck, dealer, names, first)
+        ordered = sorted(failures.failures, key=lambda f: (f.seat - dealer - 1) % seats)
+        first, rest = ordered[0], ordered[1:]
+        also = "; ".join(f"{names[f.seat]} (seat {f.seat}) also: {f.detail}" for f in rest)
+        forfeit = dataclasses.replace(first, detail=clip(f"{first.detail}; {also}"))
+        return _forfeited(config, deck, dealer, names, forfeit, [f.seat for f in rest])
     now = time.time()
     return GameRecord(
         deck=tuple(str(c) for c in deck),

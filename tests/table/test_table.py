@@ -3,12 +3,14 @@ series (forfeits, voids, dealers), the round robin of seatings, and the example 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
-from itertools import pairwise
+from itertools import combinations, pairwise
 
 import pytest
 
+from arena.db.table_results import table_pair_scores
 from arena.tournament.seatings import table_seatings
 from referee.protocol.messages import (
     Clock,
@@ -32,7 +34,8 @@ from referee.protocol.wire import (
 from referee.record import Forfeit, GameRecord
 from referee.replay import verify
 from referee.rules import ClassicAction, ClassicGame, ClassicView, View
-from referee.table import first_table_dealer
+from referee.series import BotStartError, SeriesConfig
+from referee.table import first_table_dealer, run_table_series_async
 from sdk import Bot
 from sdk.examples.greedy.bot import GreedyBot
 from sdk.examples.mc.bot import MonteCarloBot
@@ -177,3 +180,85 @@ def test_monte_carlo_beats_random_at_a_three_player_table() -> None:
     p_value = sum(math.comb(games, k) * (1 / 3) ** k * (2 / 3) ** (games - k)
                   for k in range(lost + 1))  # fmt: skip
     assert p_value < 0.001, (lost, games, p_value)
+
+
+class _NeverStarts:
+    """A seat whose bot cannot start, every time."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.starts = 0
+
+    async def player(self, handshake: object) -> object:
+        self.starts += 1
+        raise BotStartError(f"{self.name} exited at once")
+
+    async def diagnose(self) -> None:
+        return None
+
+
+class _Starts(_NeverStarts):
+    """A seat whose bot starts (the game is never played: others at the table cannot)."""
+
+    async def player(self, handshake: object) -> object:
+        self.starts += 1
+        return object()
+
+
+@pytest.mark.parametrize(("failing", "seats"), [((0, 2), 4), ((1, 2, 3), 4), ((0, 1), 3)])
+def test_every_bot_that_cannot_start_loses_to_every_bot_that_did(
+    failing: tuple[int, ...], seats: int
+) -> None:
+    """Several seats that cannot start (after every attempt) all forfeit: the ones that
+    started beat each of them, they draw among themselves; the first of them in the order
+    of play is the record's loser and forfeit, and deals the next game."""
+    slots = [(_NeverStarts if s in failing else _Starts)(f"bot{s}") for s in range(seats)]
+    config = SeriesConfig(
+        games=3, seed=5, ruleset="classic", players=seats, time_control=TimeControl(1000, 10_000)
+    )
+    result = asyncio.run(run_table_series_async(config, slots))  # type: ignore[arg-type]
+    started = [s for s in range(seats) if s not in failing]
+    for number, record in result.games.items():
+        order = sorted(failing, key=lambda s: (s - record.dealer - 1) % seats)
+        assert record.forfeit is not None and record.loser == order[0], number
+        assert record.forfeit.seat == order[0]
+        assert record.ending is GameEndReason.STARTUP_FAILURE
+        assert sorted(record.pairwise) == sorted((w, x) for x in failing for w in started)
+        assert all(record.outcome(s) == "loss" for s in failing)
+        assert all(record.outcome(s) == "win" for s in started)
+        scores = {
+            (a, b): s for a, b, s in table_pair_scores(record.dealer, range(seats), record.pairwise)
+        }
+        for a, b in combinations(failing, 2):
+            assert scores.get((a, b), scores.get((b, a))) == 0.5  # a draw between offenders
+        for other in order[1:]:
+            assert f"bot{other} (seat {other}) also: bot{other} exited at once" in (
+                record.forfeit.detail
+            )
+        if number + 1 in result.games:
+            assert result.games[number + 1].dealer == record.loser
+    for seat in failing:
+        assert result.score(seat).losses == 3 and result.score(seat).wins == 0
+    for seat in started:
+        assert result.score(seat).wins == 3
+
+
+def test_the_record_accepts_several_startup_forfeits_only_as_the_rules_give_them() -> None:
+    deck = tuple(str(c) for c in ClassicGame.new(seed=1, players=4).deck or ())
+    base: dict[str, object] = dict(deck=deck, dealer=0, turn_limit=1000, moves=(), seats=4,
+                ruleset="classic", players=("a", "b", "c", "d"), winner=None,
+                ending=GameEndReason.STARTUP_FAILURE)  # fmt: skip
+    first = Forfeit(1, GameEndReason.STARTUP_FAILURE, "", "gone")
+    ok = GameRecord(**base, forfeit=first, loser=1, pairwise=((0, 1), (0, 3), (2, 1), (2, 3)))  # type: ignore[arg-type]
+    assert ok.outcome(3) == "loss" and ok.outcome(2) == "win"
+    alone = GameRecord(**base, forfeit=first, loser=1, pairwise=((0, 1), (0, 2), (0, 3)))  # type: ignore[arg-type]
+    assert alone.outcome(0) == "win"  # only seat 0 started
+    for loser, pairs in [
+        (3, ((0, 1), (0, 3), (2, 1), (2, 3))),  # seat 3 is not the first to play of the two
+        (1, ((0, 1), (2, 1), (2, 3))),  # seat 0 does not beat seat 3
+        (1, ((0, 1), (1, 3), (2, 1), (2, 3), (0, 3))),  # an offender beats another
+        (1, ((0, 2), (1, 2), (3, 2))),  # the loser is not among those who lost
+    ]:
+        forfeit = Forfeit(loser, GameEndReason.STARTUP_FAILURE, "", "gone")
+        with pytest.raises(ValueError, match="pairwise"):
+            GameRecord(**base, forfeit=forfeit, loser=loser, pairwise=pairs)  # type: ignore[arg-type]
