@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
@@ -76,11 +77,17 @@ def table_pair_scores(
 
 
 def table_games(
-    *, session: Session, ruleset: str, players: int, tournament_id: int | None = None
+    *,
+    session: Session,
+    ruleset: str,
+    players: int,
+    tournament_id: int | None = None,
+    series_ids: Any = None,
 ) -> list[TableGame]:
-    """Counted games of this ruleset and table size (one tournament's or all), in the order
-    they were recorded (their ids, as live Elo applies them). Only the columns the standings
-    need are read, never the deal or the moves."""
+    """Counted games of this ruleset and table size (one tournament's or all; with
+    ``series_ids``, a subquery of series ids, only theirs), in the order they were recorded
+    (their ids, as live Elo applies them). Only the columns the standings need are read,
+    never the deal or the moves."""
     query = sa_select(
         col(Game.id),
         col(Game.series_id),
@@ -102,6 +109,8 @@ def table_games(
         query = query.join(Series, col(Series.id) == col(Game.series_id)).where(
             col(Series.tournament_id) == tournament_id
         )
+    if series_ids is not None:
+        query = query.where(col(Game.series_id).in_(series_ids))
     found = []
     for (
         gid,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from markupsafe import Markup
@@ -32,12 +32,14 @@ from arena.db import (
     series_of_tournament,
     submission_labels,
 )
+from leaderboard.formatting import board_name
 from leaderboard.ratings import Game as RatedGame
 from leaderboard.ratings import Outcome
 from leaderboard.ratings.elo import INITIAL_RATING, EloTracker
 from leaderboard.standings import Leaderboard, Standing, standings
 from leaderboard.web.plot import Point, line_plot
 from leaderboard.web.queries import (
+    BoardResults,
     GameRow,
     Progress,
     games_of,
@@ -225,12 +227,22 @@ class SiteCache:
 
     _board: Leaderboard | None = None
     _elo: dict[int, list[Point]] | None = None
+    _boards: dict[tuple[str, int], Leaderboard] = field(default_factory=dict)
 
     def board(self, session: Session) -> Leaderboard:
         """The overall standings."""
         if self._board is None:
             self._board = standings(session=session)
         return self._board
+
+    def board_of(self, session: Session, ruleset: str, table_size: int) -> Leaderboard:
+        """The standings of every tournament on one board (ruleset and table size)."""
+        kind = (ruleset, table_size)
+        if self._board is not None and (self._board.ruleset, self._board.table_size) == kind:
+            return self._board
+        if kind not in self._boards:
+            self._boards[kind] = standings(session=session, ruleset=ruleset, table_size=table_size)
+        return self._boards[kind]
 
     def elo(self, session: Session, submission_id: int) -> list[Point]:
         """The submission's live Elo history (empty when it has no counted game)."""
@@ -252,7 +264,6 @@ def submission_page(
     bot = bot_of(submission, session=session)
     labels = submission_labels(session=session)
     cache = cache or SiteCache()
-    board = cache.board(session)
     elo_points = cache.elo(session, submission_id)
     elo_plot = (
         line_plot(
@@ -289,21 +300,33 @@ def submission_page(
     )
     all_series = series_of_submission(submission_id, session=session)
     played = played_in_series([s.id for s in all_series if s.id is not None], session=session)
+    # One board per ruleset and table size, as the standings keep them: a classic table's
+    # pairwise results are never added to the default game's.
+    results = results_by_opponent(submission_id, session=session)
+    boards: list[tuple[BoardResults, Standing | None]] = [
+        (r, _standing_of(cache.board_of(session, r.ruleset, r.table_size), submission_id))
+        for r in results
+    ]
     return render(
         "submission.html",
         links=links,
         title=f"{bot.name} {submission.version}",
         bot=bot,
         submission=submission,
-        standing=_standing_of(board, submission_id),
-        opponents=results_by_opponent(submission_id, session=session),
-        series_rows=[(s, played.get(s.id or 0, 0)) for s in all_series],
+        boards=boards,
+        # Board names are shown as soon as there is anything but the default game.
+        named_boards=any(r.table for r, _ in boards) or len(boards) > 1,
+        series_rows=[
+            (s, played.get(s.id or 0, 0), tuple(s.seats or (s.submission_a_id, s.submission_b_id)))
+            for s in all_series
+        ],
         games=recent_games(session=session, submission_id=submission_id, limit=BOT_RECENT_GAMES),
         elo_plot=elo_plot,
         snapshot_plot=snapshot_plot,
         snapshots=snapshots,
         labels=labels,
         result_text=result_text,
+        board_name=board_name,
     )
 
 

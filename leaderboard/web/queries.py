@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, func, or_, select
+from sqlalchemy import case, cast, exists, func, or_, select
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col
 from sqlmodel import select as sm_select
 
-from arena.db import Game, RatingEntry, RatingSnapshot, Series
+from arena.db import Game, RatingEntry, RatingSnapshot, Series, table_games, table_pair_counts
+from leaderboard.formatting import board_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +135,8 @@ def recent_games(
             or_(
                 col(Game.seat0_submission_id) == submission_id,
                 col(Game.seat1_submission_id) == submission_id,
+                # Seats 2 and 3 of a table: every game of a table series has its seats.
+                col(Game.series_id).in_(_table_series_ids(submission_id, session)),
             )
         )
     query = query.order_by(col(Game.finished_at).desc(), col(Game.id).desc()).limit(limit)
@@ -150,32 +154,77 @@ def games_of(series_id: int, *, session: Session) -> list[GameRow]:
     return [_game_row(game, tid) for game, tid in session.exec(query)]
 
 
+def _seated(seats: Any, submission_id: int, session: Session) -> ColumnElement[bool]:
+    """SQL: the JSON list of submissions ``seats`` (a table's, seat 0 first) holds
+    ``submission_id``. NULL (a two-player series or game) and JSON ``null`` hold nobody."""
+    if session.get_bind().dialect.name == "postgresql":
+        return cast(seats, JSONB).contains(cast([submission_id], JSONB))
+    values = func.json_each(seats).table_valued("value")
+    return exists(select(1).select_from(values).where(values.c.value == submission_id))
+
+
+def _table_series_ids(submission_id: int, session: Session) -> Any:
+    """Subquery: the ids of the table series in which ``submission_id`` has a seat (any seat:
+    a and b are seats 0 and 1, the others are in ``seats`` only)."""
+    return select(col(Series.id)).where(
+        col(Series.seats).is_not(None), _seated(col(Series.seats), submission_id, session)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class OpponentResult:
-    """One submission's counted results against one opponent (all seats, all series)."""
+    """One submission's counted results against one opponent on one board (all seats, all
+    series). At a classic table these are the pairwise results (rules-classic.md): a game
+    gives one against each other seat with a result between the two."""
 
     opponent_id: int
     wins: int
     draws: int
     losses: int
     forfeits: int
-    """Games this submission lost by forfeit against that opponent."""
+    """Games this submission lost by forfeit against that opponent (at a table: games it
+    forfeited with the opponent seated)."""
 
     @property
     def games(self) -> int:
-        """Games counted."""
+        """Results counted (games of the default game, pairwise results at a table)."""
         return self.wins + self.draws + self.losses
 
     @property
     def score(self) -> float:
-        """Points per game (win 1, draw 1/2)."""
+        """Points per result (win 1, draw 1/2)."""
         return (self.wins + self.draws / 2) / self.games if self.games else 0.0
 
 
-def results_by_opponent(
-    submission_id: int, *, session: Session, tournament_id: int | None = None
-) -> list[OpponentResult]:
-    """Counted results of ``submission_id`` against each opponent, most games first."""
+@dataclass(frozen=True, slots=True)
+class BoardResults:
+    """A submission's results against each opponent on one board (ruleset and table size),
+    most results first; ``games`` counts its counted games there (a table game once)."""
+
+    ruleset: str
+    table_size: int
+    games: int
+    opponents: list[OpponentResult]
+
+    @property
+    def name(self) -> str:
+        """``default game`` or ``classic, table of 3``, as the standings name boards."""
+        return board_name(self.ruleset, self.table_size)
+
+    @property
+    def table(self) -> bool:
+        """A classic table's board: results are pairwise."""
+        return self.ruleset != "default"
+
+
+def _sorted(rows: list[OpponentResult]) -> list[OpponentResult]:
+    return sorted(rows, key=lambda r: (-r.games, r.opponent_id))
+
+
+def _default_results(
+    submission_id: int, session: Session, tournament_id: int | None
+) -> BoardResults | None:
+    """The default game's board: one grouped count over the submission's games."""
     seat0 = col(Game.seat0_submission_id)
     seat1 = col(Game.seat1_submission_id)
     result = col(Game.result)
@@ -197,7 +246,7 @@ def results_by_opponent(
             ),
         )
         .join(Series, col(Series.id) == col(Game.series_id))
-        .where(col(Game.voided).is_(False), or_(mine0, mine1))
+        .where(col(Game.voided).is_(False), col(Game.ruleset) == "default", or_(mine0, mine1))
         .group_by(opponent)
     )
     if tournament_id is not None:
@@ -206,17 +255,83 @@ def results_by_opponent(
         OpponentResult(int(o), int(w), int(d), int(loss), int(f))
         for o, w, d, loss, f in session.connection().execute(query)
     ]
-    return sorted(rows, key=lambda r: (-r.games, r.opponent_id))
+    if not rows:
+        return None
+    # Two seats: every game is one result against the one opponent.
+    return BoardResults("default", 2, sum(r.games for r in rows), _sorted(rows))
+
+
+def _table_results(
+    submission_id: int, session: Session, tournament_id: int | None
+) -> list[BoardResults]:
+    """Every classic board the submission sat at: its games there (the light columns the
+    standings read, never the deal or the moves), scored by ``arena.db.table_pair_counts``,
+    the pairwise record the standings count."""
+    mine = _table_series_ids(submission_id, session)
+    boards_query = (
+        select(col(Game.ruleset), col(Game.players))
+        .where(
+            col(Game.voided).is_(False),
+            col(Game.ruleset) != "default",
+            col(Game.series_id).in_(mine),
+        )
+        .distinct()
+    )
+    boards = {
+        (str(ruleset), int(players)): table_games(
+            session=session,
+            ruleset=str(ruleset),
+            players=int(players),
+            tournament_id=tournament_id,
+            series_ids=mine,
+        )
+        for ruleset, players in session.connection().execute(boards_query)
+    }
+    found = []
+    for (ruleset, players), games in sorted(boards.items()):
+        tally: dict[int, list[int]] = {}
+        for pair in table_pair_counts(games):
+            if pair.first_submission_id == submission_id:
+                opponent, won, lost = pair.second_submission_id, pair.wins, pair.losses
+            elif pair.second_submission_id == submission_id:
+                opponent, won, lost = pair.first_submission_id, pair.losses, pair.wins
+            else:
+                continue  # two other seats of the same tables
+            counts = tally.setdefault(opponent, [0, 0, 0, 0])
+            counts[0] += won
+            counts[1] += pair.draws
+            counts[2] += lost
+        for game in games:
+            if game.forfeit_seat is not None and game.seats[game.forfeit_seat] == submission_id:
+                for other in set(game.seats) - {submission_id}:
+                    tally.setdefault(other, [0, 0, 0, 0])[3] += 1
+        rows = [OpponentResult(o, w, d, lo, f) for o, (w, d, lo, f) in tally.items()]
+        found.append(BoardResults(ruleset, players, len(games), _sorted(rows)))
+    return found
+
+
+def results_by_opponent(
+    submission_id: int, *, session: Session, tournament_id: int | None = None
+) -> list[BoardResults]:
+    """Counted results of ``submission_id`` against each opponent, one list per board it
+    played on (the default game first, then each ruleset and table size), most results
+    first: the W/D/L the standings of that board count, so a board's rows add up to the
+    submission's W/D/L there. At a classic table they are pairwise results."""
+    default = _default_results(submission_id, session, tournament_id)
+    tables = _table_results(submission_id, session, tournament_id)
+    return ([] if default is None else [default]) + tables
 
 
 def series_of_submission(submission_id: int, *, session: Session) -> list[Series]:
-    """Every series the submission plays in, newest tournament first."""
+    """Every series the submission plays in (at any seat of a table), newest tournament
+    first."""
     query = (
         sm_select(Series)
         .where(
             or_(
                 col(Series.submission_a_id) == submission_id,
                 col(Series.submission_b_id) == submission_id,
+                col(Series.id).in_(_table_series_ids(submission_id, session)),
             )
         )
         .order_by(col(Series.tournament_id).desc(), col(Series.position))
