@@ -173,6 +173,9 @@ def replay(
 APPENDED: tuple[str, ...] = (f"\n{HEAD}", "\nits process: ", "last output:\n")
 """Where what a tournament appends to a crash's detail starts (arena.tournament.tracebacks;
 sandbox.backend's start-up error): the bot's traceback, how its process ended, its output."""
+BUILD_FAILED_MARK = ") did not build: "
+"""What a failed build's detail says (sandbox.runtimes.containers.build_failure) before its
+one-line reason; the compiler's output follows on the next lines."""
 
 
 def detail_parts(detail: str) -> tuple[str, str]:
@@ -185,6 +188,10 @@ def detail_parts(detail: str) -> tuple[str, str]:
         for marker in APPENDED
         if (at := detail.find(marker)) >= 0
     ]
+    # A build that failed: its one-line reason, then the compiler's output.
+    built = detail.find(BUILD_FAILED_MARK)
+    if built >= 0 and (end := detail.find("\n", built)) >= 0:
+        cuts.append(end + 1)
     if not cuts:
         return detail, ""
     cut = min(cuts)

@@ -23,6 +23,7 @@ import copy
 import dataclasses
 import json
 import os
+import re
 import shlex
 import threading
 from collections import OrderedDict, deque
@@ -187,13 +188,20 @@ def effective_limits(runtime: Runtime, limits: SandboxLimits) -> SandboxLimits:
     )
 
 
+_FAILED_COMMAND = re.compile(r"The command '.*?' returned a non-zero code: \d+", re.DOTALL)
+"""Docker's line (many, for a command with newlines) saying a build step failed."""
+
+
 def build_failure(runtime: Runtime, submission: Submission, log: Iterable[Any]) -> str | None:
     """The author's error message when ``log`` (docker's build log) shows the bot's build
     failed, or None when the failure was ours (engine, missing image)."""
-    lines: list[str] = []
-    for chunk in log:
-        text = chunk.get("stream") or chunk.get("error") or "" if isinstance(chunk, dict) else ""
-        lines.extend(str(text).splitlines())
+    texts = [
+        str(chunk.get("stream") or chunk.get("error") or "") if isinstance(chunk, dict) else ""
+        for chunk in log
+    ]
+    # Docker repeats the failed command, which is the seccomp launcher's whole source and
+    # filter (sandbox.seccomp.confined_command): many lines that say nothing to the author.
+    lines = _FAILED_COMMAND.sub("", "".join(texts)).splitlines()
     reason = next((line for line in lines if line.startswith(BUILD_FAILED)), None)
     if reason is None:
         return None

@@ -174,6 +174,26 @@ def test_build_failures_are_told_apart_from_ours() -> None:
     assert containers.build_failure(REGISTRY["cpp"], sub, [{"error": "no space left"}]) is None
 
 
+def test_a_build_failure_does_not_end_with_the_seccomp_launcher() -> None:
+    """Docker repeats the failed command: under the filter that is the launcher's source
+    and the filter, lines that would push the compiler's out of the kept tail."""
+    from sandbox import seccomp
+
+    sub = load_submission(BOTS / "cpp")
+    command = " ".join(seccomp.confined_command(["/bin/sh", "/kryt-build.sh"]))
+    errors = [f"bot.cc:{n}:1: error: 'nonsense{n}' does not name a type\n" for n in range(39)]
+    log: list[dict[str, Any]] = [
+        *({"stream": line} for line in errors),
+        {"stream": f"{containers.BUILD_FAILED} the cpp build exited with status 1\n"},
+        {"error": f"The command '{command}' returned a non-zero code: 1"},
+    ]
+    message = containers.build_failure(REGISTRY["cpp"], sub, log)
+    assert message is not None
+    lines = message.splitlines()
+    assert lines[1:] == [line.rstrip("\n") for line in errors]
+    assert "base64" not in message and "execv" not in message
+
+
 def test_image_keys_track_their_inputs() -> None:
     java = RuntimeImageSpec(REGISTRY["java"])
     assert java.key() == RuntimeImageSpec(REGISTRY["java"]).key()
@@ -307,3 +327,12 @@ def test_a_compile_error_is_one_clear_error(
     message = str(info.value)
     assert message.startswith("example-cpp 1.0.0 (cpp) did not build")
     assert "undefined_name" in message and "was not declared" in message
+
+
+def test_the_java_bridge_sends_small_messages_at_once() -> None:
+    """The java runtime's launcher forwards the socket to the bot's TCP port: with Nagle's
+    algorithm on, each reply waited for the delayed ACK (~40 ms, most of a 50 ms grace)."""
+    source = (REGISTRY["java"].files() / "org" / "kryt" / "runtime" / "Launch.java").read_text(
+        encoding="utf-8"
+    )
+    assert "upstream.setOption(StandardSocketOptions.TCP_NODELAY, true);" in source

@@ -7,6 +7,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.StandardProtocolFamily;
+import java.net.StandardSocketOptions;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
@@ -88,6 +89,12 @@ public final class Launch {
         } catch (IOException e) {
           client.close();
           continue;
+        }
+        try {
+          // Small messages both ways: without it each reply waits for the delayed ACK (~40 ms).
+          upstream.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        } catch (IOException e) {
+          System.err.println("kryt bridge: no TCP_NODELAY: " + e);
         }
         pump(client, upstream);
         pump(upstream, client);
