@@ -552,10 +552,12 @@ class AsyncBotClient:
                 f"expected a handshake reply, got {type(message).__name__}", repr(message)
             )
         if message.protocol_version != handshake.protocol_version:
+            unset = " (0: the reply does not set protocol_version)" * (not message.protocol_version)
             raise IncompatibleProtocolError(
                 f"bot {message.name!r} {message.version} speaks protocol version "
-                f"{message.protocol_version}; this referee speaks {handshake.protocol_version} "
-                f"(upgrade the bot's SDK: {message.sdk or 'unknown SDK'})",
+                f"{message.protocol_version}{unset}; this referee speaks"
+                f" {handshake.protocol_version} (upgrade the bot's SDK:"
+                f" {message.sdk or 'unknown SDK'})",
                 repr(message),
             )
         if not message.plays(handshake.ruleset):

@@ -33,7 +33,7 @@ from referee.client import (
     RemotePlayer,
     Reply,
 )
-from referee.protocol.messages import HANDSHAKE_SECONDS, TimeControl
+from referee.protocol.messages import HANDSHAKE_SECONDS, GameEndReason, TimeControl
 from sandbox.death import printable
 from sandbox.limits import DEFAULT_STARTUP_SECONDS, SandboxLimits
 from sandbox.submission import Submission, SubmissionError, load_submission
@@ -272,6 +272,23 @@ def check_bot(
                     )
                 report.name, report.version = said
             report.problems.extend(_problems_from(series, 0))
+            refused = sorted(
+                n
+                for n, game in series.games.items()
+                if game.ending is GameEndReason.STARTUP_FAILURE
+                and game.forfeit is not None
+                and game.forfeit.seat == 0
+            )
+            if refused and len(refused) < len(series.games):
+                # The checker plays on over the stream it has; the arena does not.
+                report.problems.append(
+                    Problem(
+                        "handshake",
+                        f"the handshake of game {refused[0]} failed: in the arena such a bot"
+                        " forfeits every game (startup failure), so the checker's results of"
+                        " the games after it do not show how the bot plays there",
+                    )
+                )
             move_s = time_control.move_ms / 1000
             slow = [t for t in report.reply_times if t > move_s]
             if slow:

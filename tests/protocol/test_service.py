@@ -517,3 +517,15 @@ def test_a_bot_that_ends_its_stream_after_the_handshake_is_said_to_have_closed_i
     with serving(SERVICE, {PLAY_METHOD: handler}, options=GRPC_OPTIONS) as address:
         message = asyncio.run(main(address))
     assert "closed the stream" in message and "OK" not in message, message
+
+
+def test_a_handshake_reply_without_a_protocol_version_says_it_was_not_set() -> None:
+    def behaviour(message: RefereeMessage) -> list[BotMessage | bytes]:
+        return [HandshakeReply(protocol_version=0, name="js", version="1", sdk="hand-js")]
+
+    with (
+        raw_server(behaviour) as address,
+        BotClient(address) as client,
+        pytest.raises(IncompatibleProtocolError, match=r"version 0 \(0: the reply does not set"),
+    ):
+        client.handshake(_handshake(), timeout=PATIENT)

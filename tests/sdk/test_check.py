@@ -187,3 +187,20 @@ def test_a_problem_of_several_lines_keeps_its_lines() -> None:
     report.problems.append(Problem("crash", "build failed:\nbot.cc:3: error: \x1b[31mno\n1 error"))
     text = report.format()
     assert "  ERROR crash: build failed:\n    bot.cc:3: error: \\x1b[31mno\n    1 error" in text
+
+
+def test_after_a_failed_handshake_the_checker_says_the_arena_forfeits_every_game(
+    tmp_path: Path,
+) -> None:
+    """The checker plays on over the stream it has; the arena would forfeit every game of
+    the bot, so the report says so instead of letting later results look like play."""
+    folder = _bot(
+        tmp_path,
+        "shy",
+        "        return view.legal_actions[0]",
+        "    def on_handshake(self, series):\n        raise RuntimeError('not today')\n",
+    )
+    report = check_bot(folder, games=3, time_control=ROOMY, startup_timeout=STARTUP)
+    assert not report.ok
+    notes = [p.detail for p in report.problems if p.kind == "handshake"]
+    assert any("forfeits every game" in note for note in notes), report.format()
