@@ -4,11 +4,13 @@ Every submission gets its own image (``FROM`` the bot base image, ``COPY`` the b
 ``/bot``), tagged by the submission's content hash and the base image id, so a bot is built
 once and re-used. Containers run with no network, a read-only root, a small ``/tmp`` tmpfs
 (counted against the memory limit), all capabilities dropped, ``no-new-privileges``, uid
-65534, bounded pids / memory (no swap) / CPU / open files / file size, no core dumps, an
-init process, private IPC, a small ``/dev/shm``, bounded logs and labels so leftovers can
-be swept. The socket directory is a tiny tmpfs the runner mounts on the host (size and inode
-caps, so nothing the bot writes reaches the disk), bind-mounted at ``/run/kryt``; the
-referee dials it through :mod:`sandbox.dial`. Containers are never auto-removed: the exit
+65534, bounded pids / memory (no swap) / CPU / open files / file size, no core dumps, no
+init process (the bot itself is process 1: an init of the bot's uid outside the seccomp
+filter could be rewritten through ``/proc/1/mem`` and run the bot's code unfiltered), private
+IPC, a small ``/dev/shm``, bounded logs and labels so leftovers can be swept. The socket
+directory is a tiny tmpfs the runner mounts on the host (size and inode caps, so nothing the
+bot writes reaches the disk), bind-mounted at ``/run/kryt``; the referee dials it through
+:mod:`sandbox.dial`. Containers are never auto-removed: the exit
 state is read first, then the container is removed.
 
 Containers carry the runner's token (``org.kryt.runner``, :mod:`sandbox.runner`): the
@@ -24,6 +26,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import socket
 import tarfile
 import threading
@@ -58,7 +61,7 @@ from sandbox.hostfs import remove_tree
 from sandbox.limits import SandboxLimits
 from sandbox.reaper import start_reaper
 from sandbox.runner import RunnerId, RunnerState, current_runner
-from sandbox.runtimes import Runtime, containers, get_runtime
+from sandbox.runtimes import Runtime, RuntimeBuildError, containers, get_runtime
 from sandbox.runtimes.images import image_tag as runtime_image_tag
 from sandbox.seccomp import confined_command, filter_problem
 from sandbox.submission import Submission
@@ -334,12 +337,15 @@ class DockerBackend(Backend):
         :class:`~sandbox.runtimes.RuntimeBuildError`; ours is :class:`ImageBuildError`."""
         from docker.errors import APIError, ImageNotFound
         from requests import RequestException
+        from urllib3.exceptions import HTTPError
 
         context = _build_context(submission, base, runtime)
         memory = runtime.build_limits.memory_bytes
         tail = containers.LogTail()
         error: str | None = None
         last = ""
+        step = ""  # the container of the build step running now (Docker says which)
+        started = False  # whether the build script got to the bot's build command
         try:
             stream = self.client.api.build(
                 fileobj=context,
@@ -365,7 +371,18 @@ class DockerBackend(Backend):
                 if isinstance(text, str) and text:
                     tail.add(text)
                     last = text[-200:]
-        except (APIError, RequestException) as exc:
+                    if running := _RUNNING_IN.search(text):
+                        step = running.group(1)
+                    started = started or containers.BUILD_STARTED in text
+        except (APIError, RequestException, HTTPError, OSError) as exc:
+            if step:  # a build past its own clock (the bot stopped it) must not run on
+                self._remove_by_name(step)
+            if started and _timed_out(exc):
+                name = f"{submission.manifest.name} {submission.manifest.version}"
+                raise RuntimeBuildError(
+                    f"{name} ({runtime.name}) did not build: the build did not finish within"
+                    f" {runtime.build_limits.seconds} s"
+                ) from None
             raise ImageBuildError(f"building {tag} failed: {exc}") from exc
         if error is None:
             try:
@@ -449,7 +466,8 @@ class DockerBackend(Backend):
                     Ulimit(name="core", soft=0, hard=0),
                     Ulimit(name="fsize", soft=limits.fsize_bytes, hard=limits.fsize_bytes),
                 ],
-                init=True,
+                # No docker-init: every process of the container runs under the filter.
+                init=False,
                 ipc_mode="private",
                 shm_size=limits.shm_bytes,
                 volumes={str(sock_dir): {"bind": SANDBOX_SOCKET_DIR, "mode": "rw"}},
@@ -544,6 +562,19 @@ def remove_runner_containers(token: str) -> tuple[int, list[str]]:
         except (APIError, RequestException) as exc:
             errors.append(f"cannot remove container {container.id}: {exc}")
     return removed, errors
+
+
+_RUNNING_IN = re.compile(r"Running in ([0-9a-f]{12,64})")
+"""Docker's line naming the container of the build step that starts."""
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` is the engine connection's read timeout (the build outlived the
+    docker client's timeout: its build limit and a margin)."""
+    from requests.exceptions import ReadTimeout
+    from urllib3.exceptions import ReadTimeoutError
+
+    return isinstance(exc, ReadTimeout | ReadTimeoutError | TimeoutError)
 
 
 def _build_context(submission: Submission, base_image: str, runtime: Runtime) -> io.BytesIO:

@@ -187,13 +187,41 @@ for option, argument in ((38, ulong(1)), (22, ulong(2))):
         sys.stderr.write(f"kryt: the sandbox could not load its seccomp filter: {error}\\n")
         sys.stderr.flush()
         os._exit(125)
-os.execv(sys.argv[2], sys.argv[2:])
+if os.getpid() != 1:
+    os.execv(sys.argv[2], sys.argv[2:])
+import signal
+child = os.fork()
+if child == 0:
+    try:
+        os.execv(sys.argv[2], sys.argv[2:])
+    except OSError as exc:
+        sys.stderr.write(f"kryt: cannot run {sys.argv[2]!r}: {exc}\\n")
+        os._exit(127)
+def forward(number, frame):
+    try:
+        os.kill(child, number)
+    except ProcessLookupError:
+        pass
+for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
+    signal.signal(getattr(signal, name), forward)
+while True:
+    pid, status = os.wait()
+    if pid == child:
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(code if code >= 0 else 128 - code)
 """
 """The container side of :func:`confined_command`: ``python3 -I -S -c LAUNCHER FILTER ARGV``
 loads the filter (base64 of the classic BPF program), then executes ``ARGV``. ``-I`` keeps
 the bot's directory off ``sys.path`` (a ``base64.py`` shipped with the bot is never
 imported) and ignores ``PYTHON*`` variables; ``-S`` skips ``site``. It exits 125 with one line
-on standard error when the kernel refuses the filter."""
+on standard error when the kernel refuses the filter.
+
+As process 1 of a container it stays, under the filter, as the container's init: it runs
+``ARGV`` as its child, forwards termination signals to it, reaps every orphan and exits as
+the child did (128 + the signal's number for a signal, as Docker's init does). An init
+outside the filter (Docker's ``docker-init``, of the bot's uid) could be rewritten through
+``/proc/1/mem`` and run the bot's code unfiltered; and the bot itself as process 1 would
+ignore the signals the kernel sends it by default (``SIGXFSZ`` at its file-size limit)."""
 
 #: Exit status of :data:`LAUNCHER` when the filter could not be loaded.
 LAUNCHER_FAILED: Final = 125
@@ -209,4 +237,5 @@ def confined_command(argv: Sequence[str]) -> list[str]:
     if not argv:
         raise ValueError("no command to confine")
     encoded = base64.b64encode(made).decode("ascii")
-    return ["/usr/bin/python3", "-I", "-S", "-c", LAUNCHER, encoded, *argv]
+    # Found on the image's PATH: an image may keep its Python elsewhere than /usr/bin.
+    return ["python3", "-I", "-S", "-c", LAUNCHER, encoded, *argv]

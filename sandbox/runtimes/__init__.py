@@ -151,16 +151,20 @@ def java_main_class(entry: str) -> str:
     return ".".join([*path.parent.parts, path.name.removesuffix(".java")])
 
 
+# The sources go to the compiler as whole words (find -print0 | xargs -0): a file name with
+# spaces or an "@file" in it must not become a compiler option (g++ -wrapper, javac
+# -processor would run the submission's own program in the build).
 _BUILD_C = (
-    "g++ -std=c++17 -O2 -pipe -I/opt/kryt/cpp/include"
-    ' $(find . -name "*.cc" -o -name "*.cpp" | sort)'
+    'find . \\( -name "*.cc" -o -name "*.cpp" \\) -print0 | sort -z | xargs -0 sh -c'
+    ' \'exec g++ -std=c++17 -O2 -pipe -I/opt/kryt/cpp/include "$@"'
     " -o /artifact/bot -L/opt/kryt/cpp/lib -lkryt_proto"
-    " $(pkg-config --libs grpc++ protobuf) -lpthread"
+    " $(pkg-config --libs grpc++ protobuf) -lpthread' g++"
 )
 _BUILD_GO = "go build -trimpath -o /artifact/bot ."
 _BUILD_JAVA = (
     "mkdir -p /artifact/classes"
-    ' && javac -nowarn -encoding UTF-8 -d /artifact/classes $(find . -name "*.java" | sort)'
+    ' && find . -name "*.java" -print0 | sort -z'
+    " | xargs -0 javac -nowarn -encoding UTF-8 -d /artifact/classes"
 )
 
 #: ``npm ci`` of a submission's lock file (see files/node/build.sh); offline by default.

@@ -54,8 +54,12 @@ __all__ = [
 
 #: The unprivileged uid the build runs as (the same as the bot's).
 BUILD_UID = 65534
-#: First word of the line the build script prints when the bot's build failed.
+#: First word of the line the build script prints when the bot's build failed (on a line of
+#: its own: the build's output may end without a newline).
 BUILD_FAILED = "kryt-build-failed:"
+#: The line the build script prints before it runs the runtime's command: a build that
+#: fails after it (whatever it printed, or if it stopped the script) is the bot's failure.
+BUILD_STARTED = "kryt-build-started"
 #: Lines of build output kept in the error for the author.
 BUILD_LOG_LINES = 40
 #: Characters of a build's output kept while it runs (its tail): a build printing 100 MB of
@@ -96,19 +100,20 @@ def build_script(runtime: Runtime, *, online: bool = False) -> str:
 ulimit -f {blocks}
 export KRYT_BUILD_ONLINE={1 if online else 0}
 cd /src
+echo {BUILD_STARTED}
 timeout -k 5 {seconds} /bin/sh -ec {shlex.quote(runtime.build)} 2>&1
 status=$?
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
-  echo "{BUILD_FAILED} the build did not finish within {seconds} s"
+  printf '\\n%s\\n' "{BUILD_FAILED} the build did not finish within {seconds} s"
   exit 1
 fi
 if [ "$status" -ne 0 ]; then
-  echo "{BUILD_FAILED} the {runtime.name} build exited with status $status"
+  printf '\\n%s\\n' "{BUILD_FAILED} the {runtime.name} build exited with status $status"
   exit 1
 fi
 size=$(du -sb {ARTIFACT_DIR} | cut -f1)
 if [ "$size" -gt {output} ]; then
-  echo "{BUILD_FAILED} the build output is $size bytes, more than {output}"
+  printf '\\n%s\\n' "{BUILD_FAILED} the build output is $size bytes, more than {output}"
   exit 1
 fi
 """
@@ -202,14 +207,27 @@ def build_failure(runtime: Runtime, submission: Submission, log: Iterable[Any]) 
     # Docker repeats the failed command, which is the seccomp launcher's whole source and
     # filter (sandbox.seccomp.confined_command): many lines that say nothing to the author.
     lines = _FAILED_COMMAND.sub("", "".join(texts)).splitlines()
-    reason = next((line for line in lines if line.startswith(BUILD_FAILED)), None)
-    if reason is None:
+    # The first line with the mark: the command's own (node's build.sh says why) before the
+    # script's summary; anywhere in a line, as output may end without a newline.
+    said = [line[line.index(BUILD_FAILED) :] for line in lines if BUILD_FAILED in line]
+    if said:
+        reason = said[0]
+    elif any(line.strip() == BUILD_STARTED for line in lines):
+        # The build ran and ended the script before it could say why (it stopped or killed
+        # it: both run as the build's uid): the bot's failure all the same.
+        reason = f"{BUILD_FAILED} the build ended its script before the script's result"
+    else:
         return None
     # Docker's own progress lines say nothing to the author.
     noise = ("Step ", " ---> ", "Removing intermediate", "Sending build context", "The command ")
     # The build script's own summary line follows a command's more precise one: drop both.
     output = [
-        line for line in lines if line.strip() and not line.startswith((*noise, BUILD_FAILED))
+        line
+        for line in lines
+        if line.strip()
+        and not line.startswith(noise)
+        and BUILD_FAILED not in line
+        and line.strip() != BUILD_STARTED
     ]
     tail = "\n".join(output[-BUILD_LOG_LINES:])
     name = submission.manifest.name

@@ -127,6 +127,11 @@ def test_kernel_attack_surface_is_refused(sandbox_backend: Backend, make_bot: Ma
     errors = result["errors"]
     assert errors == dict.fromkeys(errors, errno.EPERM)
     assert result["int80_getpid"] in (-errno.ENOSYS, "died: 11", "died: 139")
+    # Every process the bot can see runs under as many filters as the bot itself (no init
+    # outside the sandbox's filter to hijack through /proc/1/mem).
+    modes = dict(result["seccomp_modes"])
+    own = modes.pop("self")
+    assert own.startswith("2/") and modes and set(modes.values()) == {own}, (own, modes)
 
 
 def test_fork_bomb_is_capped_and_cleaned_up(sandbox_backend: Backend, make_bot: MakeBot) -> None:

@@ -232,7 +232,7 @@ def test_docker_without_a_seccomp_filter_refuses_untrusted_bots(
     bot = docker_backend.start(healthy, roomy(), "t13-filtered-docker")
     try:
         command = bot.container.attrs["Config"]["Cmd"]  # type: ignore[attr-defined]
-        assert command[:4] == ["/usr/bin/python3", "-I", "-S", "-c"]
+        assert command[:4] == ["python3", "-I", "-S", "-c"]
         assert command[6:8] == ["/bin/sh", "-c"]
     finally:
         stop_and_assert_gone(bot)

@@ -423,3 +423,37 @@ def test_a_build_the_organiser_lets_online_still_builds(
         remove=True,
     )
     assert out.decode().strip() == "lead 6H"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_submissions_npmrc_names_no_program_the_build_runs(
+    tmp_path: Path, node_image: str, docker_backend: Backend
+) -> None:
+    """``git=./g.sh`` in a shipped .npmrc plus a git dependency in the lock made
+    ``npm ci --ignore-scripts`` run the submission's g.sh: the build ignores the .npmrc."""
+    folder = tmp_path / "bot"
+    folder.mkdir()
+    (folder / "bot.toml").write_text(
+        'name = "npmgit"\nversion = "1.0.0"\nruntime = "node"\nentry = "bot.js"\n'
+    )
+    (folder / "bot.js").write_text("process.exit(0);\n")
+    (folder / ".npmrc").write_text("git=/src/g.sh\n")
+    (folder / "g.sh").write_text("#!/bin/sh\necho EVIL-GIT >&2\nexit 1\n")
+    (folder / "g.sh").chmod(0o755)
+    url = "git+ssh://git@example.invalid/x.git#" + "ab" * 20
+    (folder / "package.json").write_text(package_json("npmgit", {"x": url}))
+    lock = {
+        "name": "npmgit",
+        "version": "1.0.0",
+        "lockfileVersion": 3,
+        "requires": True,
+        "packages": {
+            "": {"name": "npmgit", "version": "1.0.0", "dependencies": {"x": url}},
+            "node_modules/x": {"version": "1.0.0", "resolved": url},
+        },
+    }
+    (folder / "package-lock.json").write_text(json.dumps(lock))
+    message = _build_error(docker_backend, load_submission(folder))
+    assert "did not build" in message and "EVIL-GIT" not in message, message

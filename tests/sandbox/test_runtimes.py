@@ -336,3 +336,59 @@ def test_the_java_bridge_sends_small_messages_at_once() -> None:
         encoding="utf-8"
     )
     assert "upstream.setOption(StandardSocketOptions.TCP_NODELAY, true);" in source
+
+
+@pytest.mark.parametrize("runtime", ["cpp", "java"])
+def test_source_file_names_reach_the_compiler_as_whole_words(runtime: str, tmp_path: Path) -> None:
+    """A file named ``b.cc @q/o c.cc`` was split into words, and ``@q/o`` (an options file
+    of the submission's) made g++ or javac run the submission's own program in the build."""
+    import os
+    import stat
+    import subprocess
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for tool in ("g++", "javac", "pkg-config"):
+        script = tools / tool
+        script.write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    src = tmp_path / "src"
+    (src / "q").mkdir(parents=True)
+    ext = "cc" if runtime == "cpp" else "java"
+    odd = f"b.{ext} @q/o c.{ext}"
+    for name in ("a." + ext, odd):  # the odd one is "o c.EXT" in a folder "b.EXT @q"
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text("")
+    (src / "q" / "o").write_text("-wrapper python3,q/e.py\n")
+    build = REGISTRY[runtime].build or ""
+    done = subprocess.run(
+        ["/bin/sh", "-c", build.replace("/artifact", str(tmp_path / "artifact"))],
+        cwd=src,
+        env={**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    words = done.stdout.splitlines()
+    assert f"./{odd}" in words and f"./a.{ext}" in words, words
+    assert not any(word.startswith("@") for word in words), words
+
+
+def test_a_build_cannot_pass_its_failure_off_as_ours() -> None:
+    """Output without a final newline glued the script's result line to it, and a build that
+    stopped the script left none: both read as a failure of the arena's (never remembered,
+    the game voided again and again). Once the script has started the build, a failure is
+    the bot's."""
+    sub = load_submission(BOTS / "cpp")
+    started = {"stream": f"{containers.BUILD_STARTED}\n"}
+    glued = {"stream": f"x{containers.BUILD_FAILED} the cpp build exited with status 1\n"}
+    message = containers.build_failure(REGISTRY["cpp"], sub, [started, glued])
+    assert message is not None and "exited with status 1" in message.splitlines()[0]
+    stopped = {"stream": "compiling...\n"}
+    message = containers.build_failure(REGISTRY["cpp"], sub, [started, stopped])
+    assert message is not None and "ended its script" in message.splitlines()[0]
+    assert message.splitlines()[1:] == ["compiling..."]
+    assert containers.build_failure(REGISTRY["cpp"], sub, [stopped]) is None  # never started
+    script = containers.build_script(REGISTRY["cpp"])
+    assert script.index(containers.BUILD_STARTED) < script.index("timeout ")
+    assert f"printf '\\n%s\\n' \"{containers.BUILD_FAILED}" in script

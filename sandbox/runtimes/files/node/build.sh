@@ -7,7 +7,8 @@
 # Where packages come from, without a network: `file:` dependencies vendored in the
 # submission (tarballs or folders), an npm cache folder `npm-cache/` shipped with it, or a
 # shipped `node_modules/` (used as it is, after `npm ls` checked it against package.json).
-# Install scripts never run (--ignore-scripts): packages must be plain JavaScript.
+# Install scripts never run (--ignore-scripts): packages must be plain JavaScript. A
+# submission's .npmrc is not used (npm's defaults only).
 set -u
 npm_cli=/opt/kryt/node/node_modules/npm/bin/npm-cli.js
 log=/tmp/kryt-npm.log
@@ -74,6 +75,9 @@ work=/tmp/kryt-npm
 cache=/tmp/kryt-npm-cache
 mkdir -p "$work" "$cache" || fail "cannot create the build folder $work"
 cp -R /src/. "$work/" || fail "cannot copy the submission to $work"
+# A project .npmrc could name programs npm runs (git=..., script-shell=...) despite
+# --ignore-scripts: the build uses npm's defaults only.
+rm -f "$work/.npmrc" || fail "cannot remove the submission's .npmrc"
 if [ -d npm-cache ]; then
   cp -R npm-cache/. "$cache/" || fail "cannot copy npm-cache/"
 fi

@@ -60,7 +60,32 @@ def attempt() -> dict[str, object]:
         errors[name] = 0 if result >= 0 else ctypes.get_errno()
         if result >= 0 and name in ("io_uring_setup", "userfaultfd", "perf_event_open"):
             os.close(result)
-    return {"machine": platform.machine(), "errors": errors, "int80_getpid": legacy_getpid()}
+    return {
+        "machine": platform.machine(),
+        "errors": errors,
+        "int80_getpid": legacy_getpid(),
+        "seccomp_modes": seccomp_modes(),
+    }
+
+
+def seccomp_modes() -> dict[str, str]:
+    """The seccomp mode and number of filters (``2/1``: one filter) of every process this
+    bot can see, and its own under ``self``: a process with fewer filters (an init of the
+    same uid outside the sandbox's filter) could be made to run the bot's code unfiltered."""
+    modes: dict[str, str] = {}
+    for entry in ["self", *os.listdir("/proc")]:
+        if not (entry.isdigit() or entry == "self"):
+            continue
+        fields = {}
+        try:
+            with open(f"/proc/{entry}/status", encoding="utf-8") as status:
+                for line in status:
+                    key, _, value = line.partition(":")
+                    fields[key] = value.strip()
+        except OSError:
+            continue
+        modes[entry] = f"{fields.get('Seccomp', '?')}/{fields.get('Seccomp_filters', '?')}"
+    return modes
 
 
 RESULT = attempt()
