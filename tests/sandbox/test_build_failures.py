@@ -244,3 +244,41 @@ def test_a_streamed_docker_build_that_succeeds_gives_its_image(
         assert len(calls) == 1
     finally:
         client.images.remove(tag, force=True)
+
+
+@pytest.mark.docker
+def test_a_docker_build_past_the_clients_read_timeout_is_the_bots_and_is_removed(
+    docker_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that stopped its own ``timeout`` (same uid) ran until docker-py's read timeout
+    and then crashed the run with an uncaught urllib3 ReadTimeoutError: it is the bot's
+    failed build now, and the step's container is removed."""
+    from urllib3.exceptions import ReadTimeoutError
+
+    from sandbox.docker_backend import DockerBackend
+
+    assert isinstance(docker_backend, DockerBackend)
+    step = "0123456789ab" * 2
+
+    def stuck_build(**kwargs: Any) -> Any:
+        yield {"stream": "Step 7/10 : RUN [...]\n"}
+        yield {"stream": f" ---> Running in {step}\n"}
+        yield {"stream": f"{containers.BUILD_STARTED}\n"}
+        raise ReadTimeoutError(None, "/build", "Read timed out.")  # type: ignore[arg-type]
+
+    removed: list[str] = []
+    monkeypatch.setattr(docker_backend.client.api, "build", stuck_build)
+    monkeypatch.setattr(docker_backend, "_remove_by_name", removed.append)
+    submission = load_submission(Path(__file__).parents[2] / "sdk" / "tools" / "starters" / "go")
+    runtime = get_runtime("go")
+    with pytest.raises(RuntimeBuildError, match=r"did not finish within 300 s"):
+        docker_backend._build_image(submission, runtime, "kryt-runtime-go:x", "kryt-bot:x")
+    assert removed == [step]
+
+    def engine_gone(**kwargs: Any) -> Any:
+        yield {"stream": "Step 1/10 : FROM x\n"}
+        raise ReadTimeoutError(None, "/build", "Read timed out.")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(docker_backend.client.api, "build", engine_gone)
+    with pytest.raises(ImageBuildError):  # the build never started: ours
+        docker_backend._build_image(submission, runtime, "kryt-runtime-go:x", "kryt-bot:x")
