@@ -77,11 +77,13 @@ from arena.db.accounts import (
     authenticate_token,
     bots_of_author,
     find_author,
+    hash_token,
     owner_of,
     redeem_invite,
 )
 from arena.db.ladder import checks_of_author, get_check, ladder_series_ids, logs_of_submissions
-from arena.db.models import Author, SubmissionCheck
+from arena.db.models import ApiToken, Author, SubmissionCheck
+from arena.db.types import utcnow
 from arena.service.auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,
@@ -89,6 +91,8 @@ from arena.service.auth import (
     RateLimiter,
     Signer,
     hash_password,
+    password_credential,
+    token_credential,
     verify_password,
 )
 from arena.service.ladder import Ladder, entrants
@@ -217,7 +221,7 @@ def create_service_app(
         body = b"".join([chunk async for chunk in response.body_iterator])  # type: ignore[attr-defined]
         try:
             data = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
         detail = _detail_of(data) or body.decode(errors="replace")[:500]
         return _problem_response(response.status_code, detail, response.headers)
@@ -587,10 +591,7 @@ def _add_api(app: FastAPI, service: Service) -> None:
     @app.post("/api/register", status_code=201)
     async def register(request: Request) -> JSONResponse:
         body = await _read_body(request, 16 * 1024)
-        try:
-            fields = json.loads(body or b"{}")
-        except ValueError:
-            fields = None
+        fields = _json_body(body)
         if not isinstance(fields, dict) or not all(
             isinstance(fields.get(k, ""), str) for k in ("invite", "name", "password")
         ):
@@ -619,6 +620,15 @@ def _add_api(app: FastAPI, service: Service) -> None:
         }
 
 
+def _json_body(body: bytes) -> Any:
+    """The JSON of a request body (empty: ``{}``), or None when it is not JSON: malformed,
+    not UTF-8, or nested too deeply for the parser (a RecursionError, never a 500)."""
+    try:
+        return json.loads(body or b"{}")
+    except (ValueError, RecursionError):
+        return None
+
+
 def _store_upload(
     service: Service, data: bytes, filename: str, principal: Principal, remote: str
 ) -> JSONResponse:
@@ -645,7 +655,7 @@ def _store_upload(
             )
         title = "Conflict" if exc.status == 409 else "Invalid submission"
         raise Problem(exc.status, title, str(exc)) from None
-    if accepted.created and service.background:
+    if (accepted.created or accepted.revalidate) and service.background:
         service.validator.enqueue(accepted.submission_id)
     with db.read_session() as session:
         row = get_submission(accepted.submission_id, session=session)
@@ -701,6 +711,7 @@ class Registered:
     name: str
     token: str
     expires_at: str
+    token_id: int
 
 
 def _register(service: Service, fields: dict[str, str], remote: str) -> Registered:
@@ -735,7 +746,9 @@ def _register(service: Service, fields: dict[str, str], remote: str) -> Register
                 target=name,
                 remote=remote,
             )
-            return Registered(author.id, name, token.secret, token.expires_at.isoformat())
+            return Registered(
+                author.id, name, token.secret, token.expires_at.isoformat(), token.token_id
+            )
     except InviteError as exc:
         service.failures.take(remote)
         detail = str(exc)
@@ -764,8 +777,48 @@ def _add_pages(app: FastAPI, service: Service) -> None:
     signer = service.signer
     secure = service.settings.secure_cookies
 
+    def session_principal(request: Request) -> Principal | None:
+        """Who the session cookie signs in (blocking: it reads the database), or None.
+
+        The cookie is bound to the credential it was made from; that credential must still
+        be good on every request: the token not revoked or expired, the password unchanged,
+        the author not disabled."""
+        claim = signer.claim(request.cookies.get(SESSION_COOKIE))
+        if claim is None:
+            return None
+        with db.read_session() as session:
+            author = session.get(Author, claim.author_id)
+            if author is None or author.id is None or author.disabled:
+                return None
+            if claim.token_id:
+                token = session.get(ApiToken, claim.token_id)
+                if (
+                    token is None
+                    or token.author_id != author.id
+                    or token.revoked_at is not None
+                    or token.expires_at <= utcnow()
+                ):
+                    return None
+                credential = token_credential(token.token_hash)
+            elif author.password_hash is not None:
+                credential = password_credential(author.password_hash)
+            else:
+                return None
+            if not signer.session_valid(claim, credential):
+                return None
+            return Principal(author.id, author.name, claim.token_id or None)
+
     def session_author(request: Request) -> int | None:
-        return signer.author_of(request.cookies.get(SESSION_COOKIE))
+        principal = session_principal(request)
+        return None if principal is None else principal.author_id
+
+    def session_cookie(author_id: int, token_id: int | None, credential: str) -> str:
+        return signer.session(
+            author_id,
+            service.settings.session_hours * 3600,
+            token_id=token_id,
+            credential=credential,
+        )
 
     def csrf_binding(request: Request) -> str | None:
         return request.cookies.get(SESSION_COOKIE) or request.cookies.get(CSRF_COOKIE)
@@ -786,8 +839,9 @@ def _add_pages(app: FastAPI, service: Service) -> None:
         body = await _read_body(request, 64 * 1024)
         form = _form(body)
         if not signer.csrf_ok(csrf_binding(request), form.get("csrf")):
+            author_id = await run_in_threadpool(session_author, request)
             await run_in_threadpool(
-                audit_form, "csrf refused", session_author(request), request.url.path, request
+                audit_form, "csrf refused", author_id, request.url.path, request
             )
             raise Problem(
                 403, "Forbidden", "the form's CSRF token is missing or wrong; reload the page"
@@ -827,19 +881,25 @@ def _add_pages(app: FastAPI, service: Service) -> None:
     def sign_in(request: Request, form: dict[str, str], remote: str) -> Response:
         """Check the name and password (or token) of the sign-in form; audited."""
         author_id: int | None = None
+        token_id: int | None = None
+        credential = ""
         with db.session() as session:
             token = form.get("token", "").strip()
             if token:
                 principal = authenticate_token(token, session=session)
-                author_id = None if principal is None else principal.author_id
+                if principal is not None:
+                    author_id, token_id = principal.author_id, principal.token_id
+                    credential = token_credential(hash_token(token))
             else:
                 author = find_author(form.get("name", "").strip(), session=session)
                 if (
                     author is not None
                     and not author.disabled
+                    and author.password_hash is not None
                     and verify_password(author.password_hash, form.get("password", ""))
                 ):
                     author_id = author.id
+                    credential = password_credential(author.password_hash)
             audit(
                 "login",
                 "ok" if author_id is not None else "refused",
@@ -862,7 +922,7 @@ def _add_pages(app: FastAPI, service: Service) -> None:
         response = RedirectResponse("/me", status_code=303)
         response.set_cookie(
             SESSION_COOKIE,
-            signer.session(author_id, service.settings.session_hours * 3600),
+            session_cookie(author_id, token_id, credential),
             max_age=service.settings.session_hours * 3600,
             httponly=True,
             samesite="strict",
@@ -921,7 +981,7 @@ def _add_pages(app: FastAPI, service: Service) -> None:
         response.headers["Cache-Control"] = "no-store"  # the page holds a secret
         response.set_cookie(
             SESSION_COOKIE,
-            signer.session(done.author_id, service.settings.session_hours * 3600),
+            session_cookie(done.author_id, done.token_id, token_credential(hash_token(done.token))),
             max_age=service.settings.session_hours * 3600,
             httponly=True,
             samesite="strict",
@@ -932,6 +992,11 @@ def _add_pages(app: FastAPI, service: Service) -> None:
     @app.post("/logout")
     async def logout(request: Request) -> Response:
         await checked_form(request)
+        # Only a session that is still good is remembered as ended (anyone can make up a
+        # cookie and get a CSRF token for it: that must not fill the memory).
+        claim = signer.claim(request.cookies.get(SESSION_COOKIE))
+        if claim is not None and await run_in_threadpool(session_author, request) is not None:
+            signer.end(claim)
         response = RedirectResponse("/", status_code=303)
         response.delete_cookie(SESSION_COOKIE)
         return response
@@ -969,17 +1034,14 @@ def _add_pages(app: FastAPI, service: Service) -> None:
 
     @app.post("/me/bots/{name}/retire")
     async def retire_form(name: str, request: Request) -> Response:
-        author_id = session_author(request)
-        if author_id is None:
+        if await run_in_threadpool(session_author, request) is None:
             raise Problem(401, "Unauthorized", "sign in first")
         await checked_form(request)
-        await run_in_threadpool(retire_signed_in, author_id, name, _remote(request))
+        await run_in_threadpool(retire_signed_in, request, name, _remote(request))
         return RedirectResponse("/me", status_code=303)
 
-    def retire_signed_in(author_id: int, name: str, remote: str) -> None:
-        with db.read_session() as session:
-            author = session.get(Author, author_id)
-            if author is None or author.disabled:
-                raise Problem(401, "Unauthorized", "sign in first")
-            name_of_author = author.name
-        _retire(service, name, Principal(author_id, name_of_author, None), remote)
+    def retire_signed_in(request: Request, name: str, remote: str) -> None:
+        principal = session_principal(request)  # still good after reading the form
+        if principal is None:
+            raise Problem(401, "Unauthorized", "sign in first")
+        _retire(service, name, principal, remote)

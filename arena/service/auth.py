@@ -2,8 +2,15 @@
 
 - Passwords are hashed with Argon2id (``argon2-cffi``); API tokens are random and stored as
   sha256 (:mod:`arena.db.accounts`).
-- A login session is a cookie ``author_id.expiry.signature`` signed with HMAC-SHA256 under
-  the server's secret: nothing to store, and a forged or expired cookie is simply refused.
+- A login session is a cookie ``author_id.token_id.expiry.nonce.signature`` signed with
+  HMAC-SHA256 under the server's secret: nothing to store, and a forged or expired cookie is
+  simply refused. The signature also covers the credential the session was made from (the
+  stored hash of the API token used to sign in, or the author's password hash; ``token_id``
+  0 for a password sign-in), and the server checks on every request that this credential is
+  still good: a revoked or expired token, a changed password or a disabled author ends the
+  session. Signing out ends the cookie in this server process (:meth:`Signer.end`); with no
+  session storage, a copy taken before works again after a restart or on another server
+  process until one of the above happens or it expires.
 - CSRF: every form carries a token derived from the session (HMAC of the session cookie) or,
   before login, the double-submitted value of a random cookie; a form post whose token does
   not match is refused. Cookies are ``SameSite=Strict`` and ``HttpOnly`` as well.
@@ -67,35 +74,92 @@ def verify_password(password_hash: str | None, password: str) -> bool:
         return False
 
 
+def token_credential(token_hash: str) -> str:
+    """What a session made from an API token is bound to: the token's stored hash."""
+    return f"token:{token_hash}"
+
+
+def password_credential(password_hash: str) -> str:
+    """What a session made from a password is bound to: the author's password hash (a new
+    password ends the sessions of the old one)."""
+    return f"password:{password_hash}"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionClaim:
+    """What a well-formed, unexpired session cookie says; its signature is checked against
+    the credential (:meth:`Signer.session_valid`), which the caller looks up by ``token_id``
+    (0: the author's password)."""
+
+    author_id: int
+    token_id: int
+    expires: int
+    cookie: str
+
+
 class Signer:
     """Signs and checks login sessions and CSRF tokens with one server secret."""
+
+    MAX_ENDED = 100_000
+    """Signed-out sessions remembered (bounded memory; expired ones are dropped first)."""
 
     def __init__(self, secret: str) -> None:
         self._key = hashlib.sha256(
             (secret or secrets.token_hex(32)).encode("utf-8", "surrogateescape")
         ).digest()
+        self._ended: dict[str, int] = {}
+        self._lock = threading.Lock()
 
     def _mac(self, message: str) -> str:
         return hmac.new(self._key, message.encode(), hashlib.sha256).hexdigest()
 
-    def session(self, author_id: int, lifetime_s: float) -> str:
-        """A session cookie value for ``author_id`` valid ``lifetime_s`` seconds."""
-        body = f"{author_id}.{int(time.time() + lifetime_s)}"
-        return f"{body}.{self._mac('session:' + body)}"
+    def _session_mac(self, body: str, credential: str) -> str:
+        digest = hashlib.sha256(credential.encode("utf-8", "surrogateescape")).hexdigest()
+        return self._mac(f"session:{body}:{digest}")
 
-    def author_of(self, cookie: str | None) -> int | None:
-        """The author id of a valid, unexpired session cookie, else None."""
+    def session(
+        self, author_id: int, lifetime_s: float, *, token_id: int | None, credential: str
+    ) -> str:
+        """A session cookie value for ``author_id`` valid ``lifetime_s`` seconds, bound to
+        the credential it was made from: the token ``token_id`` (:func:`token_credential`)
+        or, with ``token_id`` None, the password (:func:`password_credential`)."""
+        expiry = int(time.time() + lifetime_s)
+        # The nonce tells sessions apart: signing out ends this one, not the next sign-in.
+        body = f"{author_id}.{token_id or 0}.{expiry}.{secrets.token_hex(8)}"
+        return f"{body}.{self._session_mac(body, credential)}"
+
+    def claim(self, cookie: str | None) -> SessionClaim | None:
+        """What a well-formed, unexpired and not signed-out session cookie claims (its
+        signature is not checked yet: that needs the credential), else None."""
         if not cookie or len(cookie) > 200:
             return None
         parts = cookie.split(".")
-        if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
+        if len(parts) != 5 or not all(p.isascii() and p.isdigit() for p in parts[:3]):
             return None
-        body = f"{parts[0]}.{parts[1]}"
-        if not hmac.compare_digest(parts[2], self._mac("session:" + body)):
+        if int(parts[2]) < time.time():
             return None
-        if int(parts[1]) < time.time():
-            return None
-        return int(parts[0])
+        with self._lock:
+            if parts[4] in self._ended:
+                return None
+        return SessionClaim(int(parts[0]), int(parts[1]), int(parts[2]), cookie)
+
+    def session_valid(self, claim: SessionClaim, credential: str) -> bool:
+        """Whether the claim's cookie was signed by us for that credential (constant-time)."""
+        body, _, mac = claim.cookie.rpartition(".")
+        return hmac.compare_digest(mac, self._session_mac(body, credential))
+
+    def end(self, claim: SessionClaim) -> None:
+        """Sign a session out: this process refuses its cookie (copies too) until it expires.
+        Nothing is stored: after a restart, or on another server process, a copy taken
+        before works again until it expires or its credential stops being valid."""
+        mac = claim.cookie.rpartition(".")[2]
+        now = time.time()
+        with self._lock:
+            if len(self._ended) >= self.MAX_ENDED:
+                # Expired ones first; if that is not enough, those that expire soonest.
+                live = sorted(((t, m) for m, t in self._ended.items() if t >= now), reverse=True)
+                self._ended = {m: t for t, m in live[: self.MAX_ENDED * 9 // 10]}
+            self._ended[mac] = claim.expires
 
     def csrf_for(self, binding: str) -> str:
         """The CSRF token of a session (or of a pre-login CSRF cookie)."""

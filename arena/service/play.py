@@ -188,6 +188,12 @@ def play_ladder_series(
     return LadderOutcome(series_id, "finished", played)
 
 
+class ValidationUnavailable(Exception):
+    """The validation could not run for a reason on the server's side (a reference bot that
+    is not bundled, a series aborted by infrastructure failures, a reference bot that did not
+    start either): not the version's fault, so it must not be rejected for it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """The outcome of a validation: passed or not, why, and one line per game."""
@@ -201,12 +207,18 @@ def validate_submission(
     submission: Submission, *, settings: ServiceSettings, label: str, seed: int
 ) -> Verdict:
     """Play ``validation_games`` against each reference bot (the submission in seat 0);
-    the version passes when it starts and never forfeits. Nothing is recorded as a game."""
+    the version passes when it starts and never forfeits. Nothing is recorded as a game.
+
+    :class:`ValidationUnavailable` when the server, not the version, kept it from being
+    judged: a reference bot that is not bundled, a series aborted by failures on our side,
+    or a double forfeit (the reference bot did not start either)."""
     games: list[dict[str, object]] = []
     for reference in settings.reference_bots:
         folder = EXAMPLES / reference
         if not (folder / "bot.toml").is_file():
-            raise ValueError(f"reference bot {reference!r} is not a bundled example in {EXAMPLES}")
+            raise ValidationUnavailable(
+                f"reference bot {reference!r} is not a bundled example in {EXAMPLES}"
+            )
         opponent = load_submission(folder)
         slots = (
             _slot(settings, submission, name=submission.manifest.name, label=f"{label}-a"),
@@ -218,7 +230,9 @@ def validate_submission(
             )
         except SeriesAborted as exc:
             why = printable(str(exc))
-            return Verdict(False, f"validation against {reference} could not finish: {why}", games)
+            raise ValidationUnavailable(
+                f"validation against {reference} could not finish: {why}"
+            ) from None
         for number, record in sorted(records.items()):
             forfeit = record.forfeit
             line: dict[str, object] = {
@@ -239,7 +253,12 @@ def validate_submission(
                     games,
                 )
             if record.ending is GameEndReason.DOUBLE_FORFEIT:
-                return Verdict(False, f"double forfeit in validation game {number}", games)
+                # The reference bot did not start either: the sandbox, not the version.
+                detail = printable(record.double_forfeit_detail)
+                raise ValidationUnavailable(
+                    f"double forfeit in validation game {number} against {reference}"
+                    + (f": {detail}" if detail else "")
+                )
     return Verdict(True, f"played {len(games)} validation game(s) without a forfeit", games)
 
 

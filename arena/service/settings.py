@@ -15,6 +15,7 @@ from typing import Any
 from arena.db.accounts import MAX_LIFETIME_DAYS
 from arena.tournament.config import SandboxSettings
 from arena.tournament.seeds import SEED_BITS
+from arena.tournament.store import EXAMPLES
 from referee.protocol.messages import TimeControl
 from sandbox import SubmissionLimits
 
@@ -23,6 +24,16 @@ KiB = 1024
 MiB = 1024 * KiB
 MAX_UPLOAD_LIMIT = SubmissionLimits().max_total_bytes
 """The largest ``max_upload_bytes``: the submission size limit of a local ``kryt submit``."""
+MIN_SECRET_BYTES = 16
+"""The shortest ``secret`` (``KRYT_ARENA_SECRET``) accepted: a shorter one could be guessed
+offline from one signed cookie, and whoever knows it can sign in as anyone."""
+
+
+def bundled_examples() -> list[str]:
+    """The names of the bundled example bots (what ``reference_bots`` may name)."""
+    if not EXAMPLES.is_dir():
+        return []
+    return sorted(p.name for p in EXAMPLES.iterdir() if (p / "bot.toml").is_file())
 
 
 class SettingsError(ValueError):
@@ -69,7 +80,8 @@ class ServiceSettings:
     secure_cookies: bool = False
     """Mark cookies Secure (set it when a TLS reverse proxy serves the site)."""
     secret: str = ""
-    """Signs login sessions; empty: a random one per process (logins end at restart)."""
+    """Signs login sessions; empty: a random one per process (logins end at restart).
+    Otherwise at least :data:`MIN_SECRET_BYTES` bytes."""
     validation_games: int = 2
     reference_bots: tuple[str, ...] = ("random",)
     log_limit_bytes: int = 16 * KiB
@@ -134,6 +146,23 @@ class ServiceSettings:
             )
         if not self.reference_bots:
             raise SettingsError("reference_bots needs at least one bundled example bot")
+        bundled = bundled_examples()
+        unknown = [name for name in self.reference_bots if name not in bundled]
+        if unknown:
+            verb = "is not a bundled example bot" if len(unknown) == 1 else "are not bundled bots"
+            raise SettingsError(
+                f"reference_bots: {', '.join(repr(n) for n in unknown)} {verb} "
+                f"(bundled: {', '.join(bundled) or 'none'})"
+            )
+        if type(self.secret) is not str:
+            raise SettingsError(f"secret must be text, got {type(self.secret).__name__}")
+        size = len(self.secret.encode("utf-8", "surrogateescape"))
+        if self.secret and size < MIN_SECRET_BYTES:
+            # Never the value itself: it is a secret, and messages end up in logs.
+            raise SettingsError(
+                f"secret (KRYT_ARENA_SECRET) must be at least {MIN_SECRET_BYTES} bytes, got "
+                f"{size}; e.g. python -c 'import secrets; print(secrets.token_hex(32))'"
+            )
 
     @classmethod
     def from_env(

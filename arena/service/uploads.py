@@ -10,29 +10,40 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from sqlalchemy import update
+from sqlmodel import Session, col
+
 from arena.db import (
     ConflictError,
     Database,
     NewSubmission,
+    Submission,
     SubmissionStatus,
     find_bot,
     get_or_create_bot,
     get_submission,
-    set_submission_status,
     submit,
 )
 from arena.db.accounts import Principal, audit, claim_bot, owner_of
-from arena.db.ladder import CheckStatus, finish_check, pending_checks, start_check
-from arena.service.play import validate_submission
+from arena.db.ladder import CheckStatus, finish_check, get_check, pending_checks, start_check
+from arena.db.models import SubmissionCheck
+from arena.service.play import ValidationUnavailable, validate_submission
 from arena.service.settings import ServiceSettings
 from arena.tournament.seeds import draw_seed
 from arena.tournament.store import materialize, pack, stored_for_recording
 from sandbox import SubmissionError, load_submission
+from sandbox.death import printable
 from sandbox.source_check import check_python_sources
 
 log = logging.getLogger(__name__)
 
 ARCHIVE_MAGIC = {b"PK\x03\x04": ".zip", b"\x1f\x8b": ".tar.gz"}
+SERVER_SIDE = "not validated yet: "
+"""How the check message of a validation that failed on the server's side begins (the
+version stays pending and is validated again)."""
+LEGACY_SERVER_SIDE = "could not be validated: "
+"""How older releases began the message of a server-side failure they stored as a
+rejection: uploading the same content again validates it again."""
 
 
 class UploadError(ValueError):
@@ -57,6 +68,9 @@ class Accepted:
     sha256: str
     created: bool
     status: str
+    revalidate: bool = False
+    """The same content again, whose validation is still to be done (it failed on the
+    server's side): queue it again."""
 
 
 def archive_suffix(data: bytes, filename: str) -> str:
@@ -149,8 +163,11 @@ def _record_upload(
             )
             row = result.submission
             assert row.id is not None
+            revalidate = False
             if result.created:
                 start_check(row.id, principal.author_id, session=session)
+            else:
+                revalidate = _needs_validation(row, session=session)
             audit(
                 "submit",
                 "stored" if result.created else "unchanged",
@@ -161,7 +178,9 @@ def _record_upload(
                 detail=f"sha256 {row.sha256}",
                 remote=remote,
             )
-            return Accepted(row.id, name, row.version, row.sha256, result.created, row.status)
+            return Accepted(
+                row.id, name, row.version, row.sha256, result.created, row.status, revalidate
+            )
     except ForbiddenError:
         # Audited in a transaction of its own: the refused one above is rolled back.
         with db.session() as session:
@@ -178,6 +197,38 @@ def _record_upload(
         raise
     except ConflictError as exc:  # a version reused with other content, or a lost race
         raise UploadError(str(exc), status=409) from None
+
+
+def _needs_validation(row: Submission, *, session: Session) -> bool:
+    """Whether a version uploaded again still waits for its validation: its check is
+    pending (the server failed to run it), or an older release stored such a failure as a
+    rejection (reopened here: the version is pending again)."""
+    assert row.id is not None
+    check = get_check(row.id, session=session)
+    if check is None:
+        return False
+    if check.status == CheckStatus.PENDING.value:
+        return row.status == SubmissionStatus.PENDING.value
+    if check.status != CheckStatus.FAILED.value or not check.message.startswith(LEGACY_SERVER_SIDE):
+        return False
+    reopened = session.execute(
+        update(Submission)
+        .where(
+            col(Submission.id) == row.id,
+            col(Submission.status) == SubmissionStatus.REJECTED.value,
+        )
+        .values(status=SubmissionStatus.PENDING.value)
+        .execution_options(synchronize_session=False)
+    )
+    if reopened.rowcount != 1:  # type: ignore[attr-defined]
+        return False
+    check.status = CheckStatus.PENDING.value
+    check.message = ""
+    check.games = []
+    check.finished_at = None
+    session.add(check)
+    session.refresh(row)
+    return True
 
 
 class Validator:
@@ -217,7 +268,14 @@ class Validator:
                 self._queued.discard(submission_id)
 
     def validate(self, submission_id: int) -> CheckStatus:
-        """Play the validation games and record the verdict (active or rejected)."""
+        """Play the validation games and record the verdict: the version becomes active or
+        rejected, but only while it is still pending (one conditional update: a version
+        retired meanwhile stays retired, on PostgreSQL under concurrency too).
+
+        A failure on the server's side (a setting, the sandbox, an aborted series, the
+        database) is no verdict: the version and its check stay pending, the check's message
+        says why, and the validation runs again when the server restarts or the same content
+        is uploaded again. Returns the check's status (PENDING after such a failure)."""
         try:
             submission = materialize(submission_id, db=self._db, store=self._settings.store)
             verdict = validate_submission(
@@ -226,18 +284,32 @@ class Validator:
                 label=f"{self._label}v{submission_id}",
                 seed=draw_seed(),  # secret: a bot must not know its validation deals
             )
-            passed, message, games = verdict.passed, verdict.message, verdict.games
-        except (SubmissionError, ValueError) as exc:
-            passed, message, games = False, f"could not be validated: {exc}", []
+        except ValidationUnavailable as exc:
+            log.error("validation of submission %s could not run: %s", submission_id, exc)
+            self._postpone(submission_id, str(exc))
+            return CheckStatus.PENDING
+        except Exception as exc:
+            log.exception("validation of submission %s failed on our side", submission_id)
+            self._postpone(submission_id, printable(f"{type(exc).__name__}: {exc}"))
+            return CheckStatus.PENDING
+        passed, message, games = verdict.passed, verdict.message, verdict.games
         status = CheckStatus.PASSED if passed else CheckStatus.FAILED
+        target = SubmissionStatus.ACTIVE if passed else SubmissionStatus.REJECTED
         with self._db.session() as session:
-            row = get_submission(submission_id, session=session)
-            set_submission_status(
-                submission_id,
-                SubmissionStatus.ACTIVE if passed else SubmissionStatus.REJECTED,
-                session=session,
+            changed = session.execute(
+                update(Submission)
+                .where(
+                    col(Submission.id) == submission_id,
+                    col(Submission.status) == SubmissionStatus.PENDING.value,
+                )
+                .values(status=target.value)
+                .execution_options(synchronize_session=False)
             )
+            row = get_submission(submission_id, session=session)
             check = finish_check(submission_id, status, message, games, session=session)
+            detail = message
+            if changed.rowcount != 1:  # type: ignore[attr-defined]
+                detail = f"{message}; the version stays {row.status}"
             audit(
                 "validate",
                 status.value,
@@ -245,9 +317,35 @@ class Validator:
                 author_id=check.author_id,
                 target=f"{row.manifest.get('name', '?')} {row.version} "
                 f"(submission {submission_id})",
-                detail=message,
+                detail=detail,
             )
         return status
+
+    def _postpone(self, submission_id: int, why: str) -> None:
+        """Note on the (still pending) check why the validation could not run."""
+        message = (
+            f"{SERVER_SIDE}the server could not run the validation ({why[:2000]}); it runs "
+            "again when the server restarts or when the same content is uploaded again"
+        )
+        try:
+            with self._db.session() as session:
+                check = session.get(SubmissionCheck, submission_id)
+                if check is None or check.status != CheckStatus.PENDING.value:
+                    return
+                check.message = message.replace("\x00", "\ufffd")
+                session.add(check)
+                row = get_submission(submission_id, session=session)
+                audit(
+                    "validate",
+                    "postponed",
+                    session=session,
+                    author_id=check.author_id,
+                    target=f"{row.manifest.get('name', '?')} {row.version} "
+                    f"(submission {submission_id})",
+                    detail=message,
+                )
+        except Exception:  # the database itself may be what failed
+            log.exception("could not note the failed validation of submission %s", submission_id)
 
     def close(self) -> None:
         """Stop taking work; a validation in progress is finished or redone at next start."""
