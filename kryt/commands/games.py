@@ -9,7 +9,10 @@ game file (plain text, see docs/games-format.md), CSV or JSON, and import a game
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -19,6 +22,8 @@ from kryt.errors import UserError
 from kryt.options import MAX_ID, DatabaseOption, open_db
 
 if TYPE_CHECKING:
+    from sqlmodel import Session
+
     from arena.db.models import Game
     from leaderboard.games_io import GameFilter
 
@@ -90,7 +95,9 @@ def list_games(
     tournament: TournamentFilter = None,
     result: ResultFilter = None,
     reason: ReasonFilter = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, max=MAX_ID, help="At most this many.")
+    ] = 50,
     oldest: Annotated[
         bool, typer.Option("--oldest", help="Oldest first (default newest).")
     ] = False,
@@ -108,6 +115,7 @@ def list_games(
     where = _filter(bot, tournament, result, reason, limit, newest_first=not oldest)
     db = open_db(database, create=False)
     with db.read_session() as session:
+        _check_filters(where, session=session)
         games = select_games(where, session=session)
         labels = submission_labels(session=session)
         tables = any(game.players > 2 for game in games)
@@ -181,6 +189,7 @@ def export(
     where = _filter(bot, tournament, result, reason, None)
     db = open_db(database, create=False)
     with db.read_session() as session:
+        _check_filters(where, session=session)  # a typo must not empty an earlier export
         chosen_games = exportable(select_games(where, session=session), session=session)
         games, tables, unfinished = (
             chosen_games.games,
@@ -223,35 +232,139 @@ def export(
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def _check_target(path: Path) -> None:
+def _check_filters(where: GameFilter, *, session: Session) -> None:
+    """Refuse a tournament id or a bot name the database does not know (``no tournament with
+    id 9``, as ``kryt leaderboard -t 9`` says): a typo is not "no games match", and an export
+    with it would have replaced an earlier export with an empty file."""
+    from arena.db import get_bot, get_tournament
+
+    if where.tournament_id is not None:
+        get_tournament(where.tournament_id, session=session)
+    if where.bot is not None:
+        get_bot(where.bot, session=session)
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
+
+
+def _check_target(path: Path) -> os.stat_result | None:
     """Refuse to write an export over a database (``kryt games export kryt.db`` would have
-    replaced the results with text) or into something that is not a file."""
-    if path.is_dir():
-        raise UserError(f"cannot write {_shown_path(path)}: it is a directory")
+    replaced the results with text) or over anything that is not a regular file (a symbolic
+    link, a device, a named pipe, a socket, a directory), before anything is opened or
+    written; the target's status, or None when there is none yet.
+
+    Looked at with ``lstat`` (a link is not followed), and a regular file is opened without
+    following a link or blocking, so a named pipe put there meanwhile is never waited on."""
+    shown = _shown_path(path)
     try:
-        with path.open("rb") as handle:
-            head = handle.read(len(SQLITE_HEADER))
+        info = os.lstat(path)
     except FileNotFoundError:
-        return
+        return None
     except OSError as exc:
-        raise UserError(f"cannot write {_shown_path(path)}: {exc.strerror or exc}") from None
+        raise UserError(f"cannot write {shown}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UserError(f"cannot write {shown}: it is {_kind(info.st_mode)}, not a regular file")
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        handle = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UserError(f"cannot write {shown}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(
+                f"cannot write {shown}: it is {_kind(info.st_mode)}, not a regular file"
+            )
+        head = os.read(handle, len(SQLITE_HEADER))
+    except OSError as exc:
+        raise UserError(f"cannot write {shown}: {exc.strerror or exc}") from None
+    finally:
+        os.close(handle)
     if head == SQLITE_HEADER:
         raise UserError(
-            f"{_shown_path(path)} is an SQLite database, not overwritten with the export",
+            f"{shown} is an SQLite database, not overwritten with the export",
             hint="name a new file, e.g. games.kgn, games.csv or games.json",
         )
+    return info
+
+
+def _new_file_mode() -> int:
+    """The permissions a new file gets here (0666 less the umask)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary sibling and a rename: an export that
-    fails half-way leaves the old file as it was."""
-    tmp = path.with_name(f".{path.name}.kryt-tmp")
+    """Write ``text`` to ``path`` through a temporary file in the same directory and a
+    rename: an export that fails half-way leaves the old file as it was.
+
+    The temporary file has an unpredictable name and is created exclusively (``mkstemp``:
+    never through a link someone planted); it is synced before it replaces ``path``, which is
+    checked again just before (only a regular file, or nothing, is replaced). A file
+    replaced keeps its permissions; a new one gets the usual ones (0666 less the umask)."""
+    data = text.encode("utf-8")
+    shown = _shown_path(path)
+    existing = _check_target(path)
+    mode = stat.S_IMODE(existing.st_mode) & 0o777 if existing else _new_file_mode()
+    directory = path.parent
     try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        handle, name = tempfile.mkstemp(
+            dir=directory, prefix=f".{path.name[:100]}.", suffix=".kryt-tmp"
+        )
     except OSError as exc:
+        raise UserError(f"cannot write {shown}: {exc.strerror or exc}") from None
+    tmp = Path(name)
+    try:
+        try:
+            os.fchmod(handle, mode)
+            _write_all(handle, data)
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+        _check_target(path)
+        os.replace(tmp, path)
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {_shown_path(path)}: {exc.strerror or exc}") from None
+        if isinstance(exc, OSError):
+            raise UserError(f"cannot write {shown}: {exc.strerror or exc}") from None
+        raise
+    _sync_directory(directory)
+
+
+def _write_all(handle: int, data: bytes) -> None:
+    """Write all of ``data`` to the open file ``handle``."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(handle, view) :]
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (best effort: not every file system can)."""
+    try:
+        handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def _result_cell(game: Game) -> str:
