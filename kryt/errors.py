@@ -113,8 +113,9 @@ def _sqlite_problem(exc: BaseException) -> UserError | None:
         )
     elif "not a database" in text or "malformed" in text or "corrupt" in text:
         hint = (
-            "the file is not a Kryt database (or it is damaged): point --database /"
-            " KRYT_DATABASE_URL at a Kryt database, or at a new file to start one"
+            "the file is not a Kryt database (or it is damaged; Kryt does not write to it):"
+            " point --database / KRYT_DATABASE_URL at a Kryt database (restore a damaged one"
+            " from a backup), or at a new file to start one"
         )
     else:
         hint = "check the SQLite file named by --database / KRYT_DATABASE_URL"

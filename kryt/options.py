@@ -57,6 +57,20 @@ def backend_choice(backend: str, alias: str | None) -> str:
     return alias if alias is not None else backend
 
 
+def refuse_two_time_controls(bot: str, first: str | None, second: str) -> None:
+    """``--time KEY=...`` given for ``bot`` under ``first`` (None: not yet) and again under
+    ``second`` (its name and its name with the version, say): which would win is a guess, so
+    it is one ``error:`` line (exit 2), as ``[bot_time]`` naming one bot twice is."""
+    from kryt.errors import UserError
+
+    if first is not None:
+        raise UserError(
+            f"--time names the bot {bot} twice, as {first!r} and as {second!r}:"
+            " give each bot one control",
+            hint="see docs/configuration.md#time-controls",
+        )
+
+
 def refuse_contradictory_time(
     shared: list[str], move: float | None, bank: float | None, increment: float | None
 ) -> None:

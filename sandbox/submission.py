@@ -847,6 +847,28 @@ def _check_copy(copy: Path, submission: Submission) -> None:
         )
 
 
+def _make_store(store_path: Path) -> None:
+    """Create the submission store folder, or SubmissionError naming it and why it cannot be
+    (a file in its place or on its path, a folder that cannot hold one, no permission)."""
+    try:
+        store_path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next(
+            (p for p in (store_path, *store_path.parents) if p.exists() or p.is_symlink()), None
+        )
+        if isinstance(exc, FileExistsError | NotADirectoryError) and blocker is not None:
+            why = f"{_quoted(str(blocker))} is not a folder"
+        elif blocker is not None and blocker != store_path:
+            why = f"no folder can be made in {_quoted(str(blocker))} ({_reason(exc)})"
+        else:
+            why = _reason(exc)
+        raise SubmissionError(
+            f"cannot create the submission store {_quoted(str(store_path))}: {why};"
+            " choose another --store",
+            str(store_path),
+        ) from None
+
+
 def store_submission(submission: Submission, store: str | os.PathLike[str]) -> Path:
     """Copy a validated submission to ``store/<sha256>/`` atomically; return that folder.
 
@@ -857,11 +879,18 @@ def store_submission(submission: Submission, store: str | os.PathLike[str]) -> P
     raises :class:`SubmissionChangedError` and stores nothing.
     """
     store_path = Path(store)
-    store_path.mkdir(parents=True, exist_ok=True)
+    _make_store(store_path)
     final = store_path / submission.sha256
     if final.is_dir():
         return final
-    tmp = Path(tempfile.mkdtemp(prefix=f".{submission.sha256[:12]}-", dir=store_path))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{submission.sha256[:12]}-", dir=store_path))
+    except OSError as exc:  # a folder we may not write in
+        raise SubmissionError(
+            f"cannot store submissions in {_quoted(str(store_path))}: {_reason(exc)};"
+            " choose another --store",
+            str(store_path),
+        ) from None
     try:
         for rel in submission.files:
             src = submission.root / rel

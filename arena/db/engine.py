@@ -11,7 +11,14 @@ from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import DatabaseError as DriverDatabaseError
+from sqlalchemy.exc import (
+    DBAPIError,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    OperationalError,
+)
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import Session
 
@@ -112,6 +119,34 @@ def _translated(where: str) -> Iterator[None]:
         else:
             hint = "check that it is reachable and has free space"
         raise DatabaseUnavailableError(f"database {where} failed: {exc.orig}; {hint}") from exc
+    except DriverDatabaseError as exc:
+        if not _damaged(exc):
+            raise  # a bug (bad SQL, a value the driver refuses): shown in full
+        # The transaction is rolled back: nothing more is written to a damaged database.
+        raise DatabaseUnavailableError(
+            f"database {where} is damaged ({exc.orig}); nothing was written to it"
+        ) from exc
+
+
+_DAMAGE = ("malformed", "not a database", "corrupt")
+"""What SQLite says of a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB)."""
+
+
+def _is_sqlite(exc: DBAPIError) -> bool:
+    import sqlite3
+
+    return isinstance(exc.orig, sqlite3.Error)
+
+
+def _damaged(exc: DBAPIError) -> bool:
+    """Whether a driver error says the database itself is damaged (not that a statement is
+    wrong): a SQLite file with a broken page, or PostgreSQL's data-corruption errors."""
+    if _is_sqlite(exc):
+        return any(word in str(exc.orig).lower() for word in _DAMAGE)
+    # PostgreSQL: SQLSTATE class XX (internal error), XX001 data_corrupted, XX002
+    # index_corrupted; psycopg raises them as InternalError.
+    code = getattr(exc.orig, "sqlstate", None)
+    return isinstance(exc, InternalError) and isinstance(code, str) and code.startswith("XX")
 
 
 def open_database(

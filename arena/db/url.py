@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import quote_plus
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -139,11 +140,30 @@ _USER_AND_PASSWORD = re.compile(r"^(?P<head>[^:/@]*://[^:/@]*:).*@", re.DOTALL)
 """``scheme://user:`` then everything up to the last ``@``: where a password would be."""
 
 
+_SECRET_WORDS = ("password", "passwd", "secret", "token")
+"""A query parameter whose name holds one of these is a credential: libpq's ``password`` and
+``sslpassword``, and anything else that reads like one."""
+
+_SECRET_QUERY_VALUE = re.compile(
+    r"(?P<key>[?&][^=&#]*(?:" + "|".join(_SECRET_WORDS) + r")[^=&#]*=)[^&#]*", re.IGNORECASE
+)
+"""A credential's ``?name=value`` (or ``&name=value``) in a URL's text: its value."""
+
+_MASK = "***"
+
+
+def _secret_key(key: str) -> bool:
+    return any(word in key.lower() for word in _SECRET_WORDS)
+
+
 def mask_url(url: str | URL) -> str:
     """The URL with its password replaced by ``***``, fit for messages and logs.
 
+    The password is masked wherever it is given: after ``user:``, and as the value of a
+    query parameter such as ``?password=`` or ``?sslpassword=`` (which libpq accepts too).
     A URL that cannot be parsed is shown as given but with everything between ``user:`` and
-    the last ``@`` replaced (more than the password, when in doubt), NUL bytes as ``%00``.
+    the last ``@`` replaced (more than the password, when in doubt) and the values of such
+    query parameters masked, NUL bytes as ``%00``.
     """
     try:
         parsed = make_url(url) if isinstance(url, str) else url
@@ -151,5 +171,15 @@ def mask_url(url: str | URL) -> str:
         return "<unparseable URL>"
     except ValueError:
         assert isinstance(url, str)
-        return _USER_AND_PASSWORD.sub(r"\g<head>***@", url).replace("\x00", "%00")
-    return parsed.render_as_string(hide_password=True).replace("\x00", "%00")
+        masked = _USER_AND_PASSWORD.sub(rf"\g<head>{_MASK}@", url)
+        masked = _SECRET_QUERY_VALUE.sub(rf"\g<key>{_MASK}", masked)
+        return masked.replace("\x00", "%00")
+    if any(_secret_key(key) for key in parsed.query):
+        parsed = parsed.set(
+            query={
+                key: (_MASK if _secret_key(key) else value) for key, value in parsed.query.items()
+            }
+        )
+    rendered = parsed.render_as_string(hide_password=True)
+    # The query is rendered %-encoded: show the mask as the password's is shown.
+    return rendered.replace(f"={quote_plus(_MASK)}", f"={_MASK}").replace("\x00", "%00")

@@ -285,7 +285,9 @@ class TournamentConfig:
 
     def check_bot_time(self, bots: list[tuple[str, str]]) -> None:
         """ConfigError when a ``[bot_time]`` entry names none of ``bots`` (``(name, version)``
-        of the entered bots): a misspelt name would silently leave the bot on the default."""
+        of the entered bots): a misspelt name would silently leave the bot on the default; or
+        when two entries name the same bot, as ``name`` and as ``name@version`` (unless other
+        versions of that bot are entered, which the ``name`` entry then sets)."""
         known = {n for name, version in bots for n in (name, f"{name}@{version}")}
         for bot, _ in self.bot_time:
             if bot not in known:
@@ -293,6 +295,18 @@ class TournamentConfig:
                     f"[bot_time] names {bot!r}, which is not an entered bot"
                     f" (known: {', '.join(sorted(known))})"
                 )
+        given = dict(self.bot_time)
+        for name, version in bots:
+            pinned = f"{name}@{version}"
+            if name not in given or pinned not in given:
+                continue
+            if sum(1 for other, _ in bots if other == name) > 1:
+                continue  # `name` sets the other entered versions: pinned is an exception
+            raise ConfigError(
+                f"[bot_time] (or --time BOT=...) names the bot {pinned} twice, as {name} ="
+                f" {given[name]!r} and as {pinned} = {given[pinned]!r}: give each bot one"
+                " control"
+            )
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form stored with the tournament."""

@@ -26,6 +26,7 @@ from kryt.options import (
     BackendOption,
     backend_choice,
     refuse_contradictory_time,
+    refuse_two_time_controls,
 )
 from kryt.texts import result_by
 
@@ -464,6 +465,7 @@ def _seat_controls(
         {str(seat + 1), refs[seat], submissions[seat].manifest.name, names[seat]} for seat in (0, 1)
     ]
     controls = [shared, shared]
+    named: dict[int, str] = {}
     for key, control in per_bot.items():
         seats = [seat for seat in (0, 1) if key in keys[seat]]
         if not seats:
@@ -473,5 +475,7 @@ def _seat_controls(
             )
         if len(seats) > 1:
             raise UserError(f"--time {key}=...: both bots answer to {key!r}; use 1 or 2")
+        refuse_two_time_controls(names[seats[0]], named.get(seats[0]), key)
+        named[seats[0]] = key
         controls[seats[0]] = control
     return (controls[0], controls[1])
