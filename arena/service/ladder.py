@@ -10,7 +10,6 @@ database, so a server killed at any moment loses at most the games in progress.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import uuid
@@ -19,7 +18,7 @@ from dataclasses import asdict
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlmodel import Session, col, or_, select
+from sqlmodel import Session, col, func, or_, select
 
 from arena.db import (
     Database,
@@ -43,10 +42,19 @@ from arena.db.ladder import (
     release,
     renew_leases,
 )
-from arena.db.models import Author, BotOwner
+from arena.db.models import Author, BotOwner, Series
 from arena.service.pairing import PairResult, choose_pair
 from arena.service.play import LadderOutcome, play_ladder_series
 from arena.service.settings import ServiceSettings
+from arena.tournament.ladder import (
+    EARLIER_MASTERS_KEY,
+    LADDER_KEY,
+    LADDER_NAME,
+    EarlierMaster,
+    earlier_masters,
+    is_ladder,
+    ladder_series_seed,
+)
 from arena.tournament.seeds import commitment, draw_seed
 from leaderboard.standings import refit_and_store
 
@@ -55,7 +63,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LADDER_NAME = "ladder"
+__all__ = ["LADDER_NAME", "Ladder", "entrants", "is_ladder", "ladder_tournament"]
 
 
 def entrants(*, session: Session) -> list[int]:
@@ -81,26 +89,52 @@ def entrants(*, session: Session) -> list[int]:
 def ladder_tournament(settings: ServiceSettings, *, session: Session) -> Tournament:
     """The ladder's tournament (created running on first use).
 
+    Only a tournament the ladder created itself is the ladder's: it is marked in its stored
+    configuration (:func:`arena.tournament.ladder.is_ladder`, also true of one an older
+    server created). Any other tournament named ``ladder`` (``kryt tournament run --name
+    ladder``, whose seed is public once it finished) is never taken over.
+
     Its seed is the master of every ladder deal: secret (drawn here, with its commitment
     stored in the config, as every tournament's) unless the settings fix one. A ladder
     stored without a commitment (made when the default seed was a public 1) gets a secret
     seed now; the series already scheduled keep their own stored seeds."""
-    found = session.exec(
+    candidates = session.exec(
         select(Tournament).where(Tournament.name == LADDER_NAME).order_by(col(Tournament.id))
-    ).first()
-    if found is not None and found.id is not None:
+    ).all()
+    found = next((t for t in candidates if t.id is not None and is_ladder(t.config)), None)
+    if found is not None:
+        changed = False
         if settings.ladder.seed == 0 and "seed_commitment" not in found.config:
+            # The series already scheduled derive from the old (public) seed: it is kept as
+            # a record, so `kryt replay --verify` still checks them.
+            before = session.exec(
+                select(func.max(Series.position)).where(Series.tournament_id == found.id)
+            ).one()
+            earlier = earlier_masters(found.config)
+            if before is not None:
+                earlier.append(EarlierMaster(found.seed, before + 1))
             found.seed = draw_seed()
-            found.config = {**found.config, "seed_commitment": commitment(found.seed)}
+            found.config = {
+                **found.config,
+                "seed_commitment": commitment(found.seed),
+                EARLIER_MASTERS_KEY: [e.to_json() for e in earlier],
+            }
+            changed = True
+        if found.status != TournamentStatus.RUNNING.value:
+            # An older `kryt tournament cancel` marked it so while servers went on playing it.
+            found.status = TournamentStatus.RUNNING.value
+            changed = True
+        if changed:
             session.add(found)
             session.flush()
         return found
     seed = settings.ladder.seed or draw_seed()
     # Not a TournamentConfig (its entrants change as versions come and go): what the pages
-    # and `kryt tournament` need to know about how its series are played.
+    # and `kryt tournament` need to know about how its series are played, and the mark that
+    # makes it the ladder's.
     config = {
         "name": LADDER_NAME,
-        "ladder": True,
+        LADDER_KEY: True,
         "games_per_series": settings.ladder.games_per_series,
         "turn_limit": settings.turn_limit,
         "time_control": asdict(settings.time_control),
@@ -114,11 +148,6 @@ def ladder_tournament(settings: ServiceSettings, *, session: Session) -> Tournam
     )
     assert tournament.id is not None
     return tournament
-
-
-def _seed(master: int, position: int, a: int, b: int) -> int:
-    digest = hashlib.sha256(f"kryt-ladder:{master}:{position}:{a}:{b}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 2
 
 
 class Ladder:
@@ -239,12 +268,12 @@ class Ladder:
                 submission_a_id=a,
                 submission_b_id=b,
                 games_planned=games,
-                seed=_seed(tournament.seed, self.scheduled, a, b),
+                seed=ladder_series_seed(tournament.seed, self.scheduled, a, b),
                 format=SeriesFormat.STANDARD,
             )
             row = add_series(tournament.id, spec, session=session)
             # The seed follows the series' position, so no two ladder series share deals.
-            row.seed = _seed(tournament.seed, row.position, a, b)
+            row.seed = ladder_series_seed(tournament.seed, row.position, a, b)
             session.add(row)
             session.flush()
             assert row.id is not None

@@ -19,6 +19,7 @@ from arena.db import SeriesFormat as DbSeriesFormat
 from arena.db import SeriesSpec
 from arena.db.models import Series
 from arena.tournament.config import is_imported
+from arena.tournament.ladder import is_ladder, ladder_master, ladder_series_seed
 from arena.tournament.origin import OriginError, SeriesOrigin, imported_origin
 from arena.tournament.runner import TournamentError, series_seed
 from arena.tournament.seeds import commitment
@@ -87,8 +88,15 @@ class SeedChain:
 
 def seed_chain(tournament_seed: int, config: Mapping[str, Any], series: Series) -> SeedChain:
     """The seed chain of a stored series (its position says which round it belongs to; an
-    imported series' origin says where its seed came from). TournamentError when the
-    stored configuration is damaged."""
+    imported series' origin says where its seed came from; a series of the arena's ladder
+    derives from the ladder's seed as :mod:`arena.tournament.ladder` says). TournamentError
+    when the stored configuration is damaged."""
+    if is_ladder(config):
+        master, published = ladder_master(tournament_seed, config, series.position)
+        derived = ladder_series_seed(
+            master, series.position, series.submission_a_id, series.submission_b_id
+        )
+        return SeedChain(master, published, derived)
     origin = _imported(config, series)
     if origin is not None:
         seed = tournament_seed if origin.round_seed is None else origin.round_seed

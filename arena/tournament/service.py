@@ -44,6 +44,7 @@ from arena.tournament.config import (
     with_changes,
 )
 from arena.tournament.executors import LocalExecutor, SeriesCallback
+from arena.tournament.ladder import is_ladder
 from arena.tournament.lease import RunLease, TournamentBusyError, holder_gone
 from arena.tournament.runner import (
     GameCallback,
@@ -93,6 +94,24 @@ class ImportedTournamentError(TournamentError):
         self.tournament_id = tournament_id
 
 
+class LadderTournamentError(TournamentError):
+    """The tournament is the arena's ladder (:mod:`arena.tournament.ladder`): ``kryt arena
+    serve`` creates it, schedules its series and plays them, so ``kryt tournament`` cannot
+    run, resume, extend, change or cancel it."""
+
+    RESUME = "resumed"
+    EXTEND = "extended"
+    SET = "changed"
+    CANCEL = "cancelled"
+
+    def __init__(self, tournament_id: int, what: str) -> None:
+        super().__init__(
+            f"tournament {tournament_id} is the arena's ladder: `kryt arena serve` schedules"
+            f" and plays its series; it cannot be {what} with `kryt tournament`"
+        )
+        self.tournament_id = tournament_id
+
+
 def _stored(tournament_id: int, db: Database) -> dict[str, Any]:
     with db.read_session() as session:
         return dict(get_tournament(tournament_id, session=session).config)
@@ -122,6 +141,8 @@ def tournament_config(tournament_id: int, db: Database) -> TournamentConfig:
     stored = _stored(tournament_id, db)
     if is_imported(stored):
         raise ImportedTournamentError(tournament_id, ImportedTournamentError.NO_SETTINGS)
+    if is_ladder(stored):
+        raise LadderTournamentError(tournament_id, LadderTournamentError.RESUME)
     try:
         return TournamentConfig.from_json(stored)
     except ConfigError as exc:
@@ -406,6 +427,8 @@ def run_tournament(
         status, stored = tournament.status, dict(tournament.config)
     if is_imported(stored):
         raise ImportedTournamentError(tournament_id, ImportedTournamentError.NOTHING_TO_RESUME)
+    if is_ladder(stored):
+        raise LadderTournamentError(tournament_id, LadderTournamentError.RESUME)
     if status == TournamentStatus.CANCELLED.value:
         raise TournamentError(f"tournament {tournament_id} was cancelled; it cannot be run")
     config = runnable_config(tournament_id, db)
@@ -475,6 +498,9 @@ class TournamentState:
     lease: LeaseInfo | None
     imported: bool = False
     """Created by ``kryt games import``: its games only, nothing to run or resume."""
+    ladder: bool = False
+    """The arena's ladder: ``kryt arena serve`` plays it (with leases on its series, not on
+    the tournament), nothing ``kryt tournament`` runs."""
 
     @property
     def live_lease(self) -> LeaseInfo | None:
@@ -486,7 +512,10 @@ class TournamentState:
     @property
     def shown(self) -> str:
         """The status as the organiser should read it: ``running`` only when a live run
-        holds the lease; a run that died shows as ``stopped``."""
+        holds the lease; a run that died shows as ``stopped``; the arena's ladder shows as
+        ``ladder`` (whether a server plays it is not in the tournament's lease)."""
+        if self.ladder:
+            return "ladder"
         running = self.status == TournamentStatus.RUNNING.value
         if running and (self.lease is None or self.lease.expired() or holder_gone(self.lease)):
             return "stopped"
@@ -518,7 +547,9 @@ def tournament_states(db: Database) -> dict[int, TournamentState]:
     with db.read_session() as session:
         leases = all_leases(session=session)
         return {
-            t.id: TournamentState(t.id, t.status, leases.get(t.id), is_imported(t.config))
+            t.id: TournamentState(
+                t.id, t.status, leases.get(t.id), is_imported(t.config), is_ladder(t.config)
+            )
             for t in list_tournaments(session=session)
             if t.id is not None
         }
@@ -533,12 +564,16 @@ def tournament_state(tournament_id: int, db: Database) -> TournamentState:
             tournament.status,
             get_lease(tournament_id, session=session),
             is_imported(tournament.config),
+            is_ladder(tournament.config),
         )
 
 
 def cancel(tournament_id: int, db: Database) -> int:
     """Cancel an unfinished tournament; returns how many series were stopped. A run that is
-    playing it stops at its next heartbeat and records nothing more."""
+    playing it stops at its next heartbeat and records nothing more. LadderTournamentError
+    for the arena's ladder (its servers would go on playing it)."""
+    if tournament_state(tournament_id, db).ladder:
+        raise LadderTournamentError(tournament_id, LadderTournamentError.CANCEL)
     try:
         with db.session() as session:
             return cancel_tournament(tournament_id, session=session)
@@ -557,6 +592,8 @@ def change_settings(
     state = tournament_state(tournament_id, db)
     if state.imported:
         raise ImportedTournamentError(tournament_id, ImportedTournamentError.NO_SETTINGS)
+    if state.ladder:
+        raise LadderTournamentError(tournament_id, LadderTournamentError.SET)
     if not assignments:
         raise ConfigError("give at least one KEY=VALUE (e.g. sandbox.memory_mb=512)")
     changes = [parse_assignment(text) for text in assignments]
@@ -622,6 +659,8 @@ def extend(tournament_id: int, games: int, db: Database) -> Extended:
         status, stored = tournament.status, dict(tournament.config)
     if is_imported(stored):
         raise ImportedTournamentError(tournament_id, ImportedTournamentError.CANNOT_EXTEND)
+    if is_ladder(stored):
+        raise LadderTournamentError(tournament_id, LadderTournamentError.EXTEND)
     if status == TournamentStatus.CANCELLED.value:
         raise TournamentError(f"tournament {tournament_id} was cancelled; it cannot be extended")
     config = runnable_config(tournament_id, db)  # a bad stored setting: StoredConfigError

@@ -52,6 +52,7 @@ from arena.tournament.service import (
     ClusterUnavailableError,
     ExecutorName,
     ImportedTournamentError,
+    LadderTournamentError,
     PreparedExecutor,
     RunResult,
     cancel,
@@ -653,6 +654,8 @@ def resume(
     state = tournament_state(tournament_id, db)
     if state.imported:
         raise ImportedTournamentError(tournament_id, ImportedTournamentError.NOTHING_TO_RESUME)
+    if state.ladder:
+        raise LadderTournamentError(tournament_id, LadderTournamentError.RESUME)
     if state.status == TournamentStatus.CANCELLED.value:
         raise UserError(f"tournament {tournament_id} was cancelled; it cannot be resumed")
     if state.status == TournamentStatus.FINISHED.value:
@@ -767,6 +770,14 @@ def status(
                 )
             )
             return
+        if state.ladder:
+            out.print(
+                Text(
+                    "status: ladder; the arena's ladder: `kryt arena serve` schedules and plays"
+                    " its series (GET /api/ladder shows what runs), not `kryt tournament`"
+                )
+            )
+            return
         out.print(Text(f"status: {state.shown}; runner: {state.runner}"))
         return
     table = Table(title="Tournaments")
@@ -783,7 +794,7 @@ def status(
             str(tid),
             Text(name),
             f"{state.shown} (imported)" if state.imported else state.shown,
-            Text(state.runner),
+            Text("kryt arena serve" if state.ladder else state.runner),
             f"{done}/{planned}",
             f"{created:%Y-%m-%d %H:%M}",
         )

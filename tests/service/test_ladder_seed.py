@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from arena.db import Database, Submission, SubmissionStatus, get_series, open_database
-from arena.service.ladder import LADDER_NAME, Ladder, _seed, ladder_tournament
+from arena.service.ladder import LADDER_NAME, Ladder, ladder_tournament
 from arena.service.settings import LadderSettings, ServiceSettings, SettingsError
+from arena.tournament.ladder import ladder_series_seed as _seed
 from arena.tournament.seeds import commitment
 from tests.db.helpers import build_world
 
