@@ -119,5 +119,5 @@ def _check_seats(series: Series, place: GamePlace) -> None:
     if not ok:
         raise InvalidRecordError(
             f"seat submissions {place.seats} do not match series {series.id} "
-            f"(submissions {series.seats or [series.submission_a_id, series.submission_b_id]})"
+            f"(submissions {list(series.seat_ids)})"
         )

@@ -138,6 +138,11 @@ class Series(SQLModel, table=True):
     seats: list[int] | None = Field(default=None, sa_type=JSON)
     """Classic table: every seat's submission, seat 0 first (a and b are seats 0 and 1)."""
 
+    @property
+    def seat_ids(self) -> tuple[int, ...]:
+        """Every seat's submission, seat 0 first, whatever the ruleset (a and b for pairs)."""
+        return tuple(self.seats or (self.submission_a_id, self.submission_b_id))
+
 
 class Game(SQLModel, table=True):
     """One played (or voided) game, with everything needed to replay and verify it.
@@ -220,6 +225,11 @@ class Game(SQLModel, table=True):
     """Each seat's time control, compact text (see ``arena.db.games.controls_text``)."""
     """Each seat's time control, seat 0 first (``move_ms``, ``bank_ms``, ``increment_ms``,
     ``grace_ms``, ``clock``); NULL for games recorded before controls were kept per game."""
+
+    @property
+    def seat_ids(self) -> tuple[int, ...]:
+        """Every seat's submission, seat 0 first, whatever the ruleset."""
+        return tuple(self.seats or (self.seat0_submission_id, self.seat1_submission_id))
 
     def unpacked(self) -> Unpacked:
         """The deal and the moves, unpacked from ``packed``."""

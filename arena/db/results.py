@@ -351,13 +351,13 @@ def never_played(tournament_id: int, *, session: Session) -> dict[int, str]:
     ).all()
     seen: dict[int, list[Game]] = {}
     for game in games:
-        for sub in game.seats or [game.seat0_submission_id, game.seat1_submission_id]:
+        for sub in game.seat_ids:
             seen.setdefault(int(sub), []).append(game)
     idle: dict[int, str] = {}
     for sub, played in seen.items():
         details = []
         for game in played:
-            seats = game.seats or [game.seat0_submission_id, game.seat1_submission_id]
+            seats = game.seat_ids
             mine = game.forfeit_seat is not None and seats[game.forfeit_seat] == sub
             if game.end_reason == "startup failure" and mine:
                 details.append(game.forfeit_detail or "")

@@ -273,9 +273,7 @@ class GameProgress:
                 for game in counted_games(series_id, wanted, session=session):
                     self.seen.setdefault(series_id, set()).add(game.number)
                     if on_game is not None:
-                        # A table game lists every seat; a two-player game has seats 0, 1.
-                        seats = game.seats or [game.seat0_submission_id, game.seat1_submission_id]
-                        players = tuple(str(s) for s in seats)
+                        players = tuple(str(s) for s in game.seat_ids)
                         on_game(series_id, game.number, stored_record(game, players))
 
     def poll(self, on_game: GameCallback | None) -> None:

@@ -160,7 +160,7 @@ def entered_bots(tournament_id: int, db: Database) -> list[tuple[str, str]]:
             {
                 submission
                 for series in series_of_tournament(tournament_id, session=session)
-                for submission in (series.seats or (series.submission_a_id, series.submission_b_id))
+                for submission in series.seat_ids
             }
         )
         rows = [get_submission(submission, session=session) for submission in ids]

@@ -93,7 +93,7 @@ def play_table_series_task(
     with db.read_session() as session:
         series = get_series(series_id, session=session)
         already_finished = series.status == SeriesStatus.FINISHED.value
-        seats = tuple(series.seats or (series.submission_a_id, series.submission_b_id))
+        seats = series.seat_ids
         names = []
         controls = []
         for sid in seats:
@@ -195,7 +195,7 @@ def table_tallies(tournament_id: int, db: Database) -> list[TableTally]:
     with db.read_session() as session:
         for series in series_of_tournament(tournament_id, session=session):
             assert series.id is not None
-            seats = tuple(series.seats or (series.submission_a_id, series.submission_b_id))
+            seats = series.seat_ids
             games = games_of_series(series.id, session=session)
             found.append(
                 TableTally(

@@ -131,7 +131,7 @@ def list_games(
             if game.series_id not in tournaments:
                 series = get_series(game.series_id, session=session)
                 tournaments[game.series_id] = series.tournament_id
-            seats = game.seats or (game.seat0_submission_id, game.seat1_submission_id)
+            seats = game.seat_ids
             names = ["{} {}".format(*labels.get(s, (str(s), "?"))) for s in seats]
             more = [Text(visible(", ".join(names[2:])))] * tables
             table.add_row(

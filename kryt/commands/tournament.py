@@ -155,10 +155,7 @@ class LiveLines:
         with db.read_session() as session:
             labels = submission_labels(session=session)
             self.seats = {
-                s.id: tuple(
-                    _label(sid, labels)
-                    for sid in (s.seats or (s.submission_a_id, s.submission_b_id))
-                )
+                s.id: tuple(_label(sid, labels) for sid in s.seat_ids)
                 for s in series_of_tournament(tournament_id, session=session)
                 if s.id is not None
             }

@@ -98,23 +98,13 @@ def _label(labels: dict[int, tuple[str, str]], submission_id: int) -> str:
 def result_text(row: GameRow | Game, labels: dict[int, tuple[str, str]]) -> str:
     """``greedy 1.0.0 won`` / ``draw`` / ``voided``, for game lists and the game page
     (a table game: ``mc 1.0.0 lost`` or the turn limit's pairwise results)."""
+    seats = row.seats if isinstance(row, GameRow) else row.seat_ids
     if row.ruleset != "default" and not row.voided:
-        if isinstance(row, GameRow):
-            table_seats = list(row.table_seats or row.seat_submission_ids)
-        else:
-            table_seats = list(row.seats or [row.seat0_submission_id, row.seat1_submission_id])
         if row.loser_seat is not None:
-            return f"{_label(labels, table_seats[row.loser_seat])} lost"
+            return f"{_label(labels, seats[row.loser_seat])} lost"
         if row.pairwise:
             beaten = sorted({x for _, x in row.pairwise})
-            return "turn limit: " + ", ".join(
-                f"{_label(labels, table_seats[x])} lost" for x in beaten
-            )
-    seats = (
-        row.seat_submission_ids
-        if isinstance(row, GameRow)
-        else (row.seat0_submission_id, row.seat1_submission_id)
-    )
+            return "turn limit: " + ", ".join(f"{_label(labels, seats[x])} lost" for x in beaten)
     if row.voided:
         return "voided"
     if row.result == GameResult.DRAW.value:
@@ -316,10 +306,7 @@ def submission_page(
         boards=boards,
         # Board names are shown as soon as there is anything but the default game.
         named_boards=any(r.table for r, _ in boards) or len(boards) > 1,
-        series_rows=[
-            (s, played.get(s.id or 0, 0), tuple(s.seats or (s.submission_a_id, s.submission_b_id)))
-            for s in all_series
-        ],
+        series_rows=[(s, played.get(s.id or 0, 0), s.seat_ids) for s in all_series],
         games=recent_games(session=session, submission_id=submission_id, limit=BOT_RECENT_GAMES),
         elo_plot=elo_plot,
         snapshot_plot=snapshot_plot,
@@ -369,7 +356,7 @@ def _game_data(
     game: Game, series: Series, tournament: Tournament, labels: dict[int, tuple[str, str]]
 ) -> dict[str, Any]:
     table = game.ruleset != "default"
-    seats = tuple(game.seats or (game.seat0_submission_id, game.seat1_submission_id))
+    seats = game.seat_ids
     replay = (
         replay_table_game(
             game.deck, game.dealer, game.players, game.actions, turn_limit=game.turn_limit

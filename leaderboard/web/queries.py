@@ -78,7 +78,8 @@ class GameRow:
     tournament_id: int
     number: int
     attempt: int
-    seat_submission_ids: tuple[int, int]
+    seats: tuple[int, ...]
+    """Every seat's submission, seat 0 first (two for the default game, 2-4 at a table)."""
     dealer: int
     result: str | None
     end_reason: str
@@ -87,8 +88,6 @@ class GameRow:
     moves: int
     finished_at: datetime
     ruleset: str = "default"
-    table_seats: tuple[int, ...] = ()
-    """Classic table: every seat's submission, seat 0 first (empty for the default game)."""
     loser_seat: int | None = None
     pairwise: tuple[tuple[int, int], ...] = ()
 
@@ -101,7 +100,7 @@ def _game_row(game: Game, tournament_id: int) -> GameRow:
         tournament_id=tournament_id,
         number=game.number,
         attempt=game.attempt,
-        seat_submission_ids=(game.seat0_submission_id, game.seat1_submission_id),
+        seats=game.seat_ids,
         dealer=game.dealer,
         result=game.result,
         end_reason=game.end_reason,
@@ -110,7 +109,6 @@ def _game_row(game: Game, tournament_id: int) -> GameRow:
         moves=len(game.actions),
         finished_at=game.finished_at,
         ruleset=game.ruleset,
-        table_seats=tuple(game.seats or ()),
         loser_seat=game.loser_seat,
         pairwise=tuple((int(w), int(x)) for w, x in game.pairwise or ()),
     )

@@ -26,6 +26,7 @@ from arena.db import (
     SeriesSpec,
     TournamentSpec,
     create_tournament,
+    get_series,
     open_database,
     record_game,
     series_of_tournament,
@@ -378,3 +379,47 @@ def test_an_opponent_at_a_table_sees_the_same_pairs_from_its_side(
         o: (*counts[:4], 0) for o, counts in expected_results(db, delta, "classic", 4).items()
     }
     assert 'data-board="default-2"' not in page
+
+
+def _seat_cells(page: str, game_id: int) -> list[int]:
+    """The submissions named in a game list's row of ``game_id``, seat 0 first."""
+    row = re.search(rf'<tr class="[^"]*">\s*<td><a class="game-link" href="[^"]*games/{game_id}'
+                    r'(?:\.html)?">.*?</tr>', page, re.S)  # fmt: skip
+    assert row is not None, f"game {game_id} is not listed"
+    cells = re.findall(r"<td>(.*?)</td>", row.group(0), re.S)
+    linked = [re.search(r"submissions/(\d+)", c) for c in cells]
+    return [int(m.group(1)) for m in linked if m is not None]
+
+
+def test_series_and_tournament_pages_list_every_seat_of_a_table_game(
+    tables: tuple[Database, TableWorld],
+) -> None:
+    """They listed seats 0 and 1 only (under "Seat 0", "Seat 1"), so a table game's third
+    and fourth players, and the series' own header, left them out."""
+    db, world = tables
+    with db.read_session() as s:
+        table_series = [
+            (row.tournament_id, row.id, list(row.seat_ids))
+            for row in (get_series(i, session=s) for i in world.my_series | world.other_series)
+            if row.seats
+        ]
+    assert table_series and len({t for t, _, _ in table_series}) == 1
+    with TestClient(create_app(db)) as client:
+        tournament_page = client.get(f"/tournaments/{table_series[0][0]}").text
+        assert "<th>Seat 3</th>" in tournament_page
+        for _, series_id, seats in table_series:
+            page = client.get(f"/series/{series_id}").text
+            header = page[page.index('<p class="meta">') : page.index("</p>")]
+            named = [int(x) for x in re.findall(r"submissions/(\d+)", header)]
+            assert named == seats and len(named) == 4
+            assert "<th>Seat 2</th><th>Seat 3</th>" in page
+            ids = {int(x) for x in re.findall(r'class="game-link" href="/games/(\d+)"', page)}
+            assert ids
+            for game_id in ids:
+                assert _seat_cells(page, game_id) == seats
+        shown = {
+            int(x) for x in re.findall(r'class="game-link" href="/games/(\d+)"', tournament_page)
+        }
+        assert shown
+        for game_id in shown:
+            assert len(_seat_cells(tournament_page, game_id)) == 4

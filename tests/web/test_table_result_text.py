@@ -13,10 +13,9 @@ LABELS = {1: ("alpha", "1"), 2: ("bravo", "1"), 3: ("charlie", "1")}
 def _row(**kw: object) -> GameRow:
     fields: dict[str, object] = {
         "game_id": 7, "series_id": 1, "tournament_id": 1, "number": 1, "attempt": 1,
-        "seat_submission_ids": (1, 2), "dealer": 0, "result": "table",
+        "seats": (1, 2, 3), "dealer": 0, "result": "table",
         "end_reason": "last holder", "forfeit_seat": None, "voided": False, "moves": 30,
         "finished_at": datetime(2026, 12, 1, tzinfo=UTC), "ruleset": "classic",
-        "table_seats": (1, 2, 3),
     }  # fmt: skip
     return GameRow(**(fields | kw))  # type: ignore[arg-type]
 
@@ -31,5 +30,5 @@ def test_a_table_game_at_the_turn_limit_names_who_lost_pairwise() -> None:
 
 
 def test_a_two_player_row_is_unchanged() -> None:
-    row = _row(ruleset="default", table_seats=(), result="seat1")
+    row = _row(ruleset="default", seats=(1, 2), result="seat1")
     assert result_text(row, LABELS) == "bravo 1 won"
