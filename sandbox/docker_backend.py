@@ -88,6 +88,10 @@ log = logging.getLogger("sandbox")
 LOG_TAIL_LINES = 40
 LOG_TAIL_CHARS = 8192
 """A container's log tail: its last ``LOG_TAIL_LINES`` lines, at most this long."""
+BUILD_CPU_SHARES = 256
+"""A build step's CPU weight, a quarter of a bot's (Docker's default 1024): a submission
+compiling while games run (the arena builds what authors submit) yields the CPU to the bots
+playing, whose clocks run; alone on the machine it still gets all of it."""
 
 
 def docker_client(timeout: float = 30.0) -> Any:
@@ -356,7 +360,11 @@ class DockerBackend(Backend):
                 # No network for the build unless the organiser allows it (npm registry).
                 network_mode=("default" if containers.build_network_allowed(runtime) else "none"),
                 labels={MARK_KEY: "image", "org.kryt.submission": submission.sha256},
-                container_limits={"memory": memory, "memswap": memory},
+                container_limits={
+                    "memory": memory,
+                    "memswap": memory,
+                    "cpushares": BUILD_CPU_SHARES,
+                },
                 timeout=runtime.build_limits.seconds + 120,
                 decode=True,
             )

@@ -282,3 +282,30 @@ def test_a_docker_build_past_the_clients_read_timeout_is_the_bots_and_is_removed
     monkeypatch.setattr(docker_backend.client.api, "build", engine_gone)
     with pytest.raises(ImageBuildError):  # the build never started: ours
         docker_backend._build_image(submission, runtime, "kryt-runtime-go:x", "kryt-bot:x")
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(900)
+def test_a_docker_build_step_has_a_quarter_of_a_bots_cpu_weight(
+    docker_backend: Backend, cpp_image: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A submission compiling while games run yields the CPU to the bots playing: the
+    engine is asked for the weight with the memory bound (its cgroup files read as empty to
+    a compiler, so the build cannot show them)."""
+    from sandbox.docker_backend import BUILD_CPU_SHARES
+
+    api: Any = docker_backend.client.api  # type: ignore[attr-defined]
+    asked: list[dict[str, Any]] = []
+    build = api.build
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(api, "build", watched)
+    with pytest.raises(RuntimeBuildError, match="kryt_undeclared_name"):
+        docker_backend.start(broken_cpp(tmp_path), SandboxLimits(), "t-buildweight")
+    assert len(asked) == 1
+    limits = asked[0]["container_limits"]
+    assert BUILD_CPU_SHARES == 256 and limits["cpushares"] == BUILD_CPU_SHARES
+    assert limits["memory"] == limits["memswap"] == get_runtime("cpp").build_limits.memory_bytes
