@@ -70,7 +70,16 @@ DENIED: Final = (
     "swapoff",
     "ioperm",
     "iopl",
+    "modify_ldt",
     "vhangup",
+    # Memory: secret memory, and NUMA placement Docker's profile refuses without
+    # CAP_SYS_NICE (the runtimes run there without them: the JVM only asks with UseNUMA).
+    "memfd_secret",
+    "mbind",
+    "set_mempolicy",
+    "set_mempolicy_home_node",
+    "move_pages",
+    "migrate_pages",
     # The machine: modules, clocks, reboot, accounting, logs.
     "init_module",
     "finit_module",

@@ -1,6 +1,7 @@
 """Hostile: calls kernel interfaces that local exploits start from and a bot never needs
-(io_uring, eBPF, perf events, keyrings, userfaultfd, ptrace, process_vm_readv, a 32-bit
-system call), and reports the errno of each (0: the call worked)."""
+(io_uring, eBPF, perf events, keyrings, userfaultfd, ptrace, process_vm_readv, the LDT,
+secret memory, NUMA placement, a 32-bit system call), and reports the errno of each (0: the
+call worked)."""
 
 import ctypes
 import os
@@ -20,6 +21,12 @@ CALLS = {
     "process_vm_readv": (310, (1, 0, 0, 0, 0, 0)),
     "unshare": (272, (0x00020000,)),  # CLONE_NEWNS
     "mount": (165, (0, 0, 0, 0, 0)),
+    "modify_ldt": (154, (0, 0, 0)),  # read 0 bytes of the LDT
+    "memfd_secret": (447, (0,)),
+    "mbind": (237, (0, 0, 0, 0, 0, 0)),
+    "set_mempolicy": (238, (0, 0, 0)),  # MPOL_DEFAULT
+    "move_pages": (279, (0, 0, 0, 0, 0, 0)),
+    "migrate_pages": (256, (0, 0, 0, 0)),
 }
 
 
