@@ -9,15 +9,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import case
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from arena.db._util import get_or_raise, storable
 from arena.db.elo import rebuild_elo_of, record_elo
-from arena.db.enums import GameResult, SeriesStatus
+from arena.db.enums import GameResult, SeriesStatus, TournamentStatus
 from arena.db.errors import ConflictError, InvalidRecordError
 from arena.db.gamecodec import PackError, Table, pack, unpack
-from arena.db.models import Bot, Game, Series, Submission
+from arena.db.models import Bot, Game, Series, Submission, Tournament
 from arena.db.records import CARD_RE, DECK_SIZE
 from arena.db.types import utcnow
 from referee.protocol.messages import GameEndReason, TimeControl
@@ -401,8 +402,12 @@ def _mark_series_running(series: Series, *, session: Session) -> None:
 def void_game(game_id: int, reason: str, *, session: Session) -> Game:
     """Mark a recorded game void (it stays stored; it no longer counts).
 
-    Its replay is recorded as a new attempt (:func:`next_attempt`). Voiding a game twice
-    raises :class:`ConflictError` rather than replacing the first reason.
+    Its replay is recorded as a new attempt (:func:`next_attempt`): a finished series of a
+    tournament that can be resumed is open again (running, and its tournament too, when it
+    had finished), so ``kryt tournament resume`` plays it with the same deal and dealer. The
+    series of an imported tournament or of the arena's ladder stay as they are (nothing
+    replays their games): one game short. Voiding a game twice raises
+    :class:`ConflictError` rather than replacing the first reason.
     """
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidRecordError(f"a void reason is required, got {reason!r}")
@@ -414,7 +419,31 @@ def void_game(game_id: int, reason: str, *, session: Session) -> Game:
     session.add(game)
     session.flush()
     rebuild_elo_of(game_id, session=session)  # it no longer counts in live Elo
+    _reopen_for_replay(game.series_id, session=session)
     return game
+
+
+def _reopen_for_replay(series_id: int, *, session: Session) -> None:
+    """Open a finished series again (and its finished tournament) for its voided game's
+    replay, unless nothing can replay it (an imported tournament's, the ladder's)."""
+    from arena.tournament.config import is_imported
+    from arena.tournament.ladder import is_ladder
+
+    series = session.get(Series, series_id)
+    assert series is not None  # a recorded game's series exists (foreign key)
+    tournament = session.get(Tournament, series.tournament_id)
+    assert tournament is not None
+    stored = tournament.config or {}
+    if is_imported(stored) or is_ladder(stored) or series.status != SeriesStatus.FINISHED:
+        return
+    series.status = SeriesStatus.RUNNING.value
+    series.finished_at = None
+    session.add(series)
+    if tournament.status == TournamentStatus.FINISHED:
+        tournament.status = TournamentStatus.RUNNING.value
+        tournament.finished_at = None
+        session.add(tournament)
+    session.flush()
 
 
 def get_game(game_id: int, *, session: Session) -> Game:
@@ -519,7 +548,8 @@ def find_games(
     ``result`` is ``seat0``, ``seat1``, ``draw`` or ``void``, or, with ``bot``, ``win`` or
     ``loss`` from that bot's side (at a table: a loss when it lost to any seat, a win when
     it beat one and lost to none); ``reasons`` keeps games that ended by one of these
-    :class:`GameEndReason` values.
+    :class:`GameEndReason` values, as the game's record says (every voided game's is
+    ``void``).
     """
     query = select(Game)
     bot_submissions: list[int] = []
@@ -571,7 +601,10 @@ def find_games(
                 f"unknown ending {', '.join(map(repr, unknown))};"
                 f" endings: {', '.join(sorted(known))}"
             )
-        query = query.where(col(Game.end_reason).in_(list(reasons)))
+        # A game voided after it was recorded keeps the ending it was played to, but its
+        # record (and so this filter) says ``void``, as for every voided game.
+        ending = case((col(Game.voided), GameEndReason.VOID.value), else_=col(Game.end_reason))
+        query = query.where(ending.in_(list(reasons)))
     if not include_voided:
         query = query.where(col(Game.voided).is_(False))
     order = col(Game.id).desc() if newest_first else col(Game.id)

@@ -80,13 +80,18 @@ def _filter(
     )
 
 
-def _ending(reason: str, detail: str | None) -> str:
-    """The ending, with where a crashed bot's code raised (``crash at bot.py:12``)."""
+def _ending(reason: str, detail: str | None, *, voided: bool = False) -> str:
+    """The ending, with where a crashed bot's code raised (``crash at bot.py:12``); a game
+    voided after it was recorded: ``void (played: out)``, as its record says."""
     from arena.tournament.tracebacks import crash_site
+    from referee.protocol.messages import GameEndReason
     from sandbox.death import printable
 
     site = crash_site(detail)
-    return f"{reason} at {printable(site)}" if site else reason
+    played = f"{reason} at {printable(site)}" if site else reason
+    if voided and reason != GameEndReason.VOID.value:
+        return f"{GameEndReason.VOID.value} (played: {played})"
+    return played
 
 
 @app.command("list")
@@ -143,7 +148,7 @@ def list_games(
                 Text(visible(names[1])),
                 *more,
                 _result_cell(game),
-                Text(_ending(game.end_reason, game.forfeit_detail)),
+                Text(_ending(game.end_reason, game.forfeit_detail, voided=game.voided)),
                 str(game.move_count),
             )
     console = Console()

@@ -109,6 +109,63 @@ def test_run_status_replay_and_verify(capsys: pytest.CaptureFixture[str], db: Pa
     assert code == 0 and "already finished" in err
 
 
+def test_a_game_voided_after_the_fact_is_replayed_by_resume(
+    capsys: pytest.CaptureFixture[str], db: Path
+) -> None:
+    """``void_game`` (an organiser's, after the tournament finished) left the series
+    "finished" one game short, and resume said "already finished": now the series and the
+    tournament are open again, and resume replays the game with the same deal and dealer."""
+    from arena.db import (
+        games_of_series,
+        get_game,
+        get_series,
+        get_tournament,
+        open_database,
+        void_game,
+    )
+    from referee.protocol.messages import GameEndReason
+
+    code, _, err = kryt(
+        capsys, "tournament", "run", str(EXAMPLES / "random"), str(EXAMPLES / "greedy"),
+        "--games", "3", "--backend", "process", "--seed", "9",
+    )  # fmt: skip
+    assert code == 0, err
+    database = open_database(f"sqlite:///{db}", create=False)
+    with database.session() as s:
+        voided = void_game(2, "a sandbox fault found later", session=s)
+        series_id, number = voided.series_id, voided.number
+        deal, dealer = voided.deck, voided.dealer
+        assert get_series(series_id, session=s).status == "running"
+        assert get_tournament(1, session=s).status == "running"
+    code, out, _ = kryt(capsys, "tournament", "status", "1")
+    assert code == 0 and "2/3" in out
+    # One vocabulary: its record's ending is ``void`` (it was played to another), so the
+    # ending filter finds it as void, never as what it was played to.
+    code, out, _ = kryt(capsys, "games", "list", "--reason", "void")
+    rows = [line.split() for line in out.splitlines() if "│" in line]
+    assert code == 0 and [row[0] for row in rows] == ["2"], out
+    assert "void (played:" in out
+    played = {r.value for r in GameEndReason} - {"void"}
+    code, out, _ = kryt(capsys, "games", "list", *(a for r in played for a in ("--reason", r)))
+    listed = {line.split()[0] for line in out.splitlines() if "│" in line}
+    assert code == 0 and listed == {"1", "3"}, out
+    code, _, err = kryt(capsys, "tournament", "resume", "1")
+    assert code == 0 and "already finished" not in err, err
+    with database.read_session() as s:
+        counted = games_of_series(series_id, session=s)
+        assert [g.number for g in counted] == [1, 2, 3]
+        replay = next(g for g in counted if g.number == number)
+        assert replay.attempt == 2 and replay.id != 2
+        assert (replay.deck, replay.dealer) == (deal, dealer)
+        replay_id = replay.id
+        assert get_game(2, session=s).voided
+        assert get_series(series_id, session=s).status == "finished"
+        assert get_tournament(1, session=s).status == "finished"
+    code, out, _ = kryt(capsys, "replay", str(replay_id), "--verify")
+    assert code == 0 and "verified" in out
+    database.close()
+
+
 def test_play_a_quick_series(capsys: pytest.CaptureFixture[str], db: Path) -> None:
     code, out, _ = kryt(
         capsys, "play", str(EXAMPLES / "greedy"), str(EXAMPLES / "random"), "--games", "3",
