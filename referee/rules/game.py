@@ -908,8 +908,14 @@ def shuffled_deck(seed: int | str | bytes | None = None) -> tuple[Card, ...]:
     """The 36 cards shuffled by ``random.Random(seed).shuffle`` from index order.
 
     The same seed gives the same deck on every platform and Python version (3.11+);
-    ``None`` draws a fresh seed from the operating system.
+    ``None`` draws a fresh seed from the operating system. Any other type (a float, a bool,
+    a list) is :class:`InvalidParameterError`: ``random`` would refuse some and silently
+    take others (``True`` as 1).
     """
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, str, bytes))):
+        raise InvalidParameterError(
+            f"seed must be an integer, text, bytes or None, got {quote(seed)}"
+        )
     cards = list(_CARDS)
     random.Random(seed).shuffle(cards)
     return tuple(cards)

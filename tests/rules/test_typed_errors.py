@@ -290,3 +290,27 @@ def test_short_inputs_are_still_quoted_whole() -> None:
     game = Game.new(seed=5, dealer=1)
     with pytest.raises(IllegalActionError, match=r"^illegal action 'lead  AC' for seat 0"):
         game.play("lead  AC")
+
+
+@pytest.mark.parametrize("seed", [[1], {"a": 1}, 1.5, True, False, object()])
+def test_a_seed_of_another_type_is_a_typed_error_quoting_it(seed: object) -> None:
+    """``random`` refused a list with its own ``TypeError`` and silently dealt ``1.5`` and
+    ``True`` (as 1): every seed but an integer, text, bytes or None is refused, the same
+    way by ``shuffled_deck``, ``Game.new`` and ``ClassicGame.new``."""
+    from referee.rules.errors import InvalidParameterError
+
+    deals: list[Callable[[], object]] = [
+        lambda: shuffled_deck(seed),  # type: ignore[arg-type]
+        lambda: Game.new(seed),  # type: ignore[call-overload]
+        lambda: ClassicGame.new(seed, players=3),  # type: ignore[arg-type]
+    ]
+    for deal in deals:
+        with pytest.raises(InvalidParameterError, match="seed must be") as caught:
+            deal()
+        assert isinstance(caught.value, RulesError)
+        assert repr(seed)[:20] in str(caught.value)
+
+
+@pytest.mark.parametrize("seed", [0, 2**70, -5, "cup", b"\x00", None])
+def test_the_seed_types_the_docs_name_still_deal(seed: int | str | bytes | None) -> None:
+    assert sorted(c.text for c in shuffled_deck(seed)) == sorted(c.text for c in shuffled_deck(0))
