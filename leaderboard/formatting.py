@@ -23,6 +23,12 @@ def confidence_percent(confidence: float) -> str:
     return f"{shifted:f}%"
 
 
+def tenths(value: float) -> str:
+    """``value`` to one decimal, a zero never written ``-0.0`` (``-0.04`` -> ``0.0``)."""
+    text = f"{value:.1f}"
+    return "0.0" if text == "-0.0" else text
+
+
 def board_name(ruleset: str, table_size: int) -> str:
     """``default game`` or ``classic, table of 3``: how a board is named in titles and notes."""
     if ruleset == "default" and table_size == 2:

@@ -227,7 +227,7 @@ def _sqlite_engine(url: str, *, create: bool) -> Engine:
     if not create and not path.exists():
         raise DatabaseMissingError(
             f"no database at {path}; run a tournament first, or point KRYT_DATABASE_URL "
-            "(or the --db option) at an existing database"
+            "(or the -d/--database option) at an existing database"
         )
     engine = create_engine(
         url,
@@ -268,17 +268,18 @@ def _check_connection(engine: Engine, where: str) -> None:
         with engine.connect() as connection:
             connection.exec_driver_sql("SELECT 1")
     except DBAPIError as exc:
-        message = str(exc.orig)
+        # One line: drivers break their messages over lines (psycopg: a newline and a tab).
+        message = " ".join(str(exc.orig).split())
         if "does not exist" in message and "database" in message:
             raise DatabaseMissingError(
-                f"database {where} does not exist on the server: {message.strip()}; create "
+                f"database {where} does not exist on the server: {message}; create "
                 "it first (e.g. `createdb -O <user> <name>`)"
             ) from exc
         if "file is not a database" in message:
             raise DatabaseUnavailableError(
-                f"{where} is not a SQLite database ({message.strip()}); choose another file"
+                f"{where} is not a SQLite database ({message}); choose another file"
             ) from exc
         raise DatabaseUnavailableError(
-            f"cannot connect to database {where}: {message.strip()}; check that the server "
-            "is running and the URL (KRYT_DATABASE_URL or --db) is right"
+            f"cannot connect to database {where}: {message}; check that the server "
+            "is running and the URL (KRYT_DATABASE_URL or -d/--database) is right"
         ) from exc

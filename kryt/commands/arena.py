@@ -43,7 +43,9 @@ def serve(
     games_per_series: Annotated[int | None, typer.Option(help="Ladder games per series.")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Ladder series at a time.")] = None,
     budget: Annotated[int | None, typer.Option(help="Ladder games in all (0: no limit).")] = None,
-    backend: Annotated[str | None, typer.Option(help="Sandbox: auto, docker, bwrap.")] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Sandbox: auto, docker, bwrap or process.")
+    ] = None,
     executor: Annotated[
         str | None, typer.Option(help="Ladder series: local (threads here) or dask (a cluster).")
     ] = None,

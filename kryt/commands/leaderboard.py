@@ -29,7 +29,7 @@ from arena.db import (
 )
 from kryt.errors import ExitCode, UserError, classify
 from kryt.options import MAX_ID
-from leaderboard.formatting import board_name, visible
+from leaderboard.formatting import board_name, tenths, visible
 from leaderboard.standings import (
     InvalidFilterError,
     Leaderboard,
@@ -133,7 +133,7 @@ def standings_table(
     if board.fit is not None:
         caption.append(
             f"BayesElo: prior {board.fit.prior:g}, first-mover advantage "
-            f"{board.fit.advantage:.1f}, drawelo {board.fit.drawelo:.1f}, "
+            f"{tenths(board.fit.advantage)}, drawelo {tenths(board.fit.drawelo)}, "
             f"{board.fit.confidence_text} intervals {board.intervals}; "
             "Elo is live (* provisional)"
         )

@@ -62,6 +62,8 @@ class _Tally:
     scores: dict[tuple[int, int], float] = field(default_factory=dict)
     records: dict[tuple[int, int], GameRecord] = field(default_factory=dict)
     decided: bool = False
+    last_line: str | None = None
+    """The last line printed, when it was the standings (the final one is not repeated)."""
 
     def pentanomial(self) -> list[int]:
         """Deal pairs (games 2k-1, 2k of a series) scoring 0, ½, 1, 1½, 2 for A."""
@@ -93,6 +95,7 @@ class _Tally:
             self.losses += score == 0.0
             self.draws += score == 0.5
             done = self.wins + self.draws + self.losses
+            self.last_line = None
             if self.verbose:
                 winner = "draw" if record.winner is None else f"{self.names[record.winner]} wins"
                 said = result_by(winner, record.ending.value)
@@ -113,7 +116,8 @@ class _Tally:
                 if self.sprt.decide(llr).value != "continue":
                     self.decided = True
             if not self.verbose and (done % self.report_every == 0 or done == self.games):
-                self.out.print(Text(self.standings() + llr_text))
+                self.last_line = self.standings() + llr_text
+                self.out.print(Text(self.last_line))
             elif self.verbose and llr_text:
                 self.out.print(Text(llr_text.strip()))
 
@@ -380,9 +384,11 @@ def play(
                 Text(visible(detail[:80])),
             )
         out.print(table)
+        tally.last_line = None  # the score again, under the table
     for error in outcome.errors:
         err.print(Text(f"error: {error}"))
-    out.print(Text(tally.standings()))
+    if tally.last_line != tally.standings():  # the last progress line, unless it said this
+        out.print(Text(tally.standings()))
     pentanomial = tally.pentanomial() if tally.duplicate else None
     stats = match_stats(tally.wins, tally.draws, tally.losses, pentanomial=pentanomial)
     out.print(Text(f"{names[0]} vs {names[1]}: {stats.format()}"))

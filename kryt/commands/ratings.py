@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from leaderboard.formatting import confidence_percent
+from leaderboard.formatting import confidence_percent, tenths
 from leaderboard.ratings import (
     BayesEloFit,
     PairCounts,
@@ -50,8 +50,8 @@ def _table(fit: BayesEloFit, paired: PairedIntervals | None) -> Table:
     table = Table(
         title="BayesElo ratings",
         caption=(
-            f"prior {fit.prior:g} virtual draws, first-mover advantage {fit.advantage:.1f}, "
-            f"drawelo {fit.drawelo:.1f}, scale {fit.scale:.4f}, "
+            f"prior {fit.prior:g} virtual draws, first-mover advantage {tenths(fit.advantage)}, "
+            f"drawelo {tenths(fit.drawelo)}, scale {fit.scale:.4f}, "
             f"{confidence_percent(fit.confidence)} intervals"
         ),
     )

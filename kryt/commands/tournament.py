@@ -44,6 +44,7 @@ from arena.db import (
     never_played,
     series_of_tournament,
     submission_labels,
+    unfinished_series,
 )
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
 from arena.tournament.lease import TournamentBusyError
@@ -73,6 +74,7 @@ from arena.tournament.store import DEFAULT_STORE
 from kryt.errors import ExitCode, UserError
 from kryt.options import (
     MAX_ID,
+    BackendAliasOption,
     DatabaseOption,
     StoreOption,
     open_db,
@@ -517,6 +519,7 @@ def run(
     backend: Annotated[
         str | None, typer.Option(help="Sandbox: auto, docker, bwrap or process.")
     ] = None,
+    sandbox_alias: BackendAliasOption = None,
     unsafe: Annotated[
         bool | None,
         typer.Option("--unsafe", help="Allow untrusted bots in the unisolated process backend."),
@@ -598,7 +601,7 @@ def run(
             book=str(book) if book else None,
             turn_limit=turn_limit,
             concurrency=concurrency,
-            backend=backend,
+            backend=sandbox_alias if sandbox_alias is not None else backend,
             allow_unsafe=unsafe,
             memory_mb=memory_mb,
             pids=pids,
@@ -657,6 +660,9 @@ def resume(
         raise UserError(f"tournament {tournament_id} was cancelled; it cannot be resumed")
     if state.status == TournamentStatus.FINISHED.value:
         console.print(f"tournament {tournament_id} is already finished")
+        with db.read_session() as session:
+            if not unfinished_series(tournament_id, session=session):
+                return  # nothing to play: no sandbox to probe, no empty progress bar
     if state.live_lease is not None and not take_over:
         # Refused before anything else is prepared (the lease itself decides again below).
         raise UserError(str(TournamentBusyError(state.live_lease)), code=ExitCode.UNAVAILABLE)

@@ -16,6 +16,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from leaderboard.formatting import tenths
 from referee.rules import Card, RulesError
 from sandbox.death import printable
 
@@ -136,6 +137,7 @@ def environment() -> Environment:
         pct=fmt_percent,
         when=fmt_time,
         forfeits=fmt_forfeits,
+        tenths=tenths,
         printable=printable,  # bot text: control and format characters made visible
     )
     return env
