@@ -2,6 +2,7 @@
 """Bootstrap and run Kryt Arena from a clean clone with nothing but Python 3.11+.
 
     python3 dev.py demo   # install into .venv, run a tournament of the bundled bots, show ratings
+                          # (in the current folder: ./kryt.db, ./kryt-leaderboard/)
     python3 dev.py test   # install into .venv, run every quality gate and the whole test suite
 
 The virtual environment lives in ``.venv`` next to this file; it is created on first use and
@@ -24,9 +25,10 @@ PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".kryt-installed"
 
 
-def _run(*cmd: str | os.PathLike[str]) -> int:
+def _run(*cmd: str | os.PathLike[str], cwd: Path = ROOT) -> int:
+    """Run ``cmd`` in ``cwd`` (the repository root unless told) and return its exit code."""
     print("+", " ".join(str(c) for c in cmd), flush=True)
-    return subprocess.call([str(c) for c in cmd], cwd=ROOT)
+    return subprocess.call([str(c) for c in cmd], cwd=cwd)
 
 
 def ensure_venv() -> None:
@@ -76,7 +78,9 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "test":
         return test(rest)
-    return _run(BIN / "kryt", "demo", *rest)
+    # In the caller's folder, as README says: ./kryt.db and ./kryt-leaderboard/ are there
+    # (and relative paths given to the demo mean what they say); the venv stays in the repo.
+    return _run(BIN / "kryt", "demo", *rest, cwd=Path.cwd())
 
 
 if __name__ == "__main__":

@@ -56,7 +56,10 @@ class ExportSummary:
         return 1 + self.tournaments + self.submissions + self.series + self.games
 
 
-def _prepare(directory: Path) -> None:
+def prepare_folder(directory: Path) -> None:
+    """Create the site's folders under ``directory`` (ExportError, one line, when it is a
+    file or cannot be made): checked before anything is written or, in ``kryt demo``,
+    played."""
     if directory.exists() and not directory.is_dir():
         raise ExportError(f"cannot export to {directory}: it exists and is not a folder")
     try:
@@ -88,7 +91,7 @@ def export_html(
     ``progress`` is called with a short message per section.
     """
     out = Path(directory)
-    _prepare(out)
+    prepare_folder(out)
     say = progress or (lambda _message: None)
     top = Links("", static=True)
     deep = Links("../", static=True)

@@ -51,6 +51,13 @@ def _process(allow_unsafe: bool) -> Backend:
     return backend
 
 
+def check_preference(preference: str) -> None:
+    """ValueError naming ``preference`` and the choices unless it is one of
+    :data:`PREFERENCES` (checked without probing any backend)."""
+    if preference not in PREFERENCES:
+        raise ValueError(f"unknown sandbox backend {preference!r}; choose one of {PREFERENCES}")
+
+
 def choose_backend(
     preference: str = "auto", allow_unsafe: bool = False, *, base_image: str | None = None
 ) -> Backend:
@@ -62,8 +69,7 @@ def choose_backend(
     explicit preference that cannot run raises
     :class:`~sandbox.errors.BackendUnavailableError` (or a subclass) saying why.
     """
-    if preference not in PREFERENCES:
-        raise ValueError(f"unknown sandbox backend {preference!r}; choose one of {PREFERENCES}")
+    check_preference(preference)
     if preference == "docker":
         try:
             return _docker(base_image, check_image=True)

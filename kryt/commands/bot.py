@@ -58,12 +58,16 @@ def check(
     """Start the bot in the sandbox, play GAMES games over gRPC against the greedy bot and
     report problems (crashes, timeouts, slow replies, illegal or malformed actions).
     TARGET may be builtin:NAME for a bundled bot."""
+    from sandbox.chooser import check_preference
     from sdk.tools.check import check_bot
 
     chosen = backend_choice(backend, sandbox_alias)
+    if chosen != "none":
+        try:  # before anything starts; the chooser's own words, as `kryt play` says them
+            check_preference(chosen)
+        except ValueError as exc:
+            raise UserError(f"--backend: {exc} (or none: a bot given by address)") from None
     report = check_bot(target, games=games, seed=seed, sandbox=None if chosen == "none" else chosen)
-    if report.sandbox:
-        typer.echo(f"sandbox: {report.sandbox}")
-    typer.echo(report.format())
+    typer.echo(report.format())  # its "sandbox:" line names the backend the bot ran in
     if not report.ok:
         raise typer.Exit(ExitCode.FAILED)

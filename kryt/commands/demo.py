@@ -18,6 +18,7 @@ from arena.tournament.runner import create
 from arena.tournament.service import ExecutorName
 from arena.tournament.store import EXAMPLES
 from kryt.commands.tournament import _prepare, _report, run_tournament
+from kryt.errors import UserError
 from kryt.options import DatabaseOption, open_db
 
 err = Console(stderr=True)
@@ -49,6 +50,12 @@ def demo(
         move_seconds=0.2,
         bank_seconds=2.0,
     )
+    from leaderboard.export import ExportError, export_html, prepare_folder
+
+    try:  # before any game is played: a folder that cannot be written is one line, exit 2
+        prepare_folder(html)
+    except ExportError as exc:
+        raise UserError(str(exc)) from None
     db = open_db(database)
     err.print(f"database: {db.display_url}")
     with _prepare(
@@ -57,9 +64,14 @@ def demo(
         tournament_id = create(config, db=db, submitted_by="kryt demo")
         result = run_tournament(tournament_id, db, prepared=prepared)
     code = _report(tournament_id, db, result)
-    from leaderboard.export import export_html
-
-    summary = export_html(db, html)
+    try:
+        summary = export_html(db, html)
+    except ExportError as exc:  # a write failed after the check (a full disk, say)
+        raise UserError(
+            str(exc),
+            hint="the games are stored: `kryt leaderboard --html DIR` (with the same"
+            " --database) writes the page again",
+        ) from None
     index = (summary.directory / "index.html").resolve()
     err.print(f"web page written to [bold]{index.as_uri()}[/bold] ({summary.pages} pages)")
     err.print(

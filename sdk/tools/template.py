@@ -6,6 +6,8 @@ Used by ``kryt bot new NAME`` and ``python -m sdk.tools new NAME``.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from string import Template
 
@@ -13,7 +15,7 @@ from sandbox.submission import InvalidManifestError, parse_manifest
 
 
 class BotTemplateError(ValueError):
-    """The bot cannot be created (bad name, folder already exists)."""
+    """The bot cannot be created (bad name, folder already exists or cannot be created)."""
 
 
 class UnknownLanguageError(BotTemplateError):
@@ -141,7 +143,8 @@ def new_bot(name: str, parent: str | Path = ".", *, language: str = "python") ->
     ``README.md``; for another language a copy of its starter bot, renamed.
 
     Raises :class:`BotTemplateError` for a name the manifest rules reject, an unknown
-    language or an existing folder (nothing is overwritten).
+    language, an existing folder (nothing is overwritten) or one that cannot be created
+    or written (nothing is left behind).
     """
     if language.lower() in ("rust", "native"):
         # Debian has no Rust gRPC crate to build with offline: say where the way in is.
@@ -163,21 +166,43 @@ def new_bot(name: str, parent: str | Path = ".", *, language: str = "python") ->
     except InvalidManifestError as exc:
         raise BotTemplateError(f"cannot create bot {name!r}: {exc}") from None
     folder = Path(parent) / name
-    if folder.exists():
-        raise BotTemplateError(f"cannot create bot {name!r}: {folder} already exists")
     cls = class_name(name)
-    folder.mkdir(parents=True)
-    (folder / "bot.toml").write_text(manifest, encoding="utf-8")
-    (folder / "bot.py").write_text(_BOT.substitute(name=name, cls=cls), encoding="utf-8")
-    (folder / "test_bot.py").write_text(_TEST.substitute(name=name, cls=cls), encoding="utf-8")
-    (folder / "README.md").write_text(_README.substitute(name=name), encoding="utf-8")
+    with _creating(name, folder):
+        (folder / "bot.toml").write_text(manifest, encoding="utf-8")
+        (folder / "bot.py").write_text(_BOT.substitute(name=name, cls=cls), encoding="utf-8")
+        (folder / "test_bot.py").write_text(_TEST.substitute(name=name, cls=cls), encoding="utf-8")
+        (folder / "README.md").write_text(_README.substitute(name=name), encoding="utf-8")
     return folder
+
+
+@contextmanager
+def _creating(name: str, folder: Path) -> Iterator[None]:
+    """Create ``folder`` (which must not exist) and its missing parents for the body to
+    fill. If anything fails, the folders created here are removed again (nothing
+    half-written is left), and an ``OSError`` (a parent that is a file, or that cannot be
+    created or written) becomes a :class:`BotTemplateError` naming the path."""
+    made: list[Path] = []
+    try:
+        if folder.exists():  # in the try: a parent we may not look into is an OSError too
+            raise BotTemplateError(f"cannot create bot {name!r}: {folder} already exists")
+        missing = [p for p in (folder, *folder.parents) if not p.exists()]
+        for path in reversed(missing):  # one level at a time: every folder in made is ours
+            path.mkdir()
+            made.append(path)
+        yield
+    except BaseException as exc:
+        if made:
+            shutil.rmtree(made[0], ignore_errors=True)
+        if isinstance(exc, OSError):
+            where = exc.filename if exc.filename is not None else folder
+            raise BotTemplateError(
+                f"cannot create bot {name!r}: {where}: {exc.strerror or exc}"
+            ) from None
+        raise
 
 
 def _from_starter(name: str, parent: Path, starter: Path) -> Path:
     folder = parent / name
-    if folder.exists():
-        raise BotTemplateError(f"cannot create bot {name!r}: {folder} already exists")
     manifest = (starter / "bot.toml").read_text(encoding="utf-8")
     lines = [
         f'name = "{name}"' if line.startswith("name =") else line for line in manifest.splitlines()
@@ -188,13 +213,12 @@ def _from_starter(name: str, parent: Path, starter: Path) -> Path:
         parse_manifest(text)
     except InvalidManifestError as exc:
         raise BotTemplateError(f"cannot create bot {name!r}: {exc}") from None
-    shutil.copytree(starter, folder, ignore=shutil.ignore_patterns("__pycache__"))
-    try:
+    with _creating(name, folder):
+        shutil.copytree(
+            starter, folder, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True
+        )
         (folder / "bot.toml").write_text(text, encoding="utf-8")
         _rename_in_code(folder, parse_manifest(manifest).name, name)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
     return folder
 
 

@@ -76,9 +76,9 @@ def test_the_final_score_of_kryt_play_is_printed_once(
     )
     assert code == 0, err
     lines = out.splitlines()
-    finals = [i for i, line in enumerate(lines) if line.startswith("Score of") and "2/2" in line]
+    at = [i for i, line in enumerate(lines) if line.startswith("Score of") and "2/2" in line]
     table = next(i for i, line in enumerate(lines) if "series" in line and "ending" in line)
-    assert len(finals) == 2 and finals[0] < table < finals[1], out
+    assert len(at) == 2 and at[0] < table < at[1], out
 
 
 def test_no_negative_zero_in_the_fit_captions(
