@@ -542,11 +542,12 @@ def _fit(
         design, None if fit_advantage else advantage * NATURAL_PER_ELO, fixed_delta
     )
     weight = float(design.wins.sum() + design.draws.sum() + design.losses.sum())
-    # Stop once the gradient is below 1e-7 per game. Newton converges quadratically, so the
-    # last step usually lands far below that; a stricter target would ask for improvements
-    # under the rounding error of a sum over all games, which the trust region then rejects
-    # step after step.
-    gtol = 1e-7 * max(1.0, weight)
+    # Stop once the gradient is below 1e-9 per game (1e-7 stopped short on 10^7 one-sided
+    # games, where a handful of results carry the information). Newton converges
+    # quadratically, so the last step usually lands far below that; a target near the
+    # rounding error of a sum over all games would make the trust region reject step after
+    # step. 10^6 games of 1000 bots still take 4 Newton steps (benchmarks/ratings_fit.py).
+    gtol = 1e-9 * max(1.0, weight)
     # About one natural unit (174 Elo) per coordinate: SciPy's default of 1 in total would
     # need several doublings before Newton may take its full step on a large pool.
     radius = math.sqrt(design.n + 2.0)

@@ -18,10 +18,19 @@ points are halved) over ``n`` units. Then, with ``elo(s) = -400 log10(1/s - 1)``
 * Elo difference ``elo(x)``, interval ``[elo(x - 1.96 sqrt(v / n)), elo(x + 1.96 sqrt(v / n))]``
   (lopsided: ``elo`` is not its midpoint, so both bounds are printed);
 * LOS ``Φ((x - ½) / sqrt(v / n))``;
-* SPRT in the logistic Elo model with the generalized-SPRT normal approximation used by
-  engine-testing tools: ``s_i = 1 / (1 + 10^(-elo_i / 400))`` for the two hypotheses and
-  ``LLR = (s1 - s0) (2x - s0 - s1) / (2 v / n)``; H1 (elo ≥ elo1) is accepted when
-  ``LLR ≥ log((1 - β) / α)``, H0 (elo ≤ elo0) when ``LLR ≤ log(β / (1 - α))``.
+* a sample without spread (every unit scored the same: one game, a sweep, all draws) has no
+  variance to estimate: its interval is the Wilson score interval with the largest variance
+  a unit of that mean can have, ``x (1 - x)``, and its LOS ``Φ(±sqrt(n))`` (the variance
+  about ½; one win: 84.1%, as cutechess counts it);
+* SPRT in the logistic Elo model, the generalized SPRT of engine-testing tools (fastchess's
+  ``logistic`` model, after Michel Van den Bergh): ``s_i = 1 / (1 + 10^(-elo_i / 400))`` for
+  the two hypotheses; ``p_i`` the maximum-likelihood distribution of a unit's score whose
+  mean is ``s_i`` (the observed frequencies, a count of 0 taken as 0.001, reweighted as
+  ``p / (1 + θ (a - s_i))``); ``LLR = n Σ p (log p_1 - log p_0)`` over the observed
+  frequencies ``p``. H1 (elo ≥ elo1) is accepted when ``LLR ≥ log((1 - β) / α)``, H0
+  (elo ≤ elo0) when ``LLR ≤ log(β / (1 - α))``. (The normal approximation
+  ``(s1 - s0)(2x - s0 - s1) / (2v/n)`` it replaced doubled the false H1 rate with bounds
+  100 Elo or more apart.)
 """
 
 from __future__ import annotations
@@ -68,18 +77,22 @@ class ScoreSample:
     units: int
     mean: float
     variance: float
+    frequencies: tuple[tuple[float, int], ...] = ()
+    """``(score of a unit, how many units)`` for every score a unit can have, lowest first
+    (what the SPRT's likelihoods are computed from)."""
 
     @classmethod
     def from_frequencies(cls, counts: Mapping[float, int]) -> ScoreSample:
-        """From ``{score of a unit: how many units}``."""
+        """From ``{score of a unit: how many units}`` (every score a unit can have, 0 too)."""
         if any(c < 0 for c in counts.values()):
             raise RatingsError(f"counts must not be negative: {dict(counts)!r}")
+        frequencies = tuple(sorted(counts.items()))
         n = sum(counts.values())
         if n == 0:
-            return cls(0, 0.5, 0.0)
+            return cls(0, 0.5, 0.0, frequencies)
         mean = sum(s * c for s, c in counts.items()) / n
         variance = sum(c * (s - mean) ** 2 for s, c in counts.items()) / n
-        return cls(n, mean, variance)
+        return cls(n, mean, variance, frequencies)
 
     @property
     def stderr(self) -> float:
@@ -157,16 +170,24 @@ def _stats(sample: ScoreSample) -> tuple[float, float, float, float]:
     """(Elo, low, high, LOS) of a sample; an empty sample says nothing."""
     if not sample.units:
         return 0.0, -math.inf, math.inf, 0.5
-    elo = elo_from_score(sample.mean)
-    half = Z95 * sample.stderr
-    low = elo_from_score(sample.mean - half)
-    high = elo_from_score(sample.mean + half)
+    x, n = sample.mean, sample.units
+    elo = elo_from_score(x)
     if sample.variance == 0.0:
-        # Every unit scored the same: the interval has no width to estimate from.
-        los = 1.0 if sample.mean > 0.5 else 0.0 if sample.mean < 0.5 else 0.5
-    else:
-        los = _normal_cdf((sample.mean - 0.5) / sample.stderr)
-    return elo, low, high, los
+        # Every unit scored the same: no spread to estimate a variance from. The Wilson
+        # interval with the largest variance a unit of mean x can have, x(1 - x) (one win:
+        # [-234, +inf], not a certainty); LOS from the variance about ½, (x - ½)².
+        z2 = Z95 * Z95
+        centre = (x + z2 / (2 * n)) / (1 + z2 / n)
+        half = Z95 / (1 + z2 / n) * math.sqrt(x * (1 - x) / n + z2 / (4 * n * n))
+        # A sweep's open end is exactly 0 or 1 (the sum would miss it by a rounding).
+        low = elo_from_score(0.0 if x == 0.0 else centre - half)
+        high = elo_from_score(1.0 if x == 1.0 else centre + half)
+        los = 0.5 if x == 0.5 else _normal_cdf(math.copysign(math.sqrt(n), x - 0.5))
+        return elo, low, high, los
+    half = Z95 * sample.stderr
+    low = elo_from_score(x - half)
+    high = elo_from_score(x + half)
+    return elo, low, high, _normal_cdf((x - 0.5) / sample.stderr)
 
 
 def match_stats(
@@ -196,6 +217,35 @@ def match_stats(
         model, penta = "trinomial", None
     elo, low, high, los = _stats(sample)
     return MatchStats(wins, draws, losses, elo, low, high, los, model, penta)
+
+
+REGULARIZED_COUNT: Final = 1e-3
+"""What an outcome never seen counts for in the SPRT's likelihoods (as in fastchess): its
+maximum-likelihood distributions need every outcome possible."""
+
+
+def _constrained_mle(
+    scores: Sequence[float], observed: Sequence[float], mean: float
+) -> list[float]:
+    """The distribution over ``scores`` closest in likelihood to ``observed`` whose mean is
+    ``mean``: ``p / (1 + θ (a - mean))``, with ``θ`` the root of
+    ``Σ p (a - mean) / (1 + θ (a - mean))``, which falls strictly between the poles
+    ``-1 / (max a - mean)`` and ``-1 / (min a - mean)`` (found by bisection)."""
+    low, high = -1.0 / (scores[-1] - mean), -1.0 / (scores[0] - mean)
+    for _ in range(200):
+        theta = (low + high) / 2
+        if theta in (low, high):
+            break
+        slope = sum(
+            p * (a - mean) / (1.0 + theta * (a - mean))
+            for a, p in zip(scores, observed, strict=True)
+        )
+        if slope > 0.0:
+            low = theta
+        else:
+            high = theta
+    theta = (low + high) / 2
+    return [p / (1.0 + theta * (a - mean)) for a, p in zip(scores, observed, strict=True)]
 
 
 class SprtDecision(Enum):
@@ -229,6 +279,20 @@ class Sprt:
             )
         if not self.elo0 < self.elo1:
             raise SprtSettingsError(f"elo0 must be below elo1, got {self.elo0} and {self.elo1}")
+        s0, s1 = score_from_elo(self.elo0), score_from_elo(self.elo1)
+        if not 0.0 < s0 < s1 < 1.0:
+            # Far apart or far out, the two hypotheses expect the same score in floating
+            # point (elo0=5000 elo1=20000): no result could ever tell them apart.
+            raise SprtSettingsError(
+                f"elo0={self.elo0:g} and elo1={self.elo1:g} expect the same score in floating"
+                " point (or a certain one): no game could decide between them; choose"
+                " hypotheses within a few thousand Elo of 0"
+            )
+        if not (math.isfinite(self.lower) and math.isfinite(self.upper)):
+            raise SprtSettingsError(
+                f"alpha={self.alpha:g} and beta={self.beta:g} make a bound of the test"
+                " infinite: the test could never stop; choose larger error rates"
+            )
 
     @classmethod
     def parse(cls, words: Sequence[str]) -> Sprt:
@@ -247,6 +311,8 @@ class Sprt:
                         f"{key} is given twice ({key}={values[key]:g} and {item}); give it once"
                     )
                 try:
+                    if "_" in text:  # float() would read 5_0 as 50
+                        raise ValueError(text)
                     value = float(text)
                 except ValueError:
                     raise SprtSettingsError(f"{key} must be a number, got {text!r}") from None
@@ -266,12 +332,20 @@ class Sprt:
         return math.log((1.0 - self.beta) / self.alpha)
 
     def llr(self, sample: ScoreSample) -> float:
-        """The log-likelihood ratio of H1 against H0 for ``sample`` (0 while it has no spread
-        to estimate a variance from)."""
-        if sample.units == 0 or sample.variance <= 0.0:
+        """The generalized log-likelihood ratio of H1 against H0 for ``sample`` (0 before any
+        result): the observed distribution of a unit's score against the most likely ones
+        whose means are the hypotheses' scores (see the module's docstring)."""
+        if sample.units == 0:
             return 0.0
-        s0, s1 = score_from_elo(self.elo0), score_from_elo(self.elo1)
-        return (s1 - s0) * (2.0 * sample.mean - s0 - s1) / (2.0 * sample.variance / sample.units)
+        scores = [score for score, _ in sample.frequencies]
+        counts = [count if count > 0 else REGULARIZED_COUNT for _, count in sample.frequencies]
+        total = sum(counts)
+        observed = [count / total for count in counts]
+        h0 = _constrained_mle(scores, observed, score_from_elo(self.elo0))
+        h1 = _constrained_mle(scores, observed, score_from_elo(self.elo1))
+        return total * sum(
+            p * (math.log(q1) - math.log(q0)) for p, q0, q1 in zip(observed, h0, h1, strict=True)
+        )
 
     def decide(self, llr: float) -> SprtDecision:
         """H1, H0, or go on."""

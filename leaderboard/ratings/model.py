@@ -196,6 +196,10 @@ def centred_inverse(lap: FloatArray) -> FloatArray:
     re-centres, which is the Moore-Penrose inverse for a connected result graph.
     """
     n = lap.shape[0]
-    ones = np.full((n, n), 1.0 / n)
-    out: FloatArray = np.linalg.inv(lap + ones) - ones
+    # (L + cP)^-1 = L+ + P/c for the projector P onto the constants; c at the scale of L's
+    # entries keeps the sum well conditioned (c = 1 lost every digit past ~10^8 games).
+    scale = float(np.trace(lap)) / n
+    scale = scale if scale > 0.0 and np.isfinite(scale) else 1.0
+    projector = np.full((n, n), 1.0 / n)
+    out: FloatArray = np.linalg.inv(lap + scale * projector) - projector / scale
     return out

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from leaderboard.ratings.match_stats import (
+    Z95,
     Sprt,
     SprtDecision,
     SprtSettingsError,
@@ -90,21 +92,80 @@ def test_sprt_bounds_by_hand() -> None:
     assert sprt.upper == pytest.approx(2.944439, abs=1e-6)
 
 
+def _generalized_llr(frequencies: dict[float, float], n: float, s0: float, s1: float) -> float:
+    """The yardstick, computed another way than the module: each hypothesis' most likely
+    distribution found by a general constrained optimiser (SciPy's SLSQP over the simplex,
+    mean fixed), not by the closed form and a root."""
+    from scipy.optimize import minimize
+
+    scores = sorted(frequencies)
+    observed = np.array([frequencies[a] for a in scores])
+    values = np.array(scores)
+
+    def most_likely(mean: float) -> np.ndarray:
+        found = minimize(  # type: ignore[call-overload]
+            lambda q: -float(observed @ np.log(q)),
+            np.full(len(scores), 1 / len(scores)),
+            method="SLSQP",
+            bounds=[(1e-12, 1.0)] * len(scores),
+            constraints=[
+                {"type": "eq", "fun": lambda q: float(q.sum() - 1)},
+                {"type": "eq", "fun": lambda q: float(q @ values - mean)},
+            ],
+            options={"ftol": 1e-15, "maxiter": 500},
+        )
+        return np.asarray(found.x)
+
+    q0, q1 = most_likely(s0), most_likely(s1)
+    return float(n * (observed @ (np.log(q1) - np.log(q0))))
+
+
+@pytest.mark.parametrize(
+    ("wins", "draws", "losses", "elo0", "elo1"),
+    [
+        (60, 20, 20, 0, 5),
+        (600, 200, 200, 0, 5),
+        (400, 200, 400, 0, 5),
+        (7, 2, 1, 0, 400),
+        (600, 100, 300, 0, 200),
+        (30, 10, 60, -100, 0),
+        (520, 300, 480, -3, 3),
+    ],
+)
+def test_sprt_llr_is_the_generalized_likelihood_ratio(
+    wins: int, draws: int, losses: int, elo0: float, elo1: float
+) -> None:
+    """The LLR is that of the most likely score distributions under each hypothesis (the
+    generalized SPRT of fastchess's logistic model). The normal approximation it replaced
+    said 25.8 for +600 =100 -300 at [0, 200] where the ratio is 16.8, and accepted a false
+    H1 about twice as often as alpha allows with bounds 100 Elo or more apart."""
+    sprt = Sprt(elo0=elo0, elo1=elo1)
+    n = wins + draws + losses
+    expected = _generalized_llr(
+        {0.0: losses / n, 0.5: draws / n, 1.0: wins / n},
+        n,
+        score_from_elo(elo0),
+        score_from_elo(elo1),
+    )
+    assert sprt.llr(trinomial_sample(wins, draws, losses)) == pytest.approx(expected, abs=2e-4)
+
+
 def test_sprt_llr_by_hand() -> None:
     sprt = Sprt(elo0=0, elo1=5)
-    # s0 = 0.5; s1 = 1 / (1 + 10^(-5/400)) = 0.5071951; for +60 =20 -20 (x 0.7, v 0.16,
-    # n 100): LLR = (s1 - s0)(2x - s0 - s1) / (2 v / n)
-    #             = 0.0071951 * 0.3928049 / 0.0032 = 0.883207
-    assert sprt.llr(trinomial_sample(60, 20, 20)) == pytest.approx(0.883207, abs=1e-6)
-    assert sprt.decide(0.88) is SprtDecision.CONTINUE
+    assert sprt.llr(trinomial_sample(60, 20, 20)) == pytest.approx(0.707247, abs=1e-6)
+    assert sprt.decide(0.71) is SprtDecision.CONTINUE
     # Ten times the games, same frequencies: the LLR grows tenfold and H1 is accepted.
-    assert sprt.llr(trinomial_sample(600, 200, 200)) == pytest.approx(8.83207, abs=1e-5)
-    assert sprt.decide(8.83) is SprtDecision.H1
-    # Losing as often as winning drifts towards H0: x = 0.5 gives
-    # LLR = 0.0071951 * (1 - 1.0071951) / (2 * 0.2 / n) with v = 0.2 for +40 =20 -40.
-    llr = sprt.llr(trinomial_sample(400, 200, 400))
-    assert llr == pytest.approx(0.0071951 * -0.0071951 / (2 * 0.2 / 1000), rel=1e-4)
+    assert sprt.llr(trinomial_sample(600, 200, 200)) == pytest.approx(7.072473, abs=1e-5)
+    assert sprt.decide(7.07) is SprtDecision.H1
+    # An even score drifts towards H0.
+    assert sprt.llr(trinomial_sample(400, 200, 400)) == pytest.approx(-0.129436, abs=1e-6)
     assert sprt.decide(-3.0) is SprtDecision.H0
+    # The wide bounds of the audit: +600 =100 -300 at [0, 200] is 16.78, not 25.8.
+    assert Sprt(elo0=0, elo1=200).llr(trinomial_sample(600, 100, 300)) == pytest.approx(
+        16.7831, abs=1e-4
+    )
+    # A sweep has no spread but does carry evidence (an outcome never seen counts 0.001).
+    assert Sprt(elo0=0, elo1=400).llr(trinomial_sample(8, 0, 0)) > 0
 
 
 def test_sprt_pentanomial_llr_by_hand() -> None:
@@ -112,10 +173,35 @@ def test_sprt_pentanomial_llr_by_hand() -> None:
     # 40 pairs: 2 x 0, 6 x 1/2, 16 x 1, 10 x 3/2, 6 x 2 points. Halved scores 0, .25, .5, .75, 1
     # mean = (6*.25 + 16*.5 + 10*.75 + 6*1) / 40 = 23 / 40 = 0.575
     # E[x^2] = (6*.0625 + 16*.25 + 10*.5625 + 6) / 40 = 16 / 40 = 0.4; v = 0.4 - 0.330625
-    sample = pentanomial_sample([2, 6, 16, 10, 6])
+    counts = [2, 6, 16, 10, 6]
+    sample = pentanomial_sample(counts)
     assert sample.mean == pytest.approx(0.575) and sample.variance == pytest.approx(0.069375)
-    expected = 0.0071951 * (1.15 - 1.0071951) / (2 * 0.069375 / 40)
-    assert sprt.llr(sample) == pytest.approx(expected, rel=1e-4)
+    expected = _generalized_llr(
+        {k / 4: c / 40 for k, c in enumerate(counts)}, 40, 0.5, score_from_elo(5)
+    )
+    assert sprt.llr(sample) == pytest.approx(expected, abs=2e-4)
+
+
+def test_a_sample_without_spread_is_no_certainty() -> None:
+    """One win printed ``Elo +inf [+inf, +inf]``, ``LOS 100.0%``; one draw a zero-width
+    interval. Now the Wilson interval with the widest variance of that mean, and the LOS of
+    the variance about ½ (one win: 84.1%, as cutechess counts it)."""
+    one_win = match_stats(1, 0, 0)
+    assert one_win.elo == math.inf and one_win.elo_high == math.inf
+    assert one_win.elo_low == pytest.approx(elo_from_score(1 / (1 + Z95**2)), abs=1e-9)
+    assert one_win.los == pytest.approx(0.841345, abs=1e-6)
+    assert "LOS 84.1%" in one_win.format()
+    sweep = match_stats(0, 0, 100)
+    assert sweep.elo_low == -math.inf
+    assert sweep.elo_high == pytest.approx(elo_from_score(Z95**2 / (100 + Z95**2)), abs=1e-9)
+    assert sweep.los == pytest.approx(0.0, abs=1e-12)
+    draws = match_stats(0, 30, 0)
+    assert draws.elo == 0.0 and draws.los == 0.5
+    assert draws.elo_low == pytest.approx(-draws.elo_high) and draws.elo_high > 50
+    # Pairs of the duplicate format alike: four deal pairs, each 2 points.
+    pairs = match_stats(8, 0, 0, pentanomial=[0, 0, 0, 0, 4])
+    assert pairs.los == pytest.approx(0.977250, abs=1e-6)  # Φ(2)
+    assert pairs.elo_low > 0 and pairs.elo_high == math.inf
 
 
 def test_sprt_settings_parse_and_refuse_nonsense() -> None:
@@ -132,4 +218,14 @@ def test_sprt_settings_parse_and_refuse_nonsense() -> None:
     with pytest.raises(SprtSettingsError, match="alpha"):
         Sprt(alpha=0.7)
     text = Sprt().format(trinomial_sample(60, 20, 20))
-    assert "LLR 0.88 (-2.94, 2.94) continue" in text
+    assert "LLR 0.71 (-2.94, 2.94) continue" in text
+    # Hypotheses no result can tell apart, bounds that can never be reached, and numbers
+    # written with separators float() would read (5_0 as 50) are refused.
+    for words, said in (
+        (["elo0=5000", "elo1=20000"], "same score"),
+        (["elo0=-1e-320", "elo1=1e-320"], "same score"),
+        (["alpha=5e-324"], "infinite"),
+        (["elo1=5_0"], "5_0"),
+    ):
+        with pytest.raises(SprtSettingsError, match=said):
+            Sprt.parse(words)
