@@ -722,6 +722,8 @@ def refit_and_store(db: Database, *, tournament_id: int | None = None) -> Stored
             "note": board.note,
             "paired": board.paired,
             "single_games": board.single_games,
+            "ruleset": board.ruleset,
+            "table_size": board.table_size,
         },
         entries=[
             RatingLine(

@@ -358,7 +358,10 @@ def never_played(tournament_id: int, *, session: Session) -> dict[int, str]:
         details = []
         for game in played:
             seats = game.seat_ids
-            mine = game.forfeit_seat is not None and seats[game.forfeit_seat] == sub
+            # The seats that did not start: the forfeit's, and at a table where several
+            # could not, every seat the others beat (the record names only the first).
+            failed = {game.forfeit_seat} | {int(x) for _, x in game.pairwise or ()}
+            mine = any(seat in failed for seat, sid in enumerate(seats) if sid == sub)
             if game.end_reason == "startup failure" and mine:
                 details.append(game.forfeit_detail or "")
             elif game.end_reason == "double forfeit":

@@ -42,6 +42,7 @@ from leaderboard.web.queries import (
     BoardResults,
     GameRow,
     Progress,
+    RatingPoint,
     games_of,
     played_in_series,
     progress,
@@ -245,6 +246,15 @@ def _standing_of(board: Leaderboard, submission_id: int) -> Standing | None:
     return next((r for r in board.rows if r.submission_id == submission_id), None)
 
 
+def _scope(tournament_id: int | None) -> str:
+    return "overall" if tournament_id is None else f"tournament {tournament_id}"
+
+
+def _default_board_first(item: tuple[tuple[str, int], object]) -> tuple[bool, str, int]:
+    (ruleset, size), _ = item
+    return (ruleset, size) != ("default", 2), ruleset, size
+
+
 def submission_page(
     submission_id: int, *, session: Session, links: Links, cache: SiteCache | None = None
 ) -> str:
@@ -267,27 +277,40 @@ def submission_page(
         else None
     )
     snapshots = rating_points(submission_id, session=session, model="bayeselo")
-    snapshot_plot = (
-        line_plot(
-            [
-                Point(
-                    i,
-                    p.rating,
-                    p.ci_low,
-                    p.ci_high,
-                    label=f"{p.created_at:%Y-%m-%d %H:%M} "
-                    + ("overall" if p.tournament_id is None else f"tournament {p.tournament_id}")
-                    + f": {p.rating:.0f}",
-                )
-                for i, p in enumerate(snapshots, start=1)
-            ],
-            title=f"BayesElo snapshots of {bot.name} {submission.version}",
-            x_label="snapshot",
-            y_label="rating (95% interval)",
+    # One line per board: a table's rating and the default game's are different scales.
+    by_board: dict[tuple[str, int], list[RatingPoint]] = {}
+    for point in snapshots:
+        by_board.setdefault((point.ruleset, point.table_size), []).append(point)
+    snapshot_plots = [
+        (
+            board_name(*board),
+            line_plot(
+                [
+                    Point(
+                        i,
+                        p.rating,
+                        p.ci_low,
+                        p.ci_high,
+                        label=f"{p.created_at:%Y-%m-%d %H:%M} "
+                        + (
+                            "overall"
+                            if p.tournament_id is None
+                            else f"tournament {p.tournament_id}"
+                        )
+                        + f": {p.rating:.0f}",
+                    )
+                    for i, p in enumerate(points, start=1)
+                ],
+                title=f"BayesElo snapshots of {bot.name} {submission.version}"
+                + (f" ({board_name(*board)})" if len(by_board) > 1 else ""),
+                x_label="snapshot",
+                y_label="rating (95% interval)",
+            ),
         )
-        if snapshots
-        else None
-    )
+        for board, points in sorted(
+            by_board.items(), key=lambda kv: (kv[0] != ("default", 2), kv[0])
+        )
+    ]
     all_series = series_of_submission(submission_id, session=session)
     played = played_in_series([s.id for s in all_series if s.id is not None], session=session)
     # One board per ruleset and table size, as the standings keep them: a classic table's
@@ -309,7 +332,7 @@ def submission_page(
         series_rows=[(s, played.get(s.id or 0, 0), s.seat_ids) for s in all_series],
         games=recent_games(session=session, submission_id=submission_id, limit=BOT_RECENT_GAMES),
         elo_plot=elo_plot,
-        snapshot_plot=snapshot_plot,
+        snapshot_plots=snapshot_plots,
         snapshots=snapshots,
         labels=labels,
         result_text=result_text,

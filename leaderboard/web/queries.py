@@ -13,7 +13,15 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col
 from sqlmodel import select as sm_select
 
-from arena.db import Game, RatingEntry, RatingSnapshot, Series, table_games, table_pair_counts
+from arena.db import (
+    Game,
+    RatingEntry,
+    RatingSnapshot,
+    Series,
+    Tournament,
+    table_games,
+    table_pair_counts,
+)
 from leaderboard.formatting import board_name
 
 
@@ -361,27 +369,52 @@ class RatingPoint:
     ci_high: float | None
     rank: int
     games: int
+    ruleset: str = "default"
+    table_size: int = 2
+    """The board the snapshot rated (stored with it; for older snapshots, the tournament's,
+    or the default game's for a fit of all tournaments)."""
+
+
+def _snapshot_board(parameters: Any, tournament_config: Any) -> tuple[str, int]:
+    from leaderboard.standings import InvalidFilterError, resolve_board_kind
+
+    stored = parameters if isinstance(parameters, dict) else {}
+    ruleset, size = stored.get("ruleset"), stored.get("table_size")
+    try:
+        return resolve_board_kind(
+            ruleset if isinstance(ruleset, str) else None,
+            size if isinstance(size, int) and not isinstance(size, bool) else None,
+            tournament_config if isinstance(tournament_config, dict) else None,
+        )
+    except (InvalidFilterError, ValueError, TypeError):
+        return "default", 2
 
 
 def rating_points(submission_id: int, *, session: Session, model: str) -> list[RatingPoint]:
     """The submission's line in every stored snapshot of ``model`` (global and per
     tournament), oldest first: the rating history the bot page plots."""
     query = (
-        sm_select(RatingSnapshot, RatingEntry)
+        sm_select(RatingSnapshot, RatingEntry, Tournament.config)
         .join(RatingEntry, col(RatingEntry.snapshot_id) == col(RatingSnapshot.id))
+        .outerjoin(Tournament, col(Tournament.id) == col(RatingSnapshot.tournament_id))
         .where(RatingEntry.submission_id == submission_id, RatingSnapshot.model == model)
         .order_by(col(RatingSnapshot.created_at), col(RatingSnapshot.id))
     )
-    return [
-        RatingPoint(
-            created_at=snapshot.created_at,
-            tournament_id=snapshot.tournament_id,
-            model=snapshot.model,
-            rating=entry.rating,
-            ci_low=entry.ci_low,
-            ci_high=entry.ci_high,
-            rank=entry.rank,
-            games=entry.games,
+    points = []
+    for snapshot, entry, config in session.exec(query):
+        ruleset, table_size = _snapshot_board(snapshot.parameters, config)
+        points.append(
+            RatingPoint(
+                created_at=snapshot.created_at,
+                tournament_id=snapshot.tournament_id,
+                model=snapshot.model,
+                rating=entry.rating,
+                ci_low=entry.ci_low,
+                ci_high=entry.ci_high,
+                rank=entry.rank,
+                games=entry.games,
+                ruleset=ruleset,
+                table_size=table_size,
+            )
         )
-        for snapshot, entry in session.exec(query)
-    ]
+    return points

@@ -423,3 +423,47 @@ def test_series_and_tournament_pages_list_every_seat_of_a_table_game(
         assert shown
         for game_id in shown:
             assert len(_seat_cells(tournament_page, game_id)) == 4
+
+
+def test_the_tournament_page_lists_every_seat_of_a_table_series(
+    tables: tuple[Database, TableWorld],
+) -> None:
+    """Its "Pair" column named seats 0 and 1 only: two seatings of the same four bots read
+    the same."""
+    db, world = tables
+    with db.read_session() as s:
+        table_series = {
+            row.id: (row.tournament_id, list(row.seat_ids))
+            for row in (get_series(i, session=s) for i in world.my_series | world.other_series)
+            if row.seats
+        }
+    (tournament_id,) = {t for t, _ in table_series.values()}
+    with TestClient(create_app(db)) as client:
+        page = client.get(f"/tournaments/{tournament_id}").text
+    listing = section(page, "Series")
+    rows = re.findall(r"<tr>\s*<td><a href=\"/series/(\d+)\">.*?</tr>", listing, re.S)
+    assert {int(r) for r in rows} == set(table_series)
+    for series_id, (_, seats) in table_series.items():
+        row = re.search(rf'<td><a href="/series/{series_id}">.*?</tr>', listing, re.S)
+        assert row is not None
+        assert [int(x) for x in re.findall(r"/submissions/(\d+)", row.group(0))] == seats
+
+
+def test_rating_snapshots_are_plotted_per_board(tmp_path: Path) -> None:
+    """A bot's BayesElo snapshots of a table of four and of the default game were one line
+    (its table rating, then its default rating, read as a change)."""
+    from leaderboard.standings import refit_and_store
+
+    db = open_database(f"sqlite:///{tmp_path / 'kryt.db'}")
+    try:
+        world = build(db)
+        with db.read_session() as s:
+            tables_id = get_series(min(world.my_series), session=s).tournament_id
+        assert refit_and_store(db, tournament_id=tables_id) is not None
+        assert refit_and_store(db) is not None  # all tournaments: the default game's board
+        with TestClient(create_app(db)) as client:
+            page = client.get(f"/submissions/{world.me}").text
+    finally:
+        db.close()
+    boards = re.findall(r'<figure class="plot-figure snapshot-plot"[^>]*data-board="([^"]+)"', page)
+    assert boards == ["default game", "classic, table of 4"], boards
