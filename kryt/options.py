@@ -14,6 +14,7 @@ DatabaseOption = Annotated[
     str | None,
     typer.Option(
         "--database",
+        "--db",
         "-d",
         help="Database URL or SQLite path (default: $KRYT_DATABASE_URL, else ./kryt.db).",
         show_default=False,

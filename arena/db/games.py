@@ -197,8 +197,8 @@ def check_storable(record: GameRecord) -> None:
         f"winner must be 0, 1 or None, got {record.winner!r}",
     )
     _check(
-        0 < len(record.referee_version) <= 64,
-        f"referee_version must be 1 to 64 characters, got {record.referee_version!r}",
+        0 < len(record.referee_version) <= 64 and record.referee_version.isprintable(),
+        f"referee_version must be 1 to 64 printable characters, got {record.referee_version!r}",
     )
     _check(
         math.isfinite(record.started) and math.isfinite(record.finished),

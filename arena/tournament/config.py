@@ -546,7 +546,9 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     raw = raw.strip()
     try:
         value = tomllib.loads(f"value = {raw}")["value"]
-    except tomllib.TOMLDecodeError:
+    except tomllib.TOMLDecodeError as exc:
+        if raw[:1] in ("'", '"', "[", "{"):  # meant as TOML (quoted, a list, a table): not text
+            raise ConfigError(f"{key}: {raw!r} is not a valid TOML value ({exc})") from None
         value = raw
     return key, value
 

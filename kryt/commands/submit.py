@@ -57,15 +57,36 @@ def submit(
         return
     from arena.tournament.store import DEFAULT_STORE, register
 
+    submitter = _submitter(by)
     db = open_db(database)
-    registered = register(
-        path, db=db, submitted_by=by or getpass.getuser(), store=store or DEFAULT_STORE
-    )
+    registered = register(path, db=db, submitted_by=submitter, store=store or DEFAULT_STORE)
     state = "stored" if registered.created else "already stored (same content)"
     _out().print(
         f"{registered.name} {registered.version}: {state} as submission"
         f" {registered.submission_id} (sha256 {registered.sha256[:16]}…)"
     )
+
+
+SUBMITTER_MAX = 200
+"""The longest ``--by`` (or user name) stored with a submission."""
+
+
+def _submitter(by: str | None) -> str:
+    """Who submits: ``--by``, else the user's login name; UserError (one line, exit 2) when
+    it is empty, too long, not UTF-8 (bytes a shell or the environment passed through) or
+    holds control characters, which every other stored name refuses too."""
+    name = by if by is not None else getpass.getuser()
+    where = "--by" if by is not None else "your user name (from the environment; give --by)"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        raise UserError(f"{where}: {shown!r} is not valid UTF-8") from None
+    if not name.strip() or len(name) > SUBMITTER_MAX or not name.isprintable():
+        raise UserError(
+            f"{where}: {name[:SUBMITTER_MAX]!r} must be 1 to {SUBMITTER_MAX} printable characters"
+        )
+    return name
 
 
 def _out() -> Any:

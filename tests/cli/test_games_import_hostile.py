@@ -282,3 +282,15 @@ def test_a_header_given_twice_in_a_record_is_refused(
     bad = tmp_path / "bad.kgn"
     bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
     refused(capsys, db, bad, f"bad.kgn:{at + 2}: header Dealer appears twice", f"line {at + 1}")
+
+
+@pytest.mark.parametrize("value", ["kryt\x00referee", "kryt\x1b[2J"])
+def test_a_referee_version_with_control_characters_is_refused(
+    capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path, value: str
+) -> None:
+    """It was the one text field stored as given: SQLite kept the NUL, PostgreSQL's import
+    died with a traceback. Now refused on both, in one line, before anything is stored."""
+    text, _ = with_header(format_games([game(1)]), "Referee", value)
+    bad = tmp_path / "bad.kgn"
+    bad.write_text(text, encoding="utf-8")
+    refused(capsys, db, bad, "referee_version must be 1 to 64 printable characters")
