@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
@@ -100,6 +101,32 @@ def _info(row: TournamentLease) -> LeaseInfo:
     )
 
 
+T = TypeVar("T")
+
+
+def _bounded(tournament_id: int, session: Session, lock: Callable[[], T]) -> T:
+    """``lock()`` (row locks of the tournament), waiting at most :data:`LOCK_WAIT_SECONDS`
+    on PostgreSQL for a holder in the middle of a write (a stopped process keeps its
+    transaction open), then :class:`LeaseBusyError`; SQLite's writers are serialised."""
+    bounded = session.get_bind().dialect.name == "postgresql"
+    if bounded:
+        session.execute(text(f"SET LOCAL lock_timeout = '{int(LOCK_WAIT_SECONDS * 1000)}ms'"))
+    try:
+        result = lock()
+    except OperationalError as exc:
+        if not bounded or getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            raise
+        raise LeaseBusyError(
+            f"tournament {tournament_id}: the run holding it has been writing a game for"
+            f" more than {LOCK_WAIT_SECONDS:g} s (a stopped or unreachable process keeps its"
+            f" transaction open); it records nothing more once it ends: stop that process"
+            f" or end its database session, then try again"
+        ) from None
+    if bounded:
+        session.execute(text("SET LOCAL lock_timeout = 0"))
+    return result
+
+
 def _locked_tournament(tournament_id: int, *, session: Session) -> Tournament:
     # FOR UPDATE on PostgreSQL serialises two runners asking at once; SQLite's writers are
     # serialised already (BEGIN IMMEDIATE).
@@ -145,27 +172,16 @@ def acquire_lease(
     off from the network) whose transaction stays open, the wait is bounded by
     :data:`LOCK_WAIT_SECONDS` and ends in :class:`LeaseBusyError`.
     """
-    bounded = session.get_bind().dialect.name == "postgresql"
-    if bounded:
-        session.execute(text(f"SET LOCAL lock_timeout = '{int(LOCK_WAIT_SECONDS * 1000)}ms'"))
-    try:
+
+    def locked() -> TournamentLease | None:
         _locked_tournament(tournament_id, session=session)
-        row = session.exec(
+        return session.exec(
             select(TournamentLease)
             .where(TournamentLease.tournament_id == tournament_id)
             .with_for_update()
         ).first()
-    except OperationalError as exc:
-        if not bounded or getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
-            raise
-        raise LeaseBusyError(
-            f"tournament {tournament_id}: the run holding it has been writing a game for"
-            f" more than {LOCK_WAIT_SECONDS:g} s (a stopped or unreachable process keeps its"
-            f" transaction open); it records nothing more once it ends: stop that process"
-            f" or end its database session, then try again"
-        ) from None
-    if bounded:
-        session.execute(text("SET LOCAL lock_timeout = 0"))
+
+    row = _bounded(tournament_id, session, locked)
     now = utcnow()
     if row is not None and row.runner_id != holder.runner_id and not take_over:
         current = _info(row)
@@ -196,7 +212,12 @@ def acquire_lease(
 
 
 def _held(tournament_id: int, runner_id: str, *, session: Session, share: bool) -> TournamentLease:
-    tournament = session.get(Tournament, tournament_id)
+    # A shared lock on the tournament's row: a cancel (which locks it for update) waits for
+    # this write to end, or this write waits for the cancel and then sees it; without it a
+    # game could be committed on PostgreSQL after the cancel had reported success.
+    tournament = session.exec(
+        select(Tournament).where(Tournament.id == tournament_id).with_for_update(read=True)
+    ).first()
     if tournament is None:
         raise NotFoundError(f"no tournament with id {tournament_id!r}")
     if tournament.status == TournamentStatus.CANCELLED.value:
@@ -259,7 +280,9 @@ def cancel_tournament(tournament_id: int, *, session: Session) -> int:
     """Mark the tournament cancelled and its unfinished series aborted; returns how many
     series were stopped. A runner still playing it loses its lease at its next heartbeat or
     game (nothing more is recorded). Finished tournaments cannot be cancelled."""
-    tournament = _locked_tournament(tournament_id, session=session)
+    tournament = _bounded(
+        tournament_id, session, lambda: _locked_tournament(tournament_id, session=session)
+    )
     if tournament.status == TournamentStatus.FINISHED.value:
         raise ConflictError(f"tournament {tournament_id} is finished; it cannot be cancelled")
     if tournament.status == TournamentStatus.CANCELLED.value:

@@ -34,6 +34,7 @@ from arena.db import (
     set_tournament_status,
     update_tournament_config,
 )
+from arena.db.leases import LeaseBusyError
 from arena.tournament.config import (
     MAX_GAMES_PER_PAIR,
     STORED_ONLY,
@@ -577,6 +578,8 @@ def cancel(tournament_id: int, db: Database) -> int:
     try:
         with db.session() as session:
             return cancel_tournament(tournament_id, session=session)
+    except LeaseBusyError:
+        raise  # a run is in the middle of recording a game: try again (exit 3)
     except ConflictError as exc:
         raise TournamentError(str(exc)) from None
 

@@ -251,3 +251,61 @@ def test_the_cli_shows_a_busy_lease_in_one_line_with_exit_3() -> None:
 
     shown = classify(LeaseBusyError("tournament 1: the run holding it has been writing"))
     assert shown is not None and shown.code == ExitCode.UNAVAILABLE
+
+
+def test_a_cancel_never_reports_success_before_a_write_in_flight_ends(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: a holder stopped inside its write (lease checked, game not committed) and
+    a cancel meanwhile: the cancel said it was done, then the game was committed. Now the
+    cancel waits for the write (a bounded time: LeaseBusyError, nothing cancelled), and a
+    write that starts while a cancel is open waits for it and then records nothing."""
+    from arena.db import LeaseBusyError, leases
+
+    monkeypatch.setattr(leases, "LOCK_WAIT_SECONDS", 1.0)
+    db = open_database(postgres_url)
+    try:
+        tid = build_world(db).tournament_id
+        with db.session() as session:
+            acquire_lease(tid, ONE, ttl=MINUTE, session=session)
+        writing, done = threading.Event(), threading.Event()
+
+        def stuck_writer() -> None:
+            with db.session() as session:
+                hold_lease(tid, "run-one", session=session)
+                writing.set()
+                done.wait(120)
+
+        writer = threading.Thread(target=stuck_writer)
+        writer.start()
+        try:
+            assert writing.wait(60)
+            with pytest.raises(LeaseBusyError, match="writing a game"), db.session() as session:
+                cancel_tournament(tid, session=session)
+            with db.read_session() as session:
+                assert get_tournament(tid, session=session).status != "cancelled"
+        finally:
+            done.set()
+            writer.join(60)
+        # The other order: a cancel holds the tournament; a write starting then waits and
+        # finds the tournament cancelled.
+        cancelling, release = threading.Event(), threading.Event()
+
+        def slow_cancel() -> None:
+            with db.session() as session:
+                cancel_tournament(tid, session=session)
+                cancelling.set()
+                release.wait(120)
+
+        canceller = threading.Thread(target=slow_cancel)
+        canceller.start()
+        try:
+            assert cancelling.wait(60)
+            threading.Timer(0.5, release.set).start()
+            with pytest.raises(LeaseLostError, match="cancelled"), db.session() as session:
+                hold_lease(tid, "run-one", session=session)
+        finally:
+            release.set()
+            canceller.join(60)
+    finally:
+        db.close()
