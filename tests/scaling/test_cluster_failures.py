@@ -96,14 +96,25 @@ def test_an_unreachable_scheduler_is_one_line_and_creates_nothing(tmp_path: Path
         "--games", "2", "--backend", "process", "--database", str(db), "--store", str(store),
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
-    before = tournaments(db)
-    result = kryt(
-        tmp_path, "tournament", "resume", "1", "--executor", "dask", "--scheduler", nowhere,
+    resume = (
+        "tournament", "resume", "1", "--executor", "dask", "--scheduler", nowhere,
         "--database", str(db), "--store", str(store),
     )  # fmt: skip
+    # Finished: nothing to play, so no scheduler is asked for.
+    result = kryt(tmp_path, *resume)
+    assert result.returncode == 0 and "already finished" in result.stderr, result.stderr
+    # A game voided after the fact opens the tournament again: now the scheduler is needed.
+    from arena.db import open_database, void_game
+
+    database = open_database(f"sqlite:///{db}", create=False)
+    with database.session() as session:
+        void_game(1, "found wrong later", session=session)
+    database.close()
+    before = tournaments(db)
+    result = kryt(tmp_path, *resume)
     assert result.returncode == 3, (result.stdout, result.stderr)
     one_error_line(result)
-    assert tournaments(db) == before == [(1, "finished")]
+    assert tournaments(db) == before == [(1, "running")]
 
 
 @pytest.fixture
