@@ -4,6 +4,8 @@ and the check that keeps a runner without the lease from recording anything."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -219,7 +221,10 @@ def test_a_take_over_waits_a_bounded_time_for_a_holder_stuck_in_a_write(
         db.close()
 
 
-def _stuck_writer_case(db: Database, tid: int, busy: type[Exception]) -> None:
+@contextmanager
+def _holder_stuck_in_a_write(db: Database, tid: int) -> Iterator[None]:
+    """Runner ONE holds the lease and is inside its write transaction (lease checked, game
+    not committed) for as long as the block runs: a stopped process keeps it open."""
     with db.session() as session:
         acquire_lease(tid, ONE, ttl=MINUTE, session=session)
     writing, done = threading.Event(), threading.Event()
@@ -228,18 +233,23 @@ def _stuck_writer_case(db: Database, tid: int, busy: type[Exception]) -> None:
         with db.session() as session:
             hold_lease(tid, "run-one", session=session)
             writing.set()
-            done.wait(120)  # a stopped process: its transaction stays open
+            done.wait(120)
 
     writer = threading.Thread(target=stuck_writer)
     writer.start()
     try:
         assert writing.wait(60)
-        with pytest.raises(busy, match="writing a game") as refused, db.session() as session:
-            acquire_lease(tid, TWO, ttl=MINUTE, session=session, take_over=True)
-        assert "\n" not in str(refused.value)
+        yield
     finally:
         done.set()
         writer.join(60)
+
+
+def _stuck_writer_case(db: Database, tid: int, busy: type[Exception]) -> None:
+    with _holder_stuck_in_a_write(db, tid):
+        with pytest.raises(busy, match="writing a game") as refused, db.session() as session:
+            acquire_lease(tid, TWO, ttl=MINUTE, session=session, take_over=True)
+        assert "\n" not in str(refused.value)
     with db.session() as session:
         taken = acquire_lease(tid, TWO, ttl=MINUTE, session=session, take_over=True)
     assert taken.runner_id == "run-two"
@@ -266,27 +276,11 @@ def test_a_cancel_never_reports_success_before_a_write_in_flight_ends(
     db = open_database(postgres_url)
     try:
         tid = build_world(db).tournament_id
-        with db.session() as session:
-            acquire_lease(tid, ONE, ttl=MINUTE, session=session)
-        writing, done = threading.Event(), threading.Event()
-
-        def stuck_writer() -> None:
-            with db.session() as session:
-                hold_lease(tid, "run-one", session=session)
-                writing.set()
-                done.wait(120)
-
-        writer = threading.Thread(target=stuck_writer)
-        writer.start()
-        try:
-            assert writing.wait(60)
+        with _holder_stuck_in_a_write(db, tid):
             with pytest.raises(LeaseBusyError, match="writing a game"), db.session() as session:
                 cancel_tournament(tid, session=session)
             with db.read_session() as session:
                 assert get_tournament(tid, session=session).status != "cancelled"
-        finally:
-            done.set()
-            writer.join(60)
         # The other order: a cancel holds the tournament; a write starting then waits and
         # finds the tournament cancelled.
         cancelling, release = threading.Event(), threading.Event()
