@@ -52,6 +52,12 @@ def classify(exc: BaseException) -> UserError | None:
 
     if isinstance(exc, LeaseBusyError):  # the holder is stuck in a write: try again later
         return UserError(str(exc), code=ExitCode.UNAVAILABLE)
+    from arena.db.errors import DamagedSchemaError, ForeignDatabaseError
+
+    if isinstance(exc, ForeignDatabaseError | DamagedSchemaError):
+        # Not a Kryt database, as a file that is not SQLite at all (exit 3 too); the message
+        # says where to point instead.
+        return UserError(str(exc), code=ExitCode.UNAVAILABLE)
     if isinstance(exc, DatabaseError):
         return UserError(str(exc), code=ExitCode.BAD_INPUT)
     if isinstance(exc, RulesError):

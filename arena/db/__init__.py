@@ -35,6 +35,7 @@ from arena.db.enums import (
 )
 from arena.db.errors import (
     ConflictError,
+    DamagedSchemaError,
     DatabaseError,
     DatabaseMissingError,
     DatabaseUnavailableError,
@@ -139,6 +140,7 @@ __all__ = [
     "ENV_VAR",
     "Bot",
     "ConflictError",
+    "DamagedSchemaError",
     "Database",
     "DatabaseError",
     "DatabaseMissingError",

@@ -35,6 +35,10 @@ class ForeignDatabaseError(SchemaError):
     """The database holds tables that Kryt Arena did not create; it will not touch them."""
 
 
+class DamagedSchemaError(SchemaError):
+    """The database's schema revision table does not hold one revision; it is not touched."""
+
+
 class NotFoundError(DatabaseError, LookupError):
     """A row looked up by id or key does not exist."""
 

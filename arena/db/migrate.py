@@ -25,8 +25,8 @@ from sqlalchemy import inspect
 from sqlalchemy.engine import Connection, Engine
 
 from arena.db.errors import (
+    DamagedSchemaError,
     ForeignDatabaseError,
-    SchemaError,
     SchemaOutdatedError,
     SchemaTooNewError,
 )
@@ -34,6 +34,8 @@ from arena.db.models import metadata
 
 if TYPE_CHECKING:
     from alembic.config import Config
+
+    from arena.db.engine import Database
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 VERSIONS_DIR = MIGRATIONS_DIR / "versions"
@@ -107,8 +109,8 @@ def upgrade_connection(connection: Connection, *, where: str, allow: bool = True
         what = "tables named" if clashing else "tables of its own:"
         raise ForeignDatabaseError(
             f"database {where} already has {what} {shown} but no Kryt Arena schema "
-            "revision; it will not be touched. Point KRYT_DATABASE_URL at an empty database "
-            "(or a new SQLite file) instead"
+            "revision; it will not be touched. Point --database / KRYT_DATABASE_URL at a Kryt "
+            "database, an empty one or a new SQLite file instead"
         )
     if current == head:
         return head
@@ -136,7 +138,7 @@ def _stored_revision(connection: Connection) -> str | None:
 
 
 def _check_version_table(connection: Connection, where: str) -> None:
-    """SchemaError when ``alembic_version`` exists but does not hold one revision (two rows,
+    """DamagedSchemaError when ``alembic_version`` exists but does not hold one revision (two rows,
     or an empty one): Alembic would fail on it with an assertion or a "more than one head"
     error. Nothing is changed; no rows at all is a database never migrated."""
     if not inspect(connection).has_table("alembic_version"):
@@ -145,7 +147,7 @@ def _check_version_table(connection: Connection, where: str) -> None:
     if len(rows) <= 1 and all(isinstance(r, str) and r.strip() for r in rows):
         return
     shown = ", ".join(repr(r) for r in rows[:3]) + (", ..." if len(rows) > 3 else "")
-    raise SchemaError(
+    raise DamagedSchemaError(
         f"database {where} has a damaged schema revision table alembic_version ({len(rows)}"
         f" rows: {shown}); it must hold one row, the schema revision. It will not be touched:"
         " restore it from a backup, or point --database / KRYT_DATABASE_URL at another database"
@@ -213,6 +215,12 @@ def _rebuild_boards(url: str | None) -> int:
     return 0
 
 
+def _table_names(db: Database) -> list[str]:
+    """The tables of ``db``, sorted."""
+    with db.engine.connect() as connection:
+        return sorted(inspect(connection).get_table_names())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
     from arena.db.engine import open_database
@@ -244,6 +252,14 @@ def main(argv: list[str] | None = None) -> int:
                 current = current_revision(connection)
         finally:
             db.close()
+        if current is None and (tables := _table_names(db)):
+            # Not "(empty)": another application's database (open_database refuses it).
+            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+            print(
+                f"database: not a Kryt Arena database (no schema revision; tables of its own:"
+                f" {shown}); code head: {head_revision()}"
+            )
+            return 1
         print(f"database: {current or '(empty)'}; code head: {head_revision()}")
         return 0
     except DatabaseError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import create_engine, text
 
-from arena.db import SchemaError, open_database
+from arena.db import DamagedSchemaError, open_database
 from kryt.cli import main
 from kryt.errors import ExitCode
 
@@ -34,11 +34,11 @@ def test_a_damaged_revision_table_is_one_error_and_untouched(
 ) -> None:
     open_database(database_url).close()
     rows = _damage(database_url, statement)
-    with pytest.raises(SchemaError, match="alembic_version") as caught:
+    with pytest.raises(DamagedSchemaError, match="alembic_version") as caught:
         open_database(database_url)
     assert "will not be touched" in str(caught.value)
     code = main(["tournament", "status", "-d", database_url])
     err = capsys.readouterr().err
-    assert code == ExitCode.BAD_INPUT, err
+    assert code == ExitCode.UNAVAILABLE, err  # as a file that is not a database
     assert err.startswith("error: ") and "alembic_version" in err and "Traceback" not in err
     assert _damage(database_url, "SELECT 1") == rows  # nothing was changed
