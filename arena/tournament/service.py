@@ -610,10 +610,20 @@ def change_settings(
     if config.bot_time:  # as `run` checks them: a misspelt bot would silently get the default
         config.check_bot_time(entered_bots(tournament_id, db))
     try:
-        with db.session() as session:
+        # Under the tournament's lease, as `extend` adds series: a run starting meanwhile is
+        # refused (it would play the settings read before this change), and a database
+        # session keeping the row locked is waited for a bounded time (LeaseBusyError).
+        with RunLease(db, tournament_id) as lease, db.session() as session:
+            hold_lease(tournament_id, lease.runner_id, session=session)
             update_tournament_config(
                 tournament_id, config.to_json() | records, name=config.name, session=session
             )
+    except TournamentBusyError as exc:
+        raise TournamentBusyError(
+            exc.lease, advice="change its settings after that run ends"
+        ) from None
+    except LeaseBusyError:  # a session keeps the row locked: exit 3, try again later
+        raise
     except ConflictError as exc:
         raise TournamentError(str(exc)) from None
     return config

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from alembic import command
@@ -301,5 +302,44 @@ def test_a_cancel_never_reports_success_before_a_write_in_flight_ends(
         finally:
             release.set()
             canceller.join(60)
+    finally:
+        db.close()
+
+
+def test_a_settings_change_waits_a_bounded_time_for_a_locked_tournament(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """PostgreSQL: another database session (psql, a stopped process) keeps the tournament's
+    row locked; ``tournament set`` waited for it without end. Now it gives up after a bounded
+    time (LeaseBusyError: one line, exit 3), changes nothing, and works once the row is free."""
+    from sqlalchemy import text
+
+    from arena.db import LeaseBusyError, leases
+    from arena.tournament.config import SandboxSettings, TournamentConfig
+    from arena.tournament.runner import create
+    from arena.tournament.service import change_settings
+
+    monkeypatch.setattr(leases, "LOCK_WAIT_SECONDS", 1.0)
+    examples = Path(__file__).resolve().parents[2] / "sdk" / "examples"
+    db = open_database(postgres_url)
+    try:
+        config = TournamentConfig(
+            bots=(str(examples / "greedy"), str(examples / "random")),
+            games_per_pair=2,
+            sandbox=SandboxSettings(backend="process"),
+        )
+        tid = create(config, db=db, store=tmp_path / "store")
+        with db.engine.connect() as other:
+            other.execute(text("SELECT id FROM tournaments WHERE id = :t FOR UPDATE"), {"t": tid})
+            with pytest.raises(LeaseBusyError) as refused:
+                change_settings(tid, ["sandbox.memory_mb=512"], db)
+            assert "\n" not in str(refused.value)
+            other.rollback()
+        with db.read_session() as session:
+            assert get_tournament(tid, session=session).config["sandbox"]["memory_mb"] != 512
+            assert get_lease(tid, session=session) is None
+        change_settings(tid, ["sandbox.memory_mb=512"], db)
+        with db.read_session() as session:
+            assert get_tournament(tid, session=session).config["sandbox"]["memory_mb"] == 512
     finally:
         db.close()

@@ -9,6 +9,7 @@ winning. The messages name what is wrong: the bot entered twice, the deal book a
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -20,12 +21,13 @@ from arena.db import (
     Database,
     LeaseHolder,
     acquire_lease,
+    get_lease,
     get_tournament,
     open_database,
     update_tournament_config,
 )
 from arena.tournament.config import SandboxSettings, TournamentConfig
-from arena.tournament.lease import this_host
+from arena.tournament.lease import TournamentBusyError, this_host
 from arena.tournament.runner import create
 from arena.tournament.service import tournament_state
 from kryt.errors import ExitCode
@@ -294,3 +296,41 @@ def test_a_table_size_that_is_not_an_integer_is_one_error_line(
     first, *rest = err.strip().splitlines()
     assert first.startswith("error:") and all(line.startswith("hint:") for line in rest), err
     assert "table size" in first and repr(size) in first
+
+
+def test_set_is_refused_by_a_run_that_started_after_its_check(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``set`` changes the settings under the tournament's lease: a run that took the lease
+    after ``set`` looked (and will play the settings it read) makes ``set`` refuse, in the
+    same words as a run seen at once; nothing is stored and the run keeps its lease."""
+    from arena.tournament import service
+
+    db, tid = _pending(folder)
+    before = _stored(db, tid)
+    seen_free = service.tournament_state(tid, db)
+    assert seen_free.live_lease is None
+    holder = LeaseHolder("racer0run", this_host(), os.getpid(), current_runner().token)
+
+    def state_then_a_run_starts(tournament_id: int, database: Database) -> object:
+        with database.session() as session:
+            acquire_lease(tournament_id, holder, ttl=timedelta(minutes=10), session=session)
+        return seen_free
+
+    monkeypatch.setattr(service, "tournament_state", state_then_a_run_starts)
+    with pytest.raises(TournamentBusyError, match="change its settings after"):
+        service.change_settings(tid, ["sandbox.memory_mb=512"], db)
+    assert _stored(db, tid) == before
+    with db.read_session() as session:
+        lease = get_lease(tid, session=session)
+    assert lease is not None and lease.runner_id == "racer0run"
+
+
+def test_set_leaves_no_lease_behind(folder: Path) -> None:
+    from arena.tournament.service import change_settings
+
+    db, tid = _pending(folder)
+    change_settings(tid, ["sandbox.memory_mb=512"], db)
+    assert _stored(db, tid)["sandbox"]["memory_mb"] == 512  # type: ignore[index]
+    with db.read_session() as session:
+        assert get_lease(tid, session=session) is None
