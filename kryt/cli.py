@@ -12,6 +12,7 @@ error never pays for scipy, the database or the web server.
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import os
 import sys
@@ -89,6 +90,29 @@ if typer is not None:
                 self.add_command(load_command(args[0]), args[0])
             return super().resolve_command(ctx, args)
 
+    def reflow_help(text: str | None) -> str | None:
+        """``text`` with the line breaks of its prose paragraphs joined, so that Rich wraps
+        each paragraph to the terminal's width (it keeps every line break of a docstring,
+        which at 80 columns breaks lines mid-sentence). Paragraphs holding a list, indented
+        lines or click's ``\\b`` (no rewrap) marker keep their lines."""
+        if not text:
+            return text
+        paragraphs = inspect.cleandoc(text).split("\n\n")
+        return "\n\n".join(p if _keeps_lines(p) else " ".join(p.split("\n")) for p in paragraphs)
+
+    def _keeps_lines(paragraph: str) -> bool:
+        lines = paragraph.split("\n")
+        return len(lines) > 1 and any(
+            line.startswith((" ", "\t", "\b", "- ", "* ")) or line[:2].rstrip(".").isdigit()
+            for line in lines
+        )
+
+    def _reflow_tree(command: Any) -> None:
+        """Reflow the help of ``command`` and of every command under it."""
+        command.help = reflow_help(command.help)
+        for sub in getattr(command, "commands", {}).values():
+            _reflow_tree(sub)
+
     def load_command(name: str) -> Any:
         """Import command ``name``'s module and build its click command."""
         module_name, attribute, help_line = COMMANDS[name]
@@ -102,6 +126,7 @@ if typer is not None:
             command = typer.main.get_command(single)
         command.name = name
         command.short_help = help_line
+        _reflow_tree(command)
         return command
 
     app = typer.Typer(

@@ -12,7 +12,7 @@ import pytest
 import typer
 
 from kryt.cli import COMMANDS as LAZY
-from kryt.cli import app, load_command
+from kryt.cli import app, load_command, reflow_help
 from tests.cli.helpers import kryt
 
 BOX = re.compile(r"[│╭╮╰╯─┃━]")
@@ -71,3 +71,46 @@ def test_every_visible_option_says_what_it_does(path: tuple[str, ...], command: 
         and not (getattr(param, "help", None) or "").strip()
     ]
     assert silent == [], f"kryt {' '.join(path)}: options without help: {silent}"
+
+
+def test_reflow_joins_prose_and_keeps_lists() -> None:
+    kept = "- a list\n- kept\n\n\bno\nrewrap"
+    text = f"First line.\n\nSecond paragraph, wrapped\nin the source.\n\n{kept}"
+    assert reflow_help(text) == f"First line.\n\nSecond paragraph, wrapped in the source.\n\n{kept}"
+    assert reflow_help(None) is None
+
+
+@pytest.mark.parametrize(
+    ("path", "command"), COMMANDS, ids=[" ".join(p) or "kryt" for p, _ in COMMANDS]
+)
+def test_no_help_paragraph_keeps_the_docstrings_line_breaks(
+    path: tuple[str, ...], command: Any
+) -> None:
+    """Rich keeps every line break of a help text: a docstring's source breaks would cut
+    lines mid-sentence at 80 columns."""
+    for paragraph in (command.help or "").split("\n\n"):
+        assert "\n" not in paragraph, (path, paragraph)
+
+
+@pytest.mark.parametrize(
+    ("path", "command"), COMMANDS, ids=[" ".join(p) or "kryt" for p, _ in COMMANDS]
+)
+def test_help_prose_fills_an_80_column_terminal(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    path: tuple[str, ...],
+    command: Any,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = kryt(capsys, *path, "--help")
+    assert code == 0, err
+    prose = out.split("╭")[0].split("Usage:")[1].split("\n")[1:]
+    paragraph: list[str] = []
+    for line in [*prose, ""]:
+        if line.strip():
+            paragraph.append(line.rstrip())
+            continue
+        # Every line of a paragraph but its last is filled close to the width.
+        short = [p for p in paragraph[:-1] if len(p) < 60]
+        assert short == [], (path, paragraph)
+        paragraph = []
