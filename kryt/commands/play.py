@@ -294,26 +294,6 @@ def play(
         from arena.tournament.seeds import draw_seed
 
         seed = str(draw_seed())
-    try:
-        sandbox = choose_backend(backend_choice(backend, sandbox_alias), allow_unsafe=False)
-    except ValueError as exc:  # an unknown backend name (an unusable one is a SandboxError)
-        raise UserError(f"--backend: {exc}") from None
-    err.print(f"sandbox: [bold]{sandbox.describe()}[/bold]")
-    problem = sandbox.cpu_clock_problem() if clock == "cpu" else None
-    if problem:
-        err.print(Text(f"warning: --clock cpu: {problem}; moves are charged wall time"))
-        shared = replace(shared, clock="wall")
-        per_bot = {key: replace(c, clock="wall") for key, c in per_bot.items()}
-    base = SeriesConfig(
-        games=games,
-        seed=int(seed) if seed.lstrip("-").isdigit() else seed,
-        format=series_format,
-        time_control=shared,
-        book=decks,
-    )
-    configs = pairing_configs(base, jobs)
-    limits = SandboxSettings().limits()
-
     # Archives are unpacked into a temporary folder that lives as long as the run.
     with tempfile.TemporaryDirectory(prefix="kryt-play-") as tmp:
         submissions = []
@@ -327,6 +307,26 @@ def play(
                 name += " (2)"
             submissions.append(submission)
             names.append(name)
+        # The bots are found first: a missing one is the only line printed.
+        try:
+            sandbox = choose_backend(backend_choice(backend, sandbox_alias), allow_unsafe=False)
+        except ValueError as exc:  # an unknown backend name (an unusable one is a SandboxError)
+            raise UserError(f"--backend: {exc}") from None
+        err.print(f"sandbox: [bold]{sandbox.describe()}[/bold]")
+        problem = sandbox.cpu_clock_problem() if clock == "cpu" else None
+        if problem:
+            err.print(Text(f"warning: --clock cpu: {problem}; moves are charged wall time"))
+            shared = replace(shared, clock="wall")
+            per_bot = {key: replace(c, clock="wall") for key, c in per_bot.items()}
+        base = SeriesConfig(
+            games=games,
+            seed=int(seed) if seed.lstrip("-").isdigit() else seed,
+            format=series_format,
+            time_control=shared,
+            book=decks,
+        )
+        configs = pairing_configs(base, jobs)
+        limits = SandboxSettings().limits()
         seat_controls = _seat_controls(per_bot, shared, refs, submissions, names)
         if seat_controls:
             configs = [replace(c, seat_controls=seat_controls) for c in configs]

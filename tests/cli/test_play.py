@@ -100,6 +100,10 @@ def test_bad_sprt_settings_and_unknown_bundled_bots_are_one_line(
     code, _, err = kryt(capsys, "play", "builtin:nope", "builtin:random", *FAST)
     assert code == ExitCode.BAD_INPUT
     assert "builtin:nope" in err and "builtin:greedy" in err
+    assert err.count("\n") == 1 and err.startswith("error:"), err  # no sandbox line before it
+    code, _, err = kryt(capsys, "play", "builtin:random", "no-such-bot-folder", *FAST)
+    assert code == ExitCode.BAD_INPUT, err
+    assert err.startswith("error:") and "no-such-bot-folder" in err and "sandbox" not in err, err
     code, _, err = kryt(capsys, "play", "builtin:greedy", "-n", "3", "--format", "duplicate")
     assert code == ExitCode.BAD_INPUT and "two bots" in err
 
