@@ -42,11 +42,12 @@ def classify(exc: BaseException) -> UserError | None:
         if sqlite is not None:
             return sqlite
         server = "postgresql" in str(exc)  # every message names the (masked) database URL
+        hint = "check --database / KRYT_DATABASE_URL" + (
+            " and that the server is running" if server else ""
+        )
+        # A message that already says where to point (a missing file) needs no hint.
         return UserError(
-            str(exc),
-            code=ExitCode.UNAVAILABLE,
-            hint="check --database / KRYT_DATABASE_URL"
-            + (" and that the server is running" if server else ""),
+            str(exc), code=ExitCode.UNAVAILABLE, hint="" if "--database" in str(exc) else hint
         )
     from arena.db.leases import LeaseBusyError
 

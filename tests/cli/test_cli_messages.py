@@ -191,6 +191,8 @@ def test_a_missing_file_gets_no_server_hint(
     code, _, err = kryt(capsys, "tournament", "status", "-d", str(tmp_path / "none.db"))
     assert code == ExitCode.UNAVAILABLE and "no database at" in err
     assert "server" not in err
+    # The message says where to point: one line, no hint repeating it.
+    assert err.count("\n") == 1 and "hint:" not in err, err
 
 
 # ---------------------------------------------------------------------------- set while held
