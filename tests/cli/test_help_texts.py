@@ -38,19 +38,35 @@ COMMANDS = [((), typer.main.get_command(app))] + [
 ]
 
 
-@pytest.mark.parametrize(
+def _help(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    path: tuple[str, ...],
+    *,
+    columns: int,
+) -> str:
+    """What ``kryt PATH --help`` prints on a terminal ``columns`` wide."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    code, out, err = kryt(capsys, *path, "--help")
+    assert code == 0, err
+    return out
+
+
+EACH_COMMAND = pytest.mark.parametrize(
     ("path", "command"), COMMANDS, ids=[" ".join(p) or "kryt" for p, _ in COMMANDS]
 )
+"""Every command and group, loaded as an invocation loads it."""
+
+
+@EACH_COMMAND
 def test_every_help_text_is_shown_whole(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     path: tuple[str, ...],
     command: Any,
 ) -> None:
-    monkeypatch.setenv("COLUMNS", "1000")  # one line per option: its help is never wrapped
-    code, out, err = kryt(capsys, *path, "--help")
-    assert code == 0, err
-    shown = _shown(out)
+    # One line per option: its help is never wrapped.
+    shown = _shown(_help(capsys, monkeypatch, path, columns=1000))
     for param in command.params:
         text = getattr(param, "help", None)
         if not text or getattr(param, "hidden", False):
@@ -59,9 +75,7 @@ def test_every_help_text_is_shown_whole(
         assert expected in shown, (param.name, expected)
 
 
-@pytest.mark.parametrize(
-    ("path", "command"), COMMANDS, ids=[" ".join(p) or "kryt" for p, _ in COMMANDS]
-)
+@EACH_COMMAND
 def test_every_visible_option_says_what_it_does(path: tuple[str, ...], command: Any) -> None:
     silent = [
         param.name
@@ -80,9 +94,7 @@ def test_reflow_joins_prose_and_keeps_lists() -> None:
     assert reflow_help(None) is None
 
 
-@pytest.mark.parametrize(
-    ("path", "command"), COMMANDS, ids=[" ".join(p) or "kryt" for p, _ in COMMANDS]
-)
+@EACH_COMMAND
 def test_no_help_paragraph_keeps_the_docstrings_line_breaks(
     path: tuple[str, ...], command: Any
 ) -> None:
@@ -92,18 +104,14 @@ def test_no_help_paragraph_keeps_the_docstrings_line_breaks(
         assert "\n" not in paragraph, (path, paragraph)
 
 
-@pytest.mark.parametrize(
-    ("path", "command"), COMMANDS, ids=[" ".join(p) or "kryt" for p, _ in COMMANDS]
-)
+@EACH_COMMAND
 def test_help_prose_fills_an_80_column_terminal(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     path: tuple[str, ...],
     command: Any,
 ) -> None:
-    monkeypatch.setenv("COLUMNS", "80")
-    code, out, err = kryt(capsys, *path, "--help")
-    assert code == 0, err
+    out = _help(capsys, monkeypatch, path, columns=80)
     prose = out.split("╭")[0].split("Usage:")[1].split("\n")[1:]
     paragraph: list[str] = []
     for line in [*prose, ""]:
