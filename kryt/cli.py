@@ -101,10 +101,9 @@ if typer is not None:
         return "\n\n".join(p if _keeps_lines(p) else " ".join(p.split("\n")) for p in paragraphs)
 
     def _keeps_lines(paragraph: str) -> bool:
-        lines = paragraph.split("\n")
-        return len(lines) > 1 and any(
+        return any(
             line.startswith((" ", "\t", "\b", "- ", "* ")) or line[:2].rstrip(".").isdigit()
-            for line in lines
+            for line in paragraph.split("\n")
         )
 
     def _reflow_tree(command: Any) -> None:
