@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -274,6 +275,7 @@ def main() -> int:
         for proc in procs:
             proc.kill()
             proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -443,6 +444,7 @@ def main() -> int:
         for proc in procs:
             proc.kill()
             proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
     state = "missed" if failed else "met"
     print(
         "replay: the referee's recorded requests written to the same bots with no other work;"
