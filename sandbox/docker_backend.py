@@ -600,7 +600,9 @@ def _build_context(submission: Submission, base_image: str, runtime: Runtime) ->
         }
         if build:
             online = containers.build_network_allowed(runtime)
-            files["kryt-build.sh"] = containers.build_script(runtime, online=online)
+            files["kryt-build.sh"] = containers.build_script(
+                runtime, online=online, cap_processes=True
+            )
         for name, text in files.items():
             data = text.encode()
             info = tarfile.TarInfo(name)

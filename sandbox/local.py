@@ -99,9 +99,8 @@ normal one is gone in milliseconds; one the kernel is thrashing at its memory li
 its code back in, docs/sandbox.md) answers nothing for seconds on a loaded machine, and
 SIGKILL waits for its page faults too."""
 
-#: Processes and threads of one build (a compiler runs one per job), its open files, and
-#: the entries its output tmpfs may hold.
-BUILD_PIDS = 512
+#: Open files of one build and the entries its output tmpfs may hold (its processes:
+#: ``BuildLimits.processes``, its build cgroup's ``pids.max``).
 BUILD_NOFILE = 4096
 BUILD_INODES = 100_000
 #: Seconds past the build script's own deadline before the build is killed from outside.
@@ -981,7 +980,7 @@ class BwrapBackend(Backend):
         online = containers.build_network_allowed(runtime)
         limits = SandboxLimits(
             memory_bytes=build.memory_bytes,
-            pids=BUILD_PIDS,
+            pids=build.processes,
             nofile=BUILD_NOFILE,
             fsize_bytes=build.output_bytes,
             tmpfs_bytes=build.memory_bytes,
@@ -1018,7 +1017,7 @@ class BwrapBackend(Backend):
                 raise SandboxInfrastructureError(f"build tmpfs: {exc}") from exc
             if not isinstance(layout, str):
                 cgroup = BotCgroup.create(
-                    layout, work_dir.name, memory_bytes=build.memory_bytes, pids=BUILD_PIDS
+                    layout, work_dir.name, memory_bytes=build.memory_bytes, pids=build.processes
                 )
             for dest, (path, writable) in {
                 "/": (rootfs, False),

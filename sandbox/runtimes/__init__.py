@@ -71,9 +71,12 @@ class BuildLimits:
     seconds: int = 300
     memory_bytes: int = 2048 * MiB
     output_bytes: int = 64 * MiB
+    #: Processes and threads of the build together (a compiler runs one per job; a JVM's
+    #: javac some thirty threads).
+    processes: int = 512
 
     def __post_init__(self) -> None:
-        for name in ("seconds", "memory_bytes", "output_bytes"):
+        for name in ("seconds", "memory_bytes", "output_bytes", "processes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"BuildLimits.{name} must be a positive integer: {value!r}")

@@ -3,8 +3,9 @@ start command and its limits.
 
 A submission's image is ``FROM`` its runtime's image. For a compiled runtime it is built in
 two stages: the first copies the sources to ``/src`` and runs the runtime's build command as
-uid 65534 with no network, bounded by :class:`~sandbox.runtimes.BuildLimits` (wall time,
-memory, size of the output); the second holds only the sources in ``/bot`` and the build's
+uid 65533 (:data:`BUILD_UID`) with no network, bounded by
+:class:`~sandbox.runtimes.BuildLimits` (wall time, memory, processes, size of the output);
+the second holds only the sources in ``/bot`` and the build's
 output in ``/artifact``. The image is tagged by the submission's hash and the runtime image's
 id, so each submission is built once, and the artifact is immutable. A failed build is one
 :class:`~sandbox.runtimes.RuntimeBuildError` that ends with the compiler's output; it is
@@ -52,8 +53,11 @@ __all__ = [
     "needs_build",
 ]
 
-#: The unprivileged uid the build runs as (the same as the bot's).
-BUILD_UID = 65534
+#: The unprivileged uid the Docker build runs as: one of its own, not the bots' 65534, since
+#: the build's process cap (``RLIMIT_NPROC``, see :func:`build_script`) counts every process
+#: of its uid on the host, and running bots must not use up a build's share (nor a build
+#: theirs).
+BUILD_UID = 65533
 #: First word of the line the build script prints when the bot's build failed (on a line of
 #: its own: the build's output may end without a newline).
 BUILD_FAILED = "kryt-build-failed:"
@@ -84,11 +88,15 @@ def needs_build(runtime: Runtime, submission: Submission) -> bool:
     return runtime.needs_build(submission.files)
 
 
-def build_script(runtime: Runtime, *, online: bool = False) -> str:
+def build_script(runtime: Runtime, *, online: bool = False, cap_processes: bool = False) -> str:
     """The shell script of the build stage: the runtime's command under the build limits.
 
     ``online`` tells the command (``KRYT_BUILD_ONLINE=1``) that the organiser gave the build a
-    network; without it, package managers run offline.
+    network; without it, package managers run offline. ``cap_processes`` (the Docker build,
+    whose engine takes no process limit for a build step) caps the processes and threads of
+    the build's uid at ``BuildLimits.processes`` with ``RLIMIT_NPROC``, before the build's
+    command runs; a shell that cannot set it ends the script there (the failure is ours, not
+    the bot's). bwrap's build has a pids cgroup of that size instead.
     """
     if runtime.build is None:
         raise ValueError(f"runtime {runtime.name!r} has no build step")
@@ -96,8 +104,19 @@ def build_script(runtime: Runtime, *, online: bool = False) -> str:
     seconds, output = limits.seconds, limits.output_bytes
     # ulimit -f counts 512-byte blocks in POSIX shells: no file may exceed the output bound.
     blocks = output // 512
+    # dash names the process limit -p, bash -u (its -p is the pipe size, which cannot be set).
+    processes = limits.processes
+    cap = (
+        f"ulimit -p {processes} 2>/dev/null || ulimit -u {processes} 2>/dev/null || {{\n"
+        f'  echo "kryt: /bin/sh could not cap the build at {processes} processes'
+        ' (ulimit -p, ulimit -u)" >&2\n'
+        "  exit 1\n"
+        "}\n"
+        if cap_processes
+        else ""
+    )
     return f"""\
-ulimit -f {blocks}
+{cap}ulimit -f {blocks}
 export KRYT_BUILD_ONLINE={1 if online else 0}
 cd /src
 echo {BUILD_STARTED}

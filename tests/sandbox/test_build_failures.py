@@ -8,6 +8,8 @@ is streamed, keeping only the tail of what it prints.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -309,3 +311,58 @@ def test_a_docker_build_step_has_a_quarter_of_a_bots_cpu_weight(
     limits = asked[0]["container_limits"]
     assert BUILD_CPU_SHARES == 256 and limits["cpushares"] == BUILD_CPU_SHARES
     assert limits["memory"] == limits["memswap"] == get_runtime("cpp").build_limits.memory_bytes
+
+
+#: A build command that forks sleeping children until the kernel refuses one (or 3 × the
+#: cap), says how many it got, kills them and fails.
+FORKER = """python3 -c '
+import os, signal
+kids = []
+try:
+    for _ in range(3 * int(os.environ["KRYT_TEST_CAP"])):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.execv("/bin/sleep", ["sleep", "60"])
+            finally:
+                os._exit(0)
+        kids.append(pid)
+except OSError as exc:
+    print("refused:", exc.strerror)
+print("kryt-forks", len(kids), flush=True)
+for kid in kids:
+    os.kill(kid, signal.SIGKILL)
+raise SystemExit(1)
+'"""
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(900)
+def test_a_docker_build_cannot_fork_past_its_process_cap(
+    docker_backend: Backend, cpp_image: str, tmp_path: Path
+) -> None:
+    """The engine takes no process limit for a build step: a build forking without end could
+    fill the host's process table for its 300 s. The bundled runtimes compile without running
+    the submission's code (javac's class path leaves the submission out, so it finds no
+    annotation processor there; npm runs no install scripts), but a runtime an organiser
+    registers may run it (make, a build script). The build script caps its uid's processes
+    (RLIMIT_NPROC) at ``BuildLimits.processes``, and the refused build is the bot's failure."""
+    from sandbox.docker_backend import DockerBackend
+
+    assert isinstance(docker_backend, DockerBackend)
+    cap = 40  # small: the cap counts every process of the build uid on the host
+    cpp = get_runtime("cpp")
+    runtime = dataclasses.replace(
+        cpp,
+        build=f"KRYT_TEST_CAP={cap} {FORKER}",
+        build_limits=dataclasses.replace(cpp.build_limits, processes=cap),
+    )
+    tag = f"kryt-bot:t-forkcap-{uuid.uuid4().hex[:12]}"
+    with pytest.raises(RuntimeBuildError) as caught:
+        docker_backend._build_image(broken_cpp(tmp_path), runtime, cpp_image, tag)
+    message = str(caught.value)
+    assert message.startswith("example-cpp 1.0.0 (cpp) did not build"), message
+    forks = re.search(r"kryt-forks (\d+)", message)
+    assert forks is not None, message
+    assert 0 < int(forks.group(1)) < cap, message
+    assert "refused: Resource temporarily unavailable" in message, message

@@ -126,7 +126,8 @@ def test_a_node_bot_is_built_only_with_a_package_json(tmp_path: Path) -> None:
     assert not containers.needs_build(REGISTRY["python"], with_deps)
 
     text = containers.dockerfile(NODE, "n:1", "bot.js", build=True)
-    assert "FROM n:1 AS build" in text and "USER 65534:65534" in text
+    uid = containers.BUILD_UID
+    assert "FROM n:1 AS build" in text and f"USER {uid}:{uid}" in text
     assert "COPY --from=build /artifact/ /artifact/" in text
     assert "ln -s /artifact/node_modules /bot/node_modules" in text
     plain_text = containers.dockerfile(NODE, "n:1", "bot.js")

@@ -16,6 +16,7 @@ from sandbox.backend import Backend
 from sandbox.limits import MiB, SandboxLimits
 from sandbox.runtimes import (
     REGISTRY,
+    BuildLimits,
     Runtime,
     RuntimeBuildError,
     UnknownRuntimeError,
@@ -145,7 +146,10 @@ def test_launch_commands() -> None:
 def test_compiled_runtimes_build_in_a_separate_stage() -> None:
     text = containers.dockerfile(REGISTRY["go"], "kryt-runtime-go:abc", "main.go")
     assert text.count("FROM kryt-runtime-go:abc") == 2
-    assert "USER 65534:65534" in text and "COPY --from=build /artifact/ /artifact/" in text
+    # The build's uid is its own: its process cap (RLIMIT_NPROC) must not count the bots'.
+    assert containers.BUILD_UID != 65534
+    uid = containers.BUILD_UID
+    assert f"USER {uid}:{uid}" in text and "COPY --from=build /artifact/ /artifact/" in text
     assert "FROM" in containers.dockerfile(REGISTRY["node"], "n:1", "bot.js")
     assert "AS build" not in containers.dockerfile(REGISTRY["node"], "n:1", "bot.js")
     assert '"chmod", "0755", "/bot/bin/bot"' in containers.dockerfile(
@@ -155,8 +159,21 @@ def test_compiled_runtimes_build_in_a_separate_stage() -> None:
     limits = REGISTRY["cpp"].build_limits
     assert f"timeout -k 5 {limits.seconds} " in script
     assert str(limits.output_bytes) in script
+    # Docker's build caps its processes in the script, before the build starts; bwrap's has
+    # a pids cgroup instead (its uid is the bots').
+    assert limits.processes == 512 and "ulimit -p" not in script
+    capped = containers.build_script(REGISTRY["cpp"], cap_processes=True)
+    cap = "ulimit -p 512 2>/dev/null || ulimit -u 512 2>/dev/null || {"
+    assert capped.index(cap) < capped.index(containers.BUILD_STARTED)
     with pytest.raises(ValueError, match="no build step"):
         containers.build_script(REGISTRY["native"])
+
+
+@pytest.mark.parametrize("field", ["seconds", "memory_bytes", "output_bytes", "processes"])
+@pytest.mark.parametrize("value", [0, -1, True, 1.5])
+def test_build_limits_are_positive_integers(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=f"BuildLimits.{field} must be a positive integer"):
+        BuildLimits(**{field: value})  # type: ignore[arg-type]
 
 
 def test_build_failures_are_told_apart_from_ours() -> None:
