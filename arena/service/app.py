@@ -532,7 +532,8 @@ def _add_api(app: FastAPI, service: Service) -> None:
     @app.get("/api/submissions/{submission_id}")
     def one_submission(submission_id: str, request: Request) -> dict[str, Any]:
         principal = _authenticate(request, service, write=False)
-        if not submission_id.isdigit() or len(submission_id) > 18:
+        # ASCII digits only: str.isdigit() also holds for "²", which int() refuses.
+        if not (submission_id.isascii() and submission_id.isdigit()) or len(submission_id) > 18:
             raise Problem(404, "Not found", f"no submission {submission_id[:40]!r}")
         with db.read_session() as session:
             try:

@@ -12,6 +12,7 @@ seeds derived from ``--seed``, each keeping the loser-deals order (see
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import threading
 from dataclasses import dataclass, field, replace
@@ -320,7 +321,8 @@ def play(
             per_bot = {key: replace(c, clock="wall") for key, c in per_bot.items()}
         base = SeriesConfig(
             games=games,
-            seed=int(seed) if seed.lstrip("-").isdigit() else seed,
+            # Only ASCII digits make a number: str.isdigit() also holds for "²" and "١".
+            seed=int(seed) if re.fullmatch(r"-?[0-9]+", seed) else seed,
             format=series_format,
             time_control=shared,
             book=decks,
@@ -366,7 +368,9 @@ def play(
             err.print(f"{len(configs)} series in parallel ({sizes} games)")
         outcome = run_pairing(configs, make_slots, tally.add, should_stop=lambda: tally.decided)
     if not verbose and tally.records and len(tally.records) <= 20:
-        table = Table(title=f"{names[0]} (seat 0) vs {names[1]} (seat 1), seed {seed}")
+        # The seed is the user's text: shown as it is (no markup), control characters visible.
+        title = f"{names[0]} (seat 0) vs {names[1]} (seat 1), seed {seed}"
+        table = Table(title=Text(visible(title)))
         for column in ("series", "game", "dealer", "winner", "ending", "actions", "details"):
             table.add_column(column)
         for (series, number), record in sorted(tally.records.items()):

@@ -121,3 +121,20 @@ def test_a_game_line_names_a_draw_by_the_final_answer_once(
     first = next(line for line in out.splitlines() if line.startswith("game 1/2"))
     assert "): draw by final answer, " in first, out
     assert "draw by draw" not in out
+
+
+@pytest.mark.parametrize("seed", ["\u00b2", "--5", "[/bold]x[link=http://e]y", "\x1b[31mred"])
+def test_any_seed_text_plays_and_is_shown_as_given(
+    capsys: pytest.CaptureFixture[str], seed: str
+) -> None:
+    """A seed is text, or a number when it is ASCII digits: ``²`` and ``--5`` crashed the run
+    (``int()`` after ``str.isdigit()``), and the table under the games read the seed as Rich
+    markup (a closing tag crashed it) and printed its escape sequences raw."""
+    code, out, err = kryt(capsys, "play", "builtin:random", "builtin:random", "-n", "1",
+                          f"--seed={seed}", *FAST)  # fmt: skip
+    assert code == 0, err
+    assert "Traceback" not in err
+    shown = seed.replace("\x1b", "\\x1b")
+    words = " ".join(out.split())  # the title may wrap on a narrow console
+    assert f"(seat 1), seed {shown} " in words, out
+    assert "\x1b" not in out

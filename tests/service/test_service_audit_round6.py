@@ -478,3 +478,17 @@ def test_me_shows_bot_text_escaped(local: Local) -> None:
     assert "\x1b" not in page and "\u202e" not in page and "\x07" not in page
     assert "\\x1b[2J" in page and "\\u202e" in page
     assert "second line" in page  # newlines of a log are kept
+
+
+# ---------------------------------------------------------------- F. submission ids are ASCII
+
+
+@pytest.mark.parametrize("given", ["\u00b2", "\u0661", "\uff11", "1\u00b2"])
+def test_a_submission_id_of_unicode_digits_is_not_found(local: Local, given: str) -> None:
+    """``str.isdigit()`` holds for ``²`` (which ``int()`` refuses: a 500) and for ``١`` and
+    ``１`` (which ``int()`` reads as 1: another spelling of submission 1)."""
+    sid = local.upload(_archive("digits"))["submission_id"]
+    assert sid == 1
+    assert local.http.get(f"{URL}/{sid}", headers=local.alice).status_code == 200
+    problem = _problem(local.http.get(f"{URL}/{given}", headers=local.alice), 404)
+    assert "no submission" in problem["detail"]
