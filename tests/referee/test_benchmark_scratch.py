@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.protocol.helpers import socket_dir
 from tests.referee.bench_loader import BENCHMARKS
 
 TINY = ["--streams", "1", "--decisions", "60", "--repeat", "1"]
@@ -19,18 +19,19 @@ TINY = ["--streams", "1", "--decisions", "60", "--repeat", "1"]
     ("script", "printed"),
     [("referee_overhead.py", "own work"), ("referee_breakdown.py", "total")],
 )
-def test_a_run_leaves_no_scratch_folder(tmp_path: Path, script: str, printed: str) -> None:
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    run = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), *TINY],
-        env={**os.environ, "TMPDIR": str(scratch)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_a_run_leaves_no_scratch_folder(script: str, printed: str) -> None:
+    # A short folder: the scripts' Unix socket paths must stay under ~107 bytes.
+    with socket_dir() as scratch:
+        run = subprocess.run(
+            [sys.executable, str(BENCHMARKS / script), *TINY],
+            env={**os.environ, "TMPDIR": str(scratch)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        left = list(scratch.iterdir())
     # The overhead script exits 1 when its target is missed (tiny runs are noise): only a
     # crash (a traceback, or no table) is a failure here.
     assert "Traceback" not in run.stderr, run.stderr
     assert printed in run.stdout, run.stdout + run.stderr
-    assert list(scratch.iterdir()) == []
+    assert left == []
