@@ -231,7 +231,9 @@ def create_service_app(
         """A malformed id in a query parameter (``?tournament=abc``) is a 422 naming it."""
         for name in ID_QUERIES.get(request.url.path, ()):
             for value in request.query_params.getlist(name):
-                if not (value.isascii() and value.isdigit() and int(value) > 0):
+                # Not int(): it refuses more than 4,300 digits (an id too large is the
+                # route's 404).
+                if not (value.isascii() and value.isdigit() and value.strip("0")):
                     detail = f"query.{name}: must be a positive integer id, got {value[:40]!r}"
                     return _problem_response(422, detail, {})
         response: Response = await call_next(request)
@@ -768,8 +770,19 @@ def _register(service: Service, fields: dict[str, str], remote: str) -> Register
 # ---------------------------------------------------------------------------- pages
 
 
+#: Fields a posted form may have (ours have at most four).
+MAX_FORM_FIELDS = 20
+
+
 def _form(body: bytes) -> dict[str, str]:
-    parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=20)
+    """A posted form's fields (the first value of each); 400 for more than
+    :data:`MAX_FORM_FIELDS` fields."""
+    try:
+        parsed = parse_qs(
+            body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS
+        )
+    except ValueError:  # parse_qs's "Max number of fields exceeded"
+        raise Problem(400, "Bad request", f"a form has at most {MAX_FORM_FIELDS} fields") from None
     return {k: v[0] for k, v in parsed.items()}
 
 

@@ -34,6 +34,8 @@ SESSION_COOKIE = "kryt_session"
 CSRF_COOKIE = "kryt_csrf"
 MIN_PASSWORD_CHARS = 10
 MAX_PASSWORD_CHARS = 1000
+#: The largest author or token id a session cookie may name: the databases' ids are 32-bit.
+MAX_COOKIE_ID = 2**31 - 1
 
 _hasher = PasswordHasher()
 
@@ -134,7 +136,14 @@ class Signer:
         if not cookie or len(cookie) > 200:
             return None
         parts = cookie.split(".")
-        if len(parts) != 5 or not all(p.isascii() and p.isdigit() for p in parts[:3]):
+        # Ids and the expiry are at most 12 ASCII digits, and the ids fit the databases'
+        # integer columns: a larger number (which no cookie of ours holds) overflowed them
+        # when the ids were looked up.
+        if len(parts) != 5 or not all(
+            p.isascii() and p.isdigit() and len(p) <= 12 for p in parts[:3]
+        ):
+            return None
+        if int(parts[0]) > MAX_COOKIE_ID or int(parts[1]) > MAX_COOKIE_ID:
             return None
         if int(parts[2]) < time.time():
             return None

@@ -70,8 +70,12 @@ class PageNotFoundError(LookupError):
 
 def parse_id(text: str, what: str) -> int:
     """A positive database id from a URL segment, or :class:`PageNotFoundError`."""
-    if not text.isascii() or not text.isdigit() or not 0 < int(text) <= MAX_ID:
-        raise PageNotFoundError(f"{what} id must be a positive integer, got {text!r}")
+    # The length first: int() refuses more than 4,300 digits (a ValueError, not a 404).
+    if not (text.isascii() and text.isdigit()) or len(text) > 10 or not 0 < int(text) <= MAX_ID:
+        raise PageNotFoundError(
+            f"{what} id must be a positive integer up to {MAX_ID}, got {text[:40]!r}"
+            + ("..." if len(text) > 40 else "")
+        )
     return int(text)
 
 

@@ -492,3 +492,49 @@ def test_a_submission_id_of_unicode_digits_is_not_found(local: Local, given: str
     assert local.http.get(f"{URL}/{sid}", headers=local.alice).status_code == 200
     problem = _problem(local.http.get(f"{URL}/{given}", headers=local.alice), 404)
     assert "no submission" in problem["detail"]
+
+
+# ---------------------------------------------------------------- G. numbers and forms of any size
+
+
+@pytest.mark.parametrize("author_id", ["9" * 23, "9" * 12])
+def test_a_forged_session_cookie_with_a_huge_id_signs_nobody_in(
+    local: Local, author_id: str
+) -> None:
+    """A 23-digit author id overflowed the database's integers (a 500 on /me and /logout)."""
+    cookie = f"{author_id}.0.9999999999.ab.cd"
+    assert local.me(cookie) == 303
+    response = local.http.post("/logout", data={"csrf": "x"}, follow_redirects=False)
+    assert response.status_code == 403, response.text
+    response = local.http.post("/me/bots/alpha/retire", data={"csrf": "x"}, follow_redirects=False)
+    assert response.status_code == 401, response.text  # "sign in first"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/leaderboard?tournament={n}",
+        "/api/games/{n}",
+        "/games/{n}",
+        "/series/{n}",
+        "/tournaments/{n}",
+        "/submissions/{n}",
+    ],
+)
+def test_an_id_of_thousands_of_digits_is_not_found(local: Local, path: str) -> None:
+    """int() refuses more than 4,300 digits: it was a 500."""
+    for digits in (5000, 20):
+        response = local.http.get(path.format(n="9" * digits))
+        assert response.status_code == 404, (digits, response.text[:300])
+        assert "positive integer up to 2147483647" in response.text
+
+
+@pytest.mark.parametrize("path", ["/login", "/register", "/logout"])
+def test_a_form_of_too_many_fields_is_a_400(local: Local, path: str) -> None:
+    fields = {f"f{i}": "1" for i in range(21)}
+    response = local.http.post(path, data=fields, follow_redirects=False)
+    assert response.status_code == 400, response.text
+    assert "at most 20 fields" in response.text
+    fields = {f"f{i}": "1" for i in range(20)}  # 20 is allowed: no CSRF token, so 403
+    response = local.http.post(path, data=fields, follow_redirects=False)
+    assert response.status_code == 403, response.text
