@@ -556,24 +556,21 @@ def _add_api(app: FastAPI, service: Service) -> None:
     @app.get("/api/bots/{name}/logs")
     def bot_logs(name: str, request: Request, limit: int = 50) -> dict[str, Any]:
         principal = _authenticate(request, service, write=False)
-        with db.session() as session:
+        problem: Problem | None = None
+        owned = ""
+        with db.read_session() as session:
             try:
-                bot = _owned_bot(name, principal.author_id, session=session)
-            except Problem:
-                audit(
-                    "logs",
-                    "forbidden",
-                    session=session,
-                    author_id=principal.author_id,
-                    token_id=principal.token_id,
-                    target=name[:200],
-                    remote=_remote(request),
-                )
-                raise
-            ids = [s.id for s in list_submissions(session=session, bot_name=bot.name) if s.id]
+                owned = _owned_bot(name, principal.author_id, session=session).name
+            except Problem as refused:
+                problem = refused
+        if problem is not None:
+            _audit_refusal(service, "logs", name, principal, _remote(request))
+            raise problem
+        with db.read_session() as session:
+            ids = [s.id for s in list_submissions(session=session, bot_name=owned) if s.id]
             rows = logs_of_submissions(ids, session=session, limit=max(1, min(limit, 500)))
             return {
-                "bot": bot.name,
+                "bot": owned,
                 "logs": [
                     {
                         "game_id": g.id,
@@ -669,37 +666,50 @@ def _store_upload(
     return JSONResponse(body, status_code=202 if accepted.created else 200)
 
 
-def _retire(service: Service, name: str, principal: Principal, remote: str) -> dict[str, Any]:
+def _audit_refusal(
+    service: Service, action: str, name: str, principal: Principal, remote: str
+) -> None:
+    """Audit ``action`` refused on bot ``name`` (not the caller's, or none such), in a
+    transaction of its own: the refused request's is rolled back with its error."""
     with service.db.session() as session:
-        try:
-            bot = _owned_bot(name, principal.author_id, session=session)
-        except Problem:
-            audit(
-                "retire",
-                "forbidden",
-                session=session,
-                author_id=principal.author_id,
-                token_id=principal.token_id,
-                target=name[:200],
-                remote=remote,
-            )
-            raise
-        retired = []
-        for row in list_submissions(session=session, bot_name=bot.name):
-            if row.status in (SubmissionStatus.ACTIVE.value, SubmissionStatus.PENDING.value):
-                assert row.id is not None
-                set_submission_status(row.id, SubmissionStatus.RETIRED, session=session)
-                retired.append(row.version)
         audit(
-            "retire",
-            "ok",
+            action,
+            "forbidden",
             session=session,
             author_id=principal.author_id,
             token_id=principal.token_id,
-            target=bot.name,
-            detail=", ".join(retired),
+            target=name[:200],
             remote=remote,
         )
+
+
+def _retire(service: Service, name: str, principal: Principal, remote: str) -> dict[str, Any]:
+    problem: Problem | None = None
+    retired: list[str] = []
+    with service.db.session() as session:
+        try:
+            bot = _owned_bot(name, principal.author_id, session=session)
+        except Problem as refused:
+            problem = refused
+        else:
+            for row in list_submissions(session=session, bot_name=bot.name):
+                if row.status in (SubmissionStatus.ACTIVE.value, SubmissionStatus.PENDING.value):
+                    assert row.id is not None
+                    set_submission_status(row.id, SubmissionStatus.RETIRED, session=session)
+                    retired.append(row.version)
+            audit(
+                "retire",
+                "ok",
+                session=session,
+                author_id=principal.author_id,
+                token_id=principal.token_id,
+                target=bot.name,
+                detail=", ".join(retired),
+                remote=remote,
+            )
+    if problem is not None:
+        _audit_refusal(service, "retire", name, principal, remote)
+        raise problem
     return {"bot": name, "retired": retired}
 
 

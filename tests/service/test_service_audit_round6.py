@@ -538,3 +538,37 @@ def test_a_form_of_too_many_fields_is_a_400(local: Local, path: str) -> None:
     fields = {f"f{i}": "1" for i in range(20)}  # 20 is allowed: no CSRF token, so 403
     response = local.http.post(path, data=fields, follow_redirects=False)
     assert response.status_code == 403, response.text
+
+
+# ---------------------------------------------------------------- H. refusals are audited
+
+
+def test_a_refused_retire_or_log_read_is_in_the_audit_log(local: Local) -> None:
+    """The refusal was audited in the request's own transaction, which its 403/404 rolled
+    back: no refused retire or log read was ever stored."""
+    from arena.db.accounts import audit_entries
+
+    local.upload(_archive("mine"))
+    with local.db.session() as session:
+        create_author("mallory", session=session)
+        mallory = create_token("mallory", session=session, lifetime=timedelta(days=1))
+    as_mallory = {"Authorization": f"Bearer {mallory.secret}"}
+    asked = [
+        ("post", "/api/bots/mine/retire", 403),
+        ("get", "/api/bots/mine/logs", 403),
+        ("post", "/api/bots/nosuch/retire", 404),
+        ("get", "/api/bots/nosuch/logs", 404),
+    ]
+    for method, path, status in asked:
+        response = getattr(local.http, method)(path, headers=as_mallory)
+        assert response.status_code == status, response.text
+    with local.db.read_session() as session:
+        refused = [
+            (e.action, e.target) for e in audit_entries(session=session) if e.outcome == "forbidden"
+        ]
+    assert sorted(refused) == sorted(
+        [("retire", "mine"), ("logs", "mine"), ("retire", "nosuch"), ("logs", "nosuch")]
+    )
+    # Alice's own retire still works and is audited once, as before.
+    response = local.http.post("/api/bots/mine/retire", headers=local.alice)
+    assert response.json()["retired"] == ["1.0"], response.text
