@@ -60,6 +60,7 @@ from arena.db import (
     Bot,
     ConflictError,
     Database,
+    DatabaseUnavailableError,
     Game,
     InvalidRecordError,
     NotFoundError,
@@ -106,6 +107,9 @@ from sandbox import sweep_leftovers
 from sandbox.submission import NAME_RE as BOT_NAME_RE
 
 log = logging.getLogger(__name__)
+
+#: What a caller is told when the database is unavailable (the reason is logged, not shown).
+UNAVAILABLE_DETAIL = "the arena's database is unavailable; try again later"
 
 PROBLEM = "application/problem+json"
 FILENAME_HEADER = "x-kryt-filename"
@@ -269,6 +273,16 @@ def create_service_app(
         if request.url.path.startswith("/api/"):
             return _problem_response(500, "internal error (logged on the server)", {})
         return PlainTextResponse("Internal Server Error", status_code=500)
+
+    @app.exception_handler(DatabaseUnavailableError)
+    async def database_unavailable(request: Request, exc: DatabaseUnavailableError) -> Response:
+        """The database cannot be read or written (gone, read-only, locked past the busy
+        timeout): a 503 to retry later, not a 500; the reason stays in the server's log."""
+        log.error("database unavailable for %s %s: %s", request.method, request.url.path, exc)
+        return await problem(
+            request,
+            Problem(503, "Service unavailable", UNAVAILABLE_DETAIL, retry_after=30),
+        )
 
     @app.exception_handler(Problem)
     async def problem(request: Request, exc: Problem) -> Response:

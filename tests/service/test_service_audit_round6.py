@@ -572,3 +572,28 @@ def test_a_refused_retire_or_log_read_is_in_the_audit_log(local: Local) -> None:
     # Alice's own retire still works and is audited once, as before.
     response = local.http.post("/api/bots/mine/retire", headers=local.alice)
     assert response.json()["retired"] == ["1.0"], response.text
+
+
+# ---------------------------------------------------------------- I. the database unavailable
+
+
+def test_an_unavailable_database_is_a_503_to_retry(
+    local: Local, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only, locked or vanished database made every authenticated call a 500 (a
+    token's check records its use, so even reads write)."""
+    import arena.service.app as app_module
+    from arena.db import DatabaseUnavailableError
+
+    def unavailable(*_args: object, **_kwargs: object) -> None:
+        raise DatabaseUnavailableError("attempt to write a readonly database")
+
+    monkeypatch.setattr(app_module, "authenticate_token", unavailable)
+    for path in ("/api/me", "/api/submissions"):
+        response = local.http.get(path, headers=local.alice)
+        problem = _problem(response, 503)
+        assert problem["detail"] == app_module.UNAVAILABLE_DETAIL
+        assert "readonly" not in response.text  # the reason is logged, not shown
+        assert response.headers["Retry-After"] == "30"
+    monkeypatch.undo()
+    assert local.http.get("/api/me", headers=local.alice).status_code == 200
