@@ -8,6 +8,7 @@ function takes the session as the keyword-only argument ``session``. See docs/da
 
 from __future__ import annotations
 
+from arena.db._util import MAX_ID
 from arena.db.bots import (
     SubmitResult,
     bot_of,
@@ -138,6 +139,7 @@ from arena.db.url import ENV_VAR, mask_url, normalize_url, resolve_database_url
 
 __all__ = [
     "ENV_VAR",
+    "MAX_ID",
     "Bot",
     "ConflictError",
     "DamagedSchemaError",

@@ -102,6 +102,7 @@ from arena.service.uploads import ForbiddenError, UploadError, Validator, accept
 from arena.tournament.runner import label_prefix
 from leaderboard.web.app import LINKS
 from leaderboard.web.app import create_app as create_leaderboard_app
+from leaderboard.web.pages import PageNotFoundError, parse_id
 from leaderboard.web.render import render
 from sandbox import sweep_leftovers
 from sandbox.submission import NAME_RE as BOT_NAME_RE
@@ -548,19 +549,20 @@ def _add_api(app: FastAPI, service: Service) -> None:
     @app.get("/api/submissions/{submission_id}")
     def one_submission(submission_id: str, request: Request) -> dict[str, Any]:
         principal = _authenticate(request, service, write=False)
-        # ASCII digits only: str.isdigit() also holds for "²", which int() refuses.
-        if not (submission_id.isascii() and submission_id.isdigit()) or len(submission_id) > 18:
-            raise Problem(404, "Not found", f"no submission {submission_id[:40]!r}")
+        try:
+            sid = parse_id(submission_id, "submission")
+        except PageNotFoundError:
+            raise Problem(404, "Not found", f"no submission {submission_id[:40]!r}") from None
         with db.read_session() as session:
             try:
-                row = get_submission(int(submission_id), session=session)
+                row = get_submission(sid, session=session)
             except NotFoundError:
                 raise Problem(404, "Not found", f"no submission {submission_id}") from None
             bot = session.get(Bot, row.bot_id)
             assert bot is not None and bot.id is not None
             if owner_of(bot.id, session=session) != principal.author_id:
                 raise Problem(403, "Forbidden", f"submission {submission_id} is another author's")
-            return _submission_json(row, bot.name, get_check(int(submission_id), session=session))
+            return _submission_json(row, bot.name, get_check(sid, session=session))
 
     @app.post("/api/bots/{name}/retire")
     def retire(name: str, request: Request) -> dict[str, Any]:

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from arena.db import MAX_ID
+
 SESSION_COOKIE = "kryt_session"
 CSRF_COOKIE = "kryt_csrf"
 MIN_PASSWORD_CHARS = 10
 MAX_PASSWORD_CHARS = 1000
-#: The largest author or token id a session cookie may name: the databases' ids are 32-bit.
-MAX_COOKIE_ID = 2**31 - 1
 
 _hasher = PasswordHasher()
 
@@ -143,7 +143,7 @@ class Signer:
             p.isascii() and p.isdigit() and len(p) <= 12 for p in parts[:3]
         ):
             return None
-        if int(parts[0]) > MAX_COOKIE_ID or int(parts[1]) > MAX_COOKIE_ID:
+        if int(parts[0]) > MAX_ID or int(parts[1]) > MAX_ID:
             return None
         if int(parts[2]) < time.time():
             return None

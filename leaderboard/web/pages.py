@@ -17,6 +17,7 @@ from markupsafe import Markup
 from sqlmodel import Session
 
 from arena.db import (
+    MAX_ID,
     Game,
     GameResult,
     Series,
@@ -60,8 +61,6 @@ SERIES_ON_PAGE = 500
 RUNNING_REFRESH_S = 30
 """Seconds between reloads of a live leaderboard page while a tournament runs."""
 BOT_RECENT_GAMES = 50
-MAX_ID = 2**31 - 1
-"""The largest id a row can have (``arena.db._util.MAX_ID``: PostgreSQL's ``INTEGER``)."""
 
 
 class PageNotFoundError(LookupError):
