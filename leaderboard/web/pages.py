@@ -17,7 +17,9 @@ from markupsafe import Markup
 from sqlmodel import Session
 
 from arena.db import (
-    MAX_ID,
+    MAX_ID as MAX_ID,  # re-exported: the web routes' bound on ids
+)
+from arena.db import (
     Game,
     GameResult,
     Series,
