@@ -449,12 +449,14 @@ class RunningBot(ABC):
                 self.stop()
 
     def _crashed(self, report: DeathReport, when: str) -> BotCrashedError:
+        # Start-up messages say "the bot", not its label: they reach both bots in GameEnd's
+        # detail, and the label is the sandbox's internal name (the run's token in it).
         # Enough lines for a whole traceback or compiler message (node's and the JVM's put
         # the cause before many frames of their own); each made printable, one per line.
         tail = tail_lines(report.log_tail, CRASH_OUTPUT_LINES)
         logs = (" | last output:\n" + "\n".join(tail)) if tail else ""
         return BotCrashedError(
-            f"bot {self.label!r} {when}: {report.describe()}{logs}", label=self.label, death=report
+            f"the bot {when}: {report.describe()}{logs}", label=self.label, death=report
         )
 
     def connect(self) -> None:
@@ -491,7 +493,7 @@ class RunningBot(ABC):
             if fd is None:
                 if time.monotonic() > deadline:
                     raise BotNotHealthyError(
-                        f"bot {self.label!r} did not create its socket within "
+                        "the bot did not create its socket within "
                         f"{self.limits.startup_timeout:g} s",
                         label=self.label,
                     )
@@ -502,7 +504,7 @@ class RunningBot(ABC):
 
     def _unhealthy(self, exc: BotUnreachableError) -> BotNotHealthyError:
         return BotNotHealthyError(
-            f"bot {self.label!r} did not report SERVING before its startup deadline ({exc})",
+            f"the bot did not report SERVING before its startup deadline ({exc})",
             label=self.label,
         )
 

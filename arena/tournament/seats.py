@@ -31,7 +31,6 @@ from sandbox import (
     Submission,
 )
 from sandbox.backend import Backend, RunningBot
-from sandbox.death import printable
 from sandbox.errors import CleanupError
 
 log = logging.getLogger(__name__)
@@ -184,9 +183,11 @@ class SandboxSlot:
         if (reply.name, reply.version) != (manifest.name, manifest.version):
             close()
             self._stop()
+            # repr() escapes the bot's control characters itself (printable() first would
+            # escape them twice).
             raise BotStartError(
-                f"{self.name}: the handshake says it is {printable(reply.name)!r} version"
-                f" {printable(reply.version)!r}, but its bot.toml says {manifest.name!r}"
+                f"{self.name}: the handshake says it is {reply.name!r} version"
+                f" {reply.version!r}, but its bot.toml says {manifest.name!r}"
                 f" version {manifest.version!r}; send the name and version of bot.toml"
             )
 

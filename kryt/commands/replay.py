@@ -132,11 +132,13 @@ def replay(
         # A tournament crash keeps the bot's traceback (or how its process ended and its
         # last output) after the detail: shown below it, each line marked as the bot's.
         first, rest = detail_parts(record.forfeit.detail)
+        # repr() alone escapes every character printable() would, once; printable() before
+        # it doubled each backslash of the escapes it had written.
         out.print(
             Text(
                 f"forfeit by seat {seat} ({printable(names[seat])}): {record.ending.value}:"
                 f" {printable(first)};"
-                f" sent: {printable(record.forfeit.offending_input)!r}"
+                f" sent: {record.forfeit.offending_input!r}"
             )
         )
         if rest:

@@ -264,8 +264,8 @@ def check_bot(
                     report.problems.append(
                         Problem(
                             "handshake",
-                            f"the handshake says it is {printable(said[0])!r} version"
-                            f" {printable(said[1])!r}, but its bot.toml says"
+                            f"the handshake says it is {said[0]!r} version"
+                            f" {said[1]!r}, but its bot.toml says"
                             f" {report.name!r} version {report.version!r}; the arena refuses"
                             " it: send the name and version of bot.toml",
                         )

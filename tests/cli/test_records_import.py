@@ -278,6 +278,28 @@ def test_hostile_actions_already_stored_export_and_replay_escaped(
     assert "lead \\x1b]0;PWNED\\x07\\x1b[31m9S\\u202e" in out
 
 
+def test_a_forfeits_offending_input_is_escaped_once_in_replay(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """It was made printable and then repr()'d: every escape printed with two backslashes,
+    so a bot's real ``\\x1b`` text and an escape character looked alike."""
+    path = tmp_path / "sent.db"
+    db = open_database(f"sqlite:///{path}")
+    world = build_world(db, games=1)
+    sent = "lead \x1b]0;PWNED\x07 9S\u202e and a real \\x1b"
+    with db.session() as s:
+        record_game(
+            *forfeit_game(world, 1, 0, GameEndReason.MALFORMED_REPLY, offending_input=sent),
+            session=s,
+        )
+    finish(db, world)
+    db.close()
+    code, out, _ = kryt(capsys, "replay", "1", "-d", str(path))
+    assert code == 0 and "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+    line = " ".join(out.split())
+    assert "sent: 'lead \\x1b]0;PWNED\\x07 9S\\u202e and a real \\\\x1b'" in line, out
+
+
 # -- 6. replay of a crash message with \r\n; CSV formulas; conflicts named ----------------------
 
 

@@ -33,17 +33,25 @@ STARTUP_SECONDS = 120.0
 
 
 def series_against_greedy(
-    fixture: str, games: int = 2, control: TimeControl = ROOMY, folder: Path | None = None
+    fixture: str,
+    games: int = 2,
+    control: TimeControl = ROOMY,
+    folder: Path | None = None,
+    startup_seconds: float = STARTUP_SECONDS,
 ) -> tuple[SeriesResult, list[SandboxSlot]]:
-    """``fixture`` in seat 0 under ``control``; the greedy bot in seat 1 under ROOMY."""
+    """``fixture`` in seat 0 under ``control`` with ``startup_seconds`` to start; the greedy
+    bot in seat 1 under ROOMY with STARTUP_SECONDS."""
     backend = choose_backend("process", allow_unsafe=True)
-    limits = SandboxSettings(startup_seconds=STARTUP_SECONDS).limits()
+    seat_limits = [
+        SandboxSettings(startup_seconds=seconds).limits()
+        for seconds in (startup_seconds, STARTUP_SECONDS)
+    ]
     slots = [
         SandboxSlot(
             backend,
             load_submission(path),
             name=name,
-            limits=limits,
+            limits=seat_limits[seat],
             label=f"kryt-test-{fixture}-{seat}",
             trusted=True,
         )
@@ -135,7 +143,30 @@ def test_a_bot_that_exits_at_start_forfeits_the_rest_of_the_series() -> None:
     assert_every_game_forfeited(result, GameEndReason.STARTUP_FAILURE)
     for record in result.games.values():
         assert record.moves == ()
-        assert record.forfeit is not None and "could not start" in record.forfeit.detail
+        assert record.forfeit is not None
+        assert record.forfeit.detail.startswith(
+            "exits-at-start could not start: the bot exited before creating its socket: "
+        ), record.forfeit.detail
+        # Both bots read the detail: the sandbox's internal label is not in it.
+        assert "kryt-test-" not in record.forfeit.detail
+
+
+def test_a_bot_that_never_creates_its_socket_is_named_without_the_sandbox_label(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "mute"
+    folder.mkdir()
+    (folder / "bot.py").write_text("import time\ntime.sleep(120)\n")
+    (folder / "bot.toml").write_text(
+        'name = "mute"\nversion = "1.0.0"\nlanguage = "python"\nentry = "bot.py"\n'
+    )
+    result, _ = series_against_greedy("mute", games=1, folder=folder, startup_seconds=1.0)
+    assert_every_game_forfeited(result, GameEndReason.STARTUP_FAILURE)
+    record = result.games[1]
+    assert record.forfeit is not None
+    assert record.forfeit.detail == (
+        "mute could not start: the bot did not create its socket within 1 s"
+    ), record.forfeit.detail
 
 
 @pytest.mark.parametrize("mode", ["double", "early"])
@@ -235,3 +266,26 @@ def test_a_bot_found_dead_before_a_game_forfeits_it_as_a_crash() -> None:
         assert slot.starts == 2 and slot._alive()
     finally:
         slot.close()
+
+
+def test_a_handshake_that_names_another_bot_is_quoted_with_its_escapes_once(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "liar"
+    folder.mkdir()
+    (folder / "bot.toml").write_text(
+        'name = "liar"\nversion = "1.0.0"\nlanguage = "python"\nentry = "bot.py"\n'
+    )
+    (folder / "bot.py").write_text(
+        "from sdk import Bot, serve\nfrom sdk.strategy import greedy_action\n\n\n"
+        "class B(Bot):\n    name = 'evil\\x1b]0;x\\x07'\n    version = '1.0.0'\n\n"
+        "    def act(self, view):\n        return greedy_action(view.legal_actions, view.trump)"
+        "\n\n\nif __name__ == '__main__':\n    serve(B())\n"
+    )
+    result, _ = series_against_greedy("liar", games=1, folder=folder)
+    assert_every_game_forfeited(result, GameEndReason.STARTUP_FAILURE)
+    record = result.games[1]
+    assert record.forfeit is not None
+    assert "the handshake says it is 'evil\\x1b]0;x\\x07' version '1.0.0'" in (
+        record.forfeit.detail
+    ), record.forfeit.detail

@@ -79,3 +79,23 @@ def test_check_finds_bundled_bots_by_name(in_my_bot: Path) -> None:
     assert report.name == "random"
     missing = check_bot("builtin:nope", games=1)
     assert not missing.ok and "builtin:greedy" in missing.problems[0].detail
+
+
+def test_a_handshake_name_with_escapes_is_escaped_once(tmp_path: Path) -> None:
+    """The name was made printable and then repr()'d: each escape showed two backslashes."""
+    folder = tmp_path / "liar"
+    folder.mkdir()
+    (folder / "bot.toml").write_text(
+        'name = "liar"\nversion = "0.0.1"\nlanguage = "python"\nentry = "bot.py"\n'
+    )
+    (folder / "bot.py").write_text(
+        "from sdk import Bot, serve\nfrom sdk.strategy import greedy_action\n\n\n"
+        "class B(Bot):\n    name = 'evil\\x1b]0;x\\x07'\n    version = '0.0.1'\n\n"
+        "    def act(self, view):\n        return greedy_action(view.legal_actions, view.trump)"
+        "\n\n\nif __name__ == '__main__':\n    serve(B())\n"
+    )
+    report = check_bot(folder, games=1)
+    handshake = [p for p in report.problems if p.kind == "handshake"]
+    assert handshake, report.format()
+    assert "the handshake says it is 'evil\\x1b]0;x\\x07' version '0.0.1'" in handshake[0].detail
+    assert "\x1b" not in report.format()
