@@ -806,7 +806,26 @@ def to_json(entries: Iterable[GameEntry]) -> str:
             for m in entry.record.moves
         ]
         games.append(game)
-    return json.dumps(games, indent=1, ensure_ascii=False) + "\n"
+    return _BEYOND_ASCII.sub(_json_escape, json.dumps(games, indent=1, ensure_ascii=False)) + "\n"
+
+
+_BEYOND_ASCII = re.compile(r"[^\x20-\x7e]")
+"""Where ``json.dumps`` may have left a character raw (it escapes only those below U+0020)."""
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    """A control, format or separator character as ``\\uXXXX`` (a UTF-16 surrogate pair
+    beyond U+FFFF, JSON's way); any other character as it is. ``json.dumps`` leaves DEL, the
+    C1 controls (U+009B starts a terminal escape), bidi overrides (U+202E) and line
+    separators raw; bot text reaches the export, and a person may ``cat`` it."""
+    char = match.group()
+    if char == "\n" or unicodedata.category(char) not in {"Cc", "Cf", "Cs", "Zl", "Zp"}:
+        return char
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def from_json(text: str, *, source: str = "<json>") -> list[GameEntry]:

@@ -336,6 +336,21 @@ def test_the_csv_export_is_safe_in_a_spreadsheet(
     assert "\\x1b[2J\\u202e<b>x</b>\\x0d\\x0aFAKE LINE at bot.py:3 in act" in lines[2]
 
 
+def test_the_json_export_escapes_what_json_leaves_raw(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """json.dumps escapes only characters below U+0020: a C1 CSI (U+009B), a bidi override, a
+    line separator or a tag character of a bot's text reached the file raw."""
+    path = tmp_path / "own.db"
+    name = "cup \x9b2J\u202e\u2028\U000e0041\x7f é"
+    own_database(path, name=name)[0].close()
+    code, out, _ = kryt(capsys, "games", "export", "-", "-f", "json", "-d", str(path))
+    assert code == 0
+    assert not any(char in out for char in "\x9b\u202e\u2028\U000e0041\x7f")
+    assert "\\u009b2J\\u202e\\u2028\\udb40\\udc41\\u007f é" in out
+    assert name in json.dumps(json.loads(out), ensure_ascii=False)
+
+
 def test_a_conflict_with_a_stored_game_names_the_record(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
