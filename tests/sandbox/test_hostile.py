@@ -202,11 +202,47 @@ def test_snoop_sees_neither_host_nor_other_bot(sandbox_backend: Backend, make_bo
             assert result["home_listing"] == []
             assert not any("pytest" in cmd or "victim" in cmd for cmd in result["processes"])
             assert len(result["processes"]) <= 4
+            assert result["sockets"] == []  # the victim's socket is out of reach
             assert report(victim)["secret_len"] > 0
         finally:
             stop_and_check_clean(snoop)
     finally:
         stop_and_check_clean(victim)
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Host pids whose command line holds ``marker`` as an argument."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                arguments = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if marker.encode() in arguments:
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_daemonized_grandchild_does_not_outlive_its_bot(
+    sandbox_backend: Backend, make_bot: MakeBot
+) -> None:
+    """Double-forked into a session of its own, reparented away from the bot, deaf to
+    SIGTERM and SIGHUP: the process backend cannot find it; the isolating ones must."""
+    marker = "kryt-daemon-grandchild"
+    bot = sandbox_backend.start(make_bot("daemon"), roomy(), "test-daemon")
+    try:
+        assert report(bot)["daemonized"] is True
+        deadline = time.monotonic() + PATIENT
+        while not marked_processes(marker):  # seen from the host: the check can fail
+            assert time.monotonic() < deadline, "the grandchild never started"
+            time.sleep(0.1)
+    finally:
+        stop_and_check_clean(bot)
+    deadline = time.monotonic() + PATIENT
+    while (left := marked_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == [], f"the grandchild outlived its bot: pids {left}"
 
 
 def test_socket_swapped_for_docker_sock_is_refused(

@@ -51,7 +51,29 @@ def processes() -> list[str]:
     return seen
 
 
+def foreign_sockets(budget: float = 5.0) -> list[str]:
+    """Every Unix socket on the file system: the snoop reports before it serves, so none is
+    its own (another bot's would let it send that bot a Shutdown)."""
+    import stat
+
+    found: list[str] = []
+    deadline = time.monotonic() + budget
+    for top, dirs, files in os.walk("/"):
+        dirs[:] = [d for d in dirs if os.path.join(top, d) not in {"/proc", "/sys"}]
+        for name in files + dirs:
+            if time.monotonic() > deadline:
+                return [*found, "<budget exhausted>"]
+            path = os.path.join(top, name)
+            try:
+                if stat.S_ISSOCK(os.lstat(path).st_mode):
+                    found.append(path)
+            except OSError:
+                pass
+    return found
+
+
 RESULT = {
+    "sockets": foreign_sockets(),
     "marker_found": find_marker(),
     "shadow_readable": readable("/etc/shadow"),
     "docker_sock_exists": os.path.exists("/var/run/docker.sock"),
