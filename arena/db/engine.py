@@ -44,10 +44,20 @@ class Database:
     Do not share one across ``fork()``: open the database again in the child process.
     """
 
-    def __init__(self, url: str, engine: Engine) -> None:
+    def __init__(self, url: str, engine: Engine, *, created: bool = False) -> None:
         self.url = url
         self.engine = engine
         self.backend = backend_of(url)
+        self.created = created
+        """Whether opening it created the SQLite file (there was none at its path)."""
+        self.path: Path | None = None
+        """The SQLite file (absolute), None on PostgreSQL."""
+        self._file_id: tuple[int, int] | None = None
+        if self.backend == "sqlite":
+            database = make_url(url).database
+            assert database is not None  # normalize_url guarantees a file name
+            self.path = Path(database).absolute()
+            self._file_id = _file_id(self.path)
         self._read_engine = engine.execution_options(**{_READ_ONLY: True})
 
     @property
@@ -82,6 +92,27 @@ class Database:
             finally:
                 s.rollback()
 
+    def file_problem(self) -> str | None:
+        """SQLite: why the file at :attr:`path` is not the file this database opened (it was
+        deleted, moved or replaced: what is written goes to a file nobody can open again),
+        or None. Always None on PostgreSQL. Cheap: one ``stat``."""
+        if self.path is None:
+            return None
+        now = _file_id(self.path)
+        if now is None:
+            return (
+                f"database file {self.path} is gone (deleted or moved while the server runs):"
+                " what is written now is lost when the server stops; stop it and put the"
+                " file back (or restore a backup)"
+            )
+        if self._file_id is not None and now != self._file_id:
+            return (
+                f"database file {self.path} is no longer the file the server opened (replaced,"
+                " or deleted and created again): what is written now is lost when the server"
+                " stops; stop it and check which file holds the arena"
+            )
+        return None
+
     def close(self) -> None:
         """Release every pooled connection."""
         self.engine.dispose()
@@ -99,6 +130,15 @@ class Database:
 
     def __repr__(self) -> str:
         return f"Database({self.display_url!r})"
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """The (device, inode) of a file, None when there is none at ``path``."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 @contextmanager
@@ -166,7 +206,10 @@ def open_database(
     """
     resolved = resolve_database_url(url)
     where = mask_url(resolved)
+    created = False
     if backend_of(resolved) == "sqlite":
+        database = make_url(resolved).database
+        created = database is not None and not Path(database).exists()
         engine = _sqlite_engine(resolved, create=create)
     else:
         engine = create_engine(
@@ -188,7 +231,7 @@ def open_database(
     except BaseException:
         engine.dispose()
         raise
-    return Database(resolved, engine)
+    return Database(resolved, engine, created=created)
 
 
 def _use_wal(engine: Engine) -> None:

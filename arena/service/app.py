@@ -2,7 +2,7 @@
 
 Routes added to the leaderboard's (``/``, ``/bots/{name}``, ``/games/{id}``, ...):
 
-- ``GET /health`` (database reachable), ``GET /metrics`` (Prometheus text format);
+- ``GET /health`` (the database takes reads and writes), ``GET /metrics`` (Prometheus text);
 - ``GET /api/me``, ``POST /api/submissions`` (the archive as the request body),
   ``GET /api/submissions``, ``GET /api/submissions/{id}``, ``POST /api/bots/{name}/retire``,
   ``GET /api/bots/{name}/logs``, ``GET /api/ladder``: every one needs
@@ -15,16 +15,22 @@ Routes added to the leaderboard's (``/``, ``/bots/{name}``, ``/games/{id}``, ...
 Errors of the API are JSON problem details (RFC 9457): ``type``, ``title``, ``status``,
 ``detail``. Authentication fails closed: no, unknown, revoked or expired token → 401; a bot
 of another author → 403; too many tries or writes → 429 with ``Retry-After``. A method a
-path does not take is a 405 with ``Allow`` (pages too); a malformed id in a query
-(``?tournament=abc``) a 422. Blocking work of the async routes (database, unpacking,
-password hashes) runs in worker threads, so one upload does not hold up other requests.
+path does not take (any method, ``TRACE`` and ``CONNECT`` too) is a 405 with ``Allow``
+(pages too); a malformed id in a query (``?tournament=abc``) a 422; a request body that
+stops arriving for ``body_timeout_seconds`` a 408 (the connection is closed). Every answer,
+a 500 of a bug too, is counted in ``/metrics`` and carries the hardening headers. Blocking
+work of the async routes (database, unpacking, password hashes) runs in worker threads, so
+one upload does not hold up other requests.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
 import secrets
+import sqlite3
 import threading
 import time
 import urllib.parse
@@ -53,8 +59,11 @@ from fastapi.responses import (
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Route
+from starlette.requests import ClientDisconnect
+from starlette.routing import Match, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena.db import (
     Bot,
@@ -82,6 +91,7 @@ from arena.db.accounts import (
     owner_of,
     redeem_invite,
 )
+from arena.db.engine import SQLITE_BUSY_TIMEOUT_S
 from arena.db.ladder import checks_of_author, get_check, ladder_series_ids, logs_of_submissions
 from arena.db.models import ApiToken, Author, SubmissionCheck
 from arena.db.types import utcnow
@@ -111,11 +121,20 @@ log = logging.getLogger(__name__)
 
 #: What a caller is told when the database is unavailable (the reason is logged, not shown).
 UNAVAILABLE_DETAIL = "the arena's database is unavailable; try again later"
+#: What a caller is told of a bug (the traceback is logged, never shown).
+INTERNAL_DETAIL = "internal error (logged on the server)"
+HEALTH_LOCK_WAIT_S = 3.0
+"""How long ``/health``'s write probe waits for SQLite's write lock: a writer holding it
+longer is reported (writers wait up to the busy timeout, 60 s, then fail)."""
+HARDENING = (
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "same-origin"),
+)
+"""Headers every answer carries (unless it sets them itself)."""
 
 PROBLEM = "application/problem+json"
 FILENAME_HEADER = "x-kryt-filename"
-METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-"""The methods a path answers with 405 (and ``Allow``) when none of its routes takes them."""
 ID_QUERIES = {"/api/leaderboard": ("tournament",)}
 """Query parameters that are database ids: anything but a positive decimal number there is a
 malformed request (422); a well-formed id of nothing is a 404 (the route's own answer)."""
@@ -229,6 +248,8 @@ def create_service_app(
         except (ValueError, RecursionError):
             data = None
         detail = _detail_of(data) or body.decode(errors="replace")[:500]
+        if response.status_code == 500:  # the mounted app's "Internal Server Error"
+            detail = INTERNAL_DETAIL
         return _problem_response(response.status_code, detail, response.headers)
 
     @app.middleware("http")
@@ -244,14 +265,9 @@ def create_service_app(
         response: Response = await call_next(request)
         return response
 
-    @app.middleware("http")
-    async def count_and_harden(request: Request, call_next: Callable[[Request], Any]) -> Response:
-        response: Response = await call_next(request)
-        service.metrics.count(request.method, response.status_code)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        return response
+    # The outermost layer but Starlette's own (ServerErrorMiddleware, whose 500s would be
+    # neither counted nor hardened): added last.
+    app.add_middleware(Edge, metrics=service.metrics, body_timeout=settings.body_timeout_seconds)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_problem(request: Request, exc: StarletteHTTPException) -> Response:
@@ -270,10 +286,9 @@ def create_service_app(
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:
-        """A bug: a problem document under /api/ too (the server logs the traceback)."""
-        if request.url.path.startswith("/api/"):
-            return _problem_response(500, "internal error (logged on the server)", {})
-        return PlainTextResponse("Internal Server Error", status_code=500)
+        """A bug in :class:`Edge` itself (which answers every other one): a problem document
+        under /api/ too (the server logs the traceback)."""
+        return _internal_error(request.url.path)
 
     @app.exception_handler(DatabaseUnavailableError)
     async def database_unavailable(request: Request, exc: DatabaseUnavailableError) -> Response:
@@ -305,24 +320,33 @@ def create_service_app(
 
 
 def _add_method_fallbacks(app: FastAPI, mounted: FastAPI) -> None:
-    """For every path of ``app`` and of the app ``mounted`` at ``/``, answer the methods none
-    of its routes takes with 405 and ``Allow`` (a problem document under /api/). Without it
-    the mounted app, which matches every path, would answer them 404 "no page"."""
+    """For every path of ``app`` and of the app ``mounted`` at ``/``, answer every method
+    none of its routes takes (``TRACE``, ``CONNECT`` and unknown ones too) with 405 and
+    ``Allow`` (a problem document under /api/). Without it the mounted app, which matches
+    every path, would answer them 404 "no page"."""
     allowed: dict[str, set[str]] = {}
     for route in [*app.router.routes, *mounted.router.routes]:
         if isinstance(route, Route) and route.methods:  # FastAPI's routes are Routes too
             allowed.setdefault(route.path, set()).update(route.methods)
     for path, methods in allowed.items():
-        others = [m for m in METHODS if m not in methods]
-        if others:
-            app.router.routes.append(
-                Route(
-                    path,
-                    _method_not_allowed(", ".join(sorted(methods))),
-                    methods=others,
-                    include_in_schema=False,
-                )
-            )
+        app.router.routes.append(_OtherMethods(path, methods))
+
+
+class _OtherMethods(Route):
+    """Every method but ``allowed`` on ``path``: a 405 with ``Allow``. The methods it takes
+    match nothing here, so they reach the routes after it (the mounted app's)."""
+
+    def __init__(self, path: str, allowed: set[str]) -> None:
+        allow = ", ".join(sorted(allowed))
+        super().__init__(path, _method_not_allowed(allow), include_in_schema=False)
+        self.methods = None  # any method (a function endpoint would take GET only)
+        self.allowed = frozenset(allowed)
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match is not Match.NONE and scope.get("method") in self.allowed:
+            return Match.NONE, {}
+        return match, child
 
 
 def _method_not_allowed(allow: str) -> Callable[[Request], Any]:
@@ -335,6 +359,98 @@ def _method_not_allowed(allow: str) -> Callable[[Request], Any]:
         return HTMLResponse(html, status_code=405, headers={"Allow": allow})
 
     return not_allowed
+
+
+def _internal_error(path: str) -> Response:
+    """The answer to a bug: no traceback (the server logs it); a problem document under /api/."""
+    if path.startswith("/api/"):
+        return _problem_response(500, INTERNAL_DETAIL, {})
+    return PlainTextResponse("Internal Server Error", status_code=500)
+
+
+def _body_timeout(path: str, seconds: float) -> Response:
+    """The answer to a request whose body stopped arriving: 408, and the connection closed."""
+    detail = f"the request body stopped arriving: nothing came for {seconds:g} s"
+    response: Response
+    if path.startswith("/api/"):
+        response = _problem_response(408, detail, {})
+    else:
+        title = "Request timeout"
+        html = render("error.html", links=LINKS, title=title, heading=title, message=detail)
+        response = HTMLResponse(html, status_code=408)
+    response.headers["Connection"] = "close"
+    return response
+
+
+class BodyTimeout(Exception):
+    """A client stopped sending a request body (``ServiceSettings.body_timeout_seconds``)."""
+
+
+class Edge:
+    """The service's outermost layer (inside Starlette's ServerErrorMiddleware).
+
+    - counts every answer for ``/metrics`` and adds :data:`HARDENING` to it;
+    - answers an exception of any layer inside it (the service's routes and middleware, the
+      mounted leaderboard app) with its own 500, logged with the traceback, so these are
+      counted and hardened too; under /api/ a problem document;
+    - waits at most ``body_timeout`` seconds for each piece of a request body (uvicorn has
+      no such limit: a client could hold a worker by stalling mid-body), then answers 408
+      and closes the connection.
+    """
+
+    def __init__(self, app: ASGIApp, *, metrics: Metrics, body_timeout: float) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.body_timeout = body_timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = complete = timed_out = body_done = False
+
+        async def receive_in_time() -> Message:
+            nonlocal timed_out, body_done
+            if body_done:  # after the body: waits for a disconnect, never timed
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.body_timeout)
+            except TimeoutError:
+                timed_out = True
+                raise BodyTimeout(f"no request body for {self.body_timeout:g} s") from None
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_done = True
+            return message
+
+        async def send_counted(message: Message) -> None:
+            nonlocal started, complete
+            if message["type"] == "http.response.start":
+                started = True
+                headers = MutableHeaders(scope=message)
+                for name, value in HARDENING:
+                    headers.setdefault(name, value)
+                self.metrics.count(scope["method"], int(message["status"]))
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                complete = True
+            await send(message)
+
+        path = str(scope.get("path", ""))
+        try:
+            await self.app(scope, receive_in_time, send_counted)
+        except Exception as exc:
+            if timed_out and not started:
+                log.info("%s %s: %s; answered 408", scope["method"], path, exc)
+                await _body_timeout(path, self.body_timeout)(scope, receive, send_counted)
+                return
+            if started and not complete:
+                raise  # the server closes the connection: the client sees a cut answer
+            if isinstance(exc, ClientDisconnect) and not started:
+                log.info("%s %s: the client left mid-request", scope["method"], path)
+                return  # nobody to answer
+            if not timed_out:
+                log.error("internal error on %s %s", scope["method"], path, exc_info=exc)
+            if not started:
+                await _internal_error(path)(scope, receive, send_counted)
 
 
 def _problem_response(
@@ -439,11 +555,16 @@ def _add_operations(app: FastAPI, service: Service) -> None:
     def health() -> Response:
         limit = service.settings.max_upload_bytes  # kryt submit checks an archive against it
         try:
-            with service.db.read_session() as session:
-                session.exec(select(func.count()).select_from(Bot)).one()
+            problem = service.db.file_problem()  # first: the pool may hide a deleted file
+            if problem is None:
+                with service.db.read_session() as session:
+                    session.exec(select(func.count()).select_from(Bot)).one()
+                problem = _write_problem(service.db)
         except Exception as exc:
+            problem = str(exc)
+        if problem is not None:
             return JSONResponse(
-                {"status": "unavailable", "database": str(exc), "max_upload_bytes": limit},
+                {"status": "unavailable", "database": problem, "max_upload_bytes": limit},
                 status_code=503,
             )
         ladder = service.ladder
@@ -494,6 +615,54 @@ def _add_operations(app: FastAPI, service: Service) -> None:
         return "\n".join(lines) + "\n"
 
 
+def _write_problem(db: Database) -> str | None:
+    """Why the database cannot take writes now, or None; cheap enough for every ``/health``.
+
+    SQLite (whose file the caller checked with ``Database.file_problem``): the file and its
+    WAL files must be writable by this process, and the write lock obtainable within
+    :data:`HEALTH_LOCK_WAIT_S` (``BEGIN IMMEDIATE``, rolled back at once: nothing is
+    written). PostgreSQL: a write transaction must not be read-only (a standby,
+    ``default_transaction_read_only``)."""
+    if db.path is None:
+        with db.session() as session:
+            shown = session.connection().exec_driver_sql("SHOW transaction_read_only")
+            read_only = shown.scalar()
+        if read_only == "on":
+            return (
+                f"database {db.display_url} takes no writes: its transactions are read-only"
+                " (a standby server, or default_transaction_read_only)"
+            )
+        return None
+    for path in (db.path, *(db.path.with_name(db.path.name + end) for end in ("-wal", "-shm"))):
+        if path.exists() and not os.access(path, os.W_OK):
+            return (
+                f"database file {path} is not writable by the server (permissions, the"
+                " immutable flag or a read-only file system): writes fail"
+            )
+    raw = db.engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout={int(HEALTH_LOCK_WAIT_S * 1000)}")
+            try:
+                cursor.execute("BEGIN IMMEDIATE")
+                cursor.execute("ROLLBACK")
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    return (
+                        f"database {db.display_url} takes no writes: another writer has held"
+                        f" its lock for over {HEALTH_LOCK_WAIT_S:g} s ({exc})"
+                    )
+                return f"database {db.display_url} takes no writes: {exc}"
+            finally:
+                cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        finally:
+            cursor.close()
+    finally:
+        raw.close()
+    return None
+
+
 # ---------------------------------------------------------------------------- JSON API
 
 
@@ -531,8 +700,9 @@ def _add_api(app: FastAPI, service: Service) -> None:
         data = await _read_body(request, service.settings.max_upload_bytes)
         # A hint for messages only (never a path); ``kryt submit`` percent-encodes it.
         filename = urllib.parse.unquote(request.headers.get(FILENAME_HEADER, "upload"))
+        content_type = request.headers.get("content-type", "")
         return await run_in_threadpool(
-            _store_upload, service, data, filename, principal, _remote(request)
+            _store_upload, service, data, filename, principal, _remote(request), content_type
         )
 
     @app.get("/api/submissions")
@@ -646,14 +816,25 @@ def _json_body(body: bytes) -> Any:
 
 
 def _store_upload(
-    service: Service, data: bytes, filename: str, principal: Principal, remote: str
+    service: Service,
+    data: bytes,
+    filename: str,
+    principal: Principal,
+    remote: str,
+    content_type: str = "",
 ) -> JSONResponse:
     """Validate and store an upload (blocking: run it in a worker thread); the answer of
     ``POST /api/submissions`` or a problem (audited)."""
     db = service.db
     try:
         accepted = accept_upload(
-            data, filename, principal, db=db, settings=service.settings, remote=remote
+            data,
+            filename,
+            principal,
+            db=db,
+            settings=service.settings,
+            remote=remote,
+            content_type=content_type,
         )
     except ForbiddenError as exc:
         raise Problem(403, "Forbidden", str(exc)) from None

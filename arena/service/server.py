@@ -7,6 +7,7 @@ from an author's machine without the server's dependencies.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import stat
@@ -21,6 +22,8 @@ from typing import Any
 
 from arena.db import Database
 from arena.service.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
 
 TOKEN_ENV = "KRYT_TOKEN"
 TOKEN_FILE = Path("~/.config/kryt/token")
@@ -56,11 +59,22 @@ def listen(host: str, port: int) -> socket.socket:
 
 def serve(db: Database, settings: ServiceSettings, *, port_file: Path | None = None) -> None:
     """Serve until interrupted; prints (and optionally writes) the address it listens on.
-    :class:`ServeError` (before serving) when the address or the port file is unusable."""
+    :class:`ServeError` (before serving) when the address or the port file is unusable.
+
+    A SQLite database that opening it created (no file was at its path: a wrong path, or
+    the arena's file deleted or moved) is said in the log before anything else: the server
+    starts on it, empty."""
     import uvicorn
 
     from arena.service.app import create_service_app
 
+    if db.created:
+        log.warning(
+            "created a new, empty database at %s: there was no file at that path. If this"
+            " arena has a database, stop the server and point KRYT_DATABASE_URL (or"
+            " --database) at it, or restore it from a backup",
+            db.path,
+        )
     sock = listen(settings.host, settings.port)
     try:
         port = sock.getsockname()[1]

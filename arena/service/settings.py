@@ -82,6 +82,9 @@ class ServiceSettings:
     secret: str = ""
     """Signs login sessions; empty: a random one per process (logins end at restart).
     Otherwise at least :data:`MIN_SECRET_BYTES` bytes."""
+    body_timeout_seconds: float = 30.0
+    """How long the server waits for the next piece of a request body before it answers 408
+    and closes the connection (a client stalling mid-upload must not hold a worker)."""
     validation_games: int = 2
     reference_bots: tuple[str, ...] = ("random",)
     log_limit_bytes: int = 16 * KiB
@@ -111,6 +114,11 @@ class ServiceSettings:
                 continue  # port 0: any free port (tests)
             if type(value) is not int or value < 1:
                 raise SettingsError(f"{name} must be a positive integer, got {value!r}")
+        timeout = self.body_timeout_seconds
+        if type(timeout) not in (int, float) or not 0 < timeout <= 3600:
+            raise SettingsError(
+                f"body_timeout_seconds must be a number of seconds in (0, 3600], got {timeout!r}"
+            )
         if self.ladder.budget_games < 0:
             raise SettingsError(f"ladder.budget_games must be >= 0, got {self.ladder.budget_games}")
         if self.ladder.lease_seconds <= 0 or self.ladder.poll_seconds <= 0:

@@ -73,16 +73,32 @@ class Accepted:
     server's side): queue it again."""
 
 
-def archive_suffix(data: bytes, filename: str) -> str:
-    """The archive kind from the content's magic bytes (the name is only a hint)."""
+EMPTY_ZIP = b"PK\x05\x06"
+"""How a zip archive without a single entry begins (its end-of-directory record)."""
+RAW_BODY_HINT = "send the archive itself as the request body, e.g. curl --data-binary @bot.zip"
+
+
+def archive_suffix(data: bytes, filename: str, content_type: str = "") -> str:
+    """The archive kind from the content's magic bytes (the name is only a hint); an
+    :class:`UploadError` saying what is wrong otherwise: an archive without files, a
+    multipart form (``curl -F``, ``content_type`` or the body's ``--boundary``) instead of
+    the archive as the request body, or something else."""
     for magic, suffix in ARCHIVE_MAGIC.items():
         if data.startswith(magic):
             return suffix
     if len(data) > 262 and data[257:262] == b"ustar":
         return ".tar"
+    shown = repr(filename[:80])
+    if data.startswith(EMPTY_ZIP) or (len(data) >= 1024 and not data[:1024].strip(b"\0")):
+        kind = ".zip" if data.startswith(EMPTY_ZIP) else ".tar"
+        raise UploadError(f"upload {shown} is a {kind} archive with no files in it")
+    if content_type.lower().startswith("multipart/") or data.startswith(b"--"):
+        raise UploadError(
+            f"upload {shown} is a multipart form (curl -F), not an archive: {RAW_BODY_HINT}"
+        )
     raise UploadError(
-        f"upload {filename[:80]!r} is not a .zip, .tar or .tar.gz archive "
-        f"(first bytes {data[:4].hex()})"
+        f"upload {shown} is not a .zip, .tar or .tar.gz archive "
+        f"(first bytes {data[:4].hex()}); {RAW_BODY_HINT}"
     )
 
 
@@ -94,6 +110,7 @@ def accept_upload(
     db: Database,
     settings: ServiceSettings,
     remote: str = "",
+    content_type: str = "",
 ) -> Accepted:
     """Validate the archive like ``kryt submit`` does locally and store it as pending.
 
@@ -102,9 +119,9 @@ def accept_upload(
     limits (:class:`sandbox.SubmissionLimits`: 20 MiB unpacked...), the manifest and paths
     are valid and the Python sources compile. The bot must be new or already the caller's
     (:class:`ForbiddenError` otherwise); the same content again returns the stored version
-    (``created=False``).
+    (``created=False``). ``content_type`` (the request's) only improves messages.
     """
-    suffix = archive_suffix(data, filename)
+    suffix = archive_suffix(data, filename, content_type)
     with tempfile.TemporaryDirectory(prefix="kryt-upload-") as tmp:
         path = Path(tmp) / f"upload{suffix}"
         path.write_bytes(data)
