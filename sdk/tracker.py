@@ -23,7 +23,9 @@ class CardTracker:
 
     view: View
     unseen: frozenset[Card]
-    """Cards whose place this seat does not know (opponent's hidden cards and the stock)."""
+    """Cards this seat has not seen: the opponent's hidden cards and the face-down stock.
+    When one of the two hides no card, the other holds them all: :meth:`possible_opponent_cards`
+    and :meth:`opponent_surely_holds` make that deduction."""
 
     @classmethod
     def from_view(cls, view: View) -> CardTracker:
@@ -62,8 +64,16 @@ class CardTracker:
         return frozenset(c for c in self.unseen if c.suit == self.view.trump)
 
     def possible_opponent_cards(self) -> frozenset[Card]:
-        """Every card the opponent may hold: his known cards plus the unseen ones."""
-        return self.unseen | frozenset(self.view.opponent_known)
+        """Every card the opponent may hold: his known cards, plus the unseen ones unless
+        every card of his is known (then the unseen ones are all in the stock)."""
+        known = frozenset(self.view.opponent_known)
+        return known | self.unseen if self.opponent_hidden_count else known
+
+    def opponent_surely_holds(self) -> frozenset[Card]:
+        """Every card the opponent surely holds: his known cards, plus the unseen ones once no
+        stock card is face down (they can be nowhere else)."""
+        known = frozenset(self.view.opponent_known)
+        return known if self.stock_hidden_count else known | self.unseen
 
     def coverers(self, card: Card) -> frozenset[Card]:
         """Cards the opponent may hold that cover ``card`` (per the engine's covering rule)."""
@@ -71,9 +81,10 @@ class CardTracker:
         return frozenset(c for c in self.possible_opponent_cards() if c.covers(card, trump))
 
     def opponent_surely_covers(self, card: Card) -> bool:
-        """True when a card the opponent is known to hold covers ``card``."""
+        """True when a card the opponent surely holds (:meth:`opponent_surely_holds`) covers
+        ``card``."""
         trump = self.view.trump
-        return any(c.covers(card, trump) for c in self.view.opponent_known)
+        return any(c.covers(card, trump) for c in self.opponent_surely_holds())
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,10 +129,21 @@ class TableTracker:
         return self.view.stock_count - (1 if self.view.face_up is not None else 0)
 
     def possible_cards(self, seat: int) -> frozenset[Card]:
-        """Every card ``seat`` may hold: its known cards plus the unseen ones."""
+        """Every card ``seat`` may hold: its known cards, plus the unseen ones if some of its
+        cards are unknown (a seat that is out, or whose every card is known, holds no other)."""
         if seat == self.view.seat:
             return frozenset(self.view.hand)
-        return self.unseen | frozenset(self.view.known[seat])
+        known = frozenset(self.view.known[seat])
+        return known | self.unseen if self.hidden[seat] else known
+
+    def surely_holds(self, seat: int) -> frozenset[Card]:
+        """Every card ``seat`` surely holds: its known cards, plus the unseen ones when it is
+        the only place left for them (no stock card face down, no other seat hiding a card)."""
+        if seat == self.view.seat:
+            return frozenset(self.view.hand)
+        known = frozenset(self.view.known[seat])
+        elsewhere = self.stock_hidden_count + sum(self.hidden) - self.hidden[seat]
+        return known | self.unseen if self.hidden[seat] and not elsewhere else known
 
     def may_cover(self, seat: int, card: Card) -> bool:
         """True when ``seat`` may hold a card covering ``card``."""
