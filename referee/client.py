@@ -137,6 +137,29 @@ class UnexpectedReplyError(MalformedReplyError):
     """A message nobody asked for: a reply before a request, or a second reply."""
 
 
+def check_handshake_reply(handshake: Handshake, reply: HandshakeReply) -> HandshakeReply:
+    """``reply`` if it answers ``handshake``: the same protocol version, and the series'
+    ruleset among those the bot plays; else :class:`IncompatibleProtocolError`. Every player
+    (over gRPC or in process) checks a reply here, so a bot is refused alike everywhere."""
+    if reply.protocol_version != handshake.protocol_version:
+        unset = " (0: the reply does not set protocol_version)" * (not reply.protocol_version)
+        raise IncompatibleProtocolError(
+            f"bot {reply.name!r} {reply.version} speaks protocol version "
+            f"{reply.protocol_version}{unset}; this referee speaks"
+            f" {handshake.protocol_version} (upgrade the bot's SDK:"
+            f" {reply.sdk or 'unknown SDK'})",
+            repr(reply),
+        )
+    if not reply.plays(handshake.ruleset):
+        raise IncompatibleProtocolError(
+            f"bot {reply.name!r} {reply.version} plays the rulesets "
+            f"{list(reply.rulesets or ('default',))}, not {handshake.ruleset!r} "
+            f"(its Bot class must list {handshake.ruleset!r} in `rulesets`)",
+            repr(reply),
+        )
+    return reply
+
+
 class MessageTooLargeError(WireError):
     """A message of the referee's own is over the protocol's size limit. Not a bot's fault
     (no :class:`BotFault`: the game is voided); it is not sent, so the stream stays usable.
@@ -551,23 +574,7 @@ class AsyncBotClient:
             raise UnexpectedReplyError(
                 f"expected a handshake reply, got {type(message).__name__}", repr(message)
             )
-        if message.protocol_version != handshake.protocol_version:
-            unset = " (0: the reply does not set protocol_version)" * (not message.protocol_version)
-            raise IncompatibleProtocolError(
-                f"bot {message.name!r} {message.version} speaks protocol version "
-                f"{message.protocol_version}{unset}; this referee speaks"
-                f" {handshake.protocol_version} (upgrade the bot's SDK:"
-                f" {message.sdk or 'unknown SDK'})",
-                repr(message),
-            )
-        if not message.plays(handshake.ruleset):
-            raise IncompatibleProtocolError(
-                f"bot {message.name!r} {message.version} plays the rulesets "
-                f"{list(message.rulesets or ('default',))}, not {handshake.ruleset!r} "
-                f"(its Bot class must list {handshake.ruleset!r} in `rulesets`)",
-                repr(message),
-            )
-        return message
+        return check_handshake_reply(handshake, message)
 
     async def send(self, message: RefereeMessage, timeout: float = SEND_TIMEOUT) -> None:
         """Send a message that gets no reply (GameStart, GameEnd)."""

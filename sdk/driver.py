@@ -27,14 +27,25 @@ from sdk.bot import Bot, GameResult, SeriesInfo
 SDK_VERSION = "kryt-sdk-python 0.1.0"
 
 
+_SDK_FOLDER = os.path.dirname(os.path.abspath(__file__))
+
+
 def where_raised(exc: BaseException) -> str:
     """`` at bot.py:12 in act``: the innermost frame of ``exc``'s traceback (file name only),
-    so that a forfeit's one-line detail points at the line that failed."""
+    so that a forfeit's one-line detail points at the line that failed. A frame of the SDK
+    itself is named by its place in it (``sdk/bot.py``): the author's own file is often
+    called ``bot.py`` too."""
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return ""
     last = frames[-1]
-    return f" at {os.path.basename(last.filename)}:{last.lineno} in {last.name}"
+    path = os.path.abspath(last.filename)
+    in_sdk = os.path.dirname(path) == _SDK_FOLDER  # its modules, not the example bots'
+    if in_sdk or path.startswith(os.path.join(_SDK_FOLDER, "tools", "")):
+        name = "sdk/" + os.path.relpath(path, _SDK_FOLDER).replace(os.sep, "/")
+    else:
+        name = os.path.basename(last.filename)
+    return f" at {name}:{last.lineno} in {last.name}"
 
 
 class BotDriver:

@@ -13,7 +13,13 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from referee.book import Book
-from referee.client import BotCrashedError, BotFault, BotReportedError, Reply
+from referee.client import (
+    BotCrashedError,
+    BotFault,
+    BotReportedError,
+    Reply,
+    check_handshake_reply,
+)
 from referee.match import Player
 from referee.protocol.messages import (
     AnyView,
@@ -78,7 +84,7 @@ class LocalPlayer:
             raise BotReportedError.of(reply)
         if not isinstance(reply, HandshakeReply):
             raise BotCrashedError(f"{self.name}: handshake failed: {reply!r}")
-        return reply
+        return check_handshake_reply(handshake, reply)
 
     def send(self, message: RefereeMessage) -> None:
         """Deliver a message that gets no reply. An error the bot answers it with is held

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from referee.rules import Game, View
+from referee.rules import Action, Game, View
 from referee.series import first_dealer, game_seed, next_dealer
 from sdk import Bot, GameContext, GameEndReason, GameResult, SeriesScore
 from sdk.examples.greedy.bot import GreedyBot
@@ -142,3 +142,36 @@ def test_small_overruns_on_every_move_lose_on_time_once_they_add_up() -> None:
     assert game.forfeit.seat == 0
     # The grace holds one 20 ms overrun, never two: the slow bot moved at most twice.
     assert sum(1 for m in game.moves if m.seat == 0) <= 1
+
+
+class _DefaultOnly(Bot):
+    name, version = "defonly", "1.0.0"
+
+    def act(self, view: View) -> Action:
+        return view.legal_actions[0]
+
+
+def test_a_table_series_refuses_locally_a_bot_without_classic_at_its_handshake() -> None:
+    """As over gRPC: a startup failure naming the rulesets, not a crash at its first move."""
+    from sdk.tools.local import play_table_local
+
+    result = play_table_local([_DefaultOnly(), RandomBot(seed=1), GreedyBot()], games=2, seed=1)
+    for record in result.games.values():
+        assert record.ending is GameEndReason.STARTUP_FAILURE and record.moves == ()
+        assert record.forfeit is not None and record.forfeit.seat == 0
+        assert "plays the rulesets ['default'], not 'classic'" in record.forfeit.detail
+
+
+def test_a_crash_inside_the_sdk_is_located_in_the_sdk_not_the_authors_bot_py() -> None:
+    """A bot listing "classic" without writing act_table: the base class raises, in
+    sdk/bot.py, which the detail named "bot.py" like the author's own file."""
+    from sdk.tools.local import play_table_local
+
+    class NoTable(_DefaultOnly):
+        name, rulesets = "notable", ("default", "classic")
+
+    result = play_table_local([NoTable(), RandomBot(seed=1), GreedyBot()], games=1, seed=1)
+    (record,) = result.games.values()
+    assert record.ending is GameEndReason.CRASH and record.forfeit is not None
+    assert " at sdk/bot.py:" in record.forfeit.detail, record.forfeit.detail
+    assert "in act_table" in record.forfeit.detail
