@@ -43,19 +43,24 @@ def greedy_action(actions: Sequence[Action], trump: Suit) -> Action:
     return min(actions, key=lambda a: greedy_key(a, trump))
 
 
-def table_key(action: ClassicAction, trump: Suit) -> tuple[int, int, int, int]:
-    """Sort key of :func:`greedy_table_action` (smaller is better)."""
+def table_key(action: ClassicAction, trump: Suit) -> tuple[int, ...]:
+    """Sort key of :func:`greedy_table_action` (smaller is better): a cover first, the
+    cheapest; else a lead holding a non-trump if there is one, the lowest rank, with as many
+    cards as it can and, of those, as few trumps; a take last."""
     if action.kind is ClassicActionKind.TAKE:
-        return (2, 0, 0, 0)
+        return (2,)
     if action.kind is ClassicActionKind.COVER:
-        return (0, sum(card_value(c, trump) for c in action.covers), 0, 0)
-    first, rank = lead_key(action.led[0], trump)
-    return (1, first, rank, -len(action.led))  # several cards of a low rank at once
+        return (0, sum(card_value(c, trump) for c in action.covers))
+    trumps = sum(card.suit == trump for card in action.led)
+    only_trumps = 1 if trumps == len(action.led) else 0
+    return (1, only_trumps, int(action.led[0].rank), -len(action.led), trumps)
 
 
 def greedy_table_action(actions: Sequence[ClassicAction], trump: Suit) -> ClassicAction:
     """The classic table's greedy choice: cover whenever possible with the cheapest cards
-    (keeping trumps), lead the lowest non-trump rank with every card of it, take only when
+    (keeping trumps), lead the lowest rank that has a non-trump with every card of it (the
+    trump of that rank too, whatever the order of suits; when the defender cannot take them
+    all, the non-trumps first; trumps alone only when nothing else is left), take only when
     nothing covers."""
     if not actions:
         raise ValueError("greedy_table_action needs at least one legal action, got none")

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from referee.protocol.messages import TimeControl
-from referee.rules import ClassicGame
+from referee.rules import Card, ClassicAction, ClassicGame, Suit
 from sdk import Bot
 from sdk.examples.greedy.bot import GreedyBot
 from sdk.examples.mc.bot import MonteCarloBot
@@ -125,3 +125,37 @@ def test_monte_carlo_beats_random_and_greedy_at_a_three_player_table(
     print(figures)
     assert decided >= 0.8 * games, figures
     assert p_value < 0.01, figures
+
+
+def _leads(hand: str, most: int) -> list[ClassicAction]:
+    """Every lead of ``hand`` of at most ``most`` cards of one rank."""
+    from itertools import combinations
+
+    cards = [Card.parse(text) for text in hand.split()]
+    return [
+        ClassicAction.lead(*chosen)
+        for size in range(1, most + 1)
+        for chosen in combinations(cards, size)
+        if len({c.rank for c in chosen}) == 1
+    ]
+
+
+@pytest.mark.parametrize(
+    ("hand", "trump", "most", "chosen"),
+    [
+        ("7C 8C 7D", "D", 3, "lead 7C 7D"),  # every card of the rank, its trump too
+        ("7C 7D 8D", "C", 3, "lead 7C 7D"),  # the same, though the trump sorts first
+        ("7C 7D 7H 7S 9S", "D", 3, "lead 7C 7H 7S"),  # not all fit: the trump stays
+        ("7D 8D", "D", 3, "lead 7D"),  # only trumps: the lowest
+        ("7D 8C", "D", 3, "lead 8C"),  # a non-trump before a lower trump
+    ],
+)
+def test_greedy_leads_the_same_whatever_the_suit_order(
+    hand: str, trump: str, most: int, chosen: str
+) -> None:
+    """The greedy lead looked only at its first card's suit, so whether it threw in the
+    trump of its lowest rank depended on where the trump suit sorts; and with more cards of
+    the rank than the defender could take, which it kept was the listing's order."""
+    actions = _leads(hand, most)
+    assert str(greedy_table_action(actions, Suit.parse(trump))) == chosen
+    assert str(greedy_table_action(actions[::-1], Suit.parse(trump))) == chosen

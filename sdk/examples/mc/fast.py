@@ -213,18 +213,19 @@ class TableState:
         return best
 
     def greedy_lead(self) -> list[int]:
-        """Greedy's lead: the lowest rank (non-trump first card first), every card of it
-        the defender can answer."""
+        """Greedy's lead (``sdk.strategy.table_key``): holding a non-trump if it can, the
+        lowest rank, as many cards of it as the defender can answer, the fewest trumps."""
         hand = self.hands[self.leader]
         most = self.hands[self.defender].bit_count()
         trump = self.trump
-        best: tuple[int, int, int] | None = None
+        best: tuple[int, int, int, int] | None = None
         lead: tuple[int, ...] = ()
         for rank in range(9):
             same = [i for i in range(rank, 36, 9) if hand >> i & 1]
             for size in range(1, min(len(same), most) + 1):
                 for chosen in combinations(same, size):
-                    key = (1 if chosen[0] // 9 == trump else 0, rank, -size)
+                    trumps = sum(1 for i in chosen if i // 9 == trump)
+                    key = (1 if trumps == size else 0, rank, -size, trumps)
                     if best is None or key < best:
                         best, lead = key, chosen
         return list(lead)
