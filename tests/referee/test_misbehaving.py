@@ -22,6 +22,7 @@ from referee.series import (
     series_handshake,
 )
 from sandbox import choose_backend, load_submission
+from tests.sdk.helpers import liar_bot, python_bot
 
 BOTS = Path(__file__).parent / "bots"
 EXAMPLES = Path(__file__).resolve().parents[2] / "sdk" / "examples"
@@ -154,12 +155,7 @@ def test_a_bot_that_exits_at_start_forfeits_the_rest_of_the_series() -> None:
 def test_a_bot_that_never_creates_its_socket_is_named_without_the_sandbox_label(
     tmp_path: Path,
 ) -> None:
-    folder = tmp_path / "mute"
-    folder.mkdir()
-    (folder / "bot.py").write_text("import time\ntime.sleep(120)\n")
-    (folder / "bot.toml").write_text(
-        'name = "mute"\nversion = "1.0.0"\nlanguage = "python"\nentry = "bot.py"\n'
-    )
+    folder = python_bot(tmp_path / "mute", "mute", "1.0.0", "import time\ntime.sleep(120)\n")
     result, _ = series_against_greedy("mute", games=1, folder=folder, startup_seconds=1.0)
     assert_every_game_forfeited(result, GameEndReason.STARTUP_FAILURE)
     record = result.games[1]
@@ -271,17 +267,7 @@ def test_a_bot_found_dead_before_a_game_forfeits_it_as_a_crash() -> None:
 def test_a_handshake_that_names_another_bot_is_quoted_with_its_escapes_once(
     tmp_path: Path,
 ) -> None:
-    folder = tmp_path / "liar"
-    folder.mkdir()
-    (folder / "bot.toml").write_text(
-        'name = "liar"\nversion = "1.0.0"\nlanguage = "python"\nentry = "bot.py"\n'
-    )
-    (folder / "bot.py").write_text(
-        "from sdk import Bot, serve\nfrom sdk.strategy import greedy_action\n\n\n"
-        "class B(Bot):\n    name = 'evil\\x1b]0;x\\x07'\n    version = '1.0.0'\n\n"
-        "    def act(self, view):\n        return greedy_action(view.legal_actions, view.trump)"
-        "\n\n\nif __name__ == '__main__':\n    serve(B())\n"
-    )
+    folder = liar_bot(tmp_path / "liar", "1.0.0")
     result, _ = series_against_greedy("liar", games=1, folder=folder)
     assert_every_game_forfeited(result, GameEndReason.STARTUP_FAILURE)
     record = result.games[1]

@@ -16,6 +16,7 @@ from sdk.server import bot_identity
 from sdk.tools.check import check_bot
 from sdk.tools.local import play_local
 from sdk.tools.template import new_bot
+from tests.sdk.helpers import liar_bot, python_bot
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(120)
@@ -58,14 +59,12 @@ def test_sdk_check_names_the_bot_and_its_opponent(in_my_bot: Path) -> None:
 
 
 def test_a_crash_in_act_names_the_file_and_line(tmp_path: Path) -> None:
-    folder = tmp_path / "crasher"
-    folder.mkdir()
-    (folder / "bot.toml").write_text(
-        'name = "crasher"\nversion = "0.0.1"\nlanguage = "python"\nentry = "bot.py"\n'
-    )
-    (folder / "bot.py").write_text(
+    folder = python_bot(
+        tmp_path / "crasher",
+        "crasher",
+        "0.0.1",
         "from sdk import Bot, serve\n\n\nclass B(Bot):\n    def act(self, view):\n"
-        "        return {}['AS']\n\n\nif __name__ == '__main__':\n    serve(B())\n"
+        "        return {}['AS']\n\n\nif __name__ == '__main__':\n    serve(B())\n",
     )
     report = check_bot(folder, games=1)
     (problem,) = report.problems
@@ -83,18 +82,7 @@ def test_check_finds_bundled_bots_by_name(in_my_bot: Path) -> None:
 
 def test_a_handshake_name_with_escapes_is_escaped_once(tmp_path: Path) -> None:
     """The name was made printable and then repr()'d: each escape showed two backslashes."""
-    folder = tmp_path / "liar"
-    folder.mkdir()
-    (folder / "bot.toml").write_text(
-        'name = "liar"\nversion = "0.0.1"\nlanguage = "python"\nentry = "bot.py"\n'
-    )
-    (folder / "bot.py").write_text(
-        "from sdk import Bot, serve\nfrom sdk.strategy import greedy_action\n\n\n"
-        "class B(Bot):\n    name = 'evil\\x1b]0;x\\x07'\n    version = '0.0.1'\n\n"
-        "    def act(self, view):\n        return greedy_action(view.legal_actions, view.trump)"
-        "\n\n\nif __name__ == '__main__':\n    serve(B())\n"
-    )
-    report = check_bot(folder, games=1)
+    report = check_bot(liar_bot(tmp_path / "liar", "0.0.1"), games=1)
     handshake = [p for p in report.problems if p.kind == "handshake"]
     assert handshake, report.format()
     assert "the handshake says it is 'evil\\x1b]0;x\\x07' version '0.0.1'" in handshake[0].detail

@@ -26,6 +26,7 @@ from arena.db.accounts import (
 from arena.service.ladder import entrants
 from tests.db.conftest import _fresh_postgres_database, postgres_admin_url
 from tests.service.conftest import Arena, kryt, make_bot, submit
+from tests.service.helpers import problem
 from tests.services import require
 
 DAY = timedelta(days=1)
@@ -167,10 +168,8 @@ def _register(arena: Arena, body: Any) -> httpx.Response:
     return httpx.post(arena.url + "/api/register", json=body, timeout=60)
 
 
-def _problem(response: httpx.Response, status: int) -> str:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    detail: str = response.json()["detail"]
+def _problem(response: Any, status: int) -> str:
+    detail: str = problem(response, status)["detail"]
     return detail
 
 

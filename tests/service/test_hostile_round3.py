@@ -19,6 +19,7 @@ from arena.service.server import Client, ClientError
 from arena.service.settings import ServiceSettings
 from kryt.cli import main
 from kryt.errors import ExitCode
+from tests.service.helpers import problem as _problem
 
 # A game's log read by position from the sandbox (the chatty, repeating bots of this round's
 # finding): tests/sandbox/test_game_logs_exact.py and tests/sandbox/test_output_since.py.
@@ -39,15 +40,6 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
     settings = ServiceSettings(store=tmp_path / "store")
     with TestClient(create_service_app(db, settings, run_background=False)) as http:
         yield http
-
-
-def _problem(response: Any, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, Any] = response.json()
-    assert set(body) == {"type", "title", "status", "detail"}, body
-    assert body["status"] == status and body["detail"]
-    return body
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from arena.service.app import create_service_app
 from arena.service.settings import ServiceSettings
 from kryt.cli import main
 from kryt.errors import ExitCode
+from tests.service.helpers import problem
 
 BOT = b"from sdk import Bot, serve\n"
 URL = "/api/submissions"
@@ -94,12 +95,8 @@ def arena(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Arena]:
 
 
 def _problem(response: Any, status: int) -> str:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body = response.json()
-    assert set(body) == {"type", "title", "status", "detail"} and body["status"] == status
-    detail: str = body["detail"]
-    assert detail and "\n" not in detail
+    detail: str = problem(response, status)["detail"]
+    assert "\n" not in detail
     return detail
 
 

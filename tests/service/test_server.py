@@ -18,6 +18,7 @@ from arena.db import open_database
 from arena.db.accounts import create_token
 from arena.service.server import archive_of
 from tests.service.conftest import CHATTY_BOT, CRASHING_BOT, Arena, kryt, make_bot
+from tests.service.helpers import problem as _problem
 
 pytestmark = pytest.mark.slow
 
@@ -53,14 +54,6 @@ def accepted(arena: Arena, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 def _board(arena: Arena) -> dict[str, int]:
     data = httpx.get(arena.url + "/api/leaderboard", timeout=30).json()
     return {row["bot"]: row["games"] for row in data["rows"]}
-
-
-def _problem(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, Any] = response.json()
-    assert body["status"] == status and body["detail"]
-    return body
 
 
 # ---------------------------------------------------------------------------- the happy path

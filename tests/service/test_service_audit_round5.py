@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -37,6 +36,7 @@ from arena.service.uploads import UploadError
 from kryt.cli import main
 from kryt.errors import ExitCode
 from tests.service.conftest import Arena, make_bot
+from tests.service.helpers import problem as _problem
 
 URL = "/api/submissions"
 DEADLINE_S = 120.0
@@ -53,15 +53,6 @@ def _zip(entries: list[tuple[str, bytes | str]]) -> bytes:
         for name, data in entries:
             zf.writestr(name, data)
     return buffer.getvalue()
-
-
-def _problem(response: Any, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, Any] = response.json()
-    assert set(body) == {"type", "title", "status", "detail"} and body["status"] == status
-    assert body["detail"]
-    return body
 
 
 @dataclass

@@ -57,6 +57,7 @@ from sandbox import load_submission
 from tests.db.conftest import _fresh_postgres_database, postgres_admin_url
 from tests.db.helpers import World, build_world, forfeit_game
 from tests.service.conftest import EXAMPLES
+from tests.service.helpers import problem as _problem
 from tests.services import require
 
 URL = "/api/submissions"
@@ -73,14 +74,6 @@ def _archive(name: str, version: str = "1.0", salt: str = "") -> bytes:
         zf.writestr("bot.toml", _manifest(name, version))
         zf.writestr("bot.py", f"x = 1  # {salt}\n")
     return buffer.getvalue()
-
-
-def _problem(response: Any, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, Any] = response.json()
-    assert set(body) == {"type", "title", "status", "detail"} and body["status"] == status
-    return body
 
 
 @pytest.fixture(

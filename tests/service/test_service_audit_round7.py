@@ -45,6 +45,7 @@ from kryt.cli import main
 from kryt.errors import ExitCode
 from tests.db.conftest import _fresh_postgres_database, postgres_admin_url
 from tests.service.conftest import ROOT
+from tests.service.helpers import problem as _problem
 from tests.services import require
 
 URL = "/api/submissions"
@@ -56,14 +57,6 @@ HARDENING = {
 STARTUP_S = 120.0
 ANSWER_S = 30.0
 """How long a raw-socket client waits for an answer (generous: the machine is busy)."""
-
-
-def _problem(response: Any, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, Any] = response.json()
-    assert set(body) == {"type", "title", "status", "detail"} and body["status"] == status
-    return body
 
 
 def _archive(name: str = "robot") -> bytes:
