@@ -101,6 +101,8 @@ column is kept (a bot that wins by its opponents' crashes must show it)."""
 
 FORFEITS_MIN = 14
 """Narrowest Forfeits column (reasons wrap onto more lines below that)."""
+NAME_MIN = 8
+"""Narrowest Bot and Version columns once the table must fold names to fit a terminal."""
 
 
 def standings_table(
@@ -170,18 +172,24 @@ def standings_table(
             if total() <= width:
                 break
             keep.remove(headers.index(header))
+    # Still too wide (long names, a narrow terminal): the names fold onto more lines rather
+    # than the table being cut at the terminal's edge (a number is never folded).
+    fold = width is not None and total() > width
     # Text, not markup: the title and the note carry names (a tournament's, a bot's version)
     # that must be shown as they are, brackets and all.
     table = Table(title=Text(title), caption=Text("\n".join(caption)))
     for i in keep:
-        # Never cut a name or a number short: the forfeits wrap instead.
+        # Never cut a name or a number short: the forfeits wrap instead, and the names fold
+        # when even that is not enough.
+        name = headers[i] in ("Bot", "Version")
         table.add_column(
             headers[i],
-            justify="left" if headers[i] in ("Bot", "Version") else "right",
-            no_wrap=True,
-            min_width=widths[i],
+            justify="left" if name else "right",
+            no_wrap=not (fold and name),
+            overflow="fold",
+            min_width=min(widths[i], NAME_MIN) if fold and name else widths[i],
         )
-    table.add_column("Forfeits", justify="left", min_width=len("Forfeits"))
+    table.add_column("Forfeits", justify="left", overflow="fold", min_width=len("Forfeits"))
     for cells, forfeit in zip(rows, forfeits, strict=True):
         table.add_row(*(Text(cells[i]) for i in keep), Text(forfeit))
     return table
@@ -189,10 +197,16 @@ def standings_table(
 
 def print_standings(console: Console, table_of: Callable[[int | None], Table]) -> None:
     """Print the standings table made by ``table_of(width)``: fitted to a terminal, whole
-    (no width limit) when the output is piped or captured."""
+    (no width limit) when the output is piped or captured, or when the terminal is too
+    narrow even for the fitted table (its lines then wrap, but nothing is cut off)."""
     if console.is_terminal:
-        console.print(table_of(console.width))
-        return
+        fitted = table_of(console.width)
+        # Every column has its least width (a name folded, a number whole); below their sum,
+        # with a rule and two spaces of padding per column, Rich would crop the table.
+        needed = sum((column.min_width or 0) + 3 for column in fitted.columns) + 1
+        if needed <= console.width:
+            console.print(fitted)
+            return
     table = table_of(None)
     wide = console.options.update_width(10_000)
     whole = max(console.width, console.measure(table, options=wide).maximum)

@@ -24,7 +24,9 @@ def parse_games_csv(text: str, *, source: str = "<csv>") -> list[Game]:
         if not line.strip():
             continue
         try:
-            fields = next(csv.reader([line], strict=True))
+            # skipinitialspace: `alpha, "bravo"` is bravo; without it the space made the quotes
+            # part of a second name, '"bravo"', another player with half of bravo's games.
+            fields = next(csv.reader([line], strict=True, skipinitialspace=True))
         except csv.Error as exc:
             raise CsvFormatError(source, number, line, f"not valid CSV ({exc})") from None
         cells = tuple(cell.strip() for cell in fields)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 from rich.console import Console
 
@@ -63,3 +64,38 @@ def test_a_wide_terminal_and_a_pipe_show_every_column() -> None:
         for column in ("Version", "Elo", "LOS", "Score%", "Forfeits"):
             assert column in header
         assert "timeout 12" in text
+
+
+def _long_named(width: int) -> str:
+    """The board with a 40-character bot name (the longest bot.toml allows) and a long note,
+    rendered in a terminal of ``width`` columns."""
+    board = _board()
+    first = replace(board.rows[0], bot="q" * 40)
+    note = "a note long enough to need more than one line of a narrow terminal, said in full"
+    board = replace(board, rows=[first, *board.rows[1:]], note=note)
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=True, color_system=None)
+    print_standings(console, lambda w: standings_table(board, title="Board", width=w))
+    return buffer.getvalue()
+
+
+def test_a_long_name_folds_instead_of_the_table_being_cut_at_the_terminals_edge() -> None:
+    """The columns were dropped, but the rows stayed wider than 80: Rich cut them, the
+    Forfeits read 'timeou', the right border and the note's last words were gone."""
+    text = _long_named(80)
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    rows = [line for line in lines if line.startswith(("┃", "│", "┏", "┡", "└"))]
+    assert rows and all(line.rstrip()[-1] in "┃│┓┩┘" for line in rows), text
+    assert "crash 3, timeout 12" in text and "illegal action 1" in text
+    assert text.count("q") == 40  # the whole name, folded onto several lines
+    assert "said in full" in text
+
+
+def test_a_terminal_too_narrow_for_any_fit_gets_the_whole_table() -> None:
+    """Below the least width of the essential columns nothing is cut: every column, in full
+    lines the terminal wraps."""
+    text = _long_named(50)
+    assert "q" * 40 in text and "crash 3, timeout 12" in text and "said in full" in text
+    header = next(line for line in text.splitlines() if "Rating" in line)
+    assert "Version" in header and "Forfeits" in header

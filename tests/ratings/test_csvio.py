@@ -34,6 +34,13 @@ def test_blank_lines_spaces_bom_and_quotes_are_fine(tmp_path: Path) -> None:
     ]
 
 
+def test_a_quoted_name_after_a_space_is_the_same_player() -> None:
+    """The space kept the quotes: '"bravo"' was a second player with some of bravo's games."""
+    text = 'first, second, result\nalpha, "bravo", 1-0\n"bravo", alpha, 1-0\nbravo , alpha,0-1\n'
+    games = parse_games_csv(text)
+    assert {g.first for g in games} | {g.second for g in games} == {"alpha", "bravo"}
+
+
 @pytest.mark.parametrize(
     ("body", "line", "reason"),
     [
@@ -43,6 +50,7 @@ def test_blank_lines_spaces_bom_and_quotes_are_fine(tmp_path: Path) -> None:
         ("a,a,1-0\n", 2, "cannot play against itself"),
         (",b,1-0\n", 2, "empty player name"),
         ('a,"b,1-0\n', 2, "not valid CSV"),
+        ('a, "b" ,1-0\n', 2, "not valid CSV"),  # refused, not read as another name 'b '
     ],
 )
 def test_bad_rows_name_their_line(body: str, line: int, reason: str) -> None:
