@@ -282,24 +282,29 @@ def build(spec: BaseImageSpec | None = None, *, force: bool = False) -> str:
 def prune(spec: BaseImageSpec | None = None) -> list[str]:
     """Remove base and bot images that the current sources no longer use; return their tags.
 
-    Images still used by a container are kept (``docker rmi`` refuses them).
+    The base image ``KRYT_SANDBOX_BASE_IMAGE`` names is in use too (the Docker backend runs
+    bots on it), and so are the bot images built on it. Images still used by a container are
+    kept (``docker rmi`` refuses them).
     """
     spec = spec or BaseImageSpec()
-    keep = {root_tag(spec), bot_base_tag(spec)}
-    current_id = ""
-    if image_exists(bot_base_tag(spec)):
-        fmt = "{{.Id}}"
-        out = run_checked(
-            [docker_cli(), "image", "inspect", "-f", fmt, bot_base_tag(spec)], quiet=True
-        )
-        current_id = out.strip().removeprefix("sha256:")[:12]
+    bases = {bot_base_tag(spec)}
+    if configured := os.environ.get("KRYT_SANDBOX_BASE_IMAGE"):
+        bases.add(configured)
+    keep = {root_tag(spec), *bases}
+    base_ids = set()  # a bot image's tag ends with the id of the base it was built on
+    for base in bases:
+        if image_exists(base):
+            fmt = "{{.Id}}"
+            out = run_checked([docker_cli(), "image", "inspect", "-f", fmt, base], quiet=True)
+            base_ids.add(out.strip().removeprefix("sha256:")[:12])
     removed = []
     for repo in ("kryt-python-root", "kryt-bot-base", "kryt-bot"):
         listing = run_checked(
             [docker_cli(), "images", "--format", "{{.Repository}}:{{.Tag}}", repo], quiet=True
         )
         for tag in listing.split():
-            if tag in keep or (repo == "kryt-bot" and current_id and tag.endswith(current_id)):
+            built_on_a_base = repo == "kryt-bot" and tag.endswith(tuple(base_ids))
+            if tag in keep or (base_ids and built_on_a_base):
                 continue
             proc = subprocess.run([docker_cli(), "rmi", tag], capture_output=True, check=False)
             if proc.returncode == 0:

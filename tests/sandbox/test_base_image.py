@@ -84,3 +84,23 @@ def test_prune_removes_stale_tags_only(docker_backend: Backend) -> None:
     removed = base_image.prune()
     assert "kryt-bot-base:stale0000000000" in removed
     assert base_image.image_exists(current)
+
+
+def test_prune_keeps_the_base_image_the_environment_names(
+    docker_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KRYT_SANDBOX_BASE_IMAGE names the base the Docker backend runs bots on: prune took
+    only the sources' own tag for current and removed it (and every bot image built on it)
+    once the sources had moved on, so every Docker bot then failed to start."""
+    client = docker_backend.client  # type: ignore[attr-defined]
+    current = docker_backend.base_image  # type: ignore[attr-defined]
+    client.images.get(current).tag("kryt-bot-base", "configured0000000")
+    named = "kryt-bot-base:configured0000000"
+    monkeypatch.setenv("KRYT_SANDBOX_BASE_IMAGE", named)
+    assert bot_base_tag() != named  # as when the sources moved on since it was built
+    try:
+        removed = base_image.prune()
+        assert named not in removed and base_image.image_exists(named)
+    finally:
+        if base_image.image_exists(named):
+            client.images.remove(named)
