@@ -25,17 +25,16 @@ from arena.db import Database, InvalidRecordError, open_database
 from arena.db.accounts import (
     MAX_LIFETIME_DAYS,
     audit_entries,
-    create_author,
     create_invite,
     create_token,
     storable_text,
 )
-from arena.service.app import create_service_app
 from arena.service.settings import ServiceSettings, SettingsError
 from arena.service.uploads import UploadError
 from kryt.cli import main
 from kryt.errors import ExitCode
 from tests.service.conftest import Arena, make_bot
+from tests.service.helpers import alice_service
 from tests.service.helpers import problem as _problem
 
 URL = "/api/submissions"
@@ -66,15 +65,10 @@ class Local:
 
 @pytest.fixture
 def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Local]:
-    db = open_database(f"sqlite:///{tmp_path / 'arena.db'}")
-    with db.session() as session:
-        create_author("alice", session=session)
-        token = create_token("alice", session=session, lifetime=timedelta(days=1))
-    settings = ServiceSettings(store=tmp_path / "store", writes_per_minute=1000)
-    app = create_service_app(db, settings, run_background=False)
+    db, app, secret = alice_service(tmp_path)
     monkeypatch.setattr(app.state.service.validator, "enqueue", lambda _submission_id: None)
     with TestClient(app, raise_server_exceptions=False) as http:
-        yield Local(db, http, {"Authorization": f"Bearer {token.secret}"})
+        yield Local(db, http, {"Authorization": f"Bearer {secret}"})
     db.close()
 
 

@@ -45,6 +45,7 @@ from kryt.cli import main
 from kryt.errors import ExitCode
 from tests.db.conftest import _fresh_postgres_database, postgres_admin_url
 from tests.service.conftest import ROOT
+from tests.service.helpers import alice_service
 from tests.service.helpers import problem as _problem
 from tests.services import require
 
@@ -94,15 +95,9 @@ class Local:
 
 @pytest.fixture
 def local(tmp_path: Path) -> Iterator[Local]:
-    path = tmp_path / "arena.db"
-    db = open_database(f"sqlite:///{path}")
-    with db.session() as session:
-        create_author("alice", session=session)
-        token = create_token("alice", session=session, lifetime=timedelta(days=1))
-    settings = ServiceSettings(store=tmp_path / "store", writes_per_minute=1000)
-    app = create_service_app(db, settings, run_background=False)
+    db, app, secret = alice_service(tmp_path)
     with TestClient(app, raise_server_exceptions=False) as http:
-        yield Local(db, http, path, token.secret)
+        yield Local(db, http, tmp_path / "arena.db", secret)
     db.close()
 
 
