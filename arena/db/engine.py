@@ -54,9 +54,7 @@ class Database:
         """The SQLite file (absolute), None on PostgreSQL."""
         self._file_id: tuple[int, int] | None = None
         if self.backend == "sqlite":
-            database = make_url(url).database
-            assert database is not None  # normalize_url guarantees a file name
-            self.path = Path(database).absolute()
+            self.path = sqlite_path(url)
             self._file_id = _file_id(self.path)
         self._read_engine = engine.execution_options(**{_READ_ONLY: True})
 
@@ -130,6 +128,13 @@ class Database:
 
     def __repr__(self) -> str:
         return f"Database({self.display_url!r})"
+
+
+def sqlite_path(url: str) -> Path:
+    """The absolute path of the file a ``sqlite:///`` URL names."""
+    database = make_url(url).database
+    assert database is not None  # normalize_url guarantees a file name
+    return Path(database).absolute()
 
 
 def _file_id(path: Path) -> tuple[int, int] | None:
@@ -208,8 +213,7 @@ def open_database(
     where = mask_url(resolved)
     created = False
     if backend_of(resolved) == "sqlite":
-        database = make_url(resolved).database
-        created = database is not None and not Path(database).exists()
+        created = not sqlite_path(resolved).exists()
         engine = _sqlite_engine(resolved, create=create)
     else:
         engine = create_engine(
