@@ -17,7 +17,8 @@ Errors of the API are JSON problem details (RFC 9457): ``type``, ``title``, ``st
 of another author → 403; too many tries or writes → 429 with ``Retry-After``. A method a
 path does not take (any method, ``TRACE`` and ``CONNECT`` too) is a 405 with ``Allow``
 (pages too); a malformed id in a query (``?tournament=abc``) a 422; a request body that
-stops arriving for ``body_timeout_seconds`` a 408 (the connection is closed). Every answer,
+stops arriving for ``body_timeout_seconds``, or trickles in below ``BODY_MIN_RATE``, a 408
+(the connection is closed). Every answer,
 a 500 of a bug too, is counted in ``/metrics`` and carries the hardening headers. Blocking
 work of the async routes (database, unpacking, password hashes) runs in worker threads, so
 one upload does not hold up other requests.
@@ -368,9 +369,8 @@ def _internal_error(path: str) -> Response:
     return PlainTextResponse("Internal Server Error", status_code=500)
 
 
-def _body_timeout(path: str, seconds: float) -> Response:
+def _body_timeout(path: str, detail: str) -> Response:
     """The answer to a request whose body stopped arriving: 408, and the connection closed."""
-    detail = f"the request body stopped arriving: nothing came for {seconds:g} s"
     response: Response
     if path.startswith("/api/"):
         response = _problem_response(408, detail, {})
@@ -380,6 +380,11 @@ def _body_timeout(path: str, seconds: float) -> Response:
         response = HTMLResponse(html, status_code=408)
     response.headers["Connection"] = "close"
     return response
+
+
+BODY_MIN_RATE = 500
+"""Bytes a second a request body must average once its first ``body_timeout_seconds`` are
+spent (as Apache's ``mod_reqtimeout`` does): a 5 MiB upload may take about three hours."""
 
 
 class BodyTimeout(Exception):
@@ -393,9 +398,10 @@ class Edge:
     - answers an exception of any layer inside it (the service's routes and middleware, the
       mounted leaderboard app) with its own 500, logged with the traceback, so these are
       counted and hardened too; under /api/ a problem document;
-    - waits at most ``body_timeout`` seconds for each piece of a request body (uvicorn has
-      no such limit: a client could hold a worker by stalling mid-body), then answers 408
-      and closes the connection.
+    - waits at most ``body_timeout`` seconds for each piece of a request body, and for the
+      whole body at :data:`BODY_MIN_RATE` bytes a second after its first ``body_timeout``
+      seconds (uvicorn has no such limit: a client could hold a worker by stalling or
+      trickling mid-body), then answers 408 and closes the connection.
     """
 
     def __init__(self, app: ASGIApp, *, metrics: Metrics, body_timeout: float) -> None:
@@ -409,15 +415,41 @@ class Edge:
             return
         started = complete = timed_out = body_done = False
 
+        loop = asyncio.get_running_loop()
+        body_started = loop.time()
+        body_bytes = 0
+        timeout_detail = ""
+
         async def receive_in_time() -> Message:
-            nonlocal timed_out, body_done
+            nonlocal timed_out, body_done, body_bytes, timeout_detail
             if body_done:  # after the body: waits for a disconnect, never timed
                 return await receive()
+            # Each piece within body_timeout, and the whole body at BODY_MIN_RATE after the
+            # first body_timeout: a client trickling a byte now and then is stopped too.
+            now = loop.time()
+            overall = body_started + self.body_timeout + body_bytes / BODY_MIN_RATE - now
+            wait = min(self.body_timeout, overall)
             try:
-                message = await asyncio.wait_for(receive(), self.body_timeout)
+                if wait <= 0:
+                    raise TimeoutError
+                message = await asyncio.wait_for(receive(), wait)
             except TimeoutError:
                 timed_out = True
-                raise BodyTimeout(f"no request body for {self.body_timeout:g} s") from None
+                elapsed = loop.time() - body_started
+                if wait < self.body_timeout:
+                    timeout_detail = (
+                        f"the request body came too slowly: {body_bytes} bytes in "
+                        f"{elapsed:.0f} s (at least {BODY_MIN_RATE} bytes a second after "
+                        f"the first {self.body_timeout:g} s)"
+                    )
+                else:
+                    timeout_detail = (
+                        f"the request body stopped arriving: nothing came for "
+                        f"{self.body_timeout:g} s"
+                    )
+                raise BodyTimeout(timeout_detail) from None
+            if message["type"] == "http.request":
+                body_bytes += len(message.get("body", b""))
             if message["type"] != "http.request" or not message.get("more_body", False):
                 body_done = True
             return message
@@ -440,7 +472,7 @@ class Edge:
         except Exception as exc:
             if timed_out and not started:
                 log.info("%s %s: %s; answered 408", scope["method"], path, exc)
-                await _body_timeout(path, self.body_timeout)(scope, receive, send_counted)
+                await _body_timeout(path, timeout_detail)(scope, receive, send_counted)
                 return
             if started and not complete:
                 raise  # the server closes the connection: the client sees a cut answer

@@ -39,7 +39,7 @@ import arena.service.app as app_module
 import leaderboard.web.app as leaderboard_module
 from arena.db import Database, open_database
 from arena.db.accounts import create_author, create_token
-from arena.service.app import INTERNAL_DETAIL, create_service_app
+from arena.service.app import BODY_MIN_RATE, INTERNAL_DETAIL, create_service_app
 from arena.service.settings import ServiceSettings, SettingsError
 from kryt.cli import main
 from kryt.errors import ExitCode
@@ -60,12 +60,13 @@ ANSWER_S = 30.0
 """How long a raw-socket client waits for an answer (generous: the machine is busy)."""
 
 
-def _archive(name: str = "robot") -> bytes:
+def _archive(name: str = "robot", *, padding: int = 0) -> bytes:
+    """A minimal bot's archive; ``padding`` random hex characters in a comment of bot.py."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         manifest = f'name = "{name}"\nversion = "1.0"\nruntime = "python"\nentry = "bot.py"\n'
         zf.writestr("bot.toml", manifest)
-        zf.writestr("bot.py", "x = 1\n")
+        zf.writestr("bot.py", f"# {os.urandom(padding // 2).hex()}\nx = 1\n")
     return buffer.getvalue()
 
 
@@ -497,6 +498,60 @@ def test_a_body_sent_in_time_is_not_cut_off(served: Served) -> None:
     assert status == 202, received[:500]
     metrics, _, _ = served.raw(b"GET /metrics HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
     assert b'kryt_http_requests_total{method="POST",status="202"} 1' in metrics
+
+
+def _trickle(served: Served, head: bytes, pieces: list[bytes], pause: float) -> bytes:
+    """Send ``head``, then each piece ``pause`` seconds apart while the server listens;
+    what the server answered (read until it closes the connection)."""
+    with socket.create_connection(("127.0.0.1", served.port), timeout=ANSWER_S) as sock:
+        sock.sendall(head)
+        for piece in pieces:
+            time.sleep(pause)
+            try:
+                sock.sendall(piece)
+            except OSError:  # the server answered and closed: read what it said
+                break
+        received = b""
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except (TimeoutError, ConnectionResetError):
+            pass
+    return received
+
+
+def test_a_body_trickling_in_below_the_minimum_rate_is_a_408(served: Served) -> None:
+    """A byte every half second never waits the 1 s deadline of a piece, but the whole
+    body must average BODY_MIN_RATE bytes a second once its first second is spent."""
+    head = (
+        f"POST /api/submissions HTTP/1.1\r\nHost: arena\r\nAuthorization: Bearer "
+        f"{served.token}\r\nContent-Length: 5000\r\n\r\n"
+    ).encode()
+    started = time.monotonic()
+    received = _trickle(served, head, [b"P"] * 20, 0.5)
+    took = time.monotonic() - started
+    assert received, f"no answer; server log:\n{served.log.read_text()}"
+    status, headers = _head(received)
+    assert status == 408, received[:500]
+    assert headers.get("connection") == "close"
+    assert took >= 0.9
+    assert b"came too slowly" in received and b"500 bytes a second" in received
+
+
+def test_a_body_sent_in_pieces_at_a_fair_rate_is_not_cut_off(served: Served) -> None:
+    """Spread over more than the deadline of a piece, but faster than the minimum rate."""
+    body = _archive("fairrate", padding=8000)
+    head = (
+        f"POST /api/submissions HTTP/1.1\r\nHost: arena\r\nAuthorization: Bearer "
+        f"{served.token}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    # Four pieces 0.4 s apart, 1.6 s in all: each piece buys 2 s more at the minimum rate.
+    size = -(-len(body) // 4)
+    pieces = [body[i : i + size] for i in range(0, len(body), size)]
+    assert size > 2 * BODY_MIN_RATE
+    received = _trickle(served, head, pieces, 0.4)
+    status, _ = _head(received)
+    assert status == 202, received[:500]
 
 
 @pytest.mark.parametrize("method", ["TRACE", "CONNECT"])
