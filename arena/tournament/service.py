@@ -7,6 +7,7 @@ the tournament afterwards) and every count of results live here and in :mod:`are
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -407,6 +408,7 @@ def run_tournament(
     prepared: PreparedExecutor | None = None,
     store: Path = DEFAULT_STORE,
     take_over: bool = False,
+    lease: RunLease | None = None,
     stop: threading.Event | None = None,
     on_game: GameCallback | None = None,
     on_series: SeriesCallback | None = None,
@@ -414,11 +416,13 @@ def run_tournament(
 ) -> RunResult:
     """Play every unfinished series of the tournament; marks it finished when none is left.
 
-    Takes the tournament's lease first (TournamentBusyError naming the holder when a live
-    run has it; ``take_over`` takes it anyway) and holds it with a heartbeat until the end;
-    if the lease is lost meanwhile (taken over, cancelled) the run stops and records
-    nothing more. ``prepared`` is an executor checked by :func:`prepare_executor` (else one
-    is prepared from the stored settings and the executor arguments, and closed at the end).
+    Takes the tournament's lease first, before any executor is prepared (TournamentBusyError
+    naming the holder when a live run has it; ``take_over`` takes it anyway), and holds it
+    with a heartbeat until the end; ``lease`` is one the caller took already (and releases),
+    so that a run which loses the race for it prepares nothing. If the lease is lost
+    meanwhile (taken over, cancelled) the run stops and records nothing more. ``prepared``
+    is an executor checked by :func:`prepare_executor` (else one is prepared from the stored
+    settings and the executor arguments, and closed at the end).
     ``say`` receives one-line notes for the organiser. Setting ``stop`` ends the run cleanly
     (the games in progress are replayed on resume). Afterwards the tournament is
     ``finished``, or ``pending`` (resumable) when series are left.
@@ -433,55 +437,61 @@ def run_tournament(
     if status == TournamentStatus.CANCELLED.value:
         raise TournamentError(f"tournament {tournament_id} was cancelled; it cannot be run")
     config = runnable_config(tournament_id, db)
-    own = prepared is None
-    if prepared is None:
-        prepared = prepare_executor(
-            config, executor=executor, scheduler=scheduler, worker_store=worker_store, say=say
-        )
     stop = stop or threading.Event()
     problems: list[str] = []
 
     def lost(reason: str) -> None:
-        problems.append(reason)
+        if reason not in problems:  # the heartbeat and a caller's lease may both report it
+            problems.append(reason)
         stop.set()
 
-    try:
-        with RunLease(db, tournament_id, take_over=take_over, on_lost=lost) as lease:
-            # As for a new tournament on this sandbox (``kryt tournament run``): moves are
-            # charged on the wall clock anyway, so the stored config and every record say so.
-            if (
-                config.time_control.clock == "cpu"
-                and prepared.cpu_clock_problem
-                and _charge_wall_clock(tournament_id, db=db, runner_id=lease.runner_id)
-            ):
-                say(
-                    f"warning: clock cpu: {prepared.cpu_clock_problem}; this tournament"
-                    " charges moves wall time from now on (clock wall)"
-                )
-            tasks = tasks_for(tournament_id, db=db, store=store, runner_id=lease.runner_id)
-            swept = prepared.sweep(label_prefix(db.url, tournament_id))
-            if swept:
-                say(f"removed {swept} sandbox(es) left over by a dead run")
-            finished, _ = _all_finished(tournament_id, db)
-            try:
-                if not finished:
-                    _mark(tournament_id, TournamentStatus.RUNNING, db=db, runner_id=lease.runner_id)
-                outcomes = prepared.run(tasks, stop=stop, on_game=on_game, on_series=on_series)
-            finally:
-                finished, left = _all_finished(tournament_id, db)
-                if not lease.lost:
-                    try:
-                        _mark(
-                            tournament_id,
-                            TournamentStatus.FINISHED if finished else TournamentStatus.PENDING,
-                            db=db,
-                            runner_id=lease.runner_id,
-                        )
-                    except LeaseLostError as exc:
-                        problems.append(str(exc))
-    finally:
-        if own:
-            prepared.close()
+    with contextlib.ExitStack() as held:
+        if lease is None:
+            lease = held.enter_context(
+                RunLease(db, tournament_id, take_over=take_over, on_lost=lost)
+            )
+        else:
+            lease.on_lost = lost
+            if lease.lost:  # before its reports had anywhere to go
+                lost(lease.lost_reason)
+        if prepared is None:
+            prepared = prepare_executor(
+                config, executor=executor, scheduler=scheduler, worker_store=worker_store,
+                say=say,
+            )  # fmt: skip
+            held.callback(prepared.close)
+        # As for a new tournament on this sandbox (``kryt tournament run``): moves are
+        # charged on the wall clock anyway, so the stored config and every record say so.
+        if (
+            config.time_control.clock == "cpu"
+            and prepared.cpu_clock_problem
+            and _charge_wall_clock(tournament_id, db=db, runner_id=lease.runner_id)
+        ):
+            say(
+                f"warning: clock cpu: {prepared.cpu_clock_problem}; this tournament"
+                " charges moves wall time from now on (clock wall)"
+            )
+        tasks = tasks_for(tournament_id, db=db, store=store, runner_id=lease.runner_id)
+        swept = prepared.sweep(label_prefix(db.url, tournament_id))
+        if swept:
+            say(f"removed {swept} sandbox(es) left over by a dead run")
+        finished, _ = _all_finished(tournament_id, db)
+        try:
+            if not finished:
+                _mark(tournament_id, TournamentStatus.RUNNING, db=db, runner_id=lease.runner_id)
+            outcomes = prepared.run(tasks, stop=stop, on_game=on_game, on_series=on_series)
+        finally:
+            finished, left = _all_finished(tournament_id, db)
+            if not lease.lost:
+                try:
+                    _mark(
+                        tournament_id,
+                        TournamentStatus.FINISHED if finished else TournamentStatus.PENDING,
+                        db=db,
+                        runner_id=lease.runner_id,
+                    )
+                except LeaseLostError as exc:
+                    problems.append(str(exc))
     if prepared.scheduler_lost:
         problems.append(f"lost the Dask scheduler at {prepared.where}")
     return RunResult(outcomes, finished, left, problems)

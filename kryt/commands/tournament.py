@@ -47,7 +47,7 @@ from arena.db import (
     unfinished_series,
 )
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
-from arena.tournament.lease import TournamentBusyError
+from arena.tournament.lease import RunLease, TournamentBusyError
 from arena.tournament.runner import SeriesOutcome, TournamentError
 from arena.tournament.service import (
     ClusterUnavailableError,
@@ -368,12 +368,13 @@ def run_tournament(
     *,
     prepared: PreparedExecutor,
     store: Path = DEFAULT_STORE,
-    take_over: bool = False,
+    lease: RunLease | None = None,
     quiet: bool = False,
     verbose: bool = False,
 ) -> RunResult:
     """Play every unfinished series with a progress bar, printing results as they come: one
     line per game with ``verbose``, else one line per finished series with its score.
+    ``lease``: the tournament's, already taken (else the run takes it).
 
     Ctrl-C or SIGTERM stops cleanly: every bot is stopped, the games in progress are not
     recorded, and the command exits 130 with the resume command.
@@ -422,7 +423,7 @@ def run_tournament(
                 db,
                 prepared=prepared,
                 store=store,
-                take_over=take_over,
+                lease=lease,
                 on_game=on_game,
                 on_series=on_series,
                 say=lambda line: console.print(Text(line)),
@@ -691,13 +692,22 @@ def _run_stored(
 ) -> None:
     """Run what is left of a stored tournament, report, and exit with its state's code."""
     config = runnable_config(tournament_id, db)  # a bad stored setting: one line, exit 2
-    with _prepare(
-        config, executor=executor, scheduler=scheduler, worker_store=worker_store
-    ) as prepared:
-        result = run_tournament(
-            tournament_id, db, prepared=prepared, store=store, take_over=take_over,
-            verbose=verbose,
-        )  # fmt: skip
+    # The lease before the sandbox: of two runs started at once, the one refused prints
+    # nothing else (and builds nothing).
+    lease = RunLease(db, tournament_id, take_over=take_over)
+    try:
+        lease.acquire()
+    except TournamentBusyError as exc:
+        raise UserError(str(exc), code=ExitCode.UNAVAILABLE) from None
+    try:
+        with _prepare(
+            config, executor=executor, scheduler=scheduler, worker_store=worker_store
+        ) as prepared:
+            result = run_tournament(
+                tournament_id, db, prepared=prepared, store=store, lease=lease, verbose=verbose
+            )
+    finally:
+        lease.release()
     raise typer.Exit(_report(tournament_id, db, result))
 
 

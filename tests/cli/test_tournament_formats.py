@@ -271,3 +271,43 @@ def test_a_tournament_game_keeps_the_traceback_of_a_crash(
     assert "Traceback (most recent call last):" in out
     assert 'bot.py", line 9, in act' in out and 'helper.py", line 6, in pick' in out
     assert "KeyError" in out and "\x1b" not in out
+
+
+# ---------------------------------------------------------------------------- one runner
+
+
+def test_a_resume_that_loses_the_race_for_the_lease_prepares_nothing(
+    capsys: pytest.CaptureFixture[str], db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two resumes at the same instant both see the tournament free; the lease decides.
+    The loser says so in one line: no sandbox line before it, no sandbox prepared."""
+    import kryt.commands.tournament as commands
+
+    code, _, err = kryt(
+        capsys, "tournament", "run", "builtin:random", "builtin:greedy", "--games", "2",
+        "--backend", "process", "--name", "race",
+    )  # fmt: skip
+    assert code == ExitCode.OK, err
+    with sqlite3.connect(db) as conn:  # one series left to play
+        conn.execute("update series set status = 'pending' where id = 1")
+        conn.execute("delete from games where series_id = 1")
+        conn.execute("update tournaments set status = 'pending'")
+    state_before_the_other_run = commands.tournament_state(1, open_database(f"sqlite:///{db}"))
+    assert state_before_the_other_run.live_lease is None
+    monkeypatch.setattr(commands, "tournament_state", lambda *_: state_before_the_other_run)
+    prepared: list[object] = []
+    original = commands.prepare_executor
+    monkeypatch.setattr(
+        commands,
+        "prepare_executor",
+        lambda *args, **kwargs: prepared.append(args) or original(*args, **kwargs),
+    )
+    with RunLease(open_database(f"sqlite:///{db}"), 1):
+        code, out, err = kryt(capsys, "tournament", "resume", "1")
+    assert code == ExitCode.UNAVAILABLE and "being run by" in flat(err), (out, err)
+    assert "sandbox" not in out + err
+    assert not prepared
+    # The lease freed, the same resume plays the series.
+    code, out, err = kryt(capsys, "tournament", "resume", "1")
+    assert code == ExitCode.OK, err
+    assert "sandbox:" in out + err and len(prepared) == 1
