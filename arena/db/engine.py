@@ -69,7 +69,12 @@ class Database:
 
         Driver-level failures surface as :class:`DatabaseUnavailableError` and constraint
         violations as :class:`ConflictError`, so callers need only catch ``DatabaseError``.
+        A SQLite file deleted, moved or replaced since it was opened
+        (:meth:`file_problem`) refuses the write (``DatabaseUnavailableError``): it would
+        go to a file nobody can open again.
         """
+        if problem := self.file_problem():
+            raise DatabaseUnavailableError(problem)
         with (
             _translated(self.display_url),
             Session(self.engine, expire_on_commit=False) as s,
@@ -92,22 +97,23 @@ class Database:
 
     def file_problem(self) -> str | None:
         """SQLite: why the file at :attr:`path` is not the file this database opened (it was
-        deleted, moved or replaced: what is written goes to a file nobody can open again),
-        or None. Always None on PostgreSQL. Cheap: one ``stat``."""
+        deleted, moved or replaced: what is written goes to a file nobody can open again,
+        so :meth:`session` refuses), or None. Always None on PostgreSQL. Cheap: one
+        ``stat``."""
         if self.path is None:
             return None
         now = _file_id(self.path)
         if now is None:
             return (
-                f"database file {self.path} is gone (deleted or moved while the server runs):"
-                " what is written now is lost when the server stops; stop it and put the"
-                " file back (or restore a backup)"
+                f"database file {self.path} is gone (deleted or moved since this process"
+                " opened it): writes are refused, they would be lost; stop this process and"
+                " put the file back (or restore a backup)"
             )
         if self._file_id is not None and now != self._file_id:
             return (
-                f"database file {self.path} is no longer the file the server opened (replaced,"
-                " or deleted and created again): what is written now is lost when the server"
-                " stops; stop it and check which file holds the arena"
+                f"database file {self.path} is no longer the file this process opened"
+                " (replaced, or deleted and created again): writes are refused, they would"
+                " be lost; stop this process and check which file holds the arena"
             )
         return None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from arena.db import (
     SchemaTooNewError,
     list_bots,
     open_database,
+    submit,
 )
 from arena.db.migrate import current_revision, head_revision
 from arena.db.models import metadata
@@ -45,7 +47,6 @@ def test_migrations_match_the_models(db: Database) -> None:
 
 
 def test_reopening_keeps_data(database_url: str) -> None:
-    from arena.db import submit
 
     with open_database(database_url) as db, db.session() as s:
         submit(new_submission("keeper"), session=s)
@@ -197,7 +198,6 @@ def test_migrate_module_reports_revision(database_url: str) -> None:
 
 @pytest.mark.postgres
 def test_connection_lost_mid_transaction(postgres_url: str) -> None:
-    from arena.db import submit
 
     with open_database(postgres_url) as db:
         killer = create_engine(postgres_url)
@@ -209,3 +209,30 @@ def test_connection_lost_mid_transaction(postgres_url: str) -> None:
         killer.dispose()
         with db.read_session() as s:  # the pool recovers; nothing half-written
             assert list_bots(session=s) == []
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_writes_to_a_sqlite_file_deleted_or_replaced_under_it_are_refused(
+    tmp_path: Path, how: str
+) -> None:
+    """A write went on into the deleted file (its inode, open in the pool): acknowledged,
+    and lost when the process stopped. Now it is refused, naming the file; the file that
+    holds the arena is left as it is."""
+    path = tmp_path / "arena.db"
+    with open_database(f"sqlite:///{path}") as db:
+        with db.session() as session:
+            submit(new_submission("kept"), session=session)
+        moved = tmp_path / "moved.db"
+        path.rename(moved)
+        for end in ("-wal", "-shm"):
+            Path(f"{path}{end}").rename(f"{moved}{end}")
+        if how == "replaced":  # an empty SQLite file where the arena was
+            sqlite3.connect(path).close()
+        refusal = pytest.raises(DatabaseUnavailableError, match="writes are refused")
+        with refusal as refused, db.session() as session:
+            submit(new_submission("lost"), session=session)
+        assert str(path) in str(refused.value)
+        expected = "no longer the file" if how == "replaced" else "is gone"
+        assert expected in str(refused.value)
+    with open_database(f"sqlite:///{moved}") as db, db.read_session() as session:
+        assert [bot.name for bot in list_bots(session=session)] == ["kept"]

@@ -183,7 +183,11 @@ def test_health_reports_a_deleted_database_file(local: Local) -> None:
     for end in ("", "-wal", "-shm"):
         Path(f"{local.path}{end}").unlink(missing_ok=True)
     reason = _unhealthy(local)
-    assert str(local.path) in reason and "lost when the server stops" in reason
+    assert str(local.path) in reason and "writes are refused" in reason
+    # And they are: an upload is a 503, not a submission acknowledged into the lost file.
+    answer = local.http.post("/api/submissions", content=_archive("ghost"), headers=local.alice)
+    assert answer.status_code == 503, answer.text
+    assert answer.headers["retry-after"]
 
 
 def test_health_reports_a_database_file_replaced_under_the_server(local: Local) -> None:
@@ -192,7 +196,7 @@ def test_health_reports_a_database_file_replaced_under_the_server(local: Local) 
         source.backup(target)
     os.replace(copy, local.path)
     reason = _unhealthy(local)
-    assert str(local.path) in reason and "no longer the file the server opened" in reason
+    assert str(local.path) in reason and "no longer the file this process opened" in reason
 
 
 def test_health_reports_a_database_locked_by_another_writer(local: Local) -> None:
