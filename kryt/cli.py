@@ -153,6 +153,29 @@ if typer is not None:
         )
 
 
+def _usage_error(exc: Exception) -> tuple[str, str]:
+    """A usage error (unknown option, bad value, missing argument) as the one ``error:``
+    line every other failure gets, the value given quoted in it, and its ``hint:``: the
+    command's help."""
+    from sandbox.death import printable
+
+    format_message = getattr(exc, "format_message", None)
+    message = str(format_message() if callable(format_message) else exc)
+    # Typer checks values with pydantic, whose message does not quote the value given.
+    cause = exc.__cause__
+    errors = getattr(cause, "errors", None)
+    if callable(errors):
+        try:
+            given = errors()[0]["input"]
+        except (LookupError, TypeError, ValueError):
+            pass
+        else:
+            message = f"{message} (got {given!r})"
+    context = getattr(exc, "ctx", None)
+    command = getattr(context, "command_path", "") or "kryt"
+    return printable(message), f"see {printable(command)} --help"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kryt`` console script; returns the exit code."""
     if _MISSING is not None or typer is None:
@@ -173,11 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo("interrupted", err=True)
         return ExitCode.INTERRUPTED
     except typer.TyperException as exc:  # usage errors: unknown option, bad value...
-        show = getattr(exc, "show", None)
-        if show is not None:
-            show()
-        else:
-            typer.echo(f"error: {exc}", err=True)
+        message, hint = _usage_error(exc)
+        typer.echo(f"error: {message}", err=True)
+        typer.echo(f"hint: {hint}", err=True)
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
         typer.echo("interrupted: work done so far is saved", err=True)

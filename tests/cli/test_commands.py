@@ -45,7 +45,33 @@ def test_help_lists_every_command_group(capsys: pytest.CaptureFixture[str]) -> N
 def test_a_wrong_flag_is_a_usage_error(capsys: pytest.CaptureFixture[str], db: Path) -> None:
     code, _, err = kryt(capsys, "tournament", "run", "--gamez", "3")
     assert code == ExitCode.BAD_INPUT
-    assert "No such option" in err and "Traceback" not in err
+    assert err.splitlines() == [
+        "error: No such option: --gamez (Possible options: --games, --name, --time)",
+        "hint: see kryt tournament run --help",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (("games", "list", "--limit", "1.5"), "Invalid value for '--limit' / '-n'"),
+        (("replay", "abc"), "Invalid value for 'game_id'"),
+        (("tournament", "resume"), "Missing argument 'tournament_id'"),
+        (("tournament", "run", "a", "b", "--games", "\x1b[2J"), "Invalid value for '--games'"),
+    ],
+)
+def test_a_usage_error_is_one_error_line_with_the_value_given_and_a_hint(
+    capsys: pytest.CaptureFixture[str], db: Path, args: tuple[str, ...], error: str
+) -> None:
+    """Click's four lines (usage, "Try ...", a blank, "Error: ...") were the one error of
+    the CLI not in its ``error:``/``hint:`` form, and did not quote the value given."""
+    code, out, err = kryt(capsys, *args)
+    assert code == ExitCode.BAD_INPUT and not out
+    first, hint = err.splitlines()
+    assert first.startswith(f"error: {error}") and hint.startswith("hint: see kryt ")
+    assert hint.endswith(" --help") and "\x1b" not in err  # a real ESC is shown escaped
+    if error.startswith("Invalid value"):
+        assert f"(got {args[-1]!r})" in first
 
 
 def test_submit_is_idempotent_and_refuses_bad_bots(
