@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from referee.rules import Card, ClassicView, View
+from referee.rules import Card, ClassicView, DeckTypeError, InvalidViewError, View
+from referee.rules.errors import quote
+from referee.rules.viewcheck import view_cards
 
 
 class InconsistentViewError(ValueError):
@@ -29,8 +31,19 @@ class CardTracker:
 
     @classmethod
     def from_view(cls, view: View) -> CardTracker:
-        """The tracker of ``view``; raises :class:`InconsistentViewError` if counts disagree."""
-        seen = set(view.hand) | set(view.pile) | set(view.opponent_known)
+        """The tracker of ``view``; raises :class:`InconsistentViewError` if counts disagree
+        (``DeckTypeError`` when ``view`` is not a view of the default game)."""
+        if not isinstance(view, View):
+            hint = " (a table's ClassicView: TableTracker)" * isinstance(view, ClassicView)
+            raise DeckTypeError(
+                f"CardTracker needs a View of the default game, got {quote(view)}{hint}"
+            )
+        # Cards, each once (else the engine's typed errors, naming the field).
+        seen = {
+            *view_cards(view.hand, "view.hand"),
+            *view_cards(view.pile, "view.pile"),
+            *view_cards(view.opponent_known, "view.opponent_known"),
+        }
         if view.face_up is not None:
             seen.add(view.face_up)
         unseen = frozenset(c for c in Card.all() if c not in seen)
@@ -103,11 +116,27 @@ class TableTracker:
 
     @classmethod
     def from_view(cls, view: ClassicView) -> TableTracker:
-        """The tracker of ``view``; raises :class:`InconsistentViewError` if counts disagree."""
-        seen = set(view.hand) | set(view.led) | set(view.discard)
+        """The tracker of ``view``; raises :class:`InconsistentViewError` if counts disagree
+        (``DeckTypeError`` when ``view`` is not a view of the classic table)."""
+        if not isinstance(view, ClassicView):
+            hint = " (a two-player View: CardTracker)" * isinstance(view, View)
+            raise DeckTypeError(
+                f"TableTracker needs a ClassicView of the classic table, got {quote(view)}{hint}"
+            )
+        seen = {
+            *view_cards(view.hand, "view.hand"),
+            *view_cards(view.led, "view.led"),
+            *view_cards(view.discard, "view.discard"),
+        }
+        for name in ("hand_sizes", "known"):
+            value = getattr(view, name)
+            if not isinstance(value, tuple | list) or len(value) != view.players:
+                raise InvalidViewError(
+                    f"view.{name} must have one entry per seat ({view.players}), got {quote(value)}"
+                )
         for seat, cards in enumerate(view.known):
             if seat != view.seat:
-                seen |= set(cards)
+                seen |= set(view_cards(cards, f"view.known[{seat}]"))
         if view.face_up is not None:
             seen.add(view.face_up)
         unseen = frozenset(c for c in Card.all() if c not in seen)

@@ -29,6 +29,7 @@ from referee.rules.errors import (
     InvalidCardError,
     InvalidDeckError,
     InvalidParameterError,
+    InvalidViewError,
     RulesError,
 )
 from referee.rules.game import DEFAULT_TURN_LIMIT, HAND_TARGET, Game, shuffled_deck
@@ -60,6 +61,7 @@ __all__ = [
     "InvalidCardError",
     "InvalidDeckError",
     "InvalidParameterError",
+    "InvalidViewError",
     "Rank",
     "RulesError",
     "Suit",

@@ -64,6 +64,13 @@ class DeckTypeError(InvalidDeckError, TypeError):
     collection of cards is expected, not a view of this ruleset)."""
 
 
+class InvalidViewError(InvalidDeckError):
+    """A view given to ``from_view`` is not one the rules can reach: a card twice, a face-up
+    card that is not a trump or lies under an empty stock, a seat to move that the history
+    contradicts, an outcome while the game runs... (A subclass of :class:`InvalidDeckError`,
+    which ``from_view`` raised before for a view whose cards do not add up.)"""
+
+
 class InvalidParameterError(InvalidDeckError):
     """A game parameter is out of range or of the wrong type: ``dealer``, ``seat``,
     ``players``, ``ruleset`` or ``turn_limit``. (A subclass of :class:`InvalidDeckError`, which

@@ -41,6 +41,7 @@ from referee.rules.errors import (
 )
 from referee.rules.rulesets import CLASSIC_RULESET, DEFAULT_RULESET, check_ruleset
 from referee.rules.view import EndReason, View
+from referee.rules.viewcheck import check_face_up, check_progress, check_subset, view_cards
 
 if TYPE_CHECKING:
     from referee.rules.classic.game import ClassicGame
@@ -372,11 +373,16 @@ class Game:
         ``view.opponent_known``; ``stock`` lists the stock in draw order and ends with
         ``view.face_up``. Together with the visible cards they must make the 36 cards exactly
         (else InvalidDeckError; DeckTypeError when ``view`` is not a :class:`View` or a hand
-        or the stock is not a collection of cards, e.g. ``None``).
+        or the stock is not a collection of cards, e.g. ``None``). A view no game can reach
+        is refused too (InvalidViewError): a card twice, no face-up card under a stock, an
+        ``own_known`` card not in the hand, a seat to move other than the history's (a
+        position set up by hand, with no history, may give the move to either seat), an
+        outcome, reason or final cover while the game runs.
         This is the determinization primitive: sample the hidden cards, then simulate.
         """
         if not isinstance(view, View):
             raise DeckTypeError(f"from_view needs a View of the default game, got {quote(view)}")
+        _check_view(view)
         opp = [Card.parse(c).index for c in cards_argument(opponent_hand, "opponent_hand")]
         stock_idx = [Card.parse(c).index for c in cards_argument(stock, "stock")]
         opp_mask = 0
@@ -941,6 +947,38 @@ def parse_deck(deck: Sequence[Card | str]) -> tuple[Card, ...]:
             f" (duplicated: {dupes or 'none'}, missing: {missing or 'none'})"
         )
     return cards
+
+
+def _check_view(view: View) -> None:
+    """InvalidViewError (DeckTypeError for a field of the wrong type) unless ``view`` is
+    one a game of the default ruleset can reach, as far as the view alone tells."""
+    _check_seat(view.seat, "view.seat")
+    dealer = _check_seat(view.dealer, "view.dealer")
+    hand = view_cards(view.hand, "view.hand")
+    view_cards(view.pile, "view.pile")
+    check_subset(view_cards(view.own_known, "view.own_known"), hand, "view.own_known", "view.hand")
+    view_cards(view.opponent_known, "view.opponent_known")
+    check_face_up(view.face_up, view.stock_count, view.trump)
+    if not isinstance(view.history, tuple) or not all(
+        isinstance(action, Action) for action in view.history
+    ):
+        raise DeckTypeError(
+            f"view.history must be a tuple of Action objects, got {quote(view.history)}"
+        )
+    moves = len(view.history)
+    check_progress(
+        over=view.over,
+        to_move=view.to_move,
+        # Seats alternate: action i by seat 1 - dealer when i is even.
+        expected_to_move=(moves + 1 - dealer) % 2,
+        moves=moves,
+        turn_limit=check_turn_limit(view.turn_limit),
+        ended=(
+            ("outcome", view.outcome),
+            ("reason", view.reason),
+            ("final_cover", view.final_cover),
+        ),
+    )
 
 
 def _mask(cards: Iterable[Card]) -> int:

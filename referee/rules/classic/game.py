@@ -22,6 +22,7 @@ from referee.rules.errors import (
     IllegalActionError,
     InvalidDeckError,
     InvalidParameterError,
+    InvalidViewError,
     quote,
 )
 from referee.rules.game import (
@@ -31,6 +32,7 @@ from referee.rules.game import (
     replay_actions,
     shuffled_deck,
 )
+from referee.rules.viewcheck import check_face_up, check_progress, check_subset, view_cards
 
 RULESET: Final = "classic"
 """The name of this ruleset in the project."""
@@ -216,9 +218,12 @@ class ClassicGame:
         ``stock`` lists the stock in draw order and ends with ``view.face_up``. With the led
         cards and the discard they must make the 36 cards exactly once (else InvalidDeckError;
         DeckTypeError when ``view`` is not a :class:`ClassicView` or the hands, a hand or the
-        stock is not a collection of cards, e.g. ``None``). This is the determinization
-        primitive (sample the hidden cards, then simulate); tests use it to set up exact
-        positions.
+        stock is not a collection of cards, e.g. ``None``). A view no game can reach is
+        refused too (InvalidViewError): ``hand_sizes``, ``known`` or ``out`` not one entry
+        per seat, a card twice, a seat out that holds cards, a known card not in the hand, no
+        face-up card under a stock, a loser or reason while the game runs. This is the
+        determinization primitive (sample the hidden cards, then simulate); tests use it to
+        set up exact positions.
         """
         if not isinstance(view, ClassicView):
             raise DeckTypeError(
@@ -239,6 +244,7 @@ class ClassicGame:
                 raise InvalidParameterError(
                     f"view.{what} must be a seat 0..{players - 1}, got {quote(seat)}"
                 )
+        _check_table_view(view, players)
         masks = []
         for seat, hand in enumerate(hands):
             cards = [Card.parse(c).index for c in cards_argument(hand, f"hands[{seat}]")]
@@ -642,3 +648,51 @@ class ClassicGame:
             f"<ClassicGame players={self._players} trump={Suit(self._trump).letter} led={led}"
             f" stock={len(self._stock)} actions={len(self._history)} {state}>"
         )
+
+
+def _check_table_view(view: ClassicView, players: int) -> None:
+    """InvalidViewError (DeckTypeError for a field of the wrong type) unless ``view`` is one
+    a table of ``players`` seats can reach, as far as the view alone tells."""
+    for name in ("hand_sizes", "known", "out"):
+        value = getattr(view, name)
+        if not isinstance(value, tuple | list) or len(value) != players:
+            raise InvalidViewError(
+                f"view.{name} must have one entry per seat ({players}), got {quote(value)}"
+            )
+    hand = view_cards(view.hand, "view.hand")
+    if view.hand_sizes[view.seat] != len(hand):
+        raise InvalidViewError(
+            f"view.hand_sizes[{view.seat}] is {quote(view.hand_sizes[view.seat])}, but the"
+            f" seat's own hand holds {len(hand)} cards"
+        )
+    for seat in range(players):
+        size, out = view.hand_sizes[seat], view.out[seat]
+        if type(size) is not int or not 0 <= size <= N_CARDS:
+            raise InvalidViewError(f"view.hand_sizes[{seat}] must be 0..36, got {quote(size)}")
+        if type(out) is not bool:
+            raise DeckTypeError(f"view.out[{seat}] must be True or False, got {quote(out)}")
+        if out and size:
+            raise InvalidViewError(f"seat {seat} is out but holds {size} cards")
+        known = view_cards(view.known[seat], f"view.known[{seat}]")
+        if len(known) > size:
+            raise InvalidViewError(
+                f"view.known[{seat}] names {len(known)} cards of a hand of {size}"
+            )
+    check_subset(view.known[view.seat], hand, f"view.known[{view.seat}]", "view.hand")
+    view_cards(view.led, "view.led")
+    view_cards(view.discard, "view.discard")
+    check_face_up(view.face_up, view.stock_count, view.trump)
+    if not isinstance(view.history, tuple) or not isinstance(view.movers, tuple):
+        raise DeckTypeError("view.history and view.movers must be tuples")
+    if len(view.movers) != len(view.history):
+        raise InvalidViewError(
+            f"view.movers names {len(view.movers)} seats for {len(view.history)} actions"
+        )
+    check_progress(
+        over=view.over,
+        to_move=view.to_move,
+        expected_to_move=None,  # from_view checks it against the leader and defender
+        moves=len(view.history),
+        turn_limit=check_turn_limit(view.turn_limit),
+        ended=(("loser", view.loser), ("reason", view.reason)),
+    )
