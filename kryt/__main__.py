@@ -1,7 +1,5 @@
 """``python -m kryt`` runs the command line."""
 
-import sys
+from kryt.entry import run
 
-from kryt.cli import main
-
-sys.exit(main())
+run()

@@ -16,7 +16,8 @@ import inspect
 import logging
 import os
 import sys
-from typing import Annotated, Any, Final
+import warnings
+from typing import Annotated, Any, Final, TextIO
 
 # gRPC's C core logs an INFO line whenever a sandbox process is forked while its threads run;
 # that is expected here, so keep its log to errors (the user can still override it).
@@ -29,7 +30,7 @@ import referee  # noqa: F401  (gRPC's defaults, referee.GRPC_DEFAULTS, before gR
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-from kryt.errors import ExitCode, classify
+from kryt.errors import ExitCode, Interrupted, classify, echo_error
 
 INSTALL_HINT: Final = "pip install 'kryt-arena[arena]'"
 """What an SDK-only install lacks for the ``kryt`` command (typer, rich, the database...)."""
@@ -157,8 +158,6 @@ def _usage_error(exc: Exception) -> tuple[str, str]:
     """A usage error (unknown option, bad value, missing argument) as the one ``error:``
     line every other failure gets, the value given quoted in it, and its ``hint:``: the
     command's help."""
-    from sandbox.death import printable
-
     format_message = getattr(exc, "format_message", None)
     message = str(format_message() if callable(format_message) else exc)
     # Typer checks values with pydantic, whose message does not quote the value given.
@@ -173,7 +172,7 @@ def _usage_error(exc: Exception) -> tuple[str, str]:
             message = f"{message} (got {given!r})"
     context = getattr(exc, "ctx", None)
     command = getattr(context, "command_path", "") or "kryt"
-    return printable(message), f"see {printable(command)} --help"
+    return message, f"see {command} --help"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return ExitCode.UNAVAILABLE
+    warnings.showwarning = _show_warning
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
     _state["verbose"] = False  # set by the root's own --verbose/-v (a command's -v is its own)
@@ -195,13 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         typer.echo("interrupted", err=True)
         return ExitCode.INTERRUPTED
+    except Interrupted:  # the command said what was kept
+        return ExitCode.INTERRUPTED
     except typer.TyperException as exc:  # usage errors: unknown option, bad value...
         message, hint = _usage_error(exc)
-        typer.echo(f"error: {message}", err=True)
-        typer.echo(f"hint: {hint}", err=True)
+        echo_error(f"error: {message}")
+        echo_error(f"hint: {hint}")
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
-        typer.echo("interrupted: work done so far is saved", err=True)
+        typer.echo("interrupted", err=True)
         return ExitCode.INTERRUPTED
     except Exception as exc:
         known = classify(exc)
@@ -209,18 +211,33 @@ def main(argv: list[str] | None = None) -> int:
             raise
         if _state["verbose"]:
             logging.getLogger("kryt").exception("details")
-        typer.echo(f"error: {known}", err=True)
+        echo_error(f"error: {known}")
         if known.hint:
-            typer.echo(f"hint: {known.hint}", err=True)
+            echo_error(f"hint: {known.hint}")
         return known.code
     code = result if isinstance(result, int) else ExitCode.OK
     if code == ExitCode.INTERRUPTED:  # typer turns Ctrl-C into exit code 130
-        typer.echo("interrupted: work done so far is saved", err=True)
+        # Nothing is claimed: a command that keeps its work says so itself (Interrupted).
+        typer.echo("interrupted", err=True)
     return code
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A Python warning (the sandbox's ``--unsafe`` warning...) as one ``warning:`` line,
+    like the command's own warnings, not Python's two lines with a source line."""
+    del category, filename, lineno, file, line
+    echo_error(f"warning: {message}")
+
+
 def run() -> None:
-    """Console-script entry point: exit with :func:`main`'s code."""
+    """Exit with :func:`main`'s code (the console script is :func:`kryt.entry.run`)."""
     sys.exit(main())
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from enum import IntEnum
 from pathlib import Path
 
@@ -19,6 +20,22 @@ class ExitCode(IntEnum):
     """A service is missing or unreachable (database, Docker engine)."""
     INTERRUPTED = 130
     """Stopped by Ctrl-C or SIGTERM (work done so far is kept; ``resume`` continues)."""
+
+
+def echo_error(line: str) -> None:
+    """One line on stderr (an ``error:``, ``hint:`` or ``warning:``), every control character
+    of it escaped: an error names inputs (paths, hosts, URLs) as given, and click's echo
+    would strip an ESC sequence from them (naming another path than the one given) while
+    passing BEL or a bidi override raw."""
+    from sandbox.death import printable
+
+    sys.stderr.write(printable(line) + "\n")
+    sys.stderr.flush()
+
+
+class Interrupted(Exception):
+    """A command stopped by Ctrl-C (or a signal handled like it) that has said so itself,
+    with what was kept: ``kryt`` exits 130 without a line of its own."""
 
 
 class UserError(Exception):

@@ -27,7 +27,7 @@ from arena.db import (
     get_tournament,
     open_database,
 )
-from kryt.errors import ExitCode, UserError, classify
+from kryt.errors import ExitCode, UserError, classify, echo_error
 from kryt.options import MAX_ID
 from leaderboard.formatting import board_name, tenths, visible
 from leaderboard.standings import (
@@ -57,9 +57,9 @@ DatabaseOption = Annotated[
 
 def _fail(error: UserError) -> typer.Exit:
     # One line (plus a hint) on stderr, like the root command does for typed errors.
-    typer.echo(f"error: {error}", err=True)
+    echo_error(f"error: {error}")
     if error.hint:
-        typer.echo(f"hint: {error.hint}", err=True)
+        echo_error(f"hint: {error.hint}")
     return typer.Exit(error.code)
 
 

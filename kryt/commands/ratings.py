@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kryt.errors import echo_error
 from leaderboard.formatting import confidence_percent, tenths
 from leaderboard.ratings import (
     BayesEloFit,
@@ -42,7 +43,7 @@ def ratings() -> None:
 
 def _fail(message: str) -> typer.Exit:
     # One line on stderr and exit code 2, like a usage error: bad input is not a crash.
-    typer.echo(f"error: {message}", err=True)
+    echo_error(f"error: {message}")
     return typer.Exit(EXIT_BAD_INPUT)
 
 

@@ -71,7 +71,7 @@ from arena.tournament.service import (
 from arena.tournament.service import extend as extend_tournament
 from arena.tournament.service import run_tournament as service_run
 from arena.tournament.store import DEFAULT_STORE
-from kryt.errors import ExitCode, UserError
+from kryt.errors import ExitCode, Interrupted, UserError
 from kryt.options import (
     MAX_ID,
     BackendAliasOption,
@@ -255,10 +255,11 @@ REFIT_SECONDS = 30.0
 
 @contextmanager
 def _sigterm_stops_like_ctrl_c(received: list[int]) -> Iterator[None]:
-    """While a run plays, SIGTERM (``kill``, ``docker stop``, systemd) stops it the way
-    Ctrl-C does: it raises KeyboardInterrupt in the main thread, so the executors stop every
-    game and bot and the command exits 130 with the resume command. Each signal received is
-    appended to ``received`` (to name it in the message)."""
+    """While a run plays, SIGTERM (``kill``, ``docker stop``, systemd) and SIGHUP (the
+    terminal closed, an SSH session dropped) stop it the way Ctrl-C does: they raise
+    KeyboardInterrupt in the main thread, so the executors stop every game and bot and the
+    command exits 130 with the resume command. A SIGHUP ignored on purpose (``nohup``) stays
+    ignored. Each signal received is appended to ``received`` (to name it in the message)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers can only be set from the main thread
         return
@@ -267,11 +268,14 @@ def _sigterm_stops_like_ctrl_c(received: list[int]) -> Iterator[None]:
         received.append(signum)
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt)}
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, interrupt)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _check_executor_flags(
@@ -431,13 +435,13 @@ def run_tournament(
     except TournamentBusyError as exc:
         raise UserError(str(exc), code=ExitCode.UNAVAILABLE) from None
     except KeyboardInterrupt:
-        by = " by SIGTERM" if signals else ""
+        by = f" by {signal.Signals(signals[0]).name}" if signals else ""
         console.print(
             f"interrupted{by}: the games played so far are saved; resume with: "
             f"kryt tournament resume {tournament_id}",
             soft_wrap=True,
         )
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
+        raise Interrupted from None
     refit_and_store(db, tournament_id=tournament_id)
     # And the board of every tournament: `kryt leaderboard` shows a stored fit whose inputs
     # are still those of the database instead of fitting again (and loading SciPy).

@@ -1,7 +1,7 @@
-"""Ctrl-C (SIGINT) or SIGTERM (``kill``, ``docker stop``, systemd) during ``kryt tournament
-run``: a clean stop (exit 130 with the resume command, no leaked-semaphore warning), every
-bot killed, nothing half-recorded; ``kryt tournament resume`` then finishes with no game
-lost or duplicated."""
+"""Ctrl-C (SIGINT), SIGTERM (``kill``, ``docker stop``, systemd) or SIGHUP (the terminal
+closed) during ``kryt tournament run``: a clean stop (exit 130 with the resume command, no
+leaked-semaphore warning), every bot killed, nothing half-recorded; ``kryt tournament
+resume`` then finishes with no game lost or duplicated."""
 
 from __future__ import annotations
 
@@ -38,6 +38,9 @@ def counted(db: Path) -> list[tuple[int, int]]:
         (signal.SIGINT, "1"),
         (signal.SIGTERM, "1"),  # series on the runner's own event loop
         (signal.SIGTERM, "2"),  # series in referee worker processes
+        # The terminal closed: Python's default ended the runner at once, its orphaned
+        # workers recording games for seconds, with a leaked-semaphore warning.
+        (signal.SIGHUP, "2"),
     ],
 )
 def test_a_signal_stops_cleanly_and_resume_finishes(
@@ -71,9 +74,12 @@ def test_a_signal_stops_cleanly_and_resume_finishes(
     out, err = run.communicate(timeout=120)
     text = err.decode(errors="replace")
     assert run.returncode == 130, (out, text)
-    said = "interrupted by SIGTERM" if sent is signal.SIGTERM else "interrupted"
+    said = f"interrupted by {sent.name}" if sent is not signal.SIGINT else "interrupted"
     assert said in text and "Traceback" not in text, text
     assert "resume with: kryt tournament resume 1" in text, text
+    # The run's line only, not a second, generic one after it.
+    assert text.count("resume with") == 1 and "work done so far" not in text, text
+    assert all(line.strip() != "interrupted" for line in text.splitlines()), text
     assert "leaked semaphore" not in text, text
     assert wait_no_processes_in(store) == []
     before = counted(db)
@@ -90,3 +96,24 @@ def test_a_signal_stops_cleanly_and_resume_finishes(
     assert len(after) == len(set(after)) == 18
     assert set(before) <= set(after)
     assert wait_no_processes_in(store) == []
+
+
+def test_a_sighup_ignored_on_purpose_stays_ignored(tmp_path: Path) -> None:
+    """``nohup kryt tournament run ...``: the run goes on when the terminal closes."""
+    script = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+        "from kryt.commands.tournament import _sigterm_stops_like_ctrl_c\n"
+        "with _sigterm_stops_like_ctrl_c([]):\n"
+        "    ignored = signal.getsignal(signal.SIGHUP) is signal.SIG_IGN\n"
+        "    handled = signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL\n"
+        "print(ignored, handled, signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr

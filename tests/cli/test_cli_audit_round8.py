@@ -1,0 +1,99 @@
+"""Findings of an outside audit of the command line (2026-12-04): what a command prints when
+it is interrupted, an input's control characters in an error, Python's warnings."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kryt.cli
+from kryt import entry
+from kryt.cli import main
+from kryt.errors import ExitCode
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "sdk" / "examples"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def test_the_entry_point_answers_a_ctrl_c_at_any_moment_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C while the command line was being imported printed the import's traceback."""
+
+    def interrupted(argv: list[str] | None = None) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(kryt.cli, "main", interrupted)
+    with pytest.raises(SystemExit) as exited:
+        entry.run()
+    assert exited.value.code == ExitCode.INTERRUPTED == entry.INTERRUPTED
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+def test_the_console_script_is_the_entry_point() -> None:
+    text = (ROOT / "pyproject.toml").read_text()
+    assert 'kryt = "kryt.entry:run"' in text
+
+
+def test_a_command_interrupted_claims_nothing_it_did_not_keep(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """'work done so far is saved' was said of every command, of `kryt play` (which stores
+    nothing) and of an import (all or nothing) too."""
+    import kryt.commands.games as games
+
+    def stopped(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(games, "open_db", stopped)
+    code = main(["games", "list"])
+    assert code == ExitCode.INTERRUPTED
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["bad\x1b[31mred.db", "bell\x07.db", "over\u202eride.db"],
+    ids=["escape sequence", "bell", "bidi override"],
+)
+def test_an_error_shows_the_control_characters_of_an_input_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    given: str,
+) -> None:  # fmt: skip
+    """Click's echo stripped an ESC sequence (naming another path than the one given) and
+    passed BEL or a bidi override raw."""
+    monkeypatch.chdir(tmp_path)
+    code = main(["leaderboard", "-d", given])
+    err = capsys.readouterr().err
+    assert code == ExitCode.UNAVAILABLE, err
+    assert "no database at" in err
+    assert not any(ch in err for ch in "\x1b\x07\u202e"), repr(err)
+    shown = given.encode("unicode_escape").decode()  # as sandbox.death.printable shows it
+    assert shown in err, (shown, err)
+
+
+def test_the_unsafe_warning_is_one_warning_line(tmp_path: Path) -> None:
+    """It came as Python's warning: a source path and line, then the source line."""
+    bot = tmp_path / "mine"
+    shutil.copytree(EXAMPLES / "random", bot)
+    manifest = bot / "bot.toml"
+    manifest.write_text(manifest.read_text().replace('name = "random"', 'name = "mine"'))
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "kryt", "tournament", "run", str(bot), "builtin:greedy",
+            "--games", "2", "--backend", "process", "--unsafe", "-d", str(tmp_path / "k.db"),
+            "--store", str(tmp_path / "store"), "-j", "2",
+        ],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=ENV,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "WITHOUT isolation" in line]
+    assert lines and all(line.startswith("warning: running untrusted bot 'mine'") for line in lines)
+    assert "UnsafeSandboxWarning" not in done.stderr and ".py:" not in done.stderr
