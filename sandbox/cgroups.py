@@ -5,12 +5,14 @@ the sandbox uid), so a bot could hold gigabytes across children or use up the ui
 count so that the next bot cannot even start. A cgroup per bot bounds the tree as a whole:
 
 - cgroup v2 (unified): ``memory.max``, ``memory.swap.max = 0``, ``memory.oom.group = 1``,
-  ``pids.max``; CPU time from ``cpu.stat``. The parent is ``KRYT_SANDBOX_CGROUP`` (a
+  ``pids.max``, ``cpu.max`` (the bot's CPUs) when the cpu controller is delegated; CPU time
+  from ``cpu.stat``. The parent is ``KRYT_SANDBOX_CGROUP`` (a
   delegated directory, e.g. from a systemd unit with ``Delegate=yes``) or, as root,
   ``/sys/fs/cgroup/kryt`` with the controllers enabled in ``cgroup.subtree_control``.
 - cgroup v1 (as root): ``<memory>/kryt/<bot>`` with ``memory.limit_in_bytes`` =
   ``memory.memsw.limit_in_bytes`` (no swap) and ``<pids>/kryt/<bot>`` with ``pids.max``;
-  CPU time from ``<cpuacct>/kryt/<bot>`` when that controller is mounted.
+  CPU time from ``<cpuacct>/kryt/<bot>`` and the CPU quota in ``<cpu>/kryt/<bot>``
+  (``cpu.cfs_quota_us``) when those controllers are mounted.
 
 The bot's first process is moved into its cgroup by the runner *before* it may execute
 anything (see ``sandbox.local``), so every descendant is born inside. Directories are named
@@ -141,14 +143,16 @@ def _layout() -> CgroupLayout | str:
     if os.geteuid() != 0:
         return "cgroup v1 needs root (or switch to cgroup v2 with KRYT_SANDBOX_CGROUP)"
     parents: list[tuple[str, Path]] = []
-    for name in ("memory", "pids", "cpuacct"):
+    for name in ("memory", "pids", "cpuacct", "cpu"):
         if name not in mounts:
             continue
         parent = mounts[name] / PARENT_NAME
+        if any(parent == taken for _, taken in parents):
+            continue  # cpu and cpuacct co-mounted ("cpu,cpuacct"): one directory serves both
         try:
             parent.mkdir(exist_ok=True)
         except OSError as exc:
-            if name == "cpuacct":
+            if name in ("cpuacct", "cpu"):  # accounting and the CPU quota are optional
                 continue
             return f"cannot create {parent}: {exc}"
         parents.append((name, parent))
@@ -156,6 +160,15 @@ def _layout() -> CgroupLayout | str:
     if _swap_total() and not (memory / "memory.memsw.limit_in_bytes").exists():
         return "swap is on but memory.memsw.* is missing (boot with swapaccount=1)"
     return CgroupLayout(1, tuple(parents))
+
+
+CPU_PERIOD_US = 100_000
+"""The CFS period of a bot's CPU quota (the kernel's default, as Docker's ``nano_cpus``)."""
+
+
+def _quota(cpus: float) -> int:
+    """Microseconds of CPU per :data:`CPU_PERIOD_US` for ``cpus`` CPUs (at least 1 ms)."""
+    return max(1000, round(cpus * CPU_PERIOD_US))
 
 
 _layout_cache: CgroupLayout | str | None = None
@@ -178,8 +191,18 @@ class BotCgroup:
         self.dirs = tuple((ctrl, parent / name) for ctrl, parent in layout.parents)
 
     @classmethod
-    def create(cls, layout: CgroupLayout, name: str, *, memory_bytes: int, pids: int) -> BotCgroup:
-        """Create the directories and write the limits (removed again on failure)."""
+    def create(
+        cls,
+        layout: CgroupLayout,
+        name: str,
+        *,
+        memory_bytes: int,
+        pids: int,
+        cpus: float | None = None,
+    ) -> BotCgroup:
+        """Create the directories and write the limits (removed again on failure). ``cpus``
+        caps the whole tree's CPU (CFS quota: ``cpu.max``, v1 ``cpu.cfs_quota_us``) where
+        the cpu controller is there; None leaves CPU unlimited."""
         group = cls(layout, name)
         try:
             for _, directory in group.dirs:
@@ -192,12 +215,18 @@ class BotCgroup:
                 if (path / "memory.oom.group").exists():
                     (path / "memory.oom.group").write_text("1")
                 (path / "pids.max").write_text(str(pids))
+                if cpus is not None and (path / "cpu.max").exists():
+                    (path / "cpu.max").write_text(f"{_quota(cpus)} {CPU_PERIOD_US}")
             else:
                 memory = group._dir("memory")
                 (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
                 if (memory / "memory.memsw.limit_in_bytes").exists():
                     (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
                 (group._dir("pids") / "pids.max").write_text(str(pids))
+                cpu = group._cpu_dir()
+                if cpus is not None and cpu is not None:
+                    (cpu / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+                    (cpu / "cpu.cfs_quota_us").write_text(str(_quota(cpus)))
         except OSError as exc:
             with contextlib.suppress(CleanupError):
                 group.remove()
@@ -209,6 +238,34 @@ class BotCgroup:
             if ctrl == controller:
                 return path
         raise KeyError(controller)
+
+    def _cpu_dir(self) -> Path | None:
+        """v1: the directory with the CFS quota (the cpu hierarchy, or cpuacct's when the two
+        are mounted together), None without a cpu controller."""
+        for controller in ("cpu", "cpuacct"):
+            if self._has(controller):
+                path = self._dir(controller)
+                if (path / "cpu.cfs_quota_us").exists():
+                    return path
+        return None
+
+    def cpu_quota(self) -> float | None:
+        """The CPUs the cgroup may use (its CFS quota over its period), None when unlimited
+        or without a cpu controller."""
+        try:
+            if self.layout.version == 2:
+                quota, period = (self._dir("unified") / "cpu.max").read_text().split()
+            else:
+                cpu = self._cpu_dir()
+                if cpu is None:
+                    return None
+                quota = (cpu / "cpu.cfs_quota_us").read_text().strip()
+                period = (cpu / "cpu.cfs_period_us").read_text().strip()
+        except (OSError, ValueError):
+            return None
+        if quota in ("max", "-1"):
+            return None
+        return int(quota) / int(period)
 
     def _has(self, controller: str) -> bool:
         return any(ctrl == controller for ctrl, _ in self.dirs)

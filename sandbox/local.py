@@ -876,7 +876,13 @@ class BwrapBackend(Backend):
                             raise SandboxInfrastructureError(f"bot tmpfs: {exc}") from exc
             if not isinstance(layout, str):
                 cgroup = BotCgroup.create(
-                    layout, work_dir.name, memory_bytes=limits.memory_bytes, pids=limits.pids
+                    layout,
+                    work_dir.name,
+                    memory_bytes=limits.memory_bytes,
+                    pids=limits.pids,
+                    # As Docker's nano_cpus: a bot spinning many processes (on its turn or
+                    # its opponent's) takes at most this much of the host's CPU.
+                    cpus=limits.cpus,
                 )
             sources[SANDBOX_SOCKET_DIR] = (sock_dir, True)
             for dest, (path, writable) in sources.items():

@@ -331,6 +331,30 @@ def test_busy_bot_is_cleaned_up(sandbox_backend: Backend, make_bot: MakeBot) -> 
         stop_and_check_clean(bot)
 
 
+def test_a_busy_bwrap_bot_gets_at_most_its_cpus(bwrap_backend: Backend, make_bot: MakeBot) -> None:
+    """Four spinning processes took every core of the host under bwrap, so a bot could
+    starve its opponent on the wall clock (an outside audit: an honest bot lost on time).
+    Its cgroup now has a CPU quota, as Docker's ``nano_cpus``."""
+    bot = bwrap_backend.start(make_bot("busy"), roomy(cpus=0.5), "test-busy-bwrap")
+    try:
+        cgroup = bot.cgroup  # type: ignore[attr-defined]
+        if cgroup is None:
+            pytest.skip("no per-bot cgroup on this host (a trusted bot without one)")
+        if cgroup.cpu_quota() is None and (os.environ.get("CI") or "").lower() != "true":
+            pytest.skip("no cpu cgroup controller on this host")
+        assert cgroup.cpu_quota() == 0.5
+        assert wait_processes(bot, 4) >= 4
+        time.sleep(1.0)
+        t0, u0 = time.monotonic(), bot.cpu_seconds()  # type: ignore[attr-defined]
+        time.sleep(3.0)
+        t1, u1 = time.monotonic(), bot.cpu_seconds()  # type: ignore[attr-defined]
+        cpus = (u1 - u0) / (t1 - t0)
+        # The upper bound is under test; on a loaded machine the bot may get far less.
+        assert 0.0 < cpus <= 0.5 * 1.25
+    finally:
+        stop_and_check_clean(bot)
+
+
 @pytest.mark.docker
 def test_busy_bot_gets_at_most_one_cpu(docker_backend: Backend, make_bot: MakeBot) -> None:
     bot = docker_backend.start(make_bot("busy"), roomy(cpus=1.0), "test-busy-cpu")
