@@ -419,17 +419,21 @@ async def play_with_retries(
     for attempt in range(1, config.max_attempts + 1):
         try:
             record = await play_once()
-        except start_failure as exc:
+        except InfrastructureError as exc:
+            if stopping():  # the bots were being stopped (Ctrl-C...): neither ours nor theirs
+                raise SeriesInterrupted(
+                    f"stopped during game {number}; it will be replayed"
+                ) from exc
+            if not isinstance(exc, start_failure):
+                last = str(exc)
+                log.warning("%s %s attempt %s failed on our side: %r", kind, number, attempt, last)
+                continue
             last = str(exc)
             # %r: the message quotes what bots sent (escape sequences included).
             log.warning("%s %s attempt %s: %r", kind, number, attempt, last)
             if attempt < config.max_attempts:
                 continue
             record = give_up(exc)
-        except InfrastructureError as exc:
-            last = str(exc)
-            log.warning("%s %s attempt %s failed on our side: %r", kind, number, attempt, last)
-            continue
         if stopping():
             raise SeriesInterrupted(f"stopped during game {number}; it will be replayed")
         if recorder is not None:

@@ -3,6 +3,7 @@ bots that cannot start. Played in-process with scripted bots (no gRPC needed).""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -239,3 +240,40 @@ def test_when_neither_bot_starts_the_game_is_retried_then_a_double_forfeit() -> 
         assert detail.startswith("neither bot could start: ")
         assert detail.count("entry point exited with status 1") == 2, detail
     assert result.score(0).draws == 2
+
+
+@pytest.mark.parametrize("failure", ["ours", "start"])
+def test_a_failure_while_the_run_stops_is_an_interruption_not_a_failure(
+    failure: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Ctrl-C while bots started: each attempt failed ('is being stopped by the runner'),
+    was logged as failed on our side three times and the series reported 'aborted'."""
+    from referee.series import (
+        InfrastructureError,
+        SeriesInterrupted,
+        _NeitherStarted,
+        play_with_retries,
+    )
+
+    config = SeriesConfig(games=2, seed=1, time_control=FAST)
+    attempts: list[int] = []
+
+    async def play_once() -> GameRecord:
+        attempts.append(1)
+        if failure == "ours":
+            raise InfrastructureError("greedy@1.0.0 is being stopped by the runner")
+        raise _NeitherStarted.__new__(_NeitherStarted)
+
+    def give_up(_exc: InfrastructureError) -> GameRecord:
+        raise AssertionError("no forfeit is scored for a stopped run")
+
+    with pytest.raises(SeriesInterrupted, match="stopped during game 1"):
+        asyncio.run(
+            play_with_retries(
+                config, 1, kind="game", described="a vs b", play_once=play_once,
+                start_failure=_NeitherStarted, give_up=give_up, recorder=None,
+                stopping=lambda: True,
+            )
+        )  # fmt: skip
+    assert attempts == [1]
+    assert "failed on our side" not in caplog.text
