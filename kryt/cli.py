@@ -160,6 +160,10 @@ def _usage_error(exc: Exception) -> tuple[str, str]:
     command's help."""
     format_message = getattr(exc, "format_message", None)
     message = str(format_message() if callable(format_message) else exc)
+    option = getattr(exc, "option_name", "")
+    if isinstance(option, str) and option[1:].replace(".", "", 1).isdigit():
+        # `kryt replay -1`: click reads a negative number as an unknown option.
+        message = f"{option} is not a valid value: ids, counts and seconds are positive"
     # Typer checks values with pydantic, whose message does not quote the value given.
     cause = exc.__cause__
     errors = getattr(cause, "errors", None)
@@ -188,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
     _state["verbose"] = False  # set by the root's own --verbose/-v (a command's -v is its own)
+    if empty := _empty_argument(args):
+        echo_error(f"error: {empty} is empty (an unset shell variable?)")
+        echo_error("hint: give it a value, or leave it out")
+        return ExitCode.BAD_INPUT
     try:
         result = command.main(args=args, prog_name="kryt", standalone_mode=False)
     except typer.Exit as exc:
@@ -220,6 +228,22 @@ def main(argv: list[str] | None = None) -> int:
         # Nothing is claimed: a command that keeps its work says so itself (Interrupted).
         typer.echo("interrupted", err=True)
     return code
+
+
+def _empty_argument(args: list[str]) -> str | None:
+    """How to name the first empty argument of ``args``, or None. No command takes an empty
+    value: ``--html ''`` or ``--store ''`` read as the current folder (and wrote there),
+    ``submit ''`` submitted it, ``--seed ''`` was a public, fixed seed."""
+    for at, arg in enumerate(args):
+        if arg == "":
+            before = args[at - 1] if at else ""
+            is_option = before.startswith("-") and before != "--" and not before[1:2].isdigit()
+            if is_option:
+                return f"the value of {before}"
+            return f"the argument after {before!r}" if before else "the first argument"
+        if arg.startswith("--") and arg.endswith("="):
+            return f"the value of {arg[:-1]}"
+    return None
 
 
 def _show_warning(

@@ -70,11 +70,11 @@ def classify(exc: BaseException) -> UserError | None:
 
     if isinstance(exc, LeaseBusyError):  # the holder is stuck in a write: try again later
         return UserError(str(exc), code=ExitCode.UNAVAILABLE)
-    from arena.db.errors import DamagedSchemaError, ForeignDatabaseError
+    from arena.db.errors import DamagedSchemaError, ForeignDatabaseError, SchemaTooNewError
 
-    if isinstance(exc, ForeignDatabaseError | DamagedSchemaError):
-        # Not a Kryt database, as a file that is not SQLite at all (exit 3 too); the message
-        # says where to point instead.
+    if isinstance(exc, ForeignDatabaseError | DamagedSchemaError | SchemaTooNewError):
+        # Not a database this kryt can use, as a file that is not SQLite at all (exit 3
+        # too); the message says where to point instead, or what to upgrade.
         return UserError(str(exc), code=ExitCode.UNAVAILABLE)
     if isinstance(exc, DatabaseError):
         return UserError(str(exc), code=ExitCode.BAD_INPUT)

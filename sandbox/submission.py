@@ -16,6 +16,7 @@ Standard library only: this module is importable from the base install.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import lzma
 import os
@@ -76,6 +77,13 @@ class SubmissionError(ValueError):
     def __init__(self, message: str, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+    def located(self, where: str) -> SubmissionError:
+        """The same error (same type), its message prefixed with ``where``, e.g. the command
+        line's argument for the bot: with several bots, which one is refused."""
+        named = copy.copy(self)
+        named.args = (f"{where}: {self}", *self.args[1:])
+        return named
 
 
 class InvalidManifestError(SubmissionError):

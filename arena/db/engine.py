@@ -167,6 +167,12 @@ def _translated(where: str) -> Iterator[None]:
                 f"another writer held the lock longer than {SQLITE_BUSY_TIMEOUT_S:.0f} s; "
                 "retry, or use PostgreSQL for many concurrent writers"
             )
+        elif "no such table" in str(exc.orig) or "no such column" in str(exc.orig):
+            # The revision says the schema is complete: a table or column was dropped by hand.
+            hint = (
+                "the database's schema is damaged (a table or column of its revision is"
+                " missing); restore a backup"
+            )
         else:
             hint = "check that it is reachable and has free space"
         raise DatabaseUnavailableError(f"database {where} failed: {exc.orig}; {hint}") from exc
@@ -219,7 +225,16 @@ def open_database(
     where = mask_url(resolved)
     created = False
     if backend_of(resolved) == "sqlite":
-        created = not sqlite_path(resolved).exists()
+        path = sqlite_path(resolved)
+        created = not path.exists()
+        if not create and check_schema and _empty_file(path):
+            # SQLite would take it as a new database, and migrating it would write the
+            # schema: a truncated kryt.db (a failed copy) would read as an empty arena.
+            raise DatabaseMissingError(
+                f"{path} is an empty file (0 bytes), not a database; was it truncated?"
+                " Restore it from a backup, or point KRYT_DATABASE_URL (or the -d/--database"
+                " option) at an existing database"
+            )
         engine = _sqlite_engine(resolved, create=create)
     else:
         engine = create_engine(
@@ -289,6 +304,13 @@ def _sqlite_engine(url: str, *, create: bool) -> Engine:
     event.listen(engine, "connect", _sqlite_on_connect)
     event.listen(engine, "begin", _sqlite_on_begin)
     return engine
+
+
+def _empty_file(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _sqlite_on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:

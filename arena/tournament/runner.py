@@ -61,6 +61,7 @@ from referee.series import (
 from sandbox import choose_backend
 from sandbox.backend import Backend
 from sandbox.errors import CleanupError
+from sandbox.submission import SubmissionError
 from sdk.examples import resolve_bot_ref
 
 log = logging.getLogger(__name__)
@@ -136,7 +137,11 @@ def resolve_bots(refs: Iterable[str], *, db: Database, store: Path, submitted_by
     for ref in refs:
         path = Path(resolve_bot_ref(ref))  # builtin:NAME names a bundled example bot
         if path.exists():
-            ids.append(register(path, db=db, submitted_by=submitted_by, store=store).submission_id)
+            try:
+                registered = register(path, db=db, submitted_by=submitted_by, store=store)
+            except SubmissionError as exc:
+                raise exc.located(ref) from None  # which of the bots given is refused
+            ids.append(registered.submission_id)
             continue
         name, _, version = ref.partition("@")
         with db.read_session() as session:

@@ -255,6 +255,7 @@ def play(
     from referee.timecontrol import format_time_spec
     from sandbox import choose_backend, load_submission
     from sandbox.death import printable as visible
+    from sandbox.submission import SubmissionError
     from sdk.examples import resolve_bot_ref
 
     out = Console(highlight=False, soft_wrap=True)
@@ -302,7 +303,10 @@ def play(
         for seat, ref in enumerate(refs):
             path = Path(resolve_bot_ref(ref))
             unpack = None if path.is_dir() else Path(tmp) / f"bot{seat}"
-            submission = load_submission(path, unpack_dir=unpack)
+            try:
+                submission = load_submission(path, unpack_dir=unpack)
+            except SubmissionError as exc:
+                raise exc.located(ref) from None  # which of the two bots is refused
             name = f"{submission.manifest.name} {submission.manifest.version}"
             if seat == 1 and names and names[0] == name:
                 name += " (2)"

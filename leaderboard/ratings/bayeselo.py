@@ -209,7 +209,7 @@ def _check_graph(counts: PairCounts) -> None:
     per_player = np.bincount(counts.first, games, n) + np.bincount(counts.second, games, n)
     idle = [counts.names[k] for k in np.flatnonzero(per_player == 0)]
     if idle:
-        raise InvalidCountsError(f"bots without games cannot be rated: {idle}")
+        raise InvalidCountsError(f"bots without games cannot be rated: {_some(idle)}")
     played = games > 0
     graph = sparse.coo_matrix(
         (np.ones(int(played.sum())), (counts.first[played], counts.second[played])), shape=(n, n)
@@ -219,10 +219,23 @@ def _check_graph(counts: PairCounts) -> None:
         groups = [
             sorted(counts.names[k] for k in np.flatnonzero(labels == c)) for c in range(components)
         ]
+        shown = ", ".join(_some(group, 3) for group in groups[:SHOWN_GROUPS])
+        more = f" and {components - SHOWN_GROUPS} more" if components > SHOWN_GROUPS else ""
         raise DisconnectedResultsError(
             f"the results split into {components} groups that never played each other, so "
-            f"their relative ratings are undefined: {groups}"
+            f"their relative ratings are undefined: {shown}{more}"
         )
+
+
+SHOWN_GROUPS = 5
+"""Groups named in the error of disconnected results (hundreds would be kilobytes a line)."""
+
+
+def _some(names: list[str], limit: int = 10) -> str:
+    """``names`` as a list, cut to its first ``limit`` with how many more."""
+    if len(names) <= limit:
+        return str(names)
+    return f"{names[:limit]} and {len(names) - limit} more"
 
 
 def _check_bounded(counts: PairCounts) -> None:

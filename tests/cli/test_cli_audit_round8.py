@@ -97,3 +97,66 @@ def test_the_unsafe_warning_is_one_warning_line(tmp_path: Path) -> None:
     lines = [line for line in done.stderr.splitlines() if "WITHOUT isolation" in line]
     assert lines and all(line.startswith("warning: running untrusted bot 'mine'") for line in lines)
     assert "UnsafeSandboxWarning" not in done.stderr and ".py:" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["leaderboard", "--html", ""], "the value of --html"),
+        (["leaderboard", "--html="], "the value of --html"),
+        (["tournament", "run", "builtin:random", "builtin:greedy", "--store", ""], "--store"),
+        (["play", "builtin:random", "builtin:greedy", "--seed", ""], "the value of --seed"),
+        (["submit", ""], "the argument after 'submit'"),
+    ],
+)
+def test_an_empty_argument_is_refused_before_anything_is_done(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    args: list[str], named: str,
+) -> None:  # fmt: skip
+    """An unset shell variable: `--html ''` wrote the site into the current folder, `--store
+    ''` unpacked submissions there, `submit ''` submitted it."""
+    monkeypatch.chdir(tmp_path)
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == ExitCode.BAD_INPUT
+    assert named in err and "is empty" in err
+    assert list(tmp_path.iterdir()) == []  # nothing written, no database created
+
+
+@pytest.mark.parametrize("command", ["tournament", "play"])
+def test_a_refused_bot_is_named_by_its_argument(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:  # fmt: skip
+    """Of several bots given, the error did not say which one was refused."""
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "oddbot"
+    bad.mkdir()
+    (bad / "bot.py").write_text("x = 1\n")
+    (bad / "bot.toml").write_text(
+        'name = "odd"\nversion = "1"\nruntime = "python"\nentry = "bot.py"\nfrobnicate = 1\n'
+    )
+    args = ["builtin:random", str(bad), "--backend", "process", "--unsafe", "-n", "2"]
+    if command == "tournament":
+        args = ["tournament", "run", *args, "-d", str(tmp_path / "k.db")]
+    else:
+        args = ["play", *args[:-3], "-n", "2"]  # play takes trusted bots only without it
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == ExitCode.BAD_INPUT, err
+    assert f"error: {bad}: bot.toml has unknown field(s): 'frobnicate'" in err, err
+
+
+def test_a_database_of_a_newer_release_exits_3_as_every_other_unusable_database(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import sqlite3
+
+    from arena.db import open_database
+
+    path = tmp_path / "newer.db"
+    open_database(f"sqlite:///{path}").close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("update alembic_version set version_num = '9999_future'")
+    code = main(["leaderboard", "-d", str(path)])
+    assert code == ExitCode.UNAVAILABLE, capsys.readouterr().err

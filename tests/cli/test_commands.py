@@ -57,6 +57,7 @@ def test_a_wrong_flag_is_a_usage_error(capsys: pytest.CaptureFixture[str], db: P
         (("games", "list", "--limit", "1.5"), "Invalid value for '--limit' / '-n'"),
         (("replay", "abc"), "Invalid value for 'game_id'"),
         (("tournament", "resume"), "Missing argument 'tournament_id'"),
+        (("replay", "-1"), "-1 is not a valid value: ids, counts and seconds are positive"),
         (("tournament", "run", "a", "b", "--games", "\x1b[2J"), "Invalid value for '--games'"),
     ],
 )

@@ -236,3 +236,31 @@ def test_writes_to_a_sqlite_file_deleted_or_replaced_under_it_are_refused(
         assert expected in str(refused.value)
     with open_database(f"sqlite:///{moved}") as db, db.read_session() as session:
         assert [bot.name for bot in list_bots(session=session)] == ["kept"]
+
+
+def test_an_empty_file_is_not_opened_as_a_new_database_by_a_reader(tmp_path: Path) -> None:
+    """`kryt leaderboard` on a 0-byte kryt.db (a truncated copy) wrote the schema into it
+    and showed an empty arena; a missing file was refused."""
+    path = tmp_path / "kryt.db"
+    path.touch()
+    with pytest.raises(DatabaseMissingError, match="empty file") as refused:
+        open_database(f"sqlite:///{path}", create=False)
+    assert str(path) in str(refused.value)
+    assert path.stat().st_size == 0  # untouched
+    with open_database(f"sqlite:///{path}") as db, db.read_session() as session:
+        assert list_bots(session=session) == []  # a writer still makes it a database
+
+
+def test_a_table_dropped_by_hand_is_named_as_damage(tmp_path: Path) -> None:
+    """It said 'check that it is reachable and has free space'."""
+    path = tmp_path / "arena.db"
+    open_database(f"sqlite:///{path}").close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("drop table board_pairs")
+    with (
+        pytest.raises(DatabaseUnavailableError, match="schema is damaged") as refused,
+        open_database(f"sqlite:///{path}") as db,
+        db.session() as session,
+    ):
+        session.execute(text("select count(*) from board_pairs"))
+    assert "free space" not in str(refused.value)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -106,3 +108,17 @@ def test_paired_mode_rejects_rows_that_are_not_deal_pairs(tmp_path: Path) -> Non
     result = runner.invoke(app, ["fit", str(path), "--paired"])
     assert result.exit_code == 2
     assert "deal pairs" in one_error_line(result.output)
+
+
+def test_many_disconnected_groups_are_summed_up_in_a_short_line(tmp_path: Path) -> None:
+    """500 bots in 250 pairs that never met named every group: a line of kilobytes."""
+    rows = ["first,second,result"] + [f"b{2 * i},b{2 * i + 1},1-0" for i in range(250)]
+    results = tmp_path / "split.csv"
+    results.write_text("\n".join(rows) + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "kryt", "ratings", "fit", str(results)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "250 groups that never played each other" in done.stderr
+    assert "and 245 more" in done.stderr and len(done.stderr) < 400, done.stderr
