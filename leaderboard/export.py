@@ -11,7 +11,9 @@ works from any web path or opened straight from disk::
     leaderboard.json            the overall standings (and leaderboard-<id>.json per tournament)
     static/                     style.css, replay.js
 
-Files of the folder that the export does not write are left alone.
+Files of the folder that the export does not write are left alone. A game whose stored row is
+damaged (its deal and moves do not unpack) does not stop the export: its page says so instead
+of showing the replay, and :attr:`ExportSummary.damaged` names it, so the caller can warn.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from arena.db import Database, games_of_series, list_submissions, list_tournamen
 from arena.db import series_of_tournament as _series_of_tournament
 from leaderboard.web.app import static_dir
 from leaderboard.web.pages import (
+    DamagedGameError,
     SiteCache,
+    damaged_game_page,
     game_page,
     leaderboard_json,
     leaderboard_page,
@@ -49,11 +53,17 @@ class ExportSummary:
     submissions: int
     series: int
     games: int
+    """Game pages written with their replay (the damaged games' pages not counted)."""
+    damaged: tuple[str, ...] = ()
+    """One message per damaged game, ``game N is stored inconsistently: ...``: its page was
+    written saying so, without a replay."""
 
     @property
     def pages(self) -> int:
-        """HTML pages written (the index included)."""
-        return 1 + self.tournaments + self.submissions + self.series + self.games
+        """HTML pages written (the index and the damaged games' pages included)."""
+        return (
+            1 + self.tournaments + self.submissions + self.series + self.games + len(self.damaged)
+        )
 
 
 def prepare_folder(directory: Path) -> None:
@@ -97,6 +107,7 @@ def export_html(
     deep = Links("../", static=True)
     cache = SiteCache()
     counts = {"series": 0, "games": 0}
+    damaged: list[str] = []
     with db.read_session() as session:
         say("leaderboard")
         _write(out / "index.html", leaderboard_page(session=session, links=top))
@@ -128,11 +139,14 @@ def export_html(
                     continue
                 for game in games_of_series(series.id, session=session, include_voided=True):
                     assert game.id is not None
-                    _write(
-                        out / "games" / f"{game.id}.html",
-                        game_page(game.id, session=session, links=deep),
-                    )
-                    counts["games"] += 1
+                    try:
+                        page = game_page(game.id, session=session, links=deep)
+                    except DamagedGameError as exc:  # one bad row: the rest is still written
+                        damaged.append(str(exc))
+                        page = damaged_game_page(exc, links=deep)
+                    else:
+                        counts["games"] += 1
+                    _write(out / "games" / f"{game.id}.html", page)
         submissions = list_submissions(session=session)
         say(f"{len(submissions)} submissions")
         for submission in submissions:
@@ -153,4 +167,5 @@ def export_html(
         submissions=len(submissions),
         series=counts["series"],
         games=counts["games"],
+        damaged=tuple(damaged),
     )

@@ -317,6 +317,10 @@ def _export(directory: Path, database: str | None) -> None:
         f"{summary.submissions} submissions, {summary.series} series, {summary.games} games); "
         f"open {summary.directory / 'index.html'}"
     )
+    for problem in summary.damaged:  # its page says so instead of the replay
+        echo_error(f"warning: {problem}; its page shows this instead of the replay")
+    if summary.damaged:
+        raise typer.Exit(ExitCode.FAILED)
 
 
 @app.command("serve")

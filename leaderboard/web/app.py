@@ -5,11 +5,14 @@ Routes: ``/`` (overall leaderboard), ``/tournaments/{id}``, ``/submissions/{id}`
 ``/api/leaderboard[?tournament=ID][&ruleset=NAME][&table_size=N]``, ``/api/games/{id}``,
 ``/static/...``. Unknown or malformed ids give a 404 page (or a JSON error under ``/api``); a
 ruleset the rules core does not know, or a table size it cannot seat, a 422; a database that
-cannot be read gives a 503 with the reason.
+cannot be read gives a 503 with the reason; a game whose stored row is damaged (its deal and
+moves do not unpack) a 500 page saying ``game N is stored inconsistently: ...`` (logged as one
+line: retrying does not help, the row needs repair).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
@@ -25,6 +28,8 @@ from arena.db import Database, DatabaseUnavailableError, NotFoundError
 from leaderboard.standings import InvalidFilterError
 from leaderboard.web.bot_page import bot_page
 from leaderboard.web.pages import (
+    DAMAGED_GAME_HEADING,
+    DamagedGameError,
     PageNotFoundError,
     game_json,
     game_page,
@@ -37,6 +42,7 @@ from leaderboard.web.pages import (
 from leaderboard.web.render import Links, render
 
 LINKS = Links("/", static=False)
+log = logging.getLogger(__name__)
 
 
 def static_dir() -> Path:
@@ -89,6 +95,12 @@ def create_app(db: Database) -> FastAPI:
     @app.exception_handler(InvalidFilterError)
     async def invalid_filter(request: Request, exc: InvalidFilterError) -> Response:
         return _error_response(request, 422, "Invalid filter", str(exc))
+
+    @app.exception_handler(DamagedGameError)
+    async def damaged_game(request: Request, exc: DamagedGameError) -> Response:
+        # Not a 503: the database answers, and asking again gives the same damaged row.
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+        return _error_response(request, 500, DAMAGED_GAME_HEADING, str(exc))
 
     @app.exception_handler(DatabaseUnavailableError)
     async def unavailable(request: Request, exc: DatabaseUnavailableError) -> Response:

@@ -22,6 +22,7 @@ from arena.db import (
 from arena.db import (
     Game,
     GameResult,
+    InvalidRecordError,
     Series,
     Tournament,
     TournamentStatus,
@@ -33,6 +34,7 @@ from arena.db import (
     get_tournament,
     list_tournaments,
     series_of_tournament,
+    stored_record,
     submission_labels,
 )
 from leaderboard.formatting import board_name
@@ -67,6 +69,31 @@ BOT_RECENT_GAMES = 50
 
 class PageNotFoundError(LookupError):
     """The requested page does not exist (bad or unknown id)."""
+
+
+class DamagedGameError(InvalidRecordError):
+    """A game's stored row no longer makes a consistent record (its packed deal and moves do
+    not unpack, say, after an edit by hand): its page and JSON cannot be built. The message is
+    :func:`arena.db.stored_record`'s, as ``kryt replay`` prints it: ``game N is stored
+    inconsistently: ...``."""
+
+    def __init__(self, game_id: int, message: str) -> None:
+        super().__init__(message)
+        self.game_id = game_id
+
+
+DAMAGED_GAME_HEADING = "Game stored inconsistently"
+
+
+def damaged_game_page(error: DamagedGameError, *, links: Links) -> str:
+    """The page shown (and exported) in place of a damaged game's replay page."""
+    return render(
+        "error.html",
+        links=links,
+        title=f"Game {error.game_id}: {DAMAGED_GAME_HEADING.lower()}",
+        heading=DAMAGED_GAME_HEADING,
+        message=str(error),
+    )
 
 
 def parse_id(text: str, what: str) -> int:
@@ -373,7 +400,7 @@ def game_replay(game: Game, tournament: Tournament) -> Replay:
 
 def game_json(game_id: int, *, session: Session) -> dict[str, Any]:
     """A game's record and its replay steps: what ``/api/games/{id}`` returns and what the
-    game page embeds for its viewer."""
+    game page embeds for its viewer (:class:`DamagedGameError` for a damaged row)."""
     game = get_game(game_id, session=session)
     series = get_series(game.series_id, session=session)
     tournament = get_tournament(series.tournament_id, session=session)
@@ -383,6 +410,11 @@ def game_json(game_id: int, *, session: Session) -> dict[str, Any]:
 def _game_data(
     game: Game, series: Series, tournament: Tournament, labels: dict[int, tuple[str, str]]
 ) -> dict[str, Any]:
+    assert game.id is not None  # stored rows have ids
+    try:  # the check `kryt replay` and `kryt games export` make, with their wording
+        stored_record(game)
+    except InvalidRecordError as exc:
+        raise DamagedGameError(game.id, str(exc)) from None
     table = game.ruleset != "default"
     seats = game.seat_ids
     replay = (
@@ -432,7 +464,8 @@ def _game_data(
 
 
 def game_page(game_id: int, *, session: Session, links: Links) -> str:
-    """A game's record with the step-by-step replay viewer."""
+    """A game's record with the step-by-step replay viewer (:class:`DamagedGameError` for a
+    damaged row: see :func:`damaged_game_page`)."""
     game = get_game(game_id, session=session)
     series = get_series(game.series_id, session=session)
     tournament = get_tournament(series.tournament_id, session=session)

@@ -22,6 +22,7 @@ from arena.db import (
     table_games,
     table_pair_counts,
 )
+from arena.db.gamecodec import PackError
 from leaderboard.formatting import board_name
 
 
@@ -93,11 +94,22 @@ class GameRow:
     end_reason: str
     forfeit_seat: int | None
     voided: bool
-    moves: int
+    moves: int | None
+    """Moves played; ``None`` for a game whose stored deal and moves do not unpack (a damaged
+    row: its own page says what is wrong, the list still shows the game)."""
     finished_at: datetime
     ruleset: str = "default"
     loser_seat: int | None = None
     pairwise: tuple[tuple[int, int], ...] = ()
+
+
+def _move_count(game: Game) -> int | None:
+    """How many moves ``game`` holds (counted from ``packed`` without replaying them), or
+    ``None`` when its packed deal and moves are damaged: one bad row must not break a list."""
+    try:
+        return game.move_count
+    except PackError:
+        return None
 
 
 def _game_row(game: Game, tournament_id: int) -> GameRow:
@@ -114,7 +126,7 @@ def _game_row(game: Game, tournament_id: int) -> GameRow:
         end_reason=game.end_reason,
         forfeit_seat=game.forfeit_seat,
         voided=game.voided,
-        moves=len(game.actions),
+        moves=_move_count(game),
         finished_at=game.finished_at,
         ruleset=game.ruleset,
         loser_seat=game.loser_seat,
