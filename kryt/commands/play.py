@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kryt.errors import UserError
+from kryt.errors import Interrupted, UserError
 from kryt.options import (
     BackendAliasOption,
     BackendOption,
@@ -370,7 +370,10 @@ def play(
         if len(configs) > 1:
             sizes = ", ".join(str(c.games) for c in configs)
             err.print(f"{len(configs)} series in parallel ({sizes} games)")
-        outcome = run_pairing(configs, make_slots, tally.add, should_stop=lambda: tally.decided)
+        try:
+            outcome = run_pairing(configs, make_slots, tally.add, should_stop=lambda: tally.decided)
+        except KeyboardInterrupt:  # the bots are stopped: sum up the games played so far
+            outcome = None
     if not verbose and tally.records and len(tally.records) <= 20:
         # The seed is the user's text: shown as it is (no markup), control characters visible.
         title = f"{names[0]} (seat 0) vs {names[1]} (seat 1), seed {seed}"
@@ -393,7 +396,7 @@ def play(
             )
         out.print(table)
         tally.last_line = None  # the score again, under the table
-    for error in outcome.errors:
+    for error in outcome.errors if outcome is not None else ():
         err.print(Text(f"error: {error}"))
     if tally.last_line != tally.standings():  # the last progress line, unless it said this
         out.print(Text(tally.standings()))
@@ -404,7 +407,7 @@ def play(
         out.print(f"pentanomial (0, ½, 1, 1½, 2 points per deal pair): {pentanomial}")
     if test is not None:
         out.print(Text(test.format(tally.sample())))
-        if outcome.stopped:
+        if outcome is not None and outcome.stopped:
             out.print(f"stopped early by the SPRT after {len(tally.records)} of {games} games")
     for seat in (0, 1):
         own = [r for r in tally.records.values() if r.forfeit and r.forfeit.seat == seat]
@@ -421,6 +424,13 @@ def play(
                 )
             )
             raise typer.Exit(ExitCode.FAILED)
+    if outcome is None:
+        err.print(
+            f"interrupted after {len(tally.records)} of {games} games: these figures are all"
+            " there is (kryt play stores nothing)",
+            soft_wrap=True,
+        )
+        raise Interrupted
 
 
 def _time_control(move: float, bank: float, clock: str, increment: float = 0.0) -> Control:

@@ -160,3 +160,30 @@ def test_a_database_of_a_newer_release_exits_3_as_every_other_unusable_database(
         conn.execute("update alembic_version set version_num = '9999_future'")
     code = main(["leaderboard", "-d", str(path)])
     assert code == ExitCode.UNAVAILABLE, capsys.readouterr().err
+
+
+def test_an_interrupted_play_sums_up_the_games_played(tmp_path: Path) -> None:
+    """Its summary (Elo, interval, LOS) was lost and it said 'work done so far is saved',
+    though kryt play stores nothing."""
+    import signal
+    import time
+
+    run = subprocess.Popen(
+        [
+            sys.executable, "-m", "kryt", "play", "builtin:random", "builtin:greedy",
+            "-n", "100000", "--backend", "process",
+        ],
+        cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    assert run.stdout is not None
+    deadline = time.monotonic() + 300
+    while "Score of" not in run.stdout.readline():  # a game was played
+        assert run.poll() is None and time.monotonic() < deadline
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == ExitCode.INTERRUPTED, err
+    assert "random 1.0.0 vs greedy 1.0.0: Elo" in out and "LOS" in out, out
+    assert "interrupted after " in err and "of 100000 games" in err and "stores nothing" in err
+    assert "saved" not in err and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []
