@@ -539,7 +539,7 @@ def test_a_body_trickling_in_below_the_minimum_rate_is_a_408(served: Served) -> 
     assert status == 408, received[:500]
     assert headers.get("connection") == "close"
     assert took >= 0.9
-    assert b"came too slowly" in received and b"500 bytes a second" in received
+    assert b"came too slowly" in received and b"500 bytes a second" in received, received
 
 
 def test_a_body_sent_in_pieces_at_a_fair_rate_is_not_cut_off(served: Served) -> None:
