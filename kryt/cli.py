@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 import warnings
-from typing import Annotated, Any, Final, TextIO
+from typing import Annotated, Any, Final
 
 # gRPC's C core logs an INFO line whenever a sandbox process is forked while its threads run;
 # that is expected here, so keep its log to errors (the user can still override it).
@@ -246,18 +246,12 @@ def _empty_argument(args: list[str]) -> str | None:
     return None
 
 
-def _show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: TextIO | None = None,
-    line: str | None = None,
-) -> None:
-    """A Python warning (the sandbox's ``--unsafe`` warning...) as one ``warning:`` line,
-    like the command's own warnings, not Python's two lines with a source line."""
-    del category, filename, lineno, file, line
-    echo_error(f"warning: {message}")
+def _show_warning(*args: Any, **kwargs: Any) -> None:
+    """:func:`sandbox.death.show_warning_line`, imported when a warning comes (start-up
+    stays light)."""
+    from sandbox.death import show_warning_line
+
+    show_warning_line(*args, **kwargs)
 
 
 def run() -> None:

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import enum
 import signal
+import sys
 import unicodedata
 from dataclasses import dataclass
+from typing import TextIO
 
-__all__ = ["SIGXFSZ_EXIT", "DeathCause", "DeathReport", "classify_exit", "printable", "tail_lines"]
+__all__ = [
+    "SIGXFSZ_EXIT",
+    "DeathCause",
+    "DeathReport",
+    "classify_exit",
+    "printable",
+    "show_warning_line",
+    "tail_lines",
+]
 
 #: Exit status of a process killed by SIGXFSZ (128 + 25) as reported by shells and init.
 SIGXFSZ_EXIT = 128 + signal.SIGXFSZ
@@ -36,6 +46,22 @@ def printable(text: str, *, keep_newlines: bool = False) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+def show_warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A :data:`warnings.showwarning` for command-line programs: one ``warning:`` line, made
+    :func:`printable`, where Python prints two with the source file and line."""
+    del category, filename, lineno, line
+    target = file or sys.stderr
+    target.write(f"warning: {printable(str(message))}\n")
+    target.flush()
 
 
 def tail_lines(text: str, count: int = 5) -> list[str]:

@@ -33,11 +33,7 @@ class CardTracker:
     def from_view(cls, view: View) -> CardTracker:
         """The tracker of ``view``; raises :class:`InconsistentViewError` if counts disagree
         (``DeckTypeError`` when ``view`` is not a view of the default game)."""
-        if not isinstance(view, View):
-            hint = " (a table's ClassicView: TableTracker)" * isinstance(view, ClassicView)
-            raise DeckTypeError(
-                f"CardTracker needs a View of the default game, got {quote(view)}{hint}"
-            )
+        _check_kind(view, View, "CardTracker needs a View of the default game")
         # Cards, each once (else the engine's typed errors, naming the field).
         seen = {
             *view_cards(view.hand, "view.hand"),
@@ -118,11 +114,7 @@ class TableTracker:
     def from_view(cls, view: ClassicView) -> TableTracker:
         """The tracker of ``view``; raises :class:`InconsistentViewError` if counts disagree
         (``DeckTypeError`` when ``view`` is not a view of the classic table)."""
-        if not isinstance(view, ClassicView):
-            hint = " (a two-player View: CardTracker)" * isinstance(view, View)
-            raise DeckTypeError(
-                f"TableTracker needs a ClassicView of the classic table, got {quote(view)}{hint}"
-            )
+        _check_kind(view, ClassicView, "TableTracker needs a ClassicView of the classic table")
         seen = {
             *view_cards(view.hand, "view.hand"),
             *view_cards(view.led, "view.led"),
@@ -178,3 +170,14 @@ class TableTracker:
         """True when ``seat`` may hold a card covering ``card``."""
         trump = self.view.trump
         return any(c.covers(card, trump) for c in self.possible_cards(seat))
+
+
+def _check_kind(view: object, wanted: type, needs: str) -> None:
+    """DeckTypeError (``needs``, what was given, and which tracker takes a view of the other
+    ruleset) unless ``view`` is a ``wanted``."""
+    if isinstance(view, wanted):
+        return
+    other = {View: " (a two-player View: CardTracker)", ClassicView: " (a table's ClassicView:"
+             " TableTracker)"}  # fmt: skip
+    hint = next((text for kind, text in other.items() if isinstance(view, kind)), "")
+    raise DeckTypeError(f"{needs}, got {quote(view)}{hint}")

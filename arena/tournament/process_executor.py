@@ -24,17 +24,16 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.synchronize import Event as ProcessEvent
-from typing import Any, TextIO
+from typing import Any
 
 from arena.tournament.runner import ACTIVE, GameCallback, SeriesOutcome, SeriesTask
-from sandbox.death import printable
+from sandbox.death import show_warning_line
 
 PARENT_POLL_SECONDS = 0.5
 
@@ -162,26 +161,12 @@ def _start_worker(stop_flag: ProcessEvent, games: Any, parent: int, report_games
     global _stop_flag, _games
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides, through stop_flag
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    warnings.showwarning = _one_line_warning
+    warnings.showwarning = show_warning_line  # one warning: line, as the runner prints
     _stop_flag = stop_flag
     _games = games if report_games else None
     threading.Thread(
         target=_watch, args=(stop_flag, parent), name="kryt-worker-watch", daemon=True
     ).start()
-
-
-def _one_line_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: TextIO | None = None,
-    line: str | None = None,
-) -> None:
-    """A warning of a worker (the sandbox's ``--unsafe`` warning) as the one ``warning:``
-    line the runner prints for its own, not Python's two lines with a source line."""
-    del category, filename, lineno, line
-    (file or sys.stderr).write(f"warning: {printable(str(message))}\n")
 
 
 def _watch(stop_flag: ProcessEvent, parent: int) -> None:
