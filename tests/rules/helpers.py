@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
+from typing import TypeVar
 
-from referee.rules import Card, Game, Suit, View
+from referee.rules import Card, ClassicGame, Game, Suit, View
 
 
 def cards(text: str) -> list[Card]:
@@ -78,3 +80,14 @@ def texts(actions: Sequence[object]) -> list[str]:
 def hand(text: str) -> tuple[Card, ...]:
     """Cards in hand order (card index), as ``Game.hands`` and ``View.hand`` give them."""
     return tuple(sorted(cards(text)))
+
+
+GameT = TypeVar("GameT", Game, ClassicGame)
+
+
+def played(game: GameT, n: int, seed: int = 3) -> GameT:
+    """``game`` after ``n`` uniformly random legal actions drawn with ``seed``."""
+    rng = random.Random(seed)
+    for _ in range(n):
+        game.play(rng.choice(game.legal_actions()))
+    return game

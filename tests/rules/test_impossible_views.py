@@ -24,25 +24,19 @@ from referee.rules import (
 )
 from sdk import sample_game, sample_table_game
 from sdk.tracker import CardTracker, TableTracker
-
-
-def _played(game: Any, moves: int) -> Any:
-    rng = random.Random(moves)
-    for _ in range(moves):
-        game.play(rng.choice(game.legal_actions()))
-    return game
+from tests.rules.helpers import played
 
 
 def _default() -> tuple[Game, View, list[Card], list[Card]]:
     """A running two-player game with a history, from the view of the seat to move."""
-    game = _played(Game.new(seed=3, dealer=0), 6)
+    game = played(Game.new(seed=3, dealer=0), 6, seed=6)
     seat = game.to_move
     assert seat is not None and game.stock
     return game, game.view(seat), list(game.hands[1 - seat]), list(game.stock)
 
 
 def _table() -> tuple[ClassicGame, ClassicView, list[list[Card]], list[Card]]:
-    game = _played(ClassicGame.new(seed=3, dealer=0, players=3), 5)
+    game = played(ClassicGame.new(seed=3, dealer=0, players=3), 5, seed=5)
     seat = game.to_move
     assert seat is not None and game.stock
     return game, game.view(seat), [list(h) for h in game.hands], list(game.stock)
@@ -140,6 +134,7 @@ def test_the_sdk_samplers_refuse_a_view_of_the_other_ruleset_with_a_typed_error(
     """They raised AttributeError ('ClassicView' object has no attribute 'pile')."""
     table_view = _table()[1]
     default_view = _default()[1]
+    view: object
     if which != "two-player view":
         view = table_view if which == "classic view" else None
         with pytest.raises(DeckTypeError, match="needs a View of the default game"):

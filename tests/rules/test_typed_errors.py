@@ -8,7 +8,6 @@ grows with its input (a 5 MB reply gave a 5 MB message, ``'lead ' + 'A' * 10**6`
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 
@@ -36,17 +35,11 @@ from referee.rules.errors import (
     InvalidParameterError,
     quote,
 )
+from tests.rules.helpers import played
 
 # A quoted input is at most QUOTE_LIMIT characters plus its quotes, '... (N characters)' and
 # escapes; a message quotes at most two inputs next to fixed text.
 MESSAGE_LIMIT = 600
-
-
-def played(game: Game, n: int, seed: int = 3) -> Game:
-    rng = random.Random(seed)
-    for _ in range(n):
-        game.play(rng.choice(game.legal_actions()))
-    return game
 
 
 # ------------------------------------------------------------------ wrong types
