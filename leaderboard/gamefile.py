@@ -66,6 +66,10 @@ MAX_TOURNAMENT_NAME: Final = 200
 """As the database's ``TournamentSpec`` allows."""
 _SHOWN: Final = 80
 """At most this many characters of a bad value go into an error message."""
+MAX_REFEREE: Final = 64
+"""The longest ``Referee`` (the database's ``referee_version`` column)."""
+_MESSAGE: Final = 400
+"""At most this many characters of a record check's own message (which may quote a value)."""
 
 
 class GameFileError(ValueError):
@@ -108,6 +112,14 @@ def shown(value: str) -> str:
     if len(value) > _SHOWN:
         return repr(value[:_SHOWN]) + f"... ({len(value)} characters)"
     return repr(value)
+
+
+def _bounded(message: str) -> str:
+    """A record check's message, at most :data:`_MESSAGE` characters of it: a check that
+    quotes a value whole must not echo a header of megabytes."""
+    if len(message) > _MESSAGE:
+        return message[:_MESSAGE] + f"... ({len(message)} characters)"
+    return message
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,6 +503,12 @@ def entry_from_fields(
     forfeit = None
     started = _seconds(_field(fields, "Started", where), f"{at('Started')}: Started")
     finished = _seconds(_field(fields, "Finished", where), f"{at('Finished')}: Finished")
+    referee = _field(fields, "Referee", where)
+    if not 0 < len(referee) <= MAX_REFEREE or not referee.isprintable():
+        raise GameFieldError(
+            f"{at('Referee')}: Referee must be 1 to {MAX_REFEREE} printable characters,"
+            f" got {shown(referee)}"
+        )
     time_controls = tuple(
         _time_control(fields[f"Seat{s}Time"], f"{at(f'Seat{s}Time')}: Seat{s}Time")
         for s in (0, 1)
@@ -517,7 +535,7 @@ def entry_from_fields(
             double_forfeit_detail=(
                 fields.get("ForfeitDetail", "") if ending is GameEndReason.DOUBLE_FORFEIT else ""
             ),
-            referee_version=_field(fields, "Referee", where),
+            referee_version=referee,
             players=(seats[0].label, seats[1].label),
             started=started,
             finished=finished,
@@ -527,7 +545,7 @@ def entry_from_fields(
     except GameFileError:
         raise
     except ValueError as exc:  # InvalidRecordError too
-        raise GameFieldError(f"{where}: {exc}") from None
+        raise GameFieldError(f"{where}: {_bounded(str(exc))}") from None
 
     return GameEntry(
         record=record,
@@ -700,6 +718,29 @@ def _check_series(entries: Sequence[tuple[GameEntry, str]]) -> None:
             )
 
 
+def _check_bots(entries: Sequence[tuple[GameEntry, str]]) -> None:
+    """Across the file, a content hash names one bot version and a bot version has one
+    content hash, as in the database (which would refuse the second name of stored content;
+    an import of both from one file used to keep the first name and drop the other).
+    Errors name both records."""
+    by_sha: dict[str, tuple[Seat, str]] = {}
+    by_label: dict[tuple[str, str], tuple[Seat, str]] = {}
+    for entry, where in entries:
+        for seat in entry.seats:
+            known, earlier = by_sha.setdefault(seat.sha256, (seat, where))
+            if known.label != seat.label:
+                raise GameFieldError(
+                    f"{where}: content sha256 {seat.sha256} is {known.label} at {earlier};"
+                    f" it cannot also be {seat.label}"
+                )
+            known, earlier = by_label.setdefault((seat.bot, seat.version), (seat, where))
+            if known.sha256 != seat.sha256:
+                raise GameFieldError(
+                    f"{where}: {seat.label} has content sha256 {known.sha256} at {earlier};"
+                    f" it cannot also have {seat.sha256} (a version's content never changes)"
+                )
+
+
 def parse_games(text: str, *, source: str = "<games>") -> list[GameEntry]:
     """Every record of a game file (the inverse of :func:`format_games`).
 
@@ -707,6 +748,7 @@ def parse_games(text: str, *, source: str = "<games>") -> list[GameEntry]:
     value) names the line of the first problem; nothing is returned for part of a file.
     """
     located = list(_records(text.splitlines(), source))
+    _check_bots(located)
     _check_series(located)
     return [entry for entry, _ in located]
 
@@ -870,6 +912,7 @@ def from_json(text: str, *, source: str = "<json>") -> list[GameEntry]:
                 )
             fields[key] = value
         located.append((entry_from_fields(fields, moves, where), where))
+    _check_bots(located)
     _check_series(located)
     return [entry for entry, _ in located]
 

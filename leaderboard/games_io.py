@@ -236,8 +236,18 @@ def import_entries(entries: Sequence[GameEntry], *, session: Session) -> ImportS
     source did; games are stored in file order.
     """
     submission_ids: dict[str, int] = {}
+    labels: dict[str, str] = {}
     for entry in entries:
         for seat in entry.seats:
+            named = labels.setdefault(seat.sha256, seat.label)
+            if named != seat.label:  # stored once: the second name would be dropped silently
+                raise _located(
+                    ConflictError(
+                        f"content sha256 {seat.sha256} is {named} earlier in the import;"
+                        f" it cannot also be {seat.label}"
+                    ),
+                    entry,
+                )
             if seat.sha256 not in submission_ids:
                 result = submit(
                     NewSubmission(

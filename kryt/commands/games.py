@@ -3,13 +3,14 @@ game file (plain text, see docs/games-format.md), CSV or JSON, and import a game
 
     kryt games list [--bot NAME] [--tournament ID] [--result win|loss|draw|void|seat0|seat1]
                     [--reason ENDING] [--limit N]
-    kryt games export FILE [--format text|csv|json] [the same filters]
+    kryt games export FILE [--format text|csv|json] [--force] [the same filters]
     kryt games import FILE
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kryt.errors import UserError
+from kryt.errors import ExitCode, UserError
 from kryt.options import MAX_ID, DatabaseOption, open_db
 
 if TYPE_CHECKING:
@@ -180,9 +181,18 @@ def export(
     tournament: TournamentFilter = None,
     result: ResultFilter = None,
     reason: ReasonFilter = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace FILE even when it is not an earlier export of kryt (a game file,"
+            " CSV or JSON export); never a database.",
+        ),
+    ] = False,
     database: DatabaseOption = None,
 ) -> None:
-    """Write games (all, or those matching the filters) as a game file, CSV or JSON."""
+    """Write games (all, or those matching the filters) as a game file, CSV or JSON; no file
+    is written when no game matches (exit 1)."""
     from leaderboard.gamefile import format_games, to_csv, to_json
     from leaderboard.games_io import export_entries, exportable, select_games
 
@@ -190,7 +200,7 @@ def export(
     if chosen not in FORMATS:
         raise UserError(f"--format must be one of {', '.join(FORMATS)}, got {chosen!r}")
     if file != "-":
-        _check_target(Path(file))
+        _check_target(Path(file), force=force)
     where = _filter(bot, tournament, result, reason, None)
     db = open_db(database, create=False)
     with db.read_session() as session:
@@ -217,6 +227,9 @@ def export(
                 f"nothing to export: {why}",
                 hint="kryt leaderboard --html DIR exports a site with every game",
             )
+        if not games and file != "-":  # an earlier export stays, nothing new is created
+            typer.echo(f"no games match: nothing written to {_shown_path(file)}", err=True)
+            raise typer.Exit(ExitCode.FAILED)
         entries = export_entries(games, session=session)
     text = {"text": format_games, "csv": to_csv, "json": to_json}[chosen](entries)
     if tables:
@@ -230,11 +243,18 @@ def export(
     if file == "-":
         sys.stdout.write(text)
         return
-    _write_atomically(Path(file), text)
+    _write_atomically(Path(file), text, force=force)
     typer.echo(f"wrote {len(entries)} games to {_shown_path(file)} ({chosen})", err=True)
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+OUR_EXPORT = re.compile(
+    rb'\A(?:\[KrytGameFile "|\s*\[\s*(?:\]|\{\s*"KrytGameFile")|game_id,tournament,)'
+)
+"""How an export of ours starts: a game file's first header, a JSON array of games (or an
+empty one), the CSV header row."""
+HEAD_BYTES = 64
+"""The bytes of an existing target read to tell what it is (SQLite, an export of ours)."""
 
 
 def _check_filters(where: GameFilter, *, session: Session) -> None:
@@ -264,10 +284,12 @@ def _kind(mode: int) -> str:
     return next((words for test, words in _KINDS if test(mode)), "not a regular file")
 
 
-def _check_target(path: Path) -> os.stat_result | None:
+def _check_target(path: Path, *, force: bool = False) -> os.stat_result | None:
     """Refuse to write an export over a database (``kryt games export kryt.db`` would have
-    replaced the results with text) or over anything that is not a regular file (a symbolic
-    link, a device, a named pipe, a socket, a directory), before anything is opened or
+    replaced the results with text), over anything that is not a regular file (a symbolic
+    link, a device, a named pipe, a socket, a directory), or, unless ``force``, over a
+    non-empty file that is not an earlier export of ours (by its first bytes: a typo'd
+    ``kryt games export notes.txt`` would have lost the notes), before anything is opened or
     written; the target's status, or None when there is none yet.
 
     Looked at with ``lstat`` (a link is not followed), and a regular file is opened without
@@ -294,15 +316,21 @@ def _check_target(path: Path) -> os.stat_result | None:
             raise UserError(
                 f"cannot write {shown}: it is {_kind(info.st_mode)}, not a regular file"
             )
-        head = os.read(handle, len(SQLITE_HEADER))
+        head = os.read(handle, HEAD_BYTES)
     except OSError as exc:
         raise UserError(f"cannot write {shown}: {exc.strerror or exc}") from None
     finally:
         os.close(handle)
-    if head == SQLITE_HEADER:
+    if head.startswith(SQLITE_HEADER):
         raise UserError(
             f"{shown} is an SQLite database, not overwritten with the export",
             hint="name a new file, e.g. games.kgn, games.csv or games.json",
+        )
+    if head and not force and OUR_EXPORT.match(head) is None:
+        raise UserError(
+            f"{shown} exists and is not an export of kryt games (a game file, CSV or JSON):"
+            " not replaced",
+            hint="name a new file, or add --force to replace it",
         )
     return info
 
@@ -314,17 +342,18 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_atomically(path: Path, text: str, *, force: bool = False) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and a
     rename: an export that fails half-way leaves the old file as it was.
 
     The temporary file has an unpredictable name and is created exclusively (``mkstemp``:
     never through a link someone planted); it is synced before it replaces ``path``, which is
-    checked again just before (only a regular file, or nothing, is replaced). A file
+    checked again just before (only a regular file, or nothing, is replaced; not a file other
+    than an export of ours unless ``force``: see :func:`_check_target`). A file
     replaced keeps its permissions; a new one gets the usual ones (0666 less the umask)."""
     data = text.encode("utf-8")
     shown = _shown_path(path)
-    existing = _check_target(path)
+    existing = _check_target(path, force=force)
     mode = stat.S_IMODE(existing.st_mode) & 0o777 if existing else _new_file_mode()
     directory = path.parent
     try:
@@ -341,7 +370,7 @@ def _write_atomically(path: Path, text: str) -> None:
             os.fsync(handle)
         finally:
             os.close(handle)
-        _check_target(path)
+        _check_target(path, force=force)
         os.replace(tmp, path)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)

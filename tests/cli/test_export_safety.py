@@ -80,7 +80,7 @@ def test_an_export_replaces_an_older_export_whole(
     capsys: pytest.CaptureFixture[str], two_tournaments: Path
 ) -> None:
     target = two_tournaments / "games.csv"
-    target.write_text("an older export\n")
+    target.write_text("game_id,tournament,tournament_id\n1,an older export,1\n")
     code, _, err = kryt(capsys, "games", "export", str(target))
     assert code == ExitCode.OK, err
     assert target.read_text().startswith("game_id,")

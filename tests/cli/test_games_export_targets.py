@@ -16,35 +16,16 @@ from typing import Any
 
 import pytest
 
-from arena.db import (
-    SeriesStatus,
-    TournamentStatus,
-    open_database,
-    record_game,
-    set_series_status,
-    set_tournament_status,
-)
 from kryt.commands import games as games_command
 from kryt.errors import ExitCode
-from tests.cli.helpers import kryt
-from tests.db.helpers import build_world, game
+from tests.cli.helpers import finished_games_db, kryt
 
-OLD = "an earlier export\n"
+OLD = '[KrytGameFile "1"]\n[Tournament "an earlier export"]\n'
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    """A database with a finished tournament of two games between alpha and bravo."""
-    path = tmp_path / "games.db"
-    database = open_database(f"sqlite:///{path}")
-    world = build_world(database, games=2)
-    with database.session() as s:
-        for number in (1, 2):
-            record_game(*game(world, number), session=s)
-        set_series_status(world.series_id, SeriesStatus.FINISHED, session=s)
-        set_tournament_status(world.tournament_id, TournamentStatus.FINISHED, session=s)
-    database.close()
-    return path
+    return finished_games_db(tmp_path)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ the database is left as it was (the whole file is checked before anything is wri
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -14,48 +13,19 @@ import pytest
 
 from kryt.errors import ExitCode
 from leaderboard.gamefile import GameEntry, Seat, format_games, to_json
-from referee.protocol.messages import GameEndReason
-from referee.record import GameRecord, Move
 from referee.rules import shuffled_deck
-from tests.cli.helpers import kryt
+from tests.cli.helpers import game_entry, kryt, table_counts
 
 DECK = tuple(str(card) for card in shuffled_deck("kryt:test:hostile:1"))
 SEATS = (Seat("alpha", "1.0", "a" * 64), Seat("beta", "2.0-rc1", "b" * 64))
-TABLES = ("submissions", "tournaments", "series", "games")
 
 
 def game(number: int = 1, position: int = 0) -> GameEntry:
-    record = GameRecord(
-        DECK,
-        0,
-        200,
-        (Move(0, "lead 6H", 0.012), Move(1, "take", 0.5)),
-        GameEndReason.OUT,
-        1,
-        players=(SEATS[0].label, SEATS[1].label),
-        started=1.7e9,
-        finished=1.7e9 + 2,
-    )
-    return GameEntry(
-        record=record,
-        seats=SEATS,
-        number=number,
-        attempt=1,
-        tournament="cup",
-        tournament_seed=7,
-        tournament_status="finished",
-        series_position=position,
-        series_format="standard",
-        series_games=2,
-        series_seed=123456789012,
-        series_status="finished",
-        series_a_seat=0,
-    )
+    return game_entry(number, seats=SEATS, deck=DECK, position=position)
 
 
 def counts(db: Path) -> dict[str, int]:
-    with sqlite3.connect(db) as connection:
-        return {t: connection.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+    return table_counts(db)
 
 
 @pytest.fixture
@@ -293,4 +263,4 @@ def test_a_referee_version_with_control_characters_is_refused(
     text, _ = with_header(format_games([game(1)]), "Referee", value)
     bad = tmp_path / "bad.kgn"
     bad.write_text(text, encoding="utf-8")
-    refused(capsys, db, bad, "referee_version must be 1 to 64 printable characters")
+    refused(capsys, db, bad, "Referee must be 1 to 64 printable characters")
