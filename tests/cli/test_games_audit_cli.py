@@ -1,7 +1,6 @@
 """``kryt games import`` and ``export`` on three findings of an outside CLI audit: one file
 naming the same bot content under two names (the import kept one name and dropped the other);
-an export that emptied or replaced a file it did not write (no game matched, or the file was
-someone's notes); a header value of megabytes echoed whole in an import error."""
+a header value of megabytes echoed whole in an import error."""
 
 from __future__ import annotations
 
@@ -19,12 +18,11 @@ from kryt.errors import ExitCode
 from leaderboard.gamefile import GameEntry, Seat, format_games, to_json
 from leaderboard.games_io import import_entries
 from referee.rules import shuffled_deck
-from tests.cli.helpers import finished_games_db, game_entry, kryt, table_counts
+from tests.cli.helpers import game_entry, kryt, table_counts
 
 DECK = tuple(str(card) for card in shuffled_deck("kryt:test:audit:1"))
 ALPHA = Seat("alpha", "1.0", "a" * 64)
 BETA = Seat("beta", "2.0", "b" * 64)
-PRECIOUS = "precious notes\n"
 
 
 def entry(number: int = 1, seats: tuple[Seat, Seat] = (ALPHA, BETA)) -> GameEntry:
@@ -39,22 +37,6 @@ def only_error_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     return lines[0]
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return finished_games_db(tmp_path)
-
-
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    out = tmp_path / "out"
-    out.mkdir()
-    return out
-
-
-def export(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> tuple[int, str, str]:
-    return kryt(capsys, "games", "export", *args, "-d", str(db))
 
 
 # -- F4. one file, one content, two names ---------------------------------------------------------
@@ -120,74 +102,6 @@ def test_import_entries_refuses_a_second_name_for_one_content(
     finally:
         database.close()
     assert set(counts(tmp_path / "direct.db").values()) == {0}  # nothing written
-
-
-# -- F10. an export never loses a file it did not write -------------------------------------------
-
-
-def test_an_export_matching_no_game_creates_and_replaces_nothing(
-    capsys: pytest.CaptureFixture[str], db: Path, folder: Path
-) -> None:
-    earlier = folder / "earlier.kgn"
-    assert export(capsys, db, str(earlier))[0] == ExitCode.OK
-    before = earlier.read_bytes()
-    for target in (earlier, folder / "new.kgn", folder / "new.csv"):
-        code, out, err = export(capsys, db, str(target), "--reason", "timeout")
-        assert code == ExitCode.FAILED and out == ""
-        assert err == f"no games match: nothing written to {target}\n"
-    assert earlier.read_bytes() == before
-    assert sorted(p.name for p in folder.iterdir()) == ["earlier.kgn"]
-
-
-@pytest.mark.parametrize("name", ["keep.txt", "keep.kgn", "keep.csv", "keep.json"])
-def test_a_file_that_is_no_export_of_ours_is_replaced_only_with_force(
-    capsys: pytest.CaptureFixture[str], db: Path, folder: Path, name: str
-) -> None:
-    target = folder / name
-    target.write_text(PRECIOUS)
-    code, out, err = export(capsys, db, str(target))
-    assert code == ExitCode.BAD_INPUT and out == ""
-    lines = err.strip().splitlines()
-    assert lines[0] == (
-        f"error: {target} exists and is not an export of kryt games (a game file, CSV or"
-        " JSON): not replaced"
-    )
-    assert lines[1:] == ["hint: name a new file, or add --force to replace it"]
-    assert target.read_text() == PRECIOUS
-    code, _, err = export(capsys, db, str(target), "--force")
-    assert code == ExitCode.OK and "wrote 2 games" in err
-    assert target.read_text() != PRECIOUS
-    assert [p.name for p in folder.iterdir()] == [name]
-
-
-@pytest.mark.parametrize("before", ["text", "csv", "json"])
-@pytest.mark.parametrize("after", ["text", "csv", "json"])
-def test_an_earlier_export_is_replaced_without_force_but_not_by_no_games(
-    capsys: pytest.CaptureFixture[str], db: Path, folder: Path, before: str, after: str
-) -> None:
-    target = folder / "games.out"
-    target.write_text("")
-    assert export(capsys, db, str(target), "-f", before)[0] == ExitCode.OK
-    assert export(capsys, db, str(target), "-f", after, "--bot", "alpha")[0] == ExitCode.OK
-    empty = folder / "empty.json"
-    # ... and a JSON export of no games ('[]'), as an earlier version wrote it, too.
-    empty.write_text("[]\n")
-    code, _, err = export(capsys, db, str(empty), "-f", after)
-    assert code == ExitCode.OK, err
-    # Never by an export of no game, though: the earlier one stays as it was.
-    kept = target.read_bytes()
-    assert export(capsys, db, str(target), "-f", after, "--reason", "crash")[0] == ExitCode.FAILED
-    assert target.read_bytes() == kept
-
-
-def test_force_never_replaces_a_database(
-    capsys: pytest.CaptureFixture[str], db: Path, folder: Path
-) -> None:
-    before = db.read_bytes()
-    code, _, err = export(capsys, db, str(db), "--force")
-    assert code == ExitCode.BAD_INPUT
-    assert f"{db} is an SQLite database, not overwritten with the export" in err
-    assert db.read_bytes() == before
 
 
 # -- F13. a header of megabytes ------------------------------------------------------------------

@@ -277,3 +277,75 @@ def test_a_limit_too_large_is_a_usage_error(
     assert "Invalid value for '--limit'" in err and "Traceback" not in out + err
     code, out, _ = kryt(capsys, "games", "list", "--limit", str(2**31 - 1), "-d", str(db))
     assert code == ExitCode.OK and "2 games" in out
+
+
+PRECIOUS = "precious notes\n"
+
+
+# ---------------------------------------------------------------- a file it did not write
+# (an outside CLI audit: no game matched, or the file was someone's notes)
+
+
+def test_an_export_matching_no_game_creates_and_replaces_nothing(
+    capsys: pytest.CaptureFixture[str], db: Path, folder: Path
+) -> None:
+    earlier = folder / "earlier.kgn"
+    assert export(capsys, db, str(earlier))[0] == ExitCode.OK
+    before = earlier.read_bytes()
+    for target in (earlier, folder / "new.kgn", folder / "new.csv"):
+        code, out, err = export(capsys, db, str(target), "--reason", "timeout")
+        assert code == ExitCode.FAILED and out == ""
+        assert err == f"no games match: nothing written to {target}\n"
+    assert earlier.read_bytes() == before
+    assert sorted(p.name for p in folder.iterdir()) == ["earlier.kgn"]
+
+
+@pytest.mark.parametrize("name", ["keep.txt", "keep.kgn", "keep.csv", "keep.json"])
+def test_a_file_that_is_no_export_of_ours_is_replaced_only_with_force(
+    capsys: pytest.CaptureFixture[str], db: Path, folder: Path, name: str
+) -> None:
+    target = folder / name
+    target.write_text(PRECIOUS)
+    code, out, err = export(capsys, db, str(target))
+    assert code == ExitCode.BAD_INPUT and out == ""
+    lines = err.strip().splitlines()
+    assert lines[0] == (
+        f"error: {target} exists and is not an export of kryt games (a game file, CSV or"
+        " JSON): not replaced"
+    )
+    assert lines[1:] == ["hint: name a new file, or add --force to replace it"]
+    assert target.read_text() == PRECIOUS
+    code, _, err = export(capsys, db, str(target), "--force")
+    assert code == ExitCode.OK and "wrote 2 games" in err
+    assert target.read_text() != PRECIOUS
+    assert [p.name for p in folder.iterdir()] == [name]
+
+
+@pytest.mark.parametrize("before", ["text", "csv", "json"])
+@pytest.mark.parametrize("after", ["text", "csv", "json"])
+def test_an_earlier_export_is_replaced_without_force_but_not_by_no_games(
+    capsys: pytest.CaptureFixture[str], db: Path, folder: Path, before: str, after: str
+) -> None:
+    target = folder / "games.out"
+    target.write_text("")
+    assert export(capsys, db, str(target), "-f", before)[0] == ExitCode.OK
+    assert export(capsys, db, str(target), "-f", after, "--bot", "alpha")[0] == ExitCode.OK
+    empty = folder / "empty.json"
+    # ... and a JSON export of no games ('[]'), as an earlier version wrote it, too.
+    empty.write_text("[]\n")
+    code, _, err = export(capsys, db, str(empty), "-f", after)
+    assert code == ExitCode.OK, err
+    # Never by an export of no game, though: the earlier one stays as it was.
+    kept = target.read_bytes()
+    assert export(capsys, db, str(target), "-f", after, "--reason", "crash")[0] == ExitCode.FAILED
+    assert target.read_bytes() == kept
+
+
+def test_force_never_replaces_a_database(
+    capsys: pytest.CaptureFixture[str], db: Path, folder: Path
+) -> None:
+    before = db.read_bytes()
+    code, _, err = export(capsys, db, str(db), "--force")
+    assert code == ExitCode.BAD_INPUT
+    assert f"{db} is an SQLite database, not overwritten with the export" in err
+    assert db.read_bytes() == before
