@@ -307,3 +307,12 @@ def test_a_seed_of_another_type_is_a_typed_error_quoting_it(seed: object) -> Non
 @pytest.mark.parametrize("seed", [0, 2**70, -5, "cup", b"\x00", None])
 def test_the_seed_types_the_docs_name_still_deal(seed: int | str | bytes | None) -> None:
     assert sorted(c.text for c in shuffled_deck(seed)) == sorted(c.text for c in shuffled_deck(0))
+
+
+@pytest.mark.parametrize("pairs", [[("7C",)], ["7C:9C"], [5], [("7C", "9C", "TC")], [None]])
+def test_classic_cover_refuses_what_is_not_a_pair_with_a_typed_error(pairs: list[object]) -> None:
+    """An outside audit of the classic table: a plain ValueError or TypeError that did not
+    quote the input (every other constructor and the parser raise typed errors)."""
+    with pytest.raises(ActionTypeError, match="pairs, got") as refused:
+        ClassicAction.cover(*pairs)  # type: ignore[arg-type]
+    assert isinstance(refused.value, RulesError)

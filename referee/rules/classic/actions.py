@@ -109,7 +109,14 @@ class ClassicAction:
 
     @classmethod
     def cover(cls, *pairs: tuple[Card | str, Card | str]) -> ClassicAction:
-        """``cover``: each pair is (led card, the card put on it); any order of pairs."""
+        """``cover``: each pair is (led card, the card put on it); any order of pairs.
+        Anything but such pairs is refused with :class:`ActionTypeError`, quoting it."""
+        for pair in pairs:
+            paired = isinstance(pair, tuple | list) and len(pair) == 2
+            if not paired:
+                raise ActionTypeError(
+                    f"cover takes (led card, covering card) pairs, got {quote(pair)}"
+                )
         return cls(
             ClassicActionKind.COVER,
             tuple(Card.parse(led) for led, _ in pairs),
