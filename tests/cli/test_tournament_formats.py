@@ -7,11 +7,13 @@ import json
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from arena.db import open_database
 from arena.tournament.lease import RunLease
+from arena.tournament.service import prepare_executor, tournament_state
 from kryt.cli import main
 from kryt.errors import ExitCode
 
@@ -292,16 +294,16 @@ def test_a_resume_that_loses_the_race_for_the_lease_prepares_nothing(
         conn.execute("update series set status = 'pending' where id = 1")
         conn.execute("delete from games where series_id = 1")
         conn.execute("update tournaments set status = 'pending'")
-    state_before_the_other_run = commands.tournament_state(1, open_database(f"sqlite:///{db}"))
+    state_before_the_other_run = tournament_state(1, open_database(f"sqlite:///{db}"))
     assert state_before_the_other_run.live_lease is None
     monkeypatch.setattr(commands, "tournament_state", lambda *_: state_before_the_other_run)
     prepared: list[object] = []
-    original = commands.prepare_executor
-    monkeypatch.setattr(
-        commands,
-        "prepare_executor",
-        lambda *args, **kwargs: prepared.append(args) or original(*args, **kwargs),
-    )
+
+    def prepare_and_count(*args: Any, **kwargs: Any) -> Any:
+        prepared.append(args)
+        return prepare_executor(*args, **kwargs)
+
+    monkeypatch.setattr(commands, "prepare_executor", prepare_and_count)
     with RunLease(open_database(f"sqlite:///{db}"), 1):
         code, out, err = kryt(capsys, "tournament", "resume", "1")
     assert code == ExitCode.UNAVAILABLE and "being run by" in flat(err), (out, err)
