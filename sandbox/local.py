@@ -108,16 +108,67 @@ BUILD_GRACE_SECONDS = 30
 #: Caches a runtime's build writes to (its env names them): copied to /tmp for the build.
 WRITABLE_CACHES = ("GOCACHE",)
 
-# Runs inside the process backend's child: limits first, then the bot as __main__.
+# Runs inside the process backend's child: limits first, then the bot as __main__, under a
+# supervisor when the kernel allows one. The supervisor is a child subreaper: what the bot
+# orphans (a grandchild double-forked into a session of its own) is re-parented to it instead
+# of to init, so it stays in the bot's process tree, where stopping the bot finds it; and when
+# the bot exits on its own, the supervisor kills whatever the bot left, then exits with the
+# bot's own status (its signal, re-raised) so a crash is classified as before.
 _LAUNCHER = """
 import ctypes, os, resource, runpy, signal, sys
 for item in os.environ.pop("KRYT_RLIMITS").split(","):
     name, value = item.split("=")
     resource.setrlimit(getattr(resource, name), (int(value), int(value)))
-try:
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-except Exception:
-    pass
+libc = ctypes.CDLL(None, use_errno=True)
+def prctl(option, value):
+    try:
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except Exception:
+        return False
+def children():
+    me, found = str(os.getpid()), []
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/" + name + "/stat") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[1] == me:
+                    found.append(int(name))
+        except (OSError, IndexError, ValueError):
+            pass
+    return found
+def supervise(bot):
+    status = None
+    while status is None:
+        pid, code = os.waitpid(-1, 0)
+        if pid == bot:
+            status = code
+    while True:
+        for pid in children():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            signal.signal(number, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+        os.kill(os.getpid(), number)
+        os._exit(128 + number)
+    os._exit(os.waitstatus_to_exitcode(status))
+prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the referee
+if prctl(36, 1):  # PR_SET_CHILD_SUBREAPER
+    supervisor = os.getpid()
+    bot = os.fork()
+    if bot:
+        supervise(bot)
+    prctl(1, signal.SIGKILL)  # the bot dies with its supervisor
+    if os.getppid() != supervisor:  # it died before the line above
+        os._exit(1)
 os.umask(0o077)
 entry = sys.argv[1]
 sys.argv = sys.argv[1:]

@@ -228,7 +228,8 @@ def test_a_daemonized_grandchild_does_not_outlive_its_bot(
     sandbox_backend: Backend, make_bot: MakeBot
 ) -> None:
     """Double-forked into a session of its own, reparented away from the bot, deaf to
-    SIGTERM and SIGHUP: the process backend cannot find it; the isolating ones must."""
+    SIGTERM and SIGHUP: the isolating backends must find it (the process backend's
+    supervisor: tests/sandbox/test_process_supervisor.py)."""
     marker = "kryt-daemon-grandchild"
     bot = sandbox_backend.start(make_bot("daemon"), roomy(), "test-daemon")
     try:

@@ -1,5 +1,5 @@
 """Hostile: a grandchild in a session of its own, adopted away from the bot, ignoring SIGTERM
-and SIGHUP: what a bot would do to outlive its game (the process backend cannot stop it)."""
+and SIGHUP: what a bot would do to outlive its game."""
 
 import os
 import sys
