@@ -381,7 +381,16 @@ class _Tail:
 
     A thread reads as output arrives; :meth:`since` first reads what is still waiting in the
     pipe itself, so everything the bot wrote before it answered the referee is counted by
-    the time the referee asks. Reads and appends happen under one lock, in pipe order."""
+    the time the referee asks. Reads and appends happen under one lock, in pipe order.
+
+    The thread reads at most :attr:`READ_RATE` bytes a second on average (after a burst of
+    :attr:`READ_BURST`): moving a bot's output costs this process CPU outside the bot's
+    limits, so a bot writing faster waits on its own full pipe, on its own clock."""
+
+    READ_RATE = 1024 * 1024
+    """Bytes a second the reader thread takes from a bot's output pipe, on average."""
+    READ_BURST = 4 * 1024 * 1024
+    """Bytes the reader takes at once before :attr:`READ_RATE` applies (start-up logs)."""
 
     DRAIN_READS = 32
     """Most reads of what is waiting that one :meth:`since` makes (a bot writing without end
@@ -403,12 +412,20 @@ class _Tail:
         poller = select.poll()
         assert self._fd is not None
         poller.register(self._fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        allowance, last = float(self.READ_BURST), time.monotonic()
         try:
             while True:
                 poller.poll()
                 with self._lock:
-                    if self._read_once() is None:
-                        return
+                    chunk = self._read_once()
+                if chunk is None:
+                    return
+                now = time.monotonic()
+                allowance = min(self.READ_BURST, allowance + (now - last) * self.READ_RATE)
+                allowance -= len(chunk)
+                last = now
+                if allowance < 0:
+                    time.sleep(-allowance / self.READ_RATE)
         finally:
             with self._lock:
                 self._fd = None
