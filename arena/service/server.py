@@ -67,6 +67,7 @@ def serve(db: Database, settings: ServiceSettings, *, port_file: Path | None = N
     import uvicorn
 
     from arena.service.app import create_service_app
+    from arena.service.http_protocol import header_deadline_protocol
 
     if db.created:
         log.warning(
@@ -88,7 +89,11 @@ def serve(db: Database, settings: ServiceSettings, *, port_file: Path | None = N
                 ) from None
         app = create_service_app(db, settings)
         config = uvicorn.Config(
-            app, log_level="warning", proxy_headers=True, forwarded_allow_ips="127.0.0.1"
+            app,
+            http=header_deadline_protocol(settings.header_timeout_seconds),
+            log_level="warning",
+            proxy_headers=True,
+            forwarded_allow_ips="127.0.0.1",
         )
         server = uvicorn.Server(config)
         shown = f"[{settings.host}]" if ":" in settings.host else settings.host

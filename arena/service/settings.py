@@ -85,6 +85,10 @@ class ServiceSettings:
     body_timeout_seconds: float = 30.0
     """How long the server waits for the next piece of a request body before it answers 408
     and closes the connection (a client stalling mid-upload must not hold a worker)."""
+    header_timeout_seconds: float = 30.0
+    """How long a client has, from connecting (or from the previous response on a kept-alive
+    connection), to complete a request's line and headers; then the connection is closed
+    (with a 408 if part of a request came). uvicorn has no such limit of its own."""
     validation_games: int = 2
     reference_bots: tuple[str, ...] = ("random",)
     log_limit_bytes: int = 16 * KiB
@@ -114,11 +118,12 @@ class ServiceSettings:
                 continue  # port 0: any free port (tests)
             if type(value) is not int or value < 1:
                 raise SettingsError(f"{name} must be a positive integer, got {value!r}")
-        timeout = self.body_timeout_seconds
-        if type(timeout) not in (int, float) or not 0 < timeout <= 3600:
-            raise SettingsError(
-                f"body_timeout_seconds must be a number of seconds in (0, 3600], got {timeout!r}"
-            )
+        for name in ("body_timeout_seconds", "header_timeout_seconds"):
+            timeout = getattr(self, name)
+            if type(timeout) not in (int, float) or not 0 < timeout <= 3600:
+                raise SettingsError(
+                    f"{name} must be a number of seconds in (0, 3600], got {timeout!r}"
+                )
         if self.ladder.budget_games < 0:
             raise SettingsError(f"ladder.budget_games must be >= 0, got {self.ladder.budget_games}")
         if self.ladder.lease_seconds <= 0 or self.ladder.poll_seconds <= 0:

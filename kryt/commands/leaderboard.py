@@ -333,6 +333,7 @@ def serve(
     """Serve the leaderboard web site (standings, bot pages, game replays) until Ctrl-C."""
     import uvicorn
 
+    from arena.service.http_protocol import DEFAULT_HEADER_TIMEOUT, header_deadline_protocol
     from leaderboard.web import create_app
 
     url = database if database is not None else (ctx.obj or {}).get("database")
@@ -341,7 +342,13 @@ def serve(
         _check_port(host, port)
         shown = f"[{host}]" if ":" in host else host
         typer.echo(f"Leaderboard of {db.display_url} at http://{shown}:{port}/ (Ctrl-C to stop)")
-        uvicorn.run(create_app(db), host=host, port=port, log_level="warning")
+        uvicorn.run(
+            create_app(db),
+            host=host,
+            port=port,
+            log_level="warning",
+            http=header_deadline_protocol(DEFAULT_HEADER_TIMEOUT),
+        )
     finally:
         db.close()
 

@@ -57,6 +57,7 @@ HARDENING = {
 }
 STARTUP_S = 120.0
 ANSWER_S = 30.0
+HEADER_TIMEOUT_S = 3.0
 """How long a raw-socket client waits for an answer (generous: the machine is busy)."""
 
 
@@ -369,6 +370,12 @@ def test_the_body_timeout_setting_is_checked() -> None:
     for bad in ("0", "-1", "nan", "inf", "99999"):
         with pytest.raises(SettingsError, match="body_timeout_seconds"):
             ServiceSettings.from_env({"KRYT_ARENA_BODY_TIMEOUT_SECONDS": bad})
+    assert ServiceSettings().header_timeout_seconds == 30.0
+    env = {"KRYT_ARENA_HEADER_TIMEOUT_SECONDS": "4"}
+    assert ServiceSettings.from_env(env).header_timeout_seconds == 4
+    for bad in ("0", "-1", "nan", "inf", "99999"):
+        with pytest.raises(SettingsError, match="header_timeout_seconds"):
+            ServiceSettings.from_env({"KRYT_ARENA_HEADER_TIMEOUT_SECONDS": bad})
 
 
 @dataclass
@@ -396,7 +403,8 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """A server whose body deadline is 1 s (``KRYT_ARENA_BODY_TIMEOUT_SECONDS``)."""
+    """A server whose body deadline is 1 s (``KRYT_ARENA_BODY_TIMEOUT_SECONDS``) and header
+    deadline :data:`HEADER_TIMEOUT_S`."""
     workdir = tmp_path_factory.mktemp("served")
     url = f"sqlite:///{workdir / 'arena.db'}"
     with open_database(url) as db, db.session() as session:
@@ -410,6 +418,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "KRYT_ARENA_BODY_TIMEOUT_SECONDS": "1",
+        "KRYT_ARENA_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT_S),
         "KRYT_ARENA_SANDBOX_BACKEND": "process",
         "KRYT_ARENA_SANDBOX_ALLOW_UNSAFE": "1",
         "KRYT_SANDBOX_RUNTIME_DIR": str(runtime),
@@ -566,3 +575,64 @@ def test_uvicorn_passes_trace_and_connect_to_the_app(served: Served, method: str
     assert status == 405, received[:500]
     assert headers["allow"] == "GET"
     assert headers["content-type"].startswith("application/problem+json")
+
+
+def test_a_connection_that_sends_nothing_is_closed_at_the_header_deadline(
+    served: Served,
+) -> None:
+    """uvicorn held such a connection for ever (file descriptors run out)."""
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", served.port), timeout=ANSWER_S) as sock:
+        try:
+            received = sock.recv(65536)
+        except TimeoutError:
+            pytest.fail("the server kept an idle connection open")
+    took = time.monotonic() - started
+    assert received == b""  # nothing had come: closed without an answer
+    assert took >= HEADER_TIMEOUT_S - 0.5
+
+
+def test_headers_trickling_past_the_deadline_are_a_408(served: Served) -> None:
+    started = time.monotonic()
+    received = _trickle(served, b"GET /health HTTP/1.1\r\nHost: arena\r\n", [b"X"] * 40, 0.25)
+    took = time.monotonic() - started
+    assert received, f"no answer; server log:\n{served.log.read_text()}"
+    status, headers = _head(received)
+    assert status == 408, received[:500]
+    assert headers.get("connection") == "close"
+    assert b"headers did not arrive in time" in received
+    assert took >= HEADER_TIMEOUT_S - 0.5
+
+
+def test_headers_sent_in_pieces_within_the_deadline_are_answered(served: Served) -> None:
+    pieces = [b"Host: arena\r\n", b"Connection: close\r\n", b"\r\n"]
+    received = _trickle(served, b"GET /health HTTP/1.1\r\n", pieces, 0.2)
+    status, _ = _head(received)
+    assert status == 200, received[:500]
+
+
+def test_a_kept_alive_connection_gets_a_fresh_header_deadline(served: Served) -> None:
+    """Three requests on one connection, each sent half the deadline after the previous
+    answer (together longer than the deadline), then two pipelined ones: all answered, as
+    the deadline counts from the previous response, not from connecting."""
+    request = b"GET /health HTTP/1.1\r\nHost: arena\r\n\r\n"
+    last = request.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", served.port), timeout=ANSWER_S) as sock:
+        answers = b""
+        for number in range(1, 4):
+            sock.sendall(request)
+            while answers.count(b"HTTP/1.1 200") < number:
+                chunk = sock.recv(65536)
+                assert chunk, f"closed before answer {number}: {answers[-300:]!r}"
+                answers += chunk
+            time.sleep(HEADER_TIMEOUT_S / 2)
+        assert time.monotonic() - started > HEADER_TIMEOUT_S
+        sock.sendall(request + last)
+        try:
+            while chunk := sock.recv(65536):
+                answers += chunk
+        except TimeoutError:
+            pytest.fail("the server did not close after the request that asked it to")
+    assert answers.count(b"HTTP/1.1 200") == 5, answers[-500:]
+    assert b" 408 " not in answers
