@@ -373,7 +373,8 @@ class DockerBackend(Backend):
                     continue
                 if "error" in chunk:
                     error = str(chunk["error"])
-                    tail.add(error if error.endswith("\n") else f"{error}\n")
+                    if containers.failed_command_status(error) is None:
+                        tail.add(error if error.endswith("\n") else f"{error}\n")
                     continue
                 text = chunk.get("stream")
                 if isinstance(text, str) and text:
@@ -400,7 +401,17 @@ class DockerBackend(Backend):
                 error = last.strip() or "the engine reported no image"
             except (APIError, RequestException) as exc:
                 raise ImageBuildError(f"building {tag} failed: {exc}") from exc
-        containers.raise_build_failure(runtime, submission, [{"stream": tail.text()}])
+        status = containers.failed_command_status(error)
+        # Once the script has reached the bot's build command, that command failing is the
+        # bot's failure, whatever its output pushed out of the kept tail.
+        containers.raise_build_failure(
+            runtime, submission, [{"stream": tail.text()}], started=started and status is not None
+        )
+        if status is not None:  # a step of ours: Docker's message repeats the whole command
+            said = " ".join(last.split())[-500:] or "no output"
+            raise ImageBuildError(
+                f"building {tag} failed: a build step exited with status {status} ({said})"
+            )
         raise ImageBuildError(f"building {tag} failed: {error[-2000:]}")
 
     def start(

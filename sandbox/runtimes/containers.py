@@ -212,20 +212,51 @@ def effective_limits(runtime: Runtime, limits: SandboxLimits) -> SandboxLimits:
     )
 
 
-_FAILED_COMMAND = re.compile(r"The command '.*?' returned a non-zero code: \d+", re.DOTALL)
-"""Docker's line (many, for a command with newlines) saying a build step failed."""
+_FAILED_COMMAND = re.compile(r"The command '.*' returned a non-zero code: (\d+)\s*", re.DOTALL)
+"""Docker's message (many lines, for a command with newlines) saying a build step failed."""
 
 
-def build_failure(runtime: Runtime, submission: Submission, log: Iterable[Any]) -> str | None:
-    """The author's error message when ``log`` (docker's build log) shows the bot's build
-    failed, or None when the failure was ours (engine, missing image)."""
-    texts = [
-        str(chunk.get("stream") or chunk.get("error") or "") if isinstance(chunk, dict) else ""
-        for chunk in log
-    ]
-    # Docker repeats the failed command, which is the seccomp launcher's whole source and
-    # filter (sandbox.seccomp.confined_command): many lines that say nothing to the author.
-    lines = _FAILED_COMMAND.sub("", "".join(texts)).splitlines()
+def failed_command_status(error: str) -> int | None:
+    """The exit status when ``error`` is Docker's "a build step's command failed" message
+    (the failure of the step's command, not of the engine), else None."""
+    match = _FAILED_COMMAND.fullmatch(error.strip() + "\n")
+    return int(match.group(1)) if match else None
+
+
+def _without_docker_line(text: str) -> str:
+    """``text`` without Docker's failed-command message at its end, if it has one. Only the
+    last "The command '" can be Docker's (it comes last); the build's own output may say
+    those words too, and must not be cut from there on."""
+    start = text.rfind("The command '")
+    if start >= 0 and failed_command_status(text[start:]) is not None:
+        return text[:start]
+    return text
+
+
+def build_failure(
+    runtime: Runtime,
+    submission: Submission,
+    log: Iterable[Any],
+    *,
+    started: bool = False,
+) -> str | None:
+    """The author's error message when ``log`` (the build's output) shows the bot's build
+    failed, or None when the failure was ours (engine, missing image). ``started``: the
+    build script was seen reaching the bot's build command (:data:`BUILD_STARTED`) earlier
+    than ``log`` may still show, and its command failed: the bot's failure whatever the
+    output kept says."""
+    texts = []
+    for chunk in log:
+        if not isinstance(chunk, dict):
+            continue
+        error = chunk.get("error")
+        if isinstance(error, str) and failed_command_status(error) is not None:
+            # Docker repeats the failed command, which is the seccomp launcher's whole
+            # source and filter (sandbox.seccomp.confined_command): it says nothing to the
+            # author, and it is not the build's output.
+            continue
+        texts.append(str(chunk.get("stream") or error or ""))
+    lines = _without_docker_line("".join(texts)).splitlines()
     # The first line with the mark: the command's own (node's build.sh says why) before the
     # script's summary; anywhere in a line, as output may end without a newline.
     said = [line[line.index(BUILD_FAILED) :] for line in lines if BUILD_FAILED in line]
@@ -235,6 +266,9 @@ def build_failure(runtime: Runtime, submission: Submission, log: Iterable[Any]) 
         # The build ran and ended the script before it could say why (it stopped or killed
         # it: both run as the build's uid): the bot's failure all the same.
         reason = f"{BUILD_FAILED} the build ended its script before the script's result"
+    elif started:
+        # The build printed so much that the script's lines left the kept tail.
+        reason = f"{BUILD_FAILED} the build failed (the script's result is not in its last output)"
     else:
         return None
     # Docker's own progress lines say nothing to the author.
@@ -256,9 +290,12 @@ def build_failure(runtime: Runtime, submission: Submission, log: Iterable[Any]) 
     )
 
 
-def raise_build_failure(runtime: Runtime, submission: Submission, log: Iterable[Any]) -> None:
-    """Raise :class:`RuntimeBuildError` when ``log`` shows the bot's build failed."""
-    message = build_failure(runtime, submission, log)
+def raise_build_failure(
+    runtime: Runtime, submission: Submission, log: Iterable[Any], *, started: bool = False
+) -> None:
+    """Raise :class:`RuntimeBuildError` when ``log`` shows the bot's build failed (see
+    :func:`build_failure` for ``started``)."""
+    message = build_failure(runtime, submission, log, started=started)
     if message is not None:
         raise RuntimeBuildError(message)
 

@@ -219,6 +219,27 @@ def test_a_docker_build_printing_megabytes_keeps_a_bounded_tail(
 
 @pytest.mark.docker
 @pytest.mark.timeout(900)
+def test_a_build_saying_the_command_and_printing_more_than_the_tail_is_the_bots(
+    docker_backend: Backend, cpp_image: str, tmp_path: Path
+) -> None:
+    """Compiler output quoting "The command '" and longer than the kept tail: the tail lost
+    both of the build script's lines, and Docker's failed-command message was matched from
+    the author's words on, so the failure read as ours (voided again and again, never
+    remembered, the tournament unable to finish). Docker's message is no longer output,
+    and a failed command after the script reached the bot's build is the bot's."""
+    source = "".join(f"#error {'A' * 200}\n" for _ in range(150))
+    source += "#error The command 'x\nint main() {}\n"
+    sub = broken_cpp(tmp_path, source)
+    with pytest.raises(RuntimeBuildError) as caught:
+        docker_backend.start(sub, SandboxLimits(), "t-buildcommand")
+    message = str(caught.value)
+    assert message.startswith("example-cpp 1.0.0 (cpp) did not build"), message[:300]
+    assert "#error The command 'x" in message, message[-600:]
+    assert "base64" not in message and "execv" not in message
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(900)
 def test_a_streamed_docker_build_that_succeeds_gives_its_image(
     docker_backend: Backend, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

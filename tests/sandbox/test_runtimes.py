@@ -211,6 +211,38 @@ def test_a_build_failure_does_not_end_with_the_seccomp_launcher() -> None:
     assert "base64" not in message and "execv" not in message
 
 
+def test_the_builds_own_words_are_never_taken_for_dockers_message() -> None:
+    """Only Docker's message at the very end is cut: a compiler quoting "The command '"
+    earlier keeps its lines, the script's result among them."""
+    sub = load_submission(BOTS / "cpp")
+    said = "bot.cc:1:2: error: #error The command 'x\n"
+    failed = f"{containers.BUILD_FAILED} the cpp build exited with status 1\n"
+    docker = "The command '/bin/sh -c 'exec\npython3 -c ...'' returned a non-zero code: 1\n"
+    for log in (
+        [{"stream": f"{containers.BUILD_STARTED}\n{said}{failed}"}, {"error": docker}],
+        [{"stream": f"{containers.BUILD_STARTED}\n{said}{failed}{docker}"}],
+    ):
+        message = containers.build_failure(REGISTRY["cpp"], sub, log)
+        assert message is not None
+        assert message.splitlines()[0].endswith("the cpp build exited with status 1"), message
+        assert message.splitlines()[1:] == [said.strip()]
+    assert containers.failed_command_status(docker) == 1
+    multiline = "The command 'a\nb' returned a non-zero code: 137"
+    assert containers.failed_command_status(multiline) == 137
+    assert containers.failed_command_status("no space left on device") is None
+    assert containers.failed_command_status(f"{said}trailing") is None
+
+
+def test_a_started_build_whose_result_left_the_tail_is_the_bots() -> None:
+    sub = load_submission(BOTS / "cpp")
+    log = [{"stream": "bot.cc:150:2: error: #error AAAA\n"}]
+    assert containers.build_failure(REGISTRY["cpp"], sub, log) is None  # nothing says so
+    message = containers.build_failure(REGISTRY["cpp"], sub, log, started=True)
+    assert message is not None
+    assert "not in its last output" in message.splitlines()[0]
+    assert message.splitlines()[1:] == ["bot.cc:150:2: error: #error AAAA"]
+
+
 def test_image_keys_track_their_inputs() -> None:
     java = RuntimeImageSpec(REGISTRY["java"])
     assert java.key() == RuntimeImageSpec(REGISTRY["java"]).key()
