@@ -283,13 +283,20 @@ def prune(spec: BaseImageSpec | None = None) -> list[str]:
     """Remove base and bot images that the current sources no longer use; return their tags.
 
     The base image ``KRYT_SANDBOX_BASE_IMAGE`` names is in use too (the Docker backend runs
-    bots on it), and so are the bot images built on it. Images still used by a container are
-    kept (``docker rmi`` refuses them).
+    bots on it), and so are the bot images built on it or on a current runtime image (node,
+    java, cpp, go, native). Images still used by a container are kept (``docker rmi``
+    refuses them). The untagged build stages a build left (a runner killed mid-build) go
+    too, once they are half an hour old.
     """
+    from sandbox.docker_backend import BUILD_STAGE, MARK_KEY
+    from sandbox.runtimes import runtime_names
+    from sandbox.runtimes.images import image_tag as runtime_image_tag
+
     spec = spec or BaseImageSpec()
     bases = {bot_base_tag(spec)}
     if configured := os.environ.get("KRYT_SANDBOX_BASE_IMAGE"):
         bases.add(configured)
+    bases.update(runtime_image_tag(name) for name in runtime_names() if name != "python")
     keep = {root_tag(spec), *bases}
     base_ids = set()  # a bot image's tag ends with the id of the base it was built on
     for base in bases:
@@ -309,6 +316,13 @@ def prune(spec: BaseImageSpec | None = None) -> list[str]:
             proc = subprocess.run([docker_cli(), "rmi", tag], capture_output=True, check=False)
             if proc.returncode == 0:
                 removed.append(tag)
+    # Only stages older than any build can run: a running build's newest step is untagged
+    # and childless for a moment between two steps, and must not be taken from under it.
+    stages = ["image", "prune", "--force", "--filter", f"label={MARK_KEY}={BUILD_STAGE}"]
+    stages += ["--filter", "until=30m"]
+    pruned = subprocess.run([docker_cli(), *stages], capture_output=True, text=True, check=False)
+    if pruned.returncode == 0 and (count := pruned.stdout.count("deleted: ")):
+        removed.append(f"{count} untagged build-stage layers")
     return removed
 
 

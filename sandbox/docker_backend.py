@@ -332,7 +332,23 @@ class DockerBackend(Backend):
             except BaseException as exc:
                 containers.FAILED_BUILDS.remember(key, exc)
                 raise
+            finally:
+                self._remove_build_stage(submission)
         return tag
+
+    def _remove_build_stage(self, submission: Submission) -> None:
+        """Remove the untagged images ``submission``'s build leaves: its build stage (a copy
+        of the sources and the build's output) after a build, the steps up to the failed
+        one after a failure. Up to 20 MiB of sources each, and nothing else removes them.
+        Best effort: an engine error here must not hide the build's outcome."""
+        from docker.errors import APIError
+        from requests import RequestException
+
+        labels = [f"{k}={v}" for k, v in build_stage_labels(submission).items()]
+        try:
+            self.client.images.prune(filters={"dangling": True, "label": labels})
+        except (APIError, RequestException, OSError) as exc:
+            log.warning("could not remove the build stage of %s: %s", submission.sha256, exc)
 
     def _build_image(self, submission: Submission, runtime: Runtime, base: str, tag: str) -> None:
         """Build image ``tag`` of ``submission``, streaming the engine's output and keeping
@@ -596,6 +612,15 @@ def _timed_out(exc: BaseException) -> bool:
     return isinstance(exc, ReadTimeout | ReadTimeoutError | TimeoutError)
 
 
+BUILD_STAGE = "build-stage"
+"""``MARK_KEY``'s value on a build stage's images (untagged once the build is over)."""
+
+
+def build_stage_labels(submission: Submission) -> dict[str, str]:
+    """The labels of ``submission``'s build stage images."""
+    return {MARK_KEY: BUILD_STAGE, "org.kryt.submission": submission.sha256}
+
+
 def _build_context(submission: Submission, base_image: str, runtime: Runtime) -> io.BytesIO:
     """A tar build context: a Dockerfile (and a compiled runtime's build script) and the bot's
     files, world-readable, owned by root."""
@@ -606,7 +631,12 @@ def _build_context(submission: Submission, base_image: str, runtime: Runtime) ->
         confine = confined_command if filter_problem() is None else list
         files = {
             "Dockerfile": containers.dockerfile(
-                runtime, base_image, submission.manifest.entry, build=build, confine=confine
+                runtime,
+                base_image,
+                submission.manifest.entry,
+                build=build,
+                confine=confine,
+                stage_labels=build_stage_labels(submission),
             )
         }
         if build:

@@ -145,12 +145,16 @@ def dockerfile(
     *,
     build: bool | None = None,
     confine: Callable[[Sequence[str]], list[str]] = list,
+    stage_labels: Mapping[str, str] | None = None,
 ) -> str:
     """The Dockerfile of a submission's image on ``base_image`` (its runtime's image).
 
     ``build`` says whether this submission is built (default: the runtime always builds);
     see :func:`needs_build`. ``confine`` turns the build's command into the one that runs it
     (the Docker backend's: under the seccomp filter, :func:`sandbox.seccomp.confined_command`).
+    ``stage_labels`` label the build stage's images, which the engine keeps untagged after
+    the build (a copy of the sources and the build's output): so they can be found and
+    removed.
     """
     if build is None:
         build = runtime.compiled
@@ -163,6 +167,11 @@ def dockerfile(
     return "\n".join(
         [
             f"FROM {base_image} AS build",
+            *(
+                [f"LABEL {' '.join(f'{k}={json.dumps(v)}' for k, v in stage_labels.items())}"]
+                if stage_labels
+                else []
+            ),
             "COPY bot/ /src/",
             "COPY kryt-build.sh /kryt-build.sh",
             f"RUN mkdir -p {ARTIFACT_DIR} && chown {BUILD_UID}:{BUILD_UID} {ARTIFACT_DIR}",

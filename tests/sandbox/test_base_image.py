@@ -12,6 +12,7 @@ import pytest
 from sandbox import base_image
 from sandbox.backend import Backend
 from sandbox.base_image import BaseImageSpec, bot_base_tag, root_tag
+from tests.services import require
 
 
 def _project(root: Path) -> Path:
@@ -104,3 +105,34 @@ def test_prune_keeps_the_base_image_the_environment_names(
     finally:
         if base_image.image_exists(named):
             client.images.remove(named)
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(900)
+def test_prune_keeps_bot_images_built_on_a_current_runtime_image(docker_backend: Backend) -> None:
+    """A bot image's tag ends with the id of the image it was built on: prune knew only the
+    Python base's, and removed every current node, java, cpp, go and native bot image (each
+    then built again at its next start)."""
+    from sandbox.base_image import BaseImageError
+    from sandbox.runtimes.images import build_image
+
+    client = docker_backend.client  # type: ignore[attr-defined]
+    try:
+        runtime = build_image("cpp")
+    except BaseImageError as exc:
+        require(False, "the cpp runtime image", str(exc))
+        raise
+    runtime_id = client.images.get(runtime).id.removeprefix("sha256:")[:12]
+    kept = f"kryt-bot:{'c' * 32}-{runtime_id}"
+    stale = f"kryt-bot:{'d' * 32}-{'0' * 12}"
+    for tag in (kept, stale):
+        repository, name = tag.split(":")
+        client.images.get(runtime).tag(repository, name)
+    try:
+        removed = base_image.prune()
+        assert kept not in removed and base_image.image_exists(kept)
+        assert stale in removed and not base_image.image_exists(stale)
+    finally:
+        for tag in (kept, stale):
+            if base_image.image_exists(tag):
+                client.images.remove(tag)

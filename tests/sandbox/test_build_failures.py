@@ -238,6 +238,46 @@ def test_a_build_saying_the_command_and_printing_more_than_the_tail_is_the_bots(
     assert "base64" not in message and "execv" not in message
 
 
+def labelled_dangling(submission: Submission) -> list[str]:
+    """Untagged images carrying ``submission``'s build-stage labels."""
+    from sandbox.docker_backend import build_stage_labels, docker_client
+
+    labels = [f"{k}={v}" for k, v in build_stage_labels(submission).items()]
+    found = docker_client().images.list(filters={"dangling": True, "label": labels})
+    return [image.id for image in found]
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("builds", [False, True], ids=["failing", "succeeding"])
+def test_a_docker_build_leaves_no_untagged_stage_behind(
+    docker_backend: Backend,
+    cpp_image: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    builds: bool,
+) -> None:
+    """The build stage (a copy of the sources and the build's output) stayed as an untagged
+    image after every build, a failed one's steps too: nothing removed them."""
+    sub = broken_cpp(tmp_path, (CPP_STARTER / "bot.cc").read_text() if builds else None)
+    before_removal: list[list[str]] = []
+    original = docker_backend._remove_build_stage  # type: ignore[attr-defined]
+
+    def watched(submission: Submission) -> None:
+        before_removal.append(labelled_dangling(submission))
+        original(submission)
+
+    monkeypatch.setattr(docker_backend, "_remove_build_stage", watched)
+    if builds:
+        tag = docker_backend.image_for(sub)  # type: ignore[attr-defined]
+        assert tag.startswith("kryt-bot:")
+    else:
+        with pytest.raises(RuntimeBuildError):
+            docker_backend.image_for(sub)  # type: ignore[attr-defined]
+    assert len(before_removal) == 1 and before_removal[0], "the stage was not labelled"
+    assert labelled_dangling(sub) == []
+
+
 @pytest.mark.docker
 @pytest.mark.timeout(900)
 def test_a_streamed_docker_build_that_succeeds_gives_its_image(

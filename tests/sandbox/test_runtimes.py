@@ -150,6 +150,11 @@ def test_compiled_runtimes_build_in_a_separate_stage() -> None:
     assert containers.BUILD_UID != 65534
     uid = containers.BUILD_UID
     assert f"USER {uid}:{uid}" in text and "COPY --from=build /artifact/ /artifact/" in text
+    labelled = containers.dockerfile(
+        REGISTRY["go"], "g:1", "main.go", stage_labels={"org.kryt.sandbox": "build-stage"}
+    ).splitlines()
+    assert labelled[1] == 'LABEL org.kryt.sandbox="build-stage"', labelled
+    assert labelled[0].endswith(" AS build") and labelled.count(labelled[1]) == 1
     assert "FROM" in containers.dockerfile(REGISTRY["node"], "n:1", "bot.js")
     assert "AS build" not in containers.dockerfile(REGISTRY["node"], "n:1", "bot.js")
     assert '"chmod", "0755", "/bot/bin/bot"' in containers.dockerfile(
