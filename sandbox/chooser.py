@@ -21,7 +21,10 @@ def _docker(base_image: str | None, check_image: bool) -> Backend:
     backend = DockerBackend(base_image=base_image)
     if check_image:
         backend.image_base_id()
-    backend.reason = f"Docker engine reachable; bots run in containers on {backend.base_image}"
+    backend.reason = (
+        f"Docker engine reachable; bots run in containers: Python bots on {backend.base_image},"
+        " other runtimes on their kryt-runtime-<name> image"
+    )
     return _note_refusal(backend)
 
 

@@ -25,19 +25,33 @@ def new(
     ] = "python",
 ) -> None:
     """Create NAME/ with a working bot: bot.toml and the code of a starting point."""
-    from sdk.tools.template import BotTemplateError, UnknownLanguageError, new_bot
+    import shlex
+
+    from sandbox.death import printable
+    from sdk.tools.template import (
+        BotTemplateError,
+        InvalidBotNameError,
+        UnknownLanguageError,
+        new_bot,
+    )
 
     try:
+        # new_bot checks the name before it writes anything: a refused name leaves no folder.
         folder = new_bot(name, directory, language=language)
     except UnknownLanguageError as exc:
         raise UserError(str(exc)) from None
+    except InvalidBotNameError as exc:
+        raise UserError(str(exc), hint="choose another name, e.g. my-bot") from None
     except BotTemplateError as exc:
         raise UserError(str(exc), hint="choose another name or folder") from None
-    typer.echo(f"created {folder}")
+    # The folder comes from --dir as given: quoted so the next line can be pasted into a
+    # shell, and escaped so a control character in it cannot act on the terminal.
+    shown = printable(shlex.quote(str(folder)))
+    typer.echo(f"created {printable(str(folder))}")
     if language.lower() == "python":
-        typer.echo(f"next: cd {folder} && python test_bot.py && kryt bot check .")
+        typer.echo(f"next: cd {shown} && python test_bot.py && kryt bot check .")
     else:
-        typer.echo(f"next: cd {folder} && kryt bot check . --backend docker")
+        typer.echo(f"next: cd {shown} && kryt bot check . --backend docker")
 
 
 @app.command("check")

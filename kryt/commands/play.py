@@ -34,9 +34,13 @@ from kryt.texts import result_by
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from arena.tournament.seats import SandboxSlot
     from leaderboard.ratings.match_stats import ScoreSample, Sprt
+    from referee.match import Player
+    from referee.protocol.messages import GameEndReason, Handshake
     from referee.protocol.messages import TimeControl as Control
     from referee.record import GameRecord
+    from sandbox import Backend, Submission
 
 SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
 MAX_GAMES = 1_000_000
@@ -103,6 +107,8 @@ class _Tally:
                 detail = ""
                 if record.forfeit is not None:
                     detail = f": seat {record.forfeit.seat} {record.forfeit.detail}"[:120]
+                elif record.double_forfeit_detail:
+                    detail = f": {record.double_forfeit_detail}"[:120]
                 self.out.print(
                     Text(
                         f"game {done}/{self.games} (series {series + 1} game {number},"
@@ -250,7 +256,6 @@ def play(
     from leaderboard.ratings.match_stats import Sprt, match_stats
     from referee.book import BookError, load_book
     from referee.pairing import pairing_configs, run_pairing
-    from referee.protocol.messages import GameEndReason
     from referee.series import SeriesConfig, SeriesFormat
     from referee.timecontrol import format_time_spec
     from sandbox import choose_backend, load_submission
@@ -317,6 +322,9 @@ def play(
             sandbox = choose_backend(backend_choice(backend, sandbox_alias), allow_unsafe=False)
         except ValueError as exc:  # an unknown backend name (an unusable one is a SandboxError)
             raise UserError(f"--backend: {exc}") from None
+        # A bot the backend cannot run would forfeit every game (each tried three times):
+        # refused before the first, as `kryt bot check --backend none` refuses it.
+        _refuse_unrunnable(sandbox, refs, submissions, backend_choice(backend, sandbox_alias))
         err.print(f"sandbox: [bold]{sandbox.describe()}[/bold]")
         problem = sandbox.cpu_clock_problem() if clock == "cpu" else None
         if problem:
@@ -344,15 +352,21 @@ def play(
             shown = f"deal book: {len(decks)} decks from {visible(str(book))}"
             err.print(Text(shown), soft_wrap=True)
 
-        def make_slots(index: int) -> tuple[SandboxSlot, SandboxSlot]:
+        start_failures: dict[int, str] = {}
+
+        def make_slots(index: int) -> tuple[_RememberedSlot, _RememberedSlot]:
             slots = tuple(
-                SandboxSlot(
-                    sandbox,
-                    submissions[seat],
-                    name=names[seat],
-                    limits=limits,
-                    label=f"kryt-play-{os.getpid()}-{index}-{seat}",
-                    trusted=True,
+                _RememberedSlot(
+                    SandboxSlot(
+                        sandbox,
+                        submissions[seat],
+                        name=names[seat],
+                        limits=limits,
+                        label=f"kryt-play-{os.getpid()}-{index}-{seat}",
+                        trusted=True,
+                    ),
+                    seat,
+                    start_failures,
                 )
                 for seat in (0, 1)
             )
@@ -382,9 +396,7 @@ def play(
             table.add_column(column)
         for (series, number), record in sorted(tally.records.items()):
             winner = "draw" if record.winner is None else names[record.winner]
-            detail = ""
-            if record.forfeit is not None:
-                detail = f"seat {record.forfeit.seat}: {record.forfeit.detail}"
+            detail = _detail(record)
             table.add_row(
                 str(series + 1),
                 str(number),
@@ -398,6 +410,14 @@ def play(
         tally.last_line = None  # the score again, under the table
     for error in outcome.errors if outcome is not None else ():
         err.print(Text(f"error: {error}"))
+    idle = _never_played(list(tally.records.values()), start_failures)
+    if len(idle) == 2:
+        # No game was played: a score of draws and an Elo estimate of 0 would be made up.
+        err.print(Text("neither bot played: every game was lost to start-up failures", style="red"))
+        for seat, reason in sorted(idle.items()):
+            line = f"{names[seat]} never played: every game was its start-up failure ({reason})"
+            err.print(Text(visible(line), style="red"), soft_wrap=True)
+        raise typer.Exit(ExitCode.FAILED)
     if tally.last_line != tally.standings():  # the last progress line, unless it said this
         out.print(Text(tally.standings()))
     pentanomial = tally.pentanomial() if tally.duplicate else None
@@ -409,21 +429,11 @@ def play(
         out.print(Text(test.format(tally.sample())))
         if outcome is not None and outcome.stopped:
             out.print(f"stopped early by the SPRT after {len(tally.records)} of {games} games")
-    for seat in (0, 1):
-        own = [r for r in tally.records.values() if r.forfeit and r.forfeit.seat == seat]
-        if (
-            tally.records
-            and len(own) == len(tally.records)
-            and all(r.ending is GameEndReason.STARTUP_FAILURE for r in own)
-        ):
-            err.print(
-                Text(
-                    f"{names[seat]} never played: every game was its start-up failure"
-                    f" ({visible(own[0].forfeit.detail if own[0].forfeit else '')[:200]})",
-                    style="red",
-                )
-            )
-            raise typer.Exit(ExitCode.FAILED)
+    if idle:  # one bot never started (both: said above)
+        [(seat, reason)] = idle.items()
+        line = f"{names[seat]} never played: every game was its start-up failure ({reason})"
+        err.print(Text(visible(line), style="red"))
+        raise typer.Exit(ExitCode.FAILED)
     if outcome is None:
         err.print(
             f"interrupted after {len(tally.records)} of {games} games: these figures are all"
@@ -431,6 +441,92 @@ def play(
             soft_wrap=True,
         )
         raise Interrupted
+
+
+def _refuse_unrunnable(
+    sandbox: Backend, refs: list[str], submissions: list[Submission], chosen: str
+) -> None:
+    """A ``UserError`` naming the first bot (as given) that ``sandbox`` cannot run: a bot of
+    another runtime than Python on the process backend, which the backend's own check
+    (``sandbox.local._python_only``, what it runs at each start) refuses."""
+    from sandbox.errors import InvalidSubmissionError
+    from sandbox.local import ProcessBackend, _python_only
+
+    if not isinstance(sandbox, ProcessBackend):
+        return
+    for ref, submission in zip(refs, submissions, strict=True):
+        try:
+            _python_only(sandbox.name, submission)
+        except InvalidSubmissionError:
+            runtime = submission.manifest.runtime
+            # Said as `kryt bot check --backend none` says it (sdk.tools.check).
+            raise UserError(
+                f"{ref!r}: a {runtime} bot is built and run by a sandbox: play it with"
+                f" --backend bwrap or --backend docker (the {sandbox.name} backend runs Python"
+                " bots only)",
+                # Asked for none: say why auto fell back to plain processes.
+                hint=f"--backend auto chose {sandbox.describe()}" if chosen == "auto" else "",
+            ) from None
+
+
+class _RememberedSlot:
+    """A seat's :class:`SandboxSlot` that keeps why its bot last failed to start.
+
+    A double forfeit's record keeps both bots' failures in one clipped text; the summary of
+    a run in which neither bot played names each bot's own reason from here."""
+
+    def __init__(self, slot: SandboxSlot, seat: int, failures: dict[int, str]) -> None:
+        self.slot = slot
+        self.name = slot.name
+        self._seat = seat
+        self._failures = failures
+
+    def player(self, handshake: Handshake) -> Player:
+        """The slot's player; a start-up failure is remembered, then raised again."""
+        from referee.series import BotStartError
+
+        try:
+            return self.slot.player(handshake)
+        except BotStartError as exc:
+            self._failures[self._seat] = str(exc)  # one key per seat: the last one wins
+            raise
+
+    def diagnose(self) -> GameEndReason | None:
+        """The slot's diagnosis."""
+        return self.slot.diagnose()
+
+    def close(self) -> None:
+        """Stop the slot's bot."""
+        self.slot.close()
+
+
+def _never_played(records: list[GameRecord], failures: dict[int, str]) -> dict[int, str]:
+    """The seats whose bot never started, each with why (``{seat: reason}``, at most 200
+    characters): every game was that bot's own start-up failure or a double forfeit (neither
+    started). ``failures`` has each seat's last start-up failure, for the double forfeits."""
+    from referee.protocol.messages import GameEndReason
+
+    if not records:
+        return {}
+    idle: dict[int, str] = {}
+    for seat in (0, 1):
+        own = [r.forfeit.detail for r in records if r.forfeit and r.forfeit.seat == seat]
+        if all(
+            r.ending is GameEndReason.DOUBLE_FORFEIT
+            or (r.ending is GameEndReason.STARTUP_FAILURE and r.forfeit and r.forfeit.seat == seat)
+            for r in records
+        ):
+            doubles = [r.double_forfeit_detail for r in records if r.double_forfeit_detail]
+            reason = next(iter(own), None) or failures.get(seat) or next(iter(doubles), "")
+            idle[seat] = reason[:200]
+    return idle
+
+
+def _detail(record: GameRecord) -> str:
+    """What went wrong in ``record`` (a forfeit, or why neither bot started), or ``""``."""
+    if record.forfeit is not None:
+        return f"seat {record.forfeit.seat}: {record.forfeit.detail}"
+    return record.double_forfeit_detail
 
 
 def _time_control(move: float, bank: float, clock: str, increment: float = 0.0) -> Control:

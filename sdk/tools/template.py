@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from string import Template
 
-from sandbox.submission import InvalidManifestError, parse_manifest
+from sandbox.submission import NAME_RE, InvalidManifestError, parse_manifest
 
 
 class BotTemplateError(ValueError):
@@ -20,6 +20,10 @@ class BotTemplateError(ValueError):
 
 class UnknownLanguageError(BotTemplateError):
     """No starter for that language (the message says what to do instead)."""
+
+
+class InvalidBotNameError(BotTemplateError):
+    """The name breaks the manifest's name rule (:data:`sandbox.submission.NAME_RE`)."""
 
 
 _MANIFEST = Template(
@@ -157,6 +161,7 @@ def new_bot(name: str, parent: str | Path = ".", *, language: str = "python") ->
         raise UnknownLanguageError(
             f"unknown language {language!r}; choose one of {', '.join(sorted(LANGUAGES))}"
         )
+    check_bot_name(name)
     starter = LANGUAGES[language.lower()]
     if starter is not None:
         return _from_starter(name, Path(parent), STARTERS / starter)
@@ -173,6 +178,17 @@ def new_bot(name: str, parent: str | Path = ".", *, language: str = "python") ->
         (folder / "test_bot.py").write_text(_TEST.substitute(name=name, cls=cls), encoding="utf-8")
         (folder / "README.md").write_text(_README.substitute(name=name), encoding="utf-8")
     return folder
+
+
+def check_bot_name(name: str) -> None:
+    """Raise :class:`InvalidBotNameError` unless ``name`` follows the manifest's name rule.
+
+    Checked before the name is pasted into ``bot.toml`` and the code: a quote or ``#`` in it
+    would otherwise end the TOML string early (a bot named otherwise than asked) and break
+    the code's string literal, and a control character would make the TOML unreadable."""
+    if not NAME_RE.match(name):
+        rule = NAME_RE.pattern.removesuffix(r"\Z")  # the rule's one definition, as written
+        raise InvalidBotNameError(f"cannot create bot {name!r}: the name must match {rule}")
 
 
 @contextmanager

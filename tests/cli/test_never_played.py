@@ -71,3 +71,79 @@ def test_two_bots_that_never_start_at_one_table_are_both_named(
     assert code == ExitCode.FAILED
     assert "exits-at-start 1.0.0 never played" in err and "exits-too 1.0.0 never played" in err
     assert "greedy 1.0.0 never played" not in err
+
+
+def _copy_named(source: Path, folder: Path, name: str) -> Path:
+    """``source`` copied to ``folder`` with the bot renamed to ``name`` in its bot.toml."""
+    import shutil
+
+    shutil.copytree(source, folder)
+    manifest = folder / "bot.toml"
+    old = manifest.read_text(encoding="utf-8").split('name = "', 1)[1].split('"', 1)[0]
+    manifest.write_text(
+        manifest.read_text(encoding="utf-8").replace(f'"{old}"', f'"{name}"'), encoding="utf-8"
+    )
+    return folder
+
+
+def test_play_where_neither_bot_starts_says_so_and_exits_non_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every game a double forfeit: no score of draws and no Elo estimate of 0 (audit-langs
+    finding 4), but each bot's own reason, escaped, and exit 1 as when one bot never starts."""
+    monkeypatch.chdir(tmp_path)
+    first = ROOT / "tests/referee/bots/exits-at-start"
+    # The second one crashes at start-up printing an escape sequence: shown escaped.
+    second = _copy_named(first, tmp_path / "loud", "loud")
+    (second / "bot.py").write_text(
+        "import sys\nsys.stderr.write('loud \\x1b[2J crash\\n')\nsys.exit(4)\n", encoding="utf-8"
+    )
+    code = main(["play", str(first), str(second), "--games", "2", "--backend", "process"])
+    out, err = capsys.readouterr()
+    lines = [" ".join(line.split()) for line in err.splitlines()]
+    assert code == ExitCode.FAILED, (out, err)
+    assert "neither bot played: every game was lost to start-up failures" in lines
+    ours = [line for line in lines if "never played: every game was its start-up failure" in line]
+    assert len(ours) == 2, err
+    assert ours[0].startswith("exits-at-start 1.0.0 never played") and "loud" not in ours[0]
+    assert "this bot refuses to start" in ours[0]
+    assert ours[1].startswith("loud 1.0.0 never played") and "exit code 4" in ours[1]
+    assert "loud \\x1b[2J crash" in ours[1]
+    assert "\x1b" not in out + err
+    # No statistics made of the double forfeits.
+    assert "Elo" not in out and "LOS" not in out and "draw ratio" not in out
+    # The table says why each game was not played (its cells wrap: the first words only).
+    assert out.count("double forfeit") == 2 and out.count("neither bot") == 2
+
+
+@pytest.mark.parametrize("flag", ["--backend", "--sandbox"])
+def test_play_on_the_process_backend_refuses_a_bot_of_another_runtime_before_playing(
+    flag: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The process backend runs Python only: a node bot is refused at once, in the words of
+    `kryt bot check --backend none`, naming the bot as given (quoted), before any game or
+    sandbox line (audit-langs finding 4)."""
+    monkeypatch.chdir(tmp_path)
+    node = _copy_named(ROOT / "sdk/tools/starters/js", tmp_path / "js\x1bbot", "js-bot")
+    code = main(["play", "builtin:greedy", str(node), "-n", "2", flag, "process"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.BAD_INPUT, (out, err)
+    assert out == ""
+    assert err.splitlines() == [
+        f"error: {str(node)!r}: a node bot is built and run by a sandbox: play it with"
+        " --backend bwrap or --backend docker (the process backend runs Python bots only)"
+    ]
+    assert "\x1b" not in err and "\\x1b" in err
+
+
+def test_play_on_the_process_backend_names_the_first_bot_it_cannot_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    go = _copy_named(ROOT / "sdk/tools/starters/go", tmp_path / "gobot", "gobot")
+    cpp = _copy_named(ROOT / "sdk/tools/starters/cpp", tmp_path / "cppbot", "cppbot")
+    code = main(["play", str(go), str(cpp), "-n", "1", "--backend", "process"])
+    err = capsys.readouterr().err
+    assert code == ExitCode.BAD_INPUT
+    assert err.startswith(f"error: {str(go)!r}: a go bot is built and run by a sandbox"), err
+    assert len(err.splitlines()) == 1

@@ -4,6 +4,9 @@
 "use strict";
 const fs = require("fs");
 const path = require("path");
+// The image keeps these two packages on NODE_PATH, which `import` ignores: an ES module
+// (bot.mjs, or "type": "module") loads them with a require of its own, made by
+// `import { createRequire } from "module"; const require = createRequire(import.meta.url);`
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
 
