@@ -425,6 +425,8 @@ def play(
     out.print(Text(f"{names[0]} vs {names[1]}: {stats.format()}"))
     if pentanomial is not None:
         out.print(f"pentanomial (0, ½, 1, 1½, 2 points per deal pair): {pentanomial}")
+        if note := unpaired_note(pentanomial, len(tally.records)):
+            out.print(note)
     if test is not None:
         out.print(Text(test.format(tally.sample())))
         if outcome is not None and outcome.stopped:
@@ -441,6 +443,18 @@ def play(
             soft_wrap=True,
         )
         raise Interrupted
+
+
+def unpaired_note(pentanomial: list[int], games: int) -> str | None:
+    """The line saying games were left out of the pentanomial (a run stopped by the SPRT
+    between the two games of a deal pair), or None when every game is in a pair: the score
+    line counts every game, the Elo, its interval and LOS only complete pairs."""
+    pairs = sum(pentanomial)
+    left = games - 2 * pairs
+    if left <= 0:
+        return None
+    games_left = f"{left} game{'s' if left != 1 else ''} without {'its' if left == 1 else 'their'}"
+    return f"Elo, interval and LOS from the {pairs} complete deal pairs: {games_left} pair left out"
 
 
 def _refuse_unrunnable(

@@ -258,6 +258,10 @@ class SprtDecision(Enum):
     """The difference is at least ``elo1``."""
 
 
+SPRT_ELO_LIMIT = 2000.0
+"""The farthest from 0 an SPRT hypothesis may be (in Elo; expected score about 1e-5)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Sprt:
     """A sequential probability ratio test of ``elo ≤ elo0`` (H0) against ``elo ≥ elo1``
@@ -279,6 +283,14 @@ class Sprt:
             )
         if not self.elo0 < self.elo1:
             raise SprtSettingsError(f"elo0 must be below elo1, got {self.elo0} and {self.elo1}")
+        if max(abs(self.elo0), abs(self.elo1)) > SPRT_ELO_LIMIT:
+            # So far out a hypothesis expects a score below the 0.001 count every outcome
+            # never seen gets: at elo0=-20000 elo1=-5000 a bot losing every game kept an LLR
+            # of +0.17 for ever, the test never deciding.
+            raise SprtSettingsError(
+                f"elo0 and elo1 must lie within ±{SPRT_ELO_LIMIT:g} Elo, got elo0={self.elo0:g}"
+                f" and elo1={self.elo1:g}"
+            )
         s0, s1 = score_from_elo(self.elo0), score_from_elo(self.elo1)
         if not 0.0 < s0 < s1 < 1.0:
             # Far apart or far out, the two hypotheses expect the same score in floating

@@ -74,6 +74,22 @@ def test_duplicate_pairs_report_the_pentanomial(capsys: pytest.CaptureFixture[st
     assert found is not None
     assert sum(int(n) for n in found.group(1).split(",")) == 4  # 8 games = 4 deal pairs
     assert "(95%, pentanomial)" in out
+    assert "without its pair" not in out
+
+
+def test_games_without_their_pair_are_said_to_be_left_out() -> None:
+    """The score line counts every game, the Elo only complete deal pairs: a run the SPRT
+    stopped between the two games of a pair says so rather than showing two figures that
+    disagree (+15 =0 -4 [0.789] beside the Elo of 9 pairs)."""
+    from kryt.commands.play import unpaired_note
+
+    assert unpaired_note([0, 1, 2, 3, 3], 19) == (
+        "Elo, interval and LOS from the 9 complete deal pairs: 1 game without its pair left out"
+    )
+    assert unpaired_note([0, 1, 2, 3, 3], 20) == (
+        "Elo, interval and LOS from the 9 complete deal pairs: 2 games without their pair left out"
+    )
+    assert unpaired_note([0, 1, 2, 3, 3], 18) is None
 
 
 def test_sprt_stops_when_a_bound_is_crossed(capsys: pytest.CaptureFixture[str]) -> None:

@@ -222,10 +222,15 @@ def test_sprt_settings_parse_and_refuse_nonsense() -> None:
     # Hypotheses no result can tell apart, bounds that can never be reached, and numbers
     # written with separators float() would read (5_0 as 50) are refused.
     for words, said in (
-        (["elo0=5000", "elo1=20000"], "same score"),
+        (["elo0=5000", "elo1=20000"], "within ±2000"),
+        (["elo0=-20000", "elo1=-5000"], "within ±2000"),
+        (["elo0=-2001", "elo1=0"], "within ±2000"),
         (["elo0=-1e-320", "elo1=1e-320"], "same score"),
         (["alpha=5e-324"], "infinite"),
         (["elo1=5_0"], "5_0"),
     ):
         with pytest.raises(SprtSettingsError, match=said):
             Sprt.parse(words)
+    # At the limit the test still moves: a bot losing every game is sent towards H0.
+    edge = Sprt(elo0=-2000, elo1=-1000)
+    assert edge.llr(trinomial_sample(0, 0, 1000)) < edge.llr(trinomial_sample(0, 0, 10)) < 0
