@@ -154,10 +154,27 @@ def check_handshake_reply(handshake: Handshake, reply: HandshakeReply) -> Handsh
         raise IncompatibleProtocolError(
             f"bot {reply.name!r} {reply.version} plays the rulesets "
             f"{list(reply.rulesets or ('default',))}, not {handshake.ruleset!r} "
-            f"(its Bot class must list {handshake.ruleset!r} in `rulesets`)",
+            f"({ruleset_hint(reply, handshake.ruleset)})",
             repr(reply),
         )
     return reply
+
+
+PYTHON_SDK = "kryt-sdk-python"
+"""How the Python SDK names itself in ``HandshakeReply.sdk`` (``sdk.driver.SDK_VERSION``)."""
+
+
+def ruleset_hint(reply: HandshakeReply, ruleset: str) -> str:
+    """Where the author of the bot that sent ``reply`` lists ``ruleset``: the ``rulesets``
+    of its ``Bot`` class with the Python SDK; the ``rulesets`` field of its handshake reply
+    otherwise (node, Java, C++, Go, a native binary, or Python without the SDK: no ``Bot``
+    class there). The reply's ``sdk`` says which, whatever runtime the bot runs on."""
+    if reply.sdk.split(" ", 1)[0] == PYTHON_SDK:
+        return f"its Bot class must list {ruleset!r} in `rulesets`"
+    return (
+        f"its handshake reply must list {ruleset!r} in `HandshakeReply.rulesets`,"
+        " see docs/protocol.md"
+    )
 
 
 class MessageTooLargeError(WireError):

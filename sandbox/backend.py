@@ -23,7 +23,7 @@ import grpc
 
 from referee.client import CHANNEL_OPTIONS, AsyncBotClient, BotClient, BotUnreachableError
 from referee.client import BotCrashedError as ClientCrashed
-from sandbox.death import DeathCause, DeathReport, tail_lines
+from sandbox.death import OUTPUT_LINES, STILL_RUNNING, DeathCause, DeathReport, output_note
 from sandbox.dial import MAX_SUN_PATH, SOCKET_NAME, fd_address, open_bot_socket
 from sandbox.errors import (
     BotCrashedError,
@@ -37,8 +37,9 @@ from sandbox.limits import SandboxLimits
 from sandbox.runner import RunnerId, RunnerState, current_runner
 from sandbox.submission import Submission, SubmissionError, load_submission
 
-CRASH_OUTPUT_LINES = 30
-"""Lines of a bot's last output kept in the error of a start-up crash."""
+CRASH_OUTPUT_LINES = OUTPUT_LINES
+"""Lines of a bot's last output kept in the error of a start-up failure (a crash, or a
+timeout: socket, SERVING, handshake) and with a move timeout's forfeit."""
 
 __all__ = [
     "Backend",
@@ -47,6 +48,7 @@ __all__ = [
     "dial_dir",
     "make_socket_dir",
     "make_work_dir",
+    "no_socket_reason",
     "prepare_socket_dir",
     "resolve_submission",
     "runtime_dir",
@@ -62,6 +64,23 @@ SubmissionLike = Submission | str | os.PathLike[str]
 #: Where a sandboxed bot sees its socket directory, and the address it must serve on.
 SANDBOX_SOCKET_DIR = "/run/kryt"
 SANDBOX_ADDRESS = f"unix://{SANDBOX_SOCKET_DIR}/{SOCKET_NAME}"
+
+
+def no_socket_reason(runtime: str | None, seconds: float) -> str:
+    """Why a bot of ``runtime`` that kept running never got its socket within ``seconds``,
+    in the words of its author.
+
+    A Java author never makes the socket: the runtime's launcher gives ``main`` a loopback
+    ``host:port`` in ``args[0]`` and binds the Unix socket itself once that port answers
+    (docs/protocol.md), so what failed is that nothing answered on the port. Every other
+    runtime serves on ``$KRYT_BOT_ADDRESS`` itself. ``None``: the backend did not say.
+    """
+    if runtime == "java":
+        return (
+            "nothing answered on the loopback port the bot was given (args[0] of its main)"
+            f" within {seconds:g} s"
+        )
+    return f"the bot did not create its socket within {seconds:g} s"
 
 
 def safe_label(label: str) -> str:
@@ -291,9 +310,13 @@ class RunningBot(ABC):
         sock_dir: Path,
         expected_uid: int | None,
         work_dir: Path | None = None,
+        runtime: str | None = None,
     ) -> None:
-        """``work_dir`` (default: ``sock_dir``) is deleted by :meth:`stop`."""
+        """``work_dir`` (default: ``sock_dir``) is deleted by :meth:`stop`. ``runtime``:
+        the submission's runtime (``python``, ``java``...), for messages in its author's
+        words; None where the backend does not pass it."""
         self.label = label
+        self.runtime = runtime
         self.limits = limits
         self.sock_dir = sock_dir
         self.work_dir = work_dir or sock_dir
@@ -448,16 +471,26 @@ class RunningBot(ABC):
             with contextlib.suppress(Exception):
                 self.stop()
 
+    def output_note(self, *, always: bool = False) -> str:
+        """How the bot's process stands and its last :data:`CRASH_OUTPUT_LINES` lines of
+        output, escaped, to append to the detail of a failure they may explain
+        (:func:`sandbox.death.output_note`); '' when it wrote nothing, unless ``always``.
+
+        Reads the output now: call it when a failure happened, never per decision."""
+        report = self.death()
+        output = self.logs() if report is None or not report.log_tail else report.log_tail
+        if not always and not output.strip():
+            return ""
+        how = report.describe() if report is not None else STILL_RUNNING
+        return output_note(how, output, CRASH_OUTPUT_LINES)
+
     def _crashed(self, report: DeathReport, when: str) -> BotCrashedError:
         # Start-up messages say "the bot", not its label: they reach both bots in GameEnd's
         # detail, and the label is the sandbox's internal name (the run's token in it).
-        # Enough lines for a whole traceback or compiler message (node's and the JVM's put
-        # the cause before many frames of their own); each made printable, one per line.
-        tail = tail_lines(report.log_tail, CRASH_OUTPUT_LINES)
-        logs = (" | last output:\n" + "\n".join(tail)) if tail else ""
-        return BotCrashedError(
-            f"the bot {when}: {report.describe()}{logs}", label=self.label, death=report
-        )
+        # How it ended and its output follow on their own lines, in the shape every forfeit
+        # that carries the bot's output has (kryt replay shows them below the first line).
+        said = output_note(report.describe(), report.log_tail, CRASH_OUTPUT_LINES)
+        return BotCrashedError(f"the bot {when}{said}", label=self.label, death=report)
 
     def connect(self) -> None:
         """Wait for the socket, dial it safely and wait for SERVING (stops the bot on error)."""
@@ -492,9 +525,11 @@ class RunningBot(ABC):
             fd = open_bot_socket(self.sock_dir, self.expected_uid)
             if fd is None:
                 if time.monotonic() > deadline:
+                    # Its output usually says why (it serves on a TCP port, it hangs in
+                    # its set-up): read once, now that it failed.
                     raise BotNotHealthyError(
-                        "the bot did not create its socket within "
-                        f"{self.limits.startup_timeout:g} s",
+                        no_socket_reason(self.runtime, self.limits.startup_timeout)
+                        + self.output_note(),
                         label=self.label,
                     )
                 time.sleep(0.02)
@@ -504,7 +539,8 @@ class RunningBot(ABC):
 
     def _unhealthy(self, exc: BotUnreachableError) -> BotNotHealthyError:
         return BotNotHealthyError(
-            f"the bot did not report SERVING before its startup deadline ({exc})",
+            f"the bot did not report SERVING before its startup deadline ({exc})"
+            + self.output_note(),
             label=self.label,
         )
 
@@ -535,7 +571,8 @@ class RunningBot(ABC):
             try:
                 await client.wait_healthy(max(0.0, deadline - time.monotonic()), alive=alive)
             except BotUnreachableError as exc:
-                raise self._unhealthy(exc) from None
+                # Reading its output may ask the engine: off the loop, like every check.
+                raise await asyncio.to_thread(self._unhealthy, exc) from None
             except ClientCrashed:
                 pass  # it died while starting: reported just below
             report = await asyncio.to_thread(self.death)

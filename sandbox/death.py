@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from typing import TextIO
 
 __all__ = [
+    "OUTPUT_LINES",
     "SIGXFSZ_EXIT",
+    "STILL_RUNNING",
     "DeathCause",
     "DeathReport",
     "classify_exit",
+    "output_note",
     "printable",
     "show_warning_line",
     "tail_lines",
@@ -68,6 +71,31 @@ def tail_lines(text: str, count: int = 5) -> list[str]:
     """The last ``count`` non-empty lines of bot output, each made :func:`printable`."""
     lines = [line for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
     return [printable(line) for line in lines[-count:]]
+
+
+OUTPUT_LINES = 30
+"""Lines of a bot's last output kept with a forfeit it may explain: enough for a whole
+traceback or compiler message (node's and the JVM's put the cause before many frames of
+their own)."""
+
+STILL_RUNNING = "still running"
+"""What :func:`output_note` says of a bot that had not ended (it hung, it did not serve)."""
+
+
+def output_note(how: str, output: str, count: int = OUTPUT_LINES) -> str:
+    """What is appended to a forfeit's detail to explain it: ``"\\nits process: " + how``
+    (how the process ended, or :data:`STILL_RUNNING`) and, when the bot wrote anything,
+    ``"\\nlast output:\\n"`` with the last ``count`` lines of ``output`` (:func:`tail_lines`:
+    one per line, each made printable).
+
+    One shape for every forfeit that carries the bot's output (a crash at or after start-up,
+    a start-up or handshake timeout, a move timeout): ``kryt replay`` shows the detail's
+    first line on the forfeit's line and everything from ``its process:`` below it, line by
+    line, as the bot's. ``how`` is made printable too (a death report's detail may quote the
+    engine, which may quote the bot)."""
+    tail = tail_lines(output, count)
+    said = f"\nits process: {printable(how)}"
+    return said + ("\nlast output:\n" + "\n".join(tail) if tail else "")
 
 
 class DeathCause(enum.Enum):

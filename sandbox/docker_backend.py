@@ -527,6 +527,7 @@ class DockerBackend(Backend):
             sock_dir=sock_dir,
             expected_uid=self.uid,
             work_dir=work_dir,
+            runtime=runtime.name,
         )
         if connect:
             bot.connect()

@@ -993,6 +993,7 @@ class BwrapBackend(Backend):
                 sock_dir=sock_dir,
                 expected_uid=self.uid,
                 work_dir=work_dir,
+                runtime=runtime.name,
             )
         except BaseException:
             with contextlib.suppress(CleanupError):
@@ -1278,6 +1279,7 @@ class ProcessBackend(Backend):
                 limits=limits,
                 sock_dir=sock_dir,
                 expected_uid=os.geteuid(),
+                runtime=sub.manifest.runtime,
             )
         except BaseException:
             with contextlib.suppress(CleanupError):

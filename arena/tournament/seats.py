@@ -11,7 +11,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import NoReturn
 
-from referee.client import AsyncBotClient, BotClient, BotFault, Reply
+from referee.client import (
+    AsyncBotClient,
+    BotClient,
+    BotFault,
+    BotReportedError,
+    IncompatibleProtocolError,
+    Reply,
+)
+from referee.client import BotCrashedError as ClientCrashedError
 from referee.match import AsyncPlayer, Player
 from referee.protocol.messages import (
     HANDSHAKE_SECONDS,
@@ -100,8 +108,9 @@ class SandboxSlot:
             reply = client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
         except BotFault as exc:
             client.close()
+            failure = self._handshake_failure(running, exc)
             self._stop()
-            raise BotStartError(f"{self.name} failed the handshake: {exc}") from None
+            raise failure from None
         self._check_identity(reply, client.close)
         self._client = client
         self._failed = False
@@ -123,12 +132,29 @@ class SandboxSlot:
             reply = await client.handshake(handshake, timeout=HANDSHAKE_SECONDS)
         except BotFault as exc:
             client.close()
+            failure = await asyncio.to_thread(self._handshake_failure, running, exc)
             await asyncio.to_thread(self._stop)
-            raise BotStartError(f"{self.name} failed the handshake: {exc}") from None
+            raise failure from None
         self._check_identity(reply, client.close)
         self._async_client = client
         self._failed = False
         return _AsyncWatched(client, self)
+
+    def _handshake_failure(self, running: RunningBot, exc: BotFault) -> BotStartError:
+        """The forfeit of a bot that failed its handshake, with how its process stands and
+        its last output when they may say why (it hung, it crashed, it answered something
+        else): not for a refusal of a reply it sent (protocol version, ruleset), which says
+        it all. Blocks (it may ask the engine, and waits for a crash's death report)."""
+        note = ""
+        if not isinstance(exc, IncompatibleProtocolError):
+            if isinstance(exc, ClientCrashedError) and not isinstance(exc, BotReportedError):
+                # The connection breaks a moment before the sandbox reports the death.
+                deadline = time.monotonic() + DEATH_REPORT_WAIT
+                while running.death() is None and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            # A death is worth saying even when the bot printed nothing.
+            note = running.output_note(always=running.death() is not None)
+        return BotStartError(f"{self.name} failed the handshake: {exc}{note}")
 
     def _died_between_games(self) -> NoReturn:
         """The bot ended after its last game and before this one: it forfeits this game.
@@ -162,8 +188,14 @@ class SandboxSlot:
         self.starts += 1
         with self._start_errors():
             running = self._backend.start(
-                self._submission, self._limits, self._label, trusted=self._trusted, connect=connect
+                self._submission, self._limits, self._label, trusted=self._trusted, connect=False
             )
+            # A backend that does not say the runtime (Docker) gets it from the submission,
+            # before connecting: its start-up messages are in the words of the bot's author.
+            if running.runtime is None:
+                running.runtime = self._submission.manifest.runtime
+            if connect:
+                running.connect()
         self._running = running
         return running
 

@@ -7,6 +7,9 @@ recorded the runner looks up the traceback in the sandbox's output tail and appe
 the detail (cut at :data:`referee.record.MAX_TEXT`), so ``kryt replay`` shows every file
 and line and ``kryt games list`` the crash site. Everything here is bot text: it is stored
 as it is and made printable only where it is shown.
+
+A bot that timed out keeps its last output the same way (it usually says where it hung):
+read once, when the game is recorded with that forfeit, never while the bot decides.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from dataclasses import replace
 
 from referee.protocol.messages import GameEndReason
 from referee.record import GameRecord, clip
-from sandbox.death import tail_lines
+from sandbox.death import OUTPUT_LINES as SANDBOX_OUTPUT_LINES
+from sandbox.death import STILL_RUNNING, output_note, tail_lines
 
 HEAD = "Traceback (most recent call last):"
 """How a Python traceback starts (the SDK prints it with :func:`traceback.print_exc`)."""
@@ -47,8 +51,8 @@ def last_traceback(output: str) -> str:
     return "\n".join(kept).rstrip()
 
 
-OUTPUT_LINES = 30
-"""Last output lines kept with a crash the bot did not report itself."""
+OUTPUT_LINES = SANDBOX_OUTPUT_LINES
+"""Last output lines kept with a crash the bot did not report itself, or a timeout."""
 
 
 def with_traceback(
@@ -65,8 +69,21 @@ def with_traceback(
 
     A crash the bot did not report (its process died: a Go panic, a JVM exception, an
     exit) keeps, with ``death_of(seat)`` (how the process ended, '' while it runs), that
-    line and the last :data:`OUTPUT_LINES` lines of its output, whatever its language."""
+    line and the last :data:`OUTPUT_LINES` lines of its output, whatever its language. So
+    does a timeout (the bot usually still runs: "still running"), when the bot wrote
+    anything."""
     forfeit = record.forfeit
+    if (
+        death_of is not None
+        and forfeit is not None
+        and forfeit.reason is GameEndReason.TIMEOUT
+        and "\nlast output:" not in forfeit.detail
+    ):
+        output = output_of(forfeit.seat)
+        if not tail_lines(output, 1):
+            return record
+        said = output_note(death_of(forfeit.seat) or STILL_RUNNING, output, OUTPUT_LINES)
+        return replace(record, forfeit=replace(forfeit, detail=clip(forfeit.detail + said)))
     if (
         death_of is not None
         and forfeit is not None
@@ -77,8 +94,7 @@ def with_traceback(
         death = death_of(forfeit.seat)
         if not death:
             return record
-        tail = tail_lines(output_of(forfeit.seat), OUTPUT_LINES)
-        said = f"\nits process: {death}" + ("\nlast output:\n" + "\n".join(tail) if tail else "")
+        said = output_note(death, output_of(forfeit.seat), OUTPUT_LINES)
         return replace(record, forfeit=replace(forfeit, detail=clip(forfeit.detail + said)))
     if (
         forfeit is None

@@ -3,6 +3,7 @@ the right forfeit, the other bot wins, and the series goes on."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import time
@@ -12,6 +13,7 @@ import pytest
 
 from arena.tournament.config import SandboxSettings
 from arena.tournament.seats import SandboxSlot
+from arena.tournament.tracebacks import with_traceback
 from referee.protocol.messages import GameEnd, GameEndReason, SeriesScore, TimeControl
 from referee.record import GameRecord
 from referee.series import (
@@ -145,8 +147,10 @@ def test_a_bot_that_exits_at_start_forfeits_the_rest_of_the_series() -> None:
     for record in result.games.values():
         assert record.moves == ()
         assert record.forfeit is not None
-        assert record.forfeit.detail.startswith(
-            "exits-at-start could not start: the bot exited before creating its socket: "
+        # How its process ended and what it printed follow on lines of their own.
+        assert record.forfeit.detail == (
+            "exits-at-start could not start: the bot exited before creating its socket"
+            "\nits process: crashed, exit code 1\nlast output:\nthis bot refuses to start"
         ), record.forfeit.detail
         # Both bots read the detail: the sandbox's internal label is not in it.
         assert "kryt-test-" not in record.forfeit.detail
@@ -275,3 +279,133 @@ def test_a_handshake_that_names_another_bot_is_quoted_with_its_escapes_once(
     assert "the handshake says it is 'evil\\x1b]0;x\\x07' version '1.0.0'" in (
         record.forfeit.detail
     ), record.forfeit.detail
+
+
+BANNER = "about to serve \x1b[2J\x1b]0;PWNED\x07"
+"""What the bots below print first (at import, long before any deadline): a line they
+control, with escape sequences that must reach nobody's terminal."""
+SHOWN_BANNER = "about to serve \\x1b[2J\\x1b]0;PWNED\\x07"
+
+
+def _printing_bot(folder: Path, name: str, hooks: str) -> Path:
+    """A greedy Python bot that prints BANNER at import, with ``hooks`` in its class."""
+    return python_bot(
+        folder,
+        name,
+        "1.0.0",
+        "import os, sys, time\nfrom sdk import Bot, serve\nfrom sdk.strategy import greedy_action"
+        f"\n\nprint({BANNER!r}, file=sys.stderr, flush=True)\n\n\n"
+        f"class B(Bot):\n    name = {name!r}\n    version = '1.0.0'\n\n{hooks}\n"
+        "    def act(self, view):\n        return greedy_action(view.legal_actions, view.trump)"
+        "\n\n\nif __name__ == '__main__':\n    serve(B())\n",
+    )
+
+
+def test_a_handshake_timeout_shows_the_bots_last_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The handshake's deadline is what is tested: 3 s instead of 10 keeps the test short.
+    monkeypatch.setattr("arena.tournament.seats.HANDSHAKE_SECONDS", 3.0)
+    hooks = (
+        "    def on_handshake(self, series):\n"
+        "        print('stuck in on_handshake', file=sys.stderr, flush=True)\n"
+        "        time.sleep(120)\n"
+    )
+    folder = _printing_bot(tmp_path / "stuck", "stuck", hooks)
+    result, _ = series_against_greedy("stuck", games=1, folder=folder)
+    assert_every_game_forfeited(result, GameEndReason.STARTUP_FAILURE)
+    detail = result.games[1].forfeit.detail  # type: ignore[union-attr]
+    assert detail.startswith(
+        "stuck failed the handshake: no handshake reply within 3.0s"
+        "\nits process: still running\nlast output:\n"
+    ), detail
+    assert SHOWN_BANNER in detail.splitlines(), detail
+    assert "\x1b" not in detail
+
+
+def test_a_bot_that_dies_in_its_handshake_shows_how_and_its_last_output(tmp_path: Path) -> None:
+    hooks = (
+        "    def on_handshake(self, series):\n"
+        "        print('giving up in on_handshake', file=sys.stderr, flush=True)\n"
+        "        os._exit(3)\n"
+    )
+    folder = _printing_bot(tmp_path / "quitter", "quitter", hooks)
+    result, _ = series_against_greedy("quitter", games=1, folder=folder)
+    assert_every_game_forfeited(result, GameEndReason.STARTUP_FAILURE)
+    detail = result.games[1].forfeit.detail  # type: ignore[union-attr]
+    first, _, rest = detail.partition("\n")
+    assert first.startswith("quitter failed the handshake: "), detail
+    assert rest.startswith("its process: crashed, exit code 3\nlast output:\n"), detail
+    assert SHOWN_BANNER in rest.splitlines() and "giving up in on_handshake" in rest, detail
+
+
+def test_a_ruleset_refusal_adds_no_output(tmp_path: Path) -> None:
+    """The bot answered: the refusal says it all (and names the Bot class: it uses the SDK)."""
+    folder = _printing_bot(tmp_path / "plain", "plain", "")
+    backend = choose_backend("process", allow_unsafe=True)
+    slot = SandboxSlot(
+        backend,
+        load_submission(folder),
+        name="plain",
+        limits=SandboxSettings(startup_seconds=STARTUP_SECONDS).limits(),
+        label="kryt-test-plain",
+        trusted=True,
+    )
+    handshake = series_handshake(SeriesConfig(games=1, seed=7), "other")
+    try:
+        with pytest.raises(BotStartError) as caught:
+            slot.player(dataclasses.replace(handshake, ruleset="classic"))
+    finally:
+        slot.close()
+    assert str(caught.value) == (
+        "plain failed the handshake: bot 'plain' 1.0.0 plays the rulesets ['default'],"
+        " not 'classic' (its Bot class must list 'classic' in `rulesets`)"
+    )
+
+
+def test_a_move_timeout_keeps_the_bots_last_output_in_the_record(tmp_path: Path) -> None:
+    """As the tournament runner records a game: the output is read once the game ended in a
+    timeout, while the bot (hung, still running) has not been replaced yet."""
+    hooks = (
+        "    def on_game_start(self, game):\n"
+        "        print('thinking very hard \\x1b[31m', file=sys.stderr, flush=True)\n"
+        "        time.sleep(120)\n"
+    )
+    folder = _printing_bot(tmp_path / "hanger", "hanger", hooks)
+    backend = choose_backend("process", allow_unsafe=True)
+    limits = SandboxSettings(startup_seconds=STARTUP_SECONDS).limits()
+    slots = [
+        SandboxSlot(
+            backend, load_submission(path), name=name, limits=limits, label=label, trusted=True
+        )
+        for name, path, label in [
+            ("hanger", folder, "kryt-test-hanger-0"),
+            ("greedy", EXAMPLES / "greedy", "kryt-test-hanger-1"),
+        ]
+    ]
+    recorded: list[GameRecord] = []
+
+    def recorder(_number: int, _attempt: int, record: GameRecord) -> None:
+        recorded.append(
+            with_traceback(
+                record,
+                lambda seat: slots[seat].logs(),
+                death_of=lambda seat: slots[seat].death_description(),
+            )
+        )
+
+    # The hung seat's clock is what is tested; the other seat's is roomy.
+    control = TimeControl(move_ms=500, bank_ms=500, grace_ms=250)
+    try:
+        config = SeriesConfig(games=1, seed=7, seat_controls=(control, ROOMY))
+        run_series(config, (slots[0], slots[1]), recorder=recorder)
+    finally:
+        for slot in slots:
+            slot.close()
+    (record,) = recorded
+    assert record.forfeit is not None and record.forfeit.reason is GameEndReason.TIMEOUT
+    first, _, rest = record.forfeit.detail.partition("\n")
+    assert "its process" not in first and "output" not in first, first
+    assert rest.startswith("its process: still running\nlast output:\n"), rest
+    lines = rest.splitlines()
+    assert SHOWN_BANNER in lines and "thinking very hard \\x1b[31m" in lines, rest

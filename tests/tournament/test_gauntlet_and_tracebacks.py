@@ -143,3 +143,42 @@ def test_a_tournament_name_must_be_printable() -> None:
     for bad in ("cup\x00", "cup\x1b[2J", "two\nlines"):
         with pytest.raises(ConfigError, match="name must be printable text"):
             load_config(None, bots=["builtin:random", "builtin:greedy"], name=bad)
+
+
+def timed_out(detail: str) -> GameRecord:
+    return GameRecord(
+        deck=(),
+        dealer=0,
+        turn_limit=10,
+        moves=(),
+        ending=GameEndReason.TIMEOUT,
+        winner=0,
+        forfeit=Forfeit(1, GameEndReason.TIMEOUT, "", detail),
+    )
+
+
+def test_a_timeout_keeps_the_bots_last_output_escaped_and_bounded() -> None:
+    """A hung bot's output usually says where it hung: kept like a crash's, once."""
+    detail = "no decision within 4.050s (request 7)"
+    output = "\n".join([*(f"step {n}" for n in range(100)), "stuck in \x1b[2Jsearch()"])
+    kept = with_traceback(
+        timed_out(detail),
+        lambda seat: output if seat == 1 else "",
+        death_of=lambda _seat: "",
+        wait=0,
+    )
+    assert kept.forfeit is not None
+    first, _, rest = kept.forfeit.detail.partition("\n")
+    assert first == detail
+    lines = rest.split("\n")
+    assert lines[:2] == ["its process: still running", "last output:"]
+    assert lines[2:] == [*(f"step {n}" for n in range(71, 100)), "stuck in \\x1b[2Jsearch()"]
+    # Applied once only; nothing when the bot wrote nothing.
+    again = with_traceback(kept, lambda _s: output, death_of=lambda _s: "", wait=0)
+    assert again is kept
+    quiet = timed_out(detail)
+    assert with_traceback(quiet, lambda _s: "\n \n", death_of=lambda _s: "", wait=0) is quiet
+    # A bot found dead by then says how it ended instead.
+    dead = with_traceback(quiet, lambda _s: "bye", death_of=lambda _s: "crashed, exit code 1")
+    assert dead.forfeit is not None
+    assert dead.forfeit.detail == f"{detail}\nits process: crashed, exit code 1\nlast output:\nbye"
