@@ -12,7 +12,12 @@ No orphans, whatever happens to this process:
 - Ctrl-C (SIGINT reaches the whole foreground process group): workers ignore it; this
   process sets the shared stop flag, each worker stops its games and its bots, and the
   outcomes come back as ``interrupted``. Workers ignore SIGTERM too (systemd sends it to
-  every process of the service): ``kryt tournament`` stops on it as on Ctrl-C.
+  every process of the service) and SIGHUP (a closed terminal sends it to the whole
+  session): ``kryt tournament`` stops on them as on Ctrl-C.
+- The stop flag is a shared byte, set without a lock and read by each worker's watcher
+  every :data:`WATCH_SECONDS`: a ``multiprocessing.Event`` waits, when set, for every
+  worker that was waiting on it to wake, so one worker killed while waiting hung the
+  runner for good (and its heartbeat kept the tournament's lease).
 - kill -9 of this process: each worker watches its parent and, once it is gone, stops its
   bots and exits (within about half a second).
 - a worker that dies (a crash, the OOM killer): its series come back ``interrupted`` with
@@ -21,24 +26,26 @@ No orphans, whatever happens to this process:
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import signal
 import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing.synchronize import Event as ProcessEvent
 from typing import Any
 
 from arena.tournament.runner import ACTIVE, GameCallback, SeriesOutcome, SeriesTask
 from sandbox.death import show_warning_line
 
-PARENT_POLL_SECONDS = 0.5
+WATCH_SECONDS = 0.1
+"""How often a worker looks at the stop flag and whether its parent is still there."""
 
 # Set in each worker by _start_worker (module globals are per process).
-_stop_flag: ProcessEvent | None = None
+_stop_flag: ctypes.c_bool | None = None
 _games: Any = None
 _local_stop = threading.Event()
 
@@ -78,7 +85,8 @@ class ProcessExecutor:
         # spawn, not fork: the parent has gRPC and database threads that a fork would copy
         # in an unknown state.
         context = multiprocessing.get_context("spawn")
-        stop_flag = context.Event()
+        _start_resource_tracker()
+        stop_flag = context.RawValue(ctypes.c_bool, False)
         games = context.Queue()
         outcomes: list[SeriesOutcome] = []
         relay = threading.Thread(
@@ -101,7 +109,7 @@ class ProcessExecutor:
         try:
             while pending:
                 if stop.is_set():
-                    stop_flag.set()
+                    stop_flag.value = True
                 done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 for future in done:
                     for outcome in _outcomes(future, futures[future]):
@@ -113,12 +121,15 @@ class ProcessExecutor:
             raise
         finally:
             if stop.is_set():
-                stop_flag.set()
+                stop_flag.value = True
             for future in pending:
                 future.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
             games.put(None)
             relay.join(timeout=10)
+            # A worker killed while writing may hold the queue's lock: never wait on the
+            # queue's feeder for it when this process exits.
+            games.cancel_join_thread()
             games.close()
         return outcomes
 
@@ -156,11 +167,29 @@ def _relay_games(games: Any, on_game: GameCallback | None) -> None:
             on_game(*item)
 
 
-def _start_worker(stop_flag: ProcessEvent, games: Any, parent: int, report_games: bool) -> None:
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (a process of its own, in this process's
+    group, which the queue's semaphores need) ignoring SIGHUP, as it ignores SIGINT and
+    SIGTERM: a closed terminal killed it, and it was relaunched with a traceback per
+    semaphore. An ignored signal stays ignored in the program it runs."""
+    from multiprocessing import resource_tracker
+
+    if threading.current_thread() is not threading.main_thread():
+        resource_tracker.ensure_running()  # signals can only be set on the main thread
+        return
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+def _start_worker(stop_flag: ctypes.c_bool, games: Any, parent: int, report_games: bool) -> None:
     """Runs once in each worker process before its first task."""
     global _stop_flag, _games
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides, through stop_flag
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # The parent decides, through stop_flag (it stops on each of these as on Ctrl-C).
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_IGN)
     warnings.showwarning = show_warning_line  # one warning: line, as the runner prints
     _stop_flag = stop_flag
     _games = games if report_games else None
@@ -169,10 +198,10 @@ def _start_worker(stop_flag: ProcessEvent, games: Any, parent: int, report_games
     ).start()
 
 
-def _watch(stop_flag: ProcessEvent, parent: int) -> None:
+def _watch(stop_flag: ctypes.c_bool, parent: int) -> None:
     """Stop this worker's games and bots when the run stops or its process disappears."""
     while True:
-        if stop_flag.wait(PARENT_POLL_SECONDS):
+        if stop_flag.value:
             _local_stop.set()
             ACTIVE.close_all()
             return
@@ -180,6 +209,7 @@ def _watch(stop_flag: ProcessEvent, parent: int) -> None:
             _local_stop.set()
             ACTIVE.close_all()
             os._exit(1)
+        time.sleep(WATCH_SECONDS)
 
 
 def _report_game(series_id: int, number: int, record: object) -> None:

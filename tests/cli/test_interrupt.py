@@ -33,18 +33,22 @@ def counted(db: Path) -> list[tuple[int, int]]:
 
 
 @pytest.mark.parametrize(
-    ("sent", "jobs"),
+    ("sent", "jobs", "to_group"),
     [
-        (signal.SIGINT, "1"),
-        (signal.SIGTERM, "1"),  # series on the runner's own event loop
-        (signal.SIGTERM, "2"),  # series in referee worker processes
+        (signal.SIGINT, "1", False),
+        (signal.SIGTERM, "1", False),  # series on the runner's own event loop
+        (signal.SIGTERM, "2", False),  # series in referee worker processes
         # The terminal closed: Python's default ended the runner at once, its orphaned
         # workers recording games for seconds, with a leaked-semaphore warning.
-        (signal.SIGHUP, "2"),
+        (signal.SIGHUP, "2", False),
+        # ... and the whole session got it: the workers died of it, and the runner hung
+        # for good setting the stop flag they had been waiting on, keeping the lease.
+        (signal.SIGHUP, "2", True),
+        (signal.SIGTERM, "2", True),  # systemd's stop: every process of the service
     ],
 )
 def test_a_signal_stops_cleanly_and_resume_finishes(
-    tmp_path: Path, sent: signal.Signals, jobs: str
+    tmp_path: Path, sent: signal.Signals, jobs: str, to_group: bool
 ) -> None:
     db = tmp_path / "kryt.db"
     store = tmp_path / "store"
@@ -70,7 +74,10 @@ def test_a_signal_stops_cleanly_and_resume_finishes(
         assert run.poll() is None, run.communicate()
         assert time.monotonic() < deadline, "no two games recorded in time"
         time.sleep(0.1)
-    run.send_signal(sent)
+    if to_group:
+        os.killpg(run.pid, sent)  # the runner leads its own session and group
+    else:
+        run.send_signal(sent)
     out, err = run.communicate(timeout=120)
     text = err.decode(errors="replace")
     assert run.returncode == 130, (out, text)
