@@ -153,7 +153,9 @@ def replay(
     check = verify(record)
     problems = [*check.problems, *deal_check]
     if not problems:
-        out.print("[green]verified[/green]: the rules engine reproduces the stored result")
+        # A record with time controls had its move times charged again (referee.replay).
+        timed = " and every move fits its seat's clock" if record.time_controls else ""
+        out.print(f"[green]verified[/green]: the rules engine reproduces the stored result{timed}")
         if chain.imported_book is not None:
             out.print(
                 "[green]verified[/green]: the series seed follows from the tournament's seed;"
