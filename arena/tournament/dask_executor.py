@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import threading
 import time
 import uuid
@@ -146,11 +147,52 @@ class SchedulerUnavailableError(ConnectionError):
     """No Dask scheduler answered at the given address."""
 
 
+REFUSED_SECONDS = 2.0
+"""How long a scheduler's address may refuse connections (one starting at the same moment
+may not listen yet) before a run says nothing listens there. distributed retries a refused
+connection until its whole connect timeout (``Client(timeout=...)``, by default
+``distributed.comm.timeouts.connect``): it cannot tell an empty port from a slow scheduler."""
+
+_TCP_SCHEMES = frozenset({"tcp", "tls", "ws", "wss"})
+"""distributed's address schemes that are a TCP host and port (``inproc``, ``ucx``... are not)."""
+
+
+def _refused(address: str, seconds: float) -> str | None:
+    """Why nothing listens at the scheduler address ``address`` (every TCP connection for
+    ``seconds`` refused, unroutable, or to a host name that does not resolve), or None when
+    a connection is accepted, is still unanswered (a slow network: distributed's connect
+    timeout decides), or the address is not a TCP host and port."""
+    try:
+        scheme, location = dask.comm.parse_address(address)
+        host, port = dask.comm.parse_host_port(location)
+    except (ValueError, TypeError):
+        return None  # distributed itself says what is wrong with it
+    if scheme not in _TCP_SCHEMES:
+        return None
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=max(0.05, seconds)):
+                return None
+        except TimeoutError:
+            return None
+        except OSError as exc:  # refused, no route, no such host (yet): tried until the deadline
+            if time.monotonic() + 0.1 >= deadline:
+                reason = exc.strerror or type(exc).__name__
+                return f"{reason} (tried for {seconds:g} s)"
+        time.sleep(0.1)
+
+
 def _connect(dask: Any, address: str, timeout: float) -> Any:
-    """A client of the scheduler at ``address``, or SchedulerUnavailableError within about
-    ``timeout`` seconds, whatever answers there: nothing, a service that accepts and never
-    speaks (distributed's own timeout waits for ever then), another protocol (an HTTP port
-    read as Dask frames asks for exabytes), or a ``tls://`` address without TLS settings."""
+    """A client of the scheduler at ``address``, or SchedulerUnavailableError: within about
+    :data:`REFUSED_SECONDS` when nothing listens there (the connection is refused), else
+    within about ``timeout`` seconds, whatever answers: nothing, a service that accepts and
+    never speaks (distributed's own timeout waits for ever then), another protocol (an HTTP
+    port read as Dask frames asks for exabytes), or a ``tls://`` address without TLS
+    settings. A scheduler that accepts the connection has the whole ``timeout`` to answer."""
+    refused = _refused(address, min(REFUSED_SECONDS, timeout))
+    if refused is not None:
+        raise SchedulerUnavailableError(f"no Dask scheduler listens at {address}: {refused}")
     outcome: list[Any] = []
 
     def connect() -> None:

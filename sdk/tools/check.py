@@ -16,9 +16,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,6 +44,11 @@ from sdk.server import ADDRESS_ENV
 from sdk.tools.local import DEFAULT_TIME_CONTROL, LocalPlayer, SeriesResult, run_series
 
 STDERR_TAIL: Final = 4000
+
+CONNECT_SECONDS: Final = 2.0
+"""How long :func:`check_bot` keeps trying to connect to a bot given by its address (one
+just started may not be listening yet) before it reports that nothing listens there. A bot
+that accepts the connection then has the whole start-up deadline to answer SERVING."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +191,63 @@ def _wait_ready(client: BotClient, proc: subprocess.Popen[bytes] | None, timeout
         raise BotCrashedError(f"the bot exited with code {proc.wait()} before serving") from None
 
 
+def _wait_listening(address: str, timeout: float) -> None:
+    """Return once something accepts a connection at ``address`` (``host:port`` or
+    ``unix:PATH``); raise BotUnreachableError naming it when nothing has within ``timeout``
+    seconds (a refused connection is tried again until then: the bot may be starting).
+
+    Health checks alone cannot tell an empty address from a slow bot: gRPC waits for the
+    connection as long as the start-up deadline. An address of another form (a gRPC target
+    such as ``ipv4:...``) is left to those health checks."""
+    target = _socket_address(address)
+    if target is None:
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            _connect(target, max(0.05, deadline - time.monotonic()))
+            return
+        except socket.gaierror as exc:  # no such host: waiting will not make one
+            raise BotUnreachableError(f"cannot connect to {address}: {exc.strerror}") from None
+        except OSError as exc:
+            if time.monotonic() + 0.1 >= deadline:
+                reason = exc.strerror or type(exc).__name__
+                raise BotUnreachableError(
+                    f"nothing listens at {address} ({reason}, tried for {timeout:g} s):"
+                    " start the bot serving on that address first"
+                ) from None
+        time.sleep(0.1)
+
+
+def _socket_address(address: str) -> str | tuple[str, int] | None:
+    """``address`` as what a socket connects to: a Unix socket's path, or a host and port;
+    None when it is neither ``unix:PATH`` (``unix:///abs/path``) nor ``host:port``
+    (``[v6]:port`` for IPv6)."""
+    if address.startswith("unix:"):
+        path = address.removeprefix("unix://") if address.startswith("unix://") else address[5:]
+        return path if path and hasattr(socket, "AF_UNIX") else None
+    host, _, port = address.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:  # a gRPC target (ipv4:..., dns:...) or an unbracketed IPv6 address
+        return None
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    return host, int(port)
+
+
+def _connect(target: str | tuple[str, int], timeout: float) -> None:
+    """Open and close one connection to ``target`` (see :func:`_socket_address`); raises
+    OSError when none is made within ``timeout`` seconds."""
+    if isinstance(target, str):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+            unix.settimeout(timeout)
+            unix.connect(target)
+        return
+    with socket.create_connection(target, timeout=timeout):
+        pass
+
+
 def _problems_from(series: SeriesResult, seat: int) -> list[Problem]:
     """One problem per forfeit reason, listing the games and quoting the first occurrence."""
     grouped: dict[str, list[tuple[int, str]]] = {}
@@ -242,6 +306,8 @@ def check_bot(
             else _maybe_started(path, report)
         )
         with starter as (address, proc):
+            if not path.exists():  # an address: else nothing listening there waits 15 s
+                _wait_listening(text, CONNECT_SECONDS)
             client = BotClient(address)
             _wait_ready(client, proc, startup_timeout)
             remote = RemotePlayer(client, handshake_timeout=HANDSHAKE_SECONDS)
