@@ -62,9 +62,12 @@ def classify(exc: BaseException) -> UserError | None:
         hint = "check --database / KRYT_DATABASE_URL" + (
             " and that the server is running" if server else ""
         )
+        # The driver's message may run over lines (psycopg: "...refused\n\tIs the server
+        # running..."): one line, as every error here is.
+        message = re.sub(r"\s*\n\s*", " ", str(exc))
         # A message that already says where to point (a missing file) needs no hint.
         return UserError(
-            str(exc), code=ExitCode.UNAVAILABLE, hint="" if "--database" in str(exc) else hint
+            message, code=ExitCode.UNAVAILABLE, hint="" if "--database" in message else hint
         )
     from arena.db.leases import LeaseBusyError
 

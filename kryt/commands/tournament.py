@@ -37,6 +37,7 @@ from rich.text import Text
 
 from arena.db import (
     Database,
+    DatabaseUnavailableError,
     NotFoundError,
     TournamentStatus,
     get_tournament,
@@ -71,7 +72,7 @@ from arena.tournament.service import (
 from arena.tournament.service import extend as extend_tournament
 from arena.tournament.service import run_tournament as service_run
 from arena.tournament.store import DEFAULT_STORE
-from kryt.errors import ExitCode, Interrupted, UserError
+from kryt.errors import ExitCode, Interrupted, UserError, classify
 from kryt.options import (
     MAX_ID,
     BackendAliasOption,
@@ -434,6 +435,17 @@ def run_tournament(
             )
     except TournamentBusyError as exc:
         raise UserError(str(exc), code=ExitCode.UNAVAILABLE) from None
+    except DatabaseUnavailableError as exc:
+        # The database went away mid-run (a server restart, a full disk): what was recorded
+        # stays, and the run is resumed as after any other stop.
+        said = classify(exc) or UserError(str(exc), code=ExitCode.UNAVAILABLE)
+        resume = (
+            "the games recorded so far are saved; once the database is back: "
+            f"kryt tournament resume {tournament_id}"
+        )
+        raise UserError(
+            str(said), code=said.code, hint=f"{said.hint}; {resume}" if said.hint else resume
+        ) from None
     except KeyboardInterrupt:
         by = f" by {signal.Signals(signals[0]).name}" if signals else ""
         console.print(
