@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -27,6 +28,11 @@ def kryt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     code = main(list(args))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def flat(text: str) -> str:
+    """``text`` with every run of white space one space (a rich line wraps anywhere)."""
+    return re.sub(r"\s+", " ", text)
 
 
 def finished_games_db(tmp_path: Path) -> Path:

@@ -13,18 +13,9 @@ import pytest
 
 from kryt.cli import main
 from kryt.errors import ExitCode
+from tests.cli.helpers import flat, kryt
 
 pytestmark = pytest.mark.timeout(600)
-
-
-def kryt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def flat(text: str) -> str:
-    return re.sub(r"\s+", " ", text)
 
 
 @pytest.fixture(scope="module")
