@@ -175,7 +175,9 @@ def _check_name(raw: str, *, what: str) -> None:
         raw.encode("utf-8")
     except UnicodeEncodeError:
         shown = _shown(raw)
-        raise UnsafePathError(f"{what} {shown!r} is not a valid UTF-8 file name", shown) from None
+        # Quoted as repr would, but its bytes' escapes (\xff) shown once, not as \\xff.
+        quoted = repr(shown).replace("\\\\", "\\")
+        raise UnsafePathError(f"{what} {quoted} is not a valid UTF-8 file name", shown) from None
     if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in raw):
         shown = _shown(raw)
         raise UnsafePathError(f"{what} {shown!r} contains control characters", shown)

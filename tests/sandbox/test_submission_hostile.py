@@ -81,6 +81,8 @@ def test_folder_file_name_not_utf8(tmp_path: Path) -> None:
         load_submission(folder)
     assert caught.value.path is not None
     caught.value.path.encode("utf-8")
+    # Each byte escaped once, as docs/sandbox.md shows it (it was \\xff).
+    assert "'\\xff\\xfe.py' is not a valid UTF-8 file name" in str(caught.value), caught.value
 
 
 def test_name_with_terminal_escape_is_rejected(tmp_path: Path) -> None:
