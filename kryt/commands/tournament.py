@@ -367,6 +367,11 @@ def _prepare(
         ) from None
 
 
+NEVER_PLAYED_LINES = 12
+"""Lines of a bot's start-up failure (how its process stood, its last output) shown under
+its "never played" line; ``kryt replay`` shows them all."""
+
+
 def run_tournament(
     tournament_id: int,
     db: Database,
@@ -483,11 +488,19 @@ def _report(tournament_id: int, db: Database, result: RunResult) -> int:
         labels = submission_labels(session=session)
     for submission_id, detail in sorted(idle.items()):
         bot, version = labels.get(submission_id, (str(submission_id), "?"))
+        # The reason on the line; how its process stood and its last output (the detail's
+        # other lines) below it, indented, at most NEVER_PLAYED_LINES of them.
+        first, *rest = detail.split("\n")
         console.print(
             Text(f"{bot} {version} never played: every game was its start-up failure"
-                 f" ({printable(detail)[:200]})", style="red"),
+                 f" ({printable(first)[:200]})", style="red"),
             soft_wrap=True,
         )  # fmt: skip
+        shown = rest[:NEVER_PLAYED_LINES]
+        if len(rest) > len(shown):
+            shown[-1] = f"... ({len(rest) - len(shown) + 1} more lines: kryt replay GAME)"
+        for line in shown:
+            console.print(Text(f"    {printable(line)[:200]}"), soft_wrap=True)
     if result.finished:
         return ExitCode.FAILED if idle else ExitCode.OK
     if tournament_state(tournament_id, db).status == TournamentStatus.CANCELLED.value:

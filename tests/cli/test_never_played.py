@@ -25,6 +25,39 @@ def test_a_tournament_with_a_bot_that_never_starts_exits_non_zero(
     assert "exits-at-start 1.0.0 never played" in " ".join(err.split())
 
 
+def test_a_tournament_shows_a_bot_that_never_started_with_its_last_output_below(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reason on the "never played" line, how the process ended and its last output
+    below it, indented and escaped, at most NEVER_PLAYED_LINES: the whole detail was one
+    line of \\x0a escapes cut at 200 characters."""
+    from kryt.commands.tournament import NEVER_PLAYED_LINES
+
+    monkeypatch.chdir(tmp_path)
+    loud = _copy_named(ROOT / "tests/referee/bots/exits-at-start", tmp_path / "loud", "loud")
+    (loud / "bot.py").write_text(
+        "import sys\nfor n in range(20):\n    sys.stderr.write(f'line {n} \\x1b[2J\\n')\n"
+        "sys.exit(4)\n",
+        encoding="utf-8",
+    )
+    code = main(
+        ["tournament", "run", "builtin:greedy", str(loud), "--games", "2", "--backend",
+         "process", "--unsafe", "--name", "loud"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == ExitCode.FAILED, err
+    lines = err.splitlines()
+    at = next(i for i, line in enumerate(lines) if "loud 1.0.0 never played" in line)
+    assert "\\x0a" not in lines[at] and "its process" not in lines[at], lines[at]
+    below = lines[at + 1 : at + 1 + NEVER_PLAYED_LINES]
+    assert all(line.startswith("    ") for line in below), below
+    assert below[0].strip() == "its process: crashed, exit code 4", below
+    assert below[1].strip() == "last output:", below
+    assert below[2].strip() == "line 0 \\x1b[2J", below
+    assert below[-1].strip().startswith("... (") and "kryt replay" in below[-1], below
+    assert "\x1b" not in err
+
+
 def test_a_tournament_where_everyone_played_exits_zero(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
