@@ -638,6 +638,15 @@ class Backend(ABC):
         """
         return None
 
+    def runtime_problem(self, runtime: str) -> str | None:
+        """Why this backend cannot run a bot of ``runtime`` (a canonical name of
+        :mod:`sandbox.runtimes`, as in ``Manifest.runtime``) here, in one line, or None.
+
+        ``start()`` refuses such a bot with :class:`~sandbox.errors.InvalidSubmissionError`
+        at every start; call this up front to refuse it before the first game.
+        """
+        return None
+
     @abstractmethod
     def start(
         self,

@@ -1204,6 +1204,16 @@ class ProcessBackend(Backend):
         """Plain processes are not accounted: no CPU clock."""
         return "the process sandbox does not measure a bot's CPU time"
 
+    def runtime_problem(self, runtime: str) -> str | None:
+        """Bots run with the host's Python: building and running any other runtime needs a
+        runtime image, which only the Docker and bwrap backends provide."""
+        if runtime == "python":
+            return None
+        return (
+            f"a {runtime} bot is built and run by a sandbox (the Docker and bwrap backends);"
+            f" the {self.name} backend runs Python bots only"
+        )
+
     def untrusted_problem(self) -> str | None:
         """Untrusted bots are refused unless ``allow_unsafe`` (``--unsafe``)."""
         if self.allow_unsafe:
@@ -1230,7 +1240,9 @@ class ProcessBackend(Backend):
         """Start the bot as a plain process; untrusted bots need ``allow_unsafe``."""
         limits = limits or SandboxLimits()
         sub = resolve_submission(submission)
-        _python_only(self.name, sub)
+        problem = self.runtime_problem(sub.manifest.runtime)
+        if problem is not None:
+            raise InvalidSubmissionError(f"{sub.manifest.name} {sub.manifest.version}: {problem}")
         if not (trusted or self.is_trusted(sub.root)):
             if not self.allow_unsafe:
                 raise UnsafeBackendError(
@@ -1292,16 +1304,6 @@ class ProcessBackend(Backend):
     def sweep_leftovers(self, label_prefix: str = "") -> int:
         """Remove stale socket dirs (plain bots die with the referee via PDEATHSIG)."""
         return sweep_socket_dirs(label_prefix)
-
-
-def _python_only(backend: str, sub: Submission) -> None:
-    """The process backend runs bots with the host's Python: other runtimes need an image."""
-    if sub.manifest.runtime != "python":
-        raise InvalidSubmissionError(
-            f"{sub.manifest.name} {sub.manifest.version} needs the {sub.manifest.runtime!r}"
-            f" runtime, which only the Docker and bwrap backends provide; the {backend}"
-            " backend runs Python bots only"
-        )
 
 
 def _adapt_code(runtime: Runtime, sub: Submission, code_dir: Path, artifact: Path | None) -> None:

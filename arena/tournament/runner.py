@@ -175,13 +175,18 @@ def create(
     store: Path = DEFAULT_STORE,
     submitted_by: str = "organiser",
     untrusted_problem: str | None = None,
+    runtime_problem: Callable[[str], str | None] | None = None,
 ) -> int:
     """Store the bots and a tournament with one series per pair; returns its id.
 
     ``untrusted_problem`` (why the sandbox that will run it refuses untrusted bots) refuses,
     with TournamentError, a tournament with a bot that is not bundled with the arena, before
-    the tournament is stored (its bots are stored: they are kept for another run)."""
+    the tournament is stored (its bots are stored: they are kept for another run).
+    ``runtime_problem`` (that sandbox's :meth:`~sandbox.backend.Backend.runtime_problem`)
+    refuses one with a bot whose runtime the sandbox cannot run, the same way."""
     ids = resolve_bots(config.bots, db=db, store=store, submitted_by=submitted_by)
+    if runtime_problem is not None:
+        refuse_unrunnable(ids, runtime_problem, db=db)
     if untrusted_problem is not None:
         refuse_untrusted(ids, untrusted_problem, db=db)
     if config.bot_time:
@@ -215,6 +220,24 @@ def refuse_untrusted(ids: Iterable[int], problem: str, *, db: Database) -> None:
             f"refusing untrusted bot(s) {', '.join(map(repr, untrusted))}: {problem}; "
             "nothing was played and no tournament was created"
         )
+
+
+def refuse_unrunnable(
+    ids: Iterable[int], runtime_problem: Callable[[str], str | None], *, db: Database
+) -> None:
+    """TournamentError naming the first submission of ``ids`` whose runtime the sandbox
+    cannot run (``runtime_problem`` says why), or nothing: every game of its would be a
+    start-up forfeit."""
+    with db.read_session() as session:
+        for sid in ids:
+            row = get_submission(sid, session=session)
+            runtime = str(row.manifest.get("runtime") or "python")
+            problem = runtime_problem(runtime)
+            if problem is not None:
+                raise TournamentError(
+                    f"refusing bot {row.manifest.get('name', '?')}@{row.version}: {problem};"
+                    " nothing was played and no tournament was created"
+                )
 
 
 def series_specs(config: TournamentConfig, ids: list[int], seed: int) -> list[SeriesSpec]:

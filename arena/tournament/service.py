@@ -208,12 +208,19 @@ def create_tournament(
     db: Database,
     store: Path = DEFAULT_STORE,
     untrusted_problem: str | None = None,
+    runtime_problem: Callable[[str], str | None] | None = None,
 ) -> int:
     """Store the bots and a new tournament (see :func:`arena.tournament.runner.create`);
     returns its id. When the bots cannot be entered because two references name the same
     bot version (``builtin:greedy greedy@1.0.0``), the TournamentError names them."""
     try:
-        return create(config, db=db, store=store, untrusted_problem=untrusted_problem)
+        return create(
+            config,
+            db=db,
+            store=store,
+            untrusted_problem=untrusted_problem,
+            runtime_problem=runtime_problem,
+        )
     except TournamentError:
         twice = _entered_twice(config.bots, db=db, store=store)
         if twice:
@@ -258,6 +265,7 @@ class PreparedExecutor:
         where: str,
         untrusted_problem: str | None = None,
         cpu_clock_problem: str | None = None,
+        runtime_problem: Callable[[str], str | None] | None = None,
     ) -> None:
         self.name = name
         self._local = local
@@ -267,6 +275,9 @@ class PreparedExecutor:
         """Why this machine's sandbox refuses untrusted bots (local executor), or None."""
         self.cpu_clock_problem = cpu_clock_problem
         """Why this machine's sandbox cannot keep a CPU clock (local executor), or None."""
+        self.runtime_problem = runtime_problem
+        """Why this machine's sandbox cannot run a bot of a runtime (local executor:
+        :meth:`~sandbox.backend.Backend.runtime_problem`), or None."""
 
     def sweep(self, prefix: str) -> int:
         """Remove sandboxes of dead runners with this label prefix (on every worker)."""
@@ -334,6 +345,7 @@ def prepare_executor(
             "here",
             untrusted_problem=backend.untrusted_problem(),
             cpu_clock_problem=backend.cpu_clock_problem(),
+            runtime_problem=backend.runtime_problem,
         )
     from arena.tournament.dask_executor import (
         DaskExecutor,

@@ -460,27 +460,21 @@ def unpaired_note(pentanomial: list[int], games: int) -> str | None:
 def _refuse_unrunnable(
     sandbox: Backend, refs: list[str], submissions: list[Submission], chosen: str
 ) -> None:
-    """A ``UserError`` naming the first bot (as given) that ``sandbox`` cannot run: a bot of
-    another runtime than Python on the process backend, which the backend's own check
-    (``sandbox.local._python_only``, what it runs at each start) refuses."""
-    from sandbox.errors import InvalidSubmissionError
-    from sandbox.local import ProcessBackend, _python_only
-
-    if not isinstance(sandbox, ProcessBackend):
-        return
+    """A ``UserError`` naming the first bot (as given) whose runtime ``sandbox`` cannot run
+    (:meth:`~sandbox.backend.Backend.runtime_problem`, what it checks at each start): a bot
+    of another runtime than Python on the process backend."""
     for ref, submission in zip(refs, submissions, strict=True):
-        try:
-            _python_only(sandbox.name, submission)
-        except InvalidSubmissionError:
-            runtime = submission.manifest.runtime
-            # Said as `kryt bot check --backend none` says it (sdk.tools.check).
-            raise UserError(
-                f"{ref!r}: a {runtime} bot is built and run by a sandbox: play it with"
-                f" --backend bwrap or --backend docker (the {sandbox.name} backend runs Python"
-                " bots only)",
-                # Asked for none: say why auto fell back to plain processes.
-                hint=f"--backend auto chose {sandbox.describe()}" if chosen == "auto" else "",
-            ) from None
+        runtime = submission.manifest.runtime
+        if sandbox.runtime_problem(runtime) is None:
+            continue
+        # Said as `kryt bot check --backend none` says it (sdk.tools.check).
+        raise UserError(
+            f"{ref!r}: a {runtime} bot is built and run by a sandbox: play it with"
+            f" --backend bwrap or --backend docker (the {sandbox.name} backend runs Python"
+            " bots only)",
+            # Asked for none: say why auto fell back to plain processes.
+            hint=f"--backend auto chose {sandbox.describe()}" if chosen == "auto" else "",
+        )
 
 
 class _RememberedSlot:

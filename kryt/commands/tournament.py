@@ -656,7 +656,11 @@ def run(
             )
         try:
             tournament_id = create_tournament(
-                config, db=db, store=store, untrusted_problem=prepared.untrusted_problem
+                config,
+                db=db,
+                store=store,
+                untrusted_problem=prepared.untrusted_problem,
+                runtime_problem=prepared.runtime_problem,
             )
         except TournamentError as exc:
             raise UserError(str(exc)) from None

@@ -180,3 +180,31 @@ def test_play_on_the_process_backend_names_the_first_bot_it_cannot_run(
     assert code == ExitCode.BAD_INPUT
     assert err.startswith(f"error: {str(go)!r}: a go bot is built and run by a sandbox"), err
     assert len(err.splitlines()) == 1
+
+
+def test_a_tournament_on_the_process_backend_refuses_a_bot_of_another_runtime_up_front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The backend's runtime_problem refuses the tournament before it is stored, as the
+    untrusted check does: before, every game of the node bot was a start-up forfeit and
+    the run ended with "never played" lines."""
+    from arena.db import open_database
+
+    monkeypatch.chdir(tmp_path)
+    node = _copy_named(ROOT / "sdk/tools/starters/js", tmp_path / "jsbot", "js-bot")
+    code = main(
+        ["tournament", "run", "builtin:greedy", str(node), "--games", "2", "--backend",
+         "process", "--unsafe", "--name", "mixed"]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == ExitCode.BAD_INPUT, (out, err)
+    line = " ".join(err.split())
+    assert "refusing bot js-bot@" in line, err
+    assert "a node bot is built and run by a sandbox" in line, err
+    assert "the process backend runs Python bots only" in line, err
+    assert "no tournament was created" in line, err
+    assert "created" not in out and "never played" not in err
+    with open_database(f"sqlite:///{tmp_path / 'kryt.db'}").read_session() as session:
+        from arena.db import list_tournaments
+
+        assert list_tournaments(session=session) == []
