@@ -29,7 +29,7 @@ from kryt.options import (
     refuse_contradictory_time,
     refuse_two_time_controls,
 )
-from kryt.texts import result_by
+from kryt.texts import detail_lines, result_by
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -104,18 +104,19 @@ class _Tally:
             if self.verbose:
                 winner = "draw" if record.winner is None else f"{self.names[record.winner]} wins"
                 said = result_by(winner, record.ending.value)
-                detail = ""
+                said_detail = record.double_forfeit_detail
                 if record.forfeit is not None:
-                    detail = f": seat {record.forfeit.seat} {record.forfeit.detail}"[:120]
-                elif record.double_forfeit_detail:
-                    detail = f": {record.double_forfeit_detail}"[:120]
+                    said_detail = f"seat {record.forfeit.seat} {record.forfeit.detail}"
+                first, below = detail_lines(said_detail, width=120)
                 self.out.print(
                     Text(
                         f"game {done}/{self.games} (series {series + 1} game {number},"
                         f" dealer seat {record.dealer}): {visible(said)},"
-                        f" {len(record.moves)} actions{visible(detail)}"
+                        f" {len(record.moves)} actions{': ' * bool(first)}{first}"
                     )
                 )
+                for line in below:  # the forfeited bot's process and last output
+                    self.out.print(Text(line), soft_wrap=True)
             llr_text = ""
             if self.sprt is not None:
                 llr = self.sprt.llr(self.sample())
@@ -252,6 +253,7 @@ def play(
 
     from arena.tournament.config import SandboxSettings
     from arena.tournament.seats import SandboxSlot
+    from arena.tournament.tracebacks import with_traceback
     from kryt.errors import ExitCode
     from leaderboard.ratings.match_stats import Sprt, match_stats
     from referee.book import BookError, load_book
@@ -353,6 +355,7 @@ def play(
             err.print(Text(shown), soft_wrap=True)
 
         start_failures: dict[int, str] = {}
+        made: dict[int, tuple[_RememberedSlot, _RememberedSlot]] = {}
 
         def make_slots(index: int) -> tuple[_RememberedSlot, _RememberedSlot]:
             slots = tuple(
@@ -370,7 +373,19 @@ def play(
                 )
                 for seat in (0, 1)
             )
+            made[index] = slots[0], slots[1]
             return slots[0], slots[1]
+
+        def on_game(series: int, number: int, record: GameRecord) -> None:
+            # As a tournament records it: a crash keeps its traceback, a timeout or a
+            # crash the bot did not report its process's state and last output.
+            slots = made[series]
+            record = with_traceback(
+                record,
+                lambda seat: slots[seat].slot.logs(),
+                death_of=lambda seat: slots[seat].slot.death_description(),
+            )
+            tally.add(series, number, record)
 
         tally = _Tally(
             games=games,
@@ -385,7 +400,7 @@ def play(
             sizes = ", ".join(str(c.games) for c in configs)
             err.print(f"{len(configs)} series in parallel ({sizes} games)")
         try:
-            outcome = run_pairing(configs, make_slots, tally.add, should_stop=lambda: tally.decided)
+            outcome = run_pairing(configs, make_slots, on_game, should_stop=lambda: tally.decided)
         except KeyboardInterrupt:  # the bots are stopped: sum up the games played so far
             outcome = None
     if not verbose and tally.records and len(tally.records) <= 20:
@@ -396,7 +411,7 @@ def play(
             table.add_column(column)
         for (series, number), record in sorted(tally.records.items()):
             winner = "draw" if record.winner is None else names[record.winner]
-            detail = _detail(record)
+            detail, _below = detail_lines(_detail(record), width=80)
             table.add_row(
                 str(series + 1),
                 str(number),
@@ -404,7 +419,7 @@ def play(
                 Text(winner),
                 record.ending.value,
                 str(len(record.moves)),
-                Text(visible(detail[:80])),
+                Text(detail),
             )
         out.print(table)
         tally.last_line = None  # the score again, under the table
@@ -415,8 +430,7 @@ def play(
         # No game was played: a score of draws and an Elo estimate of 0 would be made up.
         err.print(Text("neither bot played: every game was lost to start-up failures", style="red"))
         for seat, reason in sorted(idle.items()):
-            line = f"{names[seat]} never played: every game was its start-up failure ({reason})"
-            err.print(Text(visible(line), style="red"), soft_wrap=True)
+            _say_never_played(err, names[seat], reason)
         raise typer.Exit(ExitCode.FAILED)
     if tally.last_line != tally.standings():  # the last progress line, unless it said this
         out.print(Text(tally.standings()))
@@ -431,10 +445,13 @@ def play(
         out.print(Text(test.format(tally.sample())))
         if outcome is not None and outcome.stopped:
             out.print(f"stopped early by the SPRT after {len(tally.records)} of {games} games")
+    if not verbose:  # (verbose: below each game's line already)
+        for seat, (place, record) in _last_said_forfeits(tally.records).items():
+            if seat not in idle:
+                _say_last_forfeit(err, names[seat], place, record)
     if idle:  # one bot never started (both: said above)
         [(seat, reason)] = idle.items()
-        line = f"{names[seat]} never played: every game was its start-up failure ({reason})"
-        err.print(Text(visible(line), style="red"))
+        _say_never_played(err, names[seat], reason)
         raise typer.Exit(ExitCode.FAILED)
     if outcome is None:
         err.print(
@@ -508,10 +525,56 @@ class _RememberedSlot:
         self.slot.close()
 
 
+def _say_never_played(err: Console, name: str, reason: str) -> None:
+    """The "never played" line of bot ``name``: the reason's first line on it, how its
+    process stood and its last output below it (as ``kryt tournament run`` says it)."""
+    from rich.text import Text
+
+    from sandbox.death import printable
+
+    first, below = detail_lines(reason)
+    line = f"{printable(name)} never played: every game was its start-up failure ({first})"
+    err.print(Text(line, style="red"), soft_wrap=True)
+    for shown in below:
+        err.print(Text(shown), soft_wrap=True)
+
+
+def _last_said_forfeits(
+    records: dict[tuple[int, int], GameRecord],
+) -> dict[int, tuple[tuple[int, int], GameRecord]]:
+    """Each seat's last forfeit (by series and game) whose detail says more than its first
+    line (the bot's process and last output, a traceback): what a run without ``--verbose``
+    shows once per bot, since it stores nothing to replay."""
+    said: dict[int, tuple[tuple[int, int], GameRecord]] = {}
+    for place, record in sorted(records.items()):
+        if record.forfeit is not None and "\n" in record.forfeit.detail:
+            said[record.forfeit.seat] = place, record
+    return said
+
+
+def _say_last_forfeit(err: Console, name: str, place: tuple[int, int], record: GameRecord) -> None:
+    """``name``'s forfeit in ``record``, its reason on one line and the rest below it."""
+    from rich.text import Text
+
+    from sandbox.death import printable
+
+    assert record.forfeit is not None
+    first, below = detail_lines(record.forfeit.detail)
+    series, number = place
+    line = (
+        f"{printable(name)} forfeited series {series + 1} game {number}"
+        f" ({record.ending.value}): {first}"
+    )
+    err.print(Text(line, style="red"), soft_wrap=True)
+    for shown in below:
+        err.print(Text(shown), soft_wrap=True)
+
+
 def _never_played(records: list[GameRecord], failures: dict[int, str]) -> dict[int, str]:
-    """The seats whose bot never started, each with why (``{seat: reason}``, at most 200
-    characters): every game was that bot's own start-up failure or a double forfeit (neither
-    started). ``failures`` has each seat's last start-up failure, for the double forfeits."""
+    """The seats whose bot never started, each with why (``{seat: reason}``, the whole
+    detail: its first line says why, the others show the bot's output): every game was
+    that bot's own start-up failure or a double forfeit (neither started). ``failures``
+    has each seat's last start-up failure, for the double forfeits."""
     from referee.protocol.messages import GameEndReason
 
     if not records:
@@ -526,7 +589,7 @@ def _never_played(records: list[GameRecord], failures: dict[int, str]) -> dict[i
         ):
             doubles = [r.double_forfeit_detail for r in records if r.double_forfeit_detail]
             reason = next(iter(own), None) or failures.get(seat) or next(iter(doubles), "")
-            idle[seat] = reason[:200]
+            idle[seat] = reason
     return idle
 
 

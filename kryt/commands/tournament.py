@@ -81,7 +81,7 @@ from kryt.options import (
     open_db,
     refuse_contradictory_time,
 )
-from kryt.texts import result_by
+from kryt.texts import DETAIL_LINES, detail_lines, result_by
 from leaderboard.standings import refit_and_store, standings
 from referee.record import GameRecord
 from referee.series import SeriesFormat
@@ -367,7 +367,7 @@ def _prepare(
         ) from None
 
 
-NEVER_PLAYED_LINES = 12
+NEVER_PLAYED_LINES = DETAIL_LINES
 """Lines of a bot's start-up failure (how its process stood, its last output) shown under
 its "never played" line; ``kryt replay`` shows them all."""
 
@@ -490,17 +490,14 @@ def _report(tournament_id: int, db: Database, result: RunResult) -> int:
         bot, version = labels.get(submission_id, (str(submission_id), "?"))
         # The reason on the line; how its process stood and its last output (the detail's
         # other lines) below it, indented, at most NEVER_PLAYED_LINES of them.
-        first, *rest = detail.split("\n")
+        first, below = detail_lines(detail, below=NEVER_PLAYED_LINES, more=": kryt replay GAME")
         console.print(
             Text(f"{bot} {version} never played: every game was its start-up failure"
-                 f" ({printable(first)[:200]})", style="red"),
+                 f" ({first})", style="red"),
             soft_wrap=True,
         )  # fmt: skip
-        shown = rest[:NEVER_PLAYED_LINES]
-        if len(rest) > len(shown):
-            shown[-1] = f"... ({len(rest) - len(shown) + 1} more lines: kryt replay GAME)"
-        for line in shown:
-            console.print(Text(f"    {printable(line)[:200]}"), soft_wrap=True)
+        for line in below:
+            console.print(Text(line), soft_wrap=True)
     if result.finished:
         return ExitCode.FAILED if idle else ExitCode.OK
     if tournament_state(tournament_id, db).status == TournamentStatus.CANCELLED.value:

@@ -139,9 +139,22 @@ def test_play_where_neither_bot_starts_says_so_and_exits_non_zero(
     ours = [line for line in lines if "never played: every game was its start-up failure" in line]
     assert len(ours) == 2, err
     assert ours[0].startswith("exits-at-start 1.0.0 never played") and "loud" not in ours[0]
-    assert "this bot refuses to start" in ours[0]
-    assert ours[1].startswith("loud 1.0.0 never played") and "exit code 4" in ours[1]
-    assert "loud \\x1b[2J crash" in ours[1]
+    # Each reason on its line, the process and its last output below it, indented (raw
+    # lines: the flattened ones lost the indent).
+    raw = err.splitlines()
+    at = raw.index(next(line for line in raw if line.startswith("exits-at-start 1.0.0 never")))
+    assert raw[at + 1 : at + 4] == [
+        "    its process: crashed, exit code 1",
+        "    last output:",
+        "    this bot refuses to start",
+    ]
+    assert ours[1].startswith("loud 1.0.0 never played") and "\\x0a" not in ours[1]
+    at = raw.index(next(line for line in raw if line.startswith("loud 1.0.0 never")))
+    assert raw[at + 1 : at + 4] == [
+        "    its process: crashed, exit code 4",
+        "    last output:",
+        "    loud \\x1b[2J crash",
+    ]
     assert "\x1b" not in out + err
     # No statistics made of the double forfeits.
     assert "Elo" not in out and "LOS" not in out and "draw ratio" not in out
