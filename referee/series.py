@@ -16,6 +16,7 @@ from enum import Enum
 from functools import partial
 from typing import Protocol
 
+from referee.client import IncompatibleProtocolError
 from referee.match import AsyncDiagnose, AsyncPlayer, Blocking, Player, play_game_async
 from referee.protocol.messages import (
     PROTOCOL_VERSION,
@@ -175,11 +176,39 @@ def series_handshake(config: SeriesConfig, opponent_name: str, seat: int = 0) ->
 
 
 class BotStartError(Exception):
-    """A bot could not be started or refused the handshake: its own fault."""
+    """A bot could not be started or refused the handshake: its own fault.
 
-    def __init__(self, message: str, reason: GameEndReason = GameEndReason.STARTUP_FAILURE):
+    ``refused`` (see :attr:`refused`) marks the one start-up failure that is a property of
+    the submission and the series rather than of this start: the bot answered the handshake
+    and its reply refused the series (another protocol version, or the series' ruleset not
+    among its ``rulesets``). Left out, it is read from the exception this one was raised
+    while handling, which is how every slot words a failed handshake (``raise
+    BotStartError(...) from None`` inside ``except BotFault``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        reason: GameEndReason = GameEndReason.STARTUP_FAILURE,
+        *,
+        refused: bool | None = None,
+    ) -> None:
         super().__init__(message)
         self.reason = reason
+        self._refused = refused
+
+    @property
+    def refused(self) -> bool:
+        """Whether the bot refused the series' protocol version or ruleset: starting it
+        again would only bring the same refusal (:class:`Refusals`)."""
+        if self._refused is not None:
+            return self._refused
+        # ``from None`` clears __cause__ but keeps __context__: the fault it was raised for.
+        inner = self.__cause__ or self.__context__
+        if isinstance(inner, IncompatibleProtocolError):
+            return True
+        # A wrapping slot may word the failure again; only a refusal it wraps is one.
+        return isinstance(inner, BotStartError) and inner.refused
 
 
 class InfrastructureError(Exception):
@@ -236,6 +265,42 @@ class BlockingSlot:
     async def diagnose(self) -> GameEndReason | None:
         """The slot's diagnosis."""
         return self.slot.diagnose()
+
+
+class Refusals:
+    """The seats of one series whose bot refused the series at its handshake, each with its
+    refusal (see :attr:`BotStartError.refused`).
+
+    A refusal is a property of the submission and the series' ruleset: the bot would refuse
+    every later handshake of the series alike, and starting it again for each game costs
+    seconds under Docker for nothing. So it is learnt once: the seat's later games get the
+    same failure (same reason, same text: the same forfeit as if it had been started again)
+    without starting the bot. Any other start-up failure (a crash, a timeout, an identity
+    that differs from ``bot.toml``) may pass, and is tried again at the next game as before.
+    """
+
+    def __init__(self) -> None:
+        self._refused: dict[int, BotStartError] = {}
+
+    async def player(self, seat: int, slot: AsyncBotSlot, handshake: Handshake) -> AsyncPlayer:
+        """``slot.player(handshake)`` for the bot at ``seat``, or, when it already refused
+        this series, a :class:`BotStartError` like its refusal at once (nothing started).
+
+        Raises BotStartError or InfrastructureError as :meth:`BotSlot.player` does."""
+        known = self._refused.get(seat)
+        if known is not None:
+            raise BotStartError(str(known), known.reason, refused=True)
+        try:
+            return await slot.player(handshake)
+        except BotStartError as exc:
+            if exc.refused:
+                self._refused[seat] = exc
+                log.info(
+                    "%s refused the series at its handshake: it is not started again and"
+                    " forfeits its remaining games alike",
+                    slot.name,
+                )
+            raise
 
 
 class _NeitherStarted(InfrastructureError):
@@ -356,8 +421,11 @@ async def run_series_async(
     """Play every game of the series not already in ``done`` (resumption), in order.
 
     A bot that crashed is restarted for the next game; one that cannot be started forfeits
-    each remaining game. A game voided by an infrastructure failure is replayed with the same
-    deal up to ``config.max_attempts`` times, then SeriesAborted is raised (resumable).
+    that game and is tried again at the next. One whose handshake reply refused the series
+    (protocol version, ruleset) is not started again: it forfeits each of its remaining games
+    with the same refusal (:class:`Refusals`). A game voided by an infrastructure failure is
+    replayed with the same deal up to ``config.max_attempts`` times, then SeriesAborted is
+    raised (resumable).
     When ``should_stop()`` turns true, SeriesInterrupted is raised before the next game and
     instead of recording a game that was in progress (its bots may have been killed).
     With ``keep_records=False`` the result keeps only each game's winner (``winners``), not
@@ -369,6 +437,7 @@ async def run_series_async(
     for number, done_record in sorted((done or {}).items()):
         result.add(number, done_record, keep=keep_records)
     previous = result.winners
+    refusals = Refusals()
     last: tuple[int, int] | None = None  # (number, dealer) of the game just played: O(1)
     for number in range(1, config.games + 1):
         if number in result.winners:
@@ -386,7 +455,7 @@ async def run_series_async(
             number,
             kind="game",
             described=f"{result.names[0]} vs {result.names[1]}",
-            play_once=partial(_play_once, config, slots, number, deck, dealer, result),
+            play_once=partial(_play_once, config, slots, number, deck, dealer, result, refusals),
             start_failure=_NeitherStarted,
             give_up=partial(_double_forfeit, config, deck, dealer, result.names),
             recorder=recorder,
@@ -458,13 +527,14 @@ async def _play_once(
     deck: tuple[Card, ...],
     dealer: int,
     result: SeriesResult,
+    refusals: Refusals,
 ) -> GameRecord:
     players: list[AsyncPlayer | None] = [None, None]
     failures: list[Forfeit | None] = [None, None]
     for seat, slot in enumerate(slots):
         try:
             handshake = series_handshake(config, result.names[1 - seat], seat)
-            players[seat] = await slot.player(handshake)
+            players[seat] = await refusals.player(seat, slot, handshake)
         except BotStartError as exc:
             failures[seat] = Forfeit(seat, exc.reason, "", clip(str(exc)))
     if failures[0] and failures[1]:

@@ -52,6 +52,7 @@ from referee.series import (
     BotStartError,
     InfrastructureError,
     Recorder,
+    Refusals,
     SeriesConfig,
     SeriesConfigError,
     SeriesInterrupted,
@@ -199,7 +200,11 @@ async def run_table_series_async(
     """Play every game of a table series not already in ``done`` (resumption), in order.
 
     ``slots[s]`` sits at seat ``s`` for the whole series. A crashed bot is restarted for the
-    next game; one that cannot be started forfeits the game. A voided game is replayed with
+    next game; one that cannot be started forfeits the game and is tried again at the next.
+    One whose handshake reply refused the series (protocol version, a ruleset it does not
+    list) is not started again: each of its remaining games it forfeits with the same
+    refusal, the forfeit it would get if started again (:class:`referee.series.Refusals`),
+    so dealers and results are those of a restart at every game. A voided game is replayed with
     the same deal up to ``config.max_attempts`` times, then SeriesAborted is raised.
     """
     if config.ruleset != CLASSIC_RULESET or len(slots) != config.players:
@@ -209,6 +214,7 @@ async def run_table_series_async(
         )
     stopping = should_stop or (lambda: False)
     result = TableSeriesResult(config, tuple(s.name for s in slots), dict(done or {}))
+    refusals = Refusals()
     for number in range(1, config.games + 1):
         if number in result.games:
             continue
@@ -221,7 +227,7 @@ async def run_table_series_async(
             number,
             kind="table game",
             described=f"the table {', '.join(result.names)}",
-            play_once=partial(_play_once, config, slots, number, deck, dealer, result),
+            play_once=partial(_play_once, config, slots, number, deck, dealer, result, refusals),
             start_failure=_StartFailures,
             give_up=partial(_unplayed, config, deck, dealer, result.names),
             recorder=recorder,
@@ -238,12 +244,14 @@ async def _play_once(
     deck: tuple[Card, ...],
     dealer: int,
     result: TableSeriesResult,
+    refusals: Refusals,
 ) -> GameRecord:
     players: list[AsyncPlayer] = []
     failures: list[Forfeit] = []
     for seat, slot in enumerate(slots):
+        handshake = table_handshake(config, result.names, seat)
         try:
-            players.append(await slot.player(table_handshake(config, result.names, seat)))
+            players.append(await refusals.player(seat, slot, handshake))
         except BotStartError as exc:
             failures.append(Forfeit(seat, exc.reason, "", clip(str(exc))))
     if len(failures) == 1:
