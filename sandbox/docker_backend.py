@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import os
 import re
 import socket
 import tarfile
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,7 @@ from sandbox.backend import (
     sweep_socket_dirs,
 )
 from sandbox.base_image import bot_base_tag
+from sandbox.cgroups import CPU_PERIOD_US
 from sandbox.death import DeathCause, DeathReport, classify_exit
 from sandbox.errors import (
     CleanupError,
@@ -91,7 +94,23 @@ LOG_TAIL_CHARS = 8192
 BUILD_CPU_SHARES = 256
 """A build step's CPU weight, a quarter of a bot's (Docker's default 1024): a submission
 compiling while games run (the arena builds what authors submit) yields the CPU to the bots
-playing, whose clocks run; alone on the machine it still gets all of it."""
+playing, whose clocks run. Its CPU quota (``BuildLimits.cpus``, the bwrap build's too) caps
+what it takes of an idle machine."""
+
+
+def build_container_limits(runtime: Runtime) -> dict[str, int]:
+    """The Engine API's limits of each container of ``runtime``'s build (``/build``'s query
+    parameters): memory without swap, the CPU weight, and the CPU quota of
+    ``BuildLimits.cpus`` (``cpuperiod``/``cpuquota``, as the bwrap build cgroup's)."""
+    limits = runtime.build_limits
+    return {
+        "memory": limits.memory_bytes,
+        "memswap": limits.memory_bytes,
+        "cpushares": BUILD_CPU_SHARES,
+        "cpuperiod": CPU_PERIOD_US,
+        # As the bwrap build cgroup's quota (sandbox.cgroups): at least 1 ms a period.
+        "cpuquota": max(1000, round(limits.cpus * CPU_PERIOD_US)),
+    }
 
 
 def docker_client(timeout: float = 30.0) -> Any:
@@ -360,29 +379,27 @@ class DockerBackend(Backend):
         from urllib3.exceptions import HTTPError
 
         context = _build_context(submission, base, runtime)
-        memory = runtime.build_limits.memory_bytes
-        tail = containers.LogTail()
+        # The head from the build script's first line on: Docker's steps before it say
+        # nothing to the author (and one repeats the seccomp launcher's whole source).
+        tail = containers.LogTail(
+            head=containers.BUILD_LOG_HEAD_BYTES, head_from=containers.BUILD_STARTED
+        )
+        steps: list[str] = []  # every build step's container (an OOM kill is told by id)
+        began = time.time()
         error: str | None = None
         last = ""
         step = ""  # the container of the build step running now (Docker says which)
         started = False  # whether the build script got to the bot's build command
         try:
-            stream = self.client.api.build(
-                fileobj=context,
-                custom_context=True,
+            stream = engine_build(
+                self.client.api,
+                context,
                 tag=tag,
-                rm=True,
-                forcerm=True,
                 # No network for the build unless the organiser allows it (npm registry).
                 network_mode=("default" if containers.build_network_allowed(runtime) else "none"),
                 labels={MARK_KEY: "image", "org.kryt.submission": submission.sha256},
-                container_limits={
-                    "memory": memory,
-                    "memswap": memory,
-                    "cpushares": BUILD_CPU_SHARES,
-                },
+                limits=build_container_limits(runtime),
                 timeout=runtime.build_limits.seconds + 120,
-                decode=True,
             )
             for chunk in stream:
                 if not isinstance(chunk, dict):
@@ -398,6 +415,7 @@ class DockerBackend(Backend):
                     last = text[-200:]
                     if running := _RUNNING_IN.search(text):
                         step = running.group(1)
+                        steps.append(step)
                     started = started or containers.BUILD_STARTED in text
         except (APIError, RequestException, HTTPError, OSError) as exc:
             if step:  # a build past its own clock (the bot stopped it) must not run on
@@ -419,9 +437,15 @@ class DockerBackend(Backend):
                 raise ImageBuildError(f"building {tag} failed: {exc}") from exc
         status = containers.failed_command_status(error)
         # Once the script has reached the bot's build command, that command failing is the
-        # bot's failure, whatever its output pushed out of the kept tail.
+        # bot's failure, whatever its output pushed out of the kept tail. Killed for memory
+        # (the compiler dies of SIGKILL, the script goes on): said as the bwrap build says it.
+        oom = started and status is not None and self._oom_killed(steps, began)
         containers.raise_build_failure(
-            runtime, submission, [{"stream": tail.text()}], started=started and status is not None
+            runtime,
+            submission,
+            [{"stream": tail.excerpt()}],
+            started=started and status is not None,
+            out_of_memory=oom,
         )
         if status is not None:  # a step of ours: Docker's message repeats the whole command
             said = " ".join(last.split())[-500:] or "no output"
@@ -429,6 +453,32 @@ class DockerBackend(Backend):
                 f"building {tag} failed: a build step exited with status {status} ({said})"
             )
         raise ImageBuildError(f"building {tag} failed: {error[-2000:]}")
+
+    def _oom_killed(self, steps: list[str], since: float) -> bool:
+        """Whether the engine reported an ``oom`` event (the kernel's OOM killer in the
+        container's cgroup) for one of the build step containers ``steps`` (ids, maybe
+        short) since ``since``. The build's containers are removed by then, so their
+        ``OOMKilled`` state is gone; the engine's event log keeps the event. False when the
+        engine cannot say."""
+        from docker.errors import APIError
+        from requests import RequestException
+
+        if not steps:
+            return False
+        try:
+            events = self.client.api.events(
+                since=since - 1,
+                until=time.time(),
+                filters={"type": "container", "event": "oom"},
+                decode=True,
+            )
+            for event in events:
+                actor = str(event.get("id") or (event.get("Actor") or {}).get("ID") or "")
+                if actor and any(actor.startswith(step) for step in steps):
+                    return True
+        except (APIError, RequestException, OSError, ValueError) as exc:
+            log.warning("could not read the engine's oom events: %s", exc)
+        return False
 
     def start(
         self,
@@ -598,6 +648,91 @@ def remove_runner_containers(token: str) -> tuple[int, list[str]]:
         except (APIError, RequestException) as exc:
             errors.append(f"cannot remove container {container.id}: {exc}")
     return removed, errors
+
+
+_PRIVATE_BUILD_HELPERS = ("_post", "_url", "_stream_helper", "_set_auth_headers", "_proxy_configs")
+"""What :func:`engine_build` uses of docker-py's ``APIClient`` beyond its public API."""
+_PUBLIC_BUILD_LIMITS = ("memory", "memswap", "cpushares", "cpusetcpus")
+"""The ``container_limits`` keys ``APIClient.build`` accepts."""
+
+
+def _sdk_version() -> str:
+    """The installed docker SDK's version, or ``?``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("docker")
+    except PackageNotFoundError:
+        return "?"
+
+
+def engine_build(
+    api: Any,
+    context: io.BytesIO,
+    *,
+    tag: str,
+    network_mode: str,
+    labels: dict[str, str],
+    limits: dict[str, int],
+    timeout: float,
+) -> Any:
+    """Stream a build of the tar ``context`` (``custom_context``: it holds its Dockerfile)
+    through the Engine API's ``POST /build``, decoded chunk by chunk, with ``rm`` and
+    ``forcerm`` and the container ``limits`` of :func:`build_container_limits`.
+
+    docker-py's ``APIClient.build`` refuses every ``container_limits`` key but ``memory``,
+    ``memswap``, ``cpushares`` and ``cpusetcpus``, though the engine's ``/build`` takes
+    ``cpuperiod`` and ``cpuquota`` too and the classic builder gives them to each step's
+    container: the request is made here, as that method makes it, with them.
+    """
+    if not all(hasattr(api, name) for name in _PRIVATE_BUILD_HELPERS):
+        # A docker-py that reshaped its internals: build through the public method, whose
+        # limits stop at the CPU weight, rather than not at all.
+        log.warning(
+            "this docker SDK (%s) lacks the helpers the build's CPU quota is sent with:"
+            " builds get their memory limit and CPU weight only",
+            _sdk_version(),
+        )
+        public = {k: v for k, v in limits.items() if k in _PUBLIC_BUILD_LIMITS}
+        return api.build(
+            fileobj=context,
+            custom_context=True,
+            tag=tag,
+            rm=True,
+            forcerm=True,
+            pull=False,
+            network_mode=network_mode,
+            labels=labels,
+            container_limits=public,
+            decode=True,
+            timeout=timeout,
+        )
+    params: dict[str, Any] = {
+        "t": tag,
+        "q": False,
+        "nocache": False,
+        "rm": True,
+        "forcerm": True,
+        "pull": False,
+        "networkmode": network_mode,
+        "labels": json.dumps(labels),
+        **limits,
+    }
+    # As APIClient.build's use_config_proxy: the client's proxy settings, as build args.
+    proxies = api._proxy_configs.get_environment()
+    if proxies:
+        params["buildargs"] = json.dumps(proxies)
+    headers = {"Content-Type": "application/tar"}
+    api._set_auth_headers(headers)
+    response = api._post(
+        api._url("/build"),
+        data=context,
+        params=params,
+        headers=headers,
+        stream=True,
+        timeout=timeout,
+    )
+    return api._stream_helper(response, decode=True)
 
 
 _RUNNING_IN = re.compile(r"Running in ([0-9a-f]{12,64})")

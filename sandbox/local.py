@@ -396,11 +396,15 @@ class _Tail:
     """Most reads of what is waiting that one :meth:`since` makes (a bot writing without end
     cannot hold it up)."""
 
-    def __init__(self, stream: IO[bytes], limit: int) -> None:
+    def __init__(self, stream: IO[bytes], limit: int, head: int = 0) -> None:
         self._chunks: collections.deque[bytes] = collections.deque()
         self._size = 0
         self._total = 0
         self._limit = limit
+        # The first ``head`` bytes too, and the line ends of all (a build's first error).
+        self._head_limit = head
+        self._head = bytearray()
+        self._newlines = 0
         self._lock = threading.Lock()
         self._stream = stream
         self._fd: int | None = stream.fileno()
@@ -446,6 +450,10 @@ class _Tail:
         self._chunks.append(chunk)
         self._size += len(chunk)
         self._total += len(chunk)
+        if self._head_limit:
+            self._newlines += chunk.count(b"\n")
+            if len(self._head) < self._head_limit:
+                self._head += chunk[: self._head_limit - len(self._head)]
         while self._size - len(self._chunks[0]) >= self._limit:
             self._size -= len(self._chunks.popleft())
         return chunk
@@ -461,6 +469,25 @@ class _Tail:
             self._drain()
             data = b"".join(self._chunks)
         return data[-self._limit :].decode(errors="replace")
+
+    def excerpt(self) -> str:
+        """The kept head and tail as one text, marking what was dropped between them
+        (:func:`sandbox.runtimes.containers.joined_log`); the tail alone without a head."""
+        with self._lock:
+            self._drain()
+            tail, total = b"".join(self._chunks)[-self._limit :], self._total
+            head, newlines = bytes(self._head), self._newlines
+        if not self._head_limit:
+            return tail.decode(errors="replace")
+        rest = total - len(head)
+        if rest <= len(tail):
+            return (head + (tail[len(tail) - rest :] if rest > 0 else b"")).decode(errors="replace")
+        # Line ends in the dropped part, less the one ending the head's last line (shown).
+        skipped = newlines - head.count(b"\n") - tail.count(b"\n")
+        skipped = max(skipped - (0 if head.endswith(b"\n") else 1), 0)
+        return containers.joined_log(
+            head.decode(errors="replace"), tail.decode(errors="replace"), skipped
+        )
 
     def since(self, position: int) -> OutputSince:
         """The bytes written after the first ``position`` ones, as far as the tail keeps them
@@ -492,8 +519,11 @@ class LocalBot(RunningBot):
         argv: list[str],
         popen: dict[str, Any],
         cgroup: BotCgroup | None = None,
+        log_head_bytes: int = 0,
         **kwargs: Any,
     ):
+        """``log_head_bytes``: keep that much of the start of the output too (a build's
+        first errors), for :meth:`log_excerpt`."""
         super().__init__(**kwargs)
         self.backend_name = backend_name  # type: ignore[misc]
         self.cgroup = cgroup
@@ -511,7 +541,9 @@ class LocalBot(RunningBot):
         except OSError as exc:
             raise SandboxInfrastructureError(f"could not launch {argv[0]}: {exc}") from exc
         assert self.process.stdout is not None
-        self._tail = _Tail(self.process.stdout, min(self.limits.log_bytes, LOG_TAIL_BYTES))
+        self._tail = _Tail(
+            self.process.stdout, min(self.limits.log_bytes, LOG_TAIL_BYTES), log_head_bytes
+        )
         if cgroup is not None:
             self._open_gate(cgroup)
 
@@ -589,6 +621,11 @@ class LocalBot(RunningBot):
     def logs(self) -> str:
         """The last bytes the bot wrote to stdout/stderr."""
         return self._tail.text()
+
+    def log_excerpt(self) -> str:
+        """The first ``log_head_bytes`` and the last bytes of the output, marking what was
+        dropped between (:func:`sandbox.runtimes.containers.joined_log`)."""
+        return self._tail.excerpt()
 
     def output_since(self, position: int) -> OutputSince:
         """What the bot wrote after its first ``position`` bytes of output."""
@@ -1018,7 +1055,8 @@ class BwrapBackend(Backend):
         under bwrap in the runtime's file system, as the sandbox uid, with the sources
         read-only at ``/src``, ``/artifact`` a tmpfs of the output bound, no network unless
         the organiser allows it, and a memory + pids cgroup of
-        :class:`~sandbox.runtimes.BuildLimits`. A failed build is
+        :class:`~sandbox.runtimes.BuildLimits` with its CPU quota (``cpus``). Its lock file
+        is removed when the build ends. A failed build is
         :class:`~sandbox.runtimes.RuntimeBuildError` ending with the compiler's output; it is
         remembered (:data:`~sandbox.runtimes.containers.FAILED_BUILDS`, per process) and raised
         again at once on later calls. A failure of ours is tried again next time.
@@ -1037,7 +1075,7 @@ class BwrapBackend(Backend):
         # A submission that did not build is not built again (the author's error, again).
         key = f"bwrap:{final}"
         containers.FAILED_BUILDS.check(key)
-        with runtime_fs.locked(final.with_name(f".{final.name}.lock")):
+        with runtime_fs.locked(final.with_name(f".{final.name}.lock"), remove=True):
             if not final.is_dir():
                 containers.FAILED_BUILDS.check(key)
                 try:
@@ -1091,8 +1129,14 @@ class BwrapBackend(Backend):
             except OSError as exc:
                 raise SandboxInfrastructureError(f"build tmpfs: {exc}") from exc
             if not isinstance(layout, str):
+                # A CPU quota as Docker's build steps get (BuildLimits.cpus): a compiling
+                # submission cannot take every core from the bots playing.
                 cgroup = BotCgroup.create(
-                    layout, work_dir.name, memory_bytes=build.memory_bytes, pids=build.processes
+                    layout,
+                    work_dir.name,
+                    memory_bytes=build.memory_bytes,
+                    pids=build.processes,
+                    cpus=build.cpus,
                 )
             for dest, (path, writable) in {
                 "/": (rootfs, False),
@@ -1136,6 +1180,7 @@ class BwrapBackend(Backend):
                 sock_dir=work_dir,
                 expected_uid=self.uid,
                 work_dir=work_dir,
+                log_head_bytes=containers.BUILD_LOG_HEAD_BYTES,
             )
             cgroup = None  # the process owns it now
             deadline = time.monotonic() + build.seconds + BUILD_GRACE_SECONDS
@@ -1151,12 +1196,13 @@ class BwrapBackend(Backend):
             if report.exit_code == 0:
                 runtime_fs.store_artifact(out, final)
                 return
-            if report.oom_killed:
-                raise RuntimeBuildError(
-                    f"{name} did not build: the build ran out of its"
-                    f" {build.memory_bytes // (1 << 20)} MiB of memory\n{process.logs()[-2000:]}"
-                )
-            message = containers.build_failure(runtime, sub, [{"stream": process.logs()}])
+            # Killed for memory: the same words as the Docker build (containers.build_failure).
+            message = containers.build_failure(
+                runtime,
+                sub,
+                [{"stream": process.log_excerpt()}],
+                out_of_memory=report.oom_killed,
+            )
             if message is not None:
                 raise RuntimeBuildError(message)
             raise SandboxInfrastructureError(

@@ -3,8 +3,10 @@
 A submission is untrusted input. :func:`load_submission` checks it completely before anything
 is stored or run: size limits, no absolute paths, no ``..``, no symlinks leaving the folder,
 no device files, FIFOs or sockets, a manifest that parses with the required fields, an entry
-point that exists. Archives (``.zip``, ``.tar``, ``.tar.gz``/``.tgz``) are unpacked member by
-member into a fresh directory with the same checks, never with ``extractall``.
+point that exists and is of the kind its runtime starts or builds from
+(:meth:`sandbox.runtimes.Runtime.entry_problem`). Archives (``.zip``, ``.tar``,
+``.tar.gz``/``.tgz``) are unpacked member by member into a fresh directory with the same
+checks, never with ``extractall``.
 
 Submissions are content-addressed: :attr:`Submission.sha256` hashes a canonical walk of the
 folder (sorted relative paths, entry kinds, symlink targets and file bytes), so the same bot
@@ -461,6 +463,11 @@ def _validate_folder(root: Path, limits: SubmissionLimits) -> Submission:
             " (__pycache__, *.pyc, *.pyo), which is not part of a submission",
             manifest.entry,
         )
+    # An entry its runtime cannot start or build from (``bot.py`` for go) is refused here,
+    # not at the first game: cpp and go never read it, so nothing else would say so.
+    problem = get_runtime(manifest.runtime).entry_problem(manifest.entry)
+    if problem is not None:
+        raise InvalidManifestError(f"{MANIFEST_NAME}: {problem}", MANIFEST_NAME)
     return Submission(root=root, manifest=manifest, sha256=sha, files=files, total_bytes=total)
 
 

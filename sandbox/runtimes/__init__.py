@@ -74,12 +74,19 @@ class BuildLimits:
     #: Processes and threads of the build together (a compiler runs one per job; a JVM's
     #: javac some thirty threads).
     processes: int = 512
+    #: CPUs of the build together, as a CFS quota (bwrap: the build cgroup's ``cpu.max`` /
+    #: ``cpu.cfs_quota_us``; Docker: each build step's ``cpuquota``), as a bot's ``cpus``: a
+    #: submission compiling while games run cannot take every core from the bots playing.
+    cpus: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("seconds", "memory_bytes", "output_bytes", "processes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"BuildLimits.{name} must be a positive integer: {value!r}")
+        cpus = self.cpus
+        if isinstance(cpus, bool) or not isinstance(cpus, int | float) or not cpus > 0:
+            raise ValueError(f"BuildLimits.cpus must be a positive number: {cpus!r}")
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,8 @@ class Runtime:
     :meth:`launch_script`. ``build`` starts in ``/src`` (a copy of the submission) and must
     leave what ``run`` needs under ``/artifact``. With ``build_when`` (a file name), only a
     submission holding that file at its top is built (``node``: ``package.json``).
+    ``entry_suffixes``, ``entry_at_top`` and ``entry_meaning`` say what the manifest's
+    ``entry`` must be (:meth:`entry_problem`, checked when a submission is loaded).
     """
 
     name: str
@@ -110,6 +119,13 @@ class Runtime:
     min_address_space_slack_bytes: int = 0
     build_limits: BuildLimits = field(default_factory=BuildLimits)
     notes: str = ""
+    #: What the manifest's ``entry`` must be for this runtime: a file ending in one of these
+    #: suffixes (empty: any file, e.g. ``native``'s executable). ``entry_at_top``: and at the
+    #: top of the submission (``go build .`` builds only the top folder's package).
+    entry_suffixes: tuple[str, ...] = ()
+    entry_at_top: bool = False
+    #: What ``entry`` means for this runtime, in the words of the one-line refusal.
+    entry_meaning: str = ""
 
     @property
     def compiled(self) -> bool:
@@ -135,6 +151,23 @@ class Runtime:
         """Managed-heap size for a container of ``memory_bytes``: half, leaving the rest for
         the runtime's own memory (JIT, thread stacks, gRPC buffers, the /tmp tmpfs)."""
         return max(32, memory_bytes // MiB // 2)
+
+    def entry_problem(self, entry: str) -> str | None:
+        """Why ``entry`` (a clean relative path) cannot be this runtime's entry, as one line
+        naming the field, the value and the runtime; None when it can. A mismatch (``entry =
+        "bot.py"`` with ``runtime = "go"``) would otherwise pass: cpp and go build every
+        source and never read the entry, so the bot the author meant is not the one run."""
+        path = PurePosixPath(entry)
+        wrong_kind = bool(self.entry_suffixes) and not entry.endswith(self.entry_suffixes)
+        if not wrong_kind and not (self.entry_at_top and len(path.parts) > 1):
+            return None
+        kinds = " or ".join(self.entry_suffixes)
+        where = " at the top of the submission" if self.entry_at_top else ""
+        meaning = f" ({self.entry_meaning})" if self.entry_meaning else ""
+        return (
+            f"entry {entry!r} does not fit runtime {self.name!r}: it must be a {kinds} file"
+            f"{where}{meaning}"
+        )
 
     def launch_script(self, entry: str, memory_bytes: int) -> str:
         """The shell text that starts the bot (``$0`` is ``entry`` when run by the backend)."""
@@ -163,7 +196,19 @@ _BUILD_C = (
     " -o /artifact/bot -L/opt/kryt/cpp/lib -lkryt_proto"
     " $(pkg-config --libs grpc++ protobuf) -lpthread' g++"
 )
-_BUILD_GO = "go build -trimpath -o /artifact/bot ."
+# `go build -o` of a package that is not main writes the package's archive, not a program:
+# the build "succeeded" and every start failed with "Permission denied". The package clause
+# is checked first, and a package other than main is the bot's build failure.
+_BUILD_GO = (
+    "name=$(go list -f '{{.Name}}' .)\n"
+    'if [ "$name" != main ]; then\n'
+    "  files=$(go list -f '{{join .GoFiles \" \"}}' .)\n"
+    '  echo "kryt-build-failed: package $name is not main: the files of the top folder'
+    " ($files) must say 'package main' and define func main, for go build to make a program\"\n"
+    "  exit 1\n"
+    "fi\n"
+    "go build -trimpath -o /artifact/bot ."
+)
 _BUILD_JAVA = (
     "mkdir -p /artifact/classes"
     ' && find . -name "*.java" -print0 | sort -z'
@@ -183,6 +228,8 @@ REGISTRY: dict[str, Runtime] = {
             debs=("python3",),
             run='exec python3 -u "$0"',
             entry_example="bot.py",
+            entry_suffixes=(".py",),
+            entry_meaning="the script python3 runs",
             notes="the kryt-bot-base image: grpcio, protobuf and this project's sdk",
         ),
         Runtime(
@@ -191,6 +238,8 @@ REGISTRY: dict[str, Runtime] = {
             debs=("nodejs",),
             run='exec node --max-old-space-size={heap_mib} "$0"',
             entry_example="bot.js",
+            entry_suffixes=(".js", ".mjs", ".cjs"),
+            entry_meaning="the script node runs",
             build=_BUILD_NODE,
             build_when="package.json",
             npm=True,
@@ -218,6 +267,8 @@ REGISTRY: dict[str, Runtime] = {
                 ' -cp "/artifact/classes:$CLASSPATH" org.kryt.runtime.Launch {main_class}'
             ),
             entry_example="Main.java",
+            entry_suffixes=(".java",),
+            entry_meaning="the source of the main class, named by its path",
             env=(("CLASSPATH", "/opt/kryt/java/lib/*:/usr/share/java/*"),),
             min_memory_bytes=512 * MiB,
             min_pids=128,
@@ -238,6 +289,8 @@ REGISTRY: dict[str, Runtime] = {
             build=_BUILD_C,
             run="exec /artifact/bot",
             entry_example="bot.cc",
+            entry_suffixes=(".cc", ".cpp"),
+            entry_meaning="the source holding main(); every .cc and .cpp file is compiled",
             min_pids=128,
             notes="grpc++ 1.51; kryt/v1/bot.grpc.pb.h from -lkryt_proto",
         ),
@@ -255,6 +308,9 @@ REGISTRY: dict[str, Runtime] = {
             build=_BUILD_GO,
             run="exec /artifact/bot",
             entry_example="main.go",
+            entry_suffixes=(".go",),
+            entry_at_top=True,
+            entry_meaning="a file of the top folder's package main, which go build builds",
             env=(
                 ("GO111MODULE", "off"),
                 ("GOPATH", "/opt/kryt/go:/usr/share/gocode"),

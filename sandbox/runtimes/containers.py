@@ -10,7 +10,11 @@ output in ``/artifact``. The image is tagged by the submission's hash and the ru
 id, so each submission is built once, and the artifact is immutable. A failed build is one
 :class:`~sandbox.runtimes.RuntimeBuildError` that ends with the compiler's output; it is
 remembered (:data:`FAILED_BUILDS`, per process) and raised again at once on later starts,
-without building again. Only the last :data:`BUILD_LOG_BYTES` of a build's output are kept.
+without building again. Only the first :data:`BUILD_LOG_HEAD_BYTES` and the last
+:data:`BUILD_LOG_BYTES` of a build's output are kept; the error shows its first
+:data:`BUILD_LOG_HEAD_LINES` and last :data:`BUILD_LOG_LINES` lines (the first compiler error
+and the last), saying how many lines were skipped between. A build killed for memory says
+so, in the same words under both backends (:func:`build_failure`'s ``out_of_memory``).
 
 A ``node`` submission is built only when it has a ``package.json`` (``npm ci`` of its lock
 file); its ``/artifact/node_modules`` is linked as ``/bot/node_modules``. The build has no
@@ -39,9 +43,13 @@ from sandbox.submission import Submission
 __all__ = [
     "BUILD_FAILED",
     "BUILD_LOG_BYTES",
+    "BUILD_LOG_HEAD_BYTES",
+    "BUILD_LOG_HEAD_LINES",
+    "BUILD_LOG_LINES",
     "BUILD_NETWORK_ENV",
     "BUILD_UID",
     "FAILED_BUILDS",
+    "LOG_SKIPPED",
     "FailedBuilds",
     "LogTail",
     "build_failure",
@@ -49,6 +57,7 @@ __all__ = [
     "build_script",
     "dockerfile",
     "effective_limits",
+    "joined_log",
     "launch_command",
     "needs_build",
 ]
@@ -64,8 +73,16 @@ BUILD_FAILED = "kryt-build-failed:"
 #: The line the build script prints before it runs the runtime's command: a build that
 #: fails after it (whatever it printed, or if it stopped the script) is the bot's failure.
 BUILD_STARTED = "kryt-build-started"
-#: Lines of build output kept in the error for the author.
+#: Lines of build output kept in the error for the author: the last ones, and the first
+#: ones (the first compiler error, which the others often follow from).
 BUILD_LOG_LINES = 40
+BUILD_LOG_HEAD_LINES = 20
+#: Characters of the start of a build's output kept while it runs (besides its tail), for
+#: the first error: the error message holds at most this much of it.
+BUILD_LOG_HEAD_BYTES = 4 * 1024
+#: First word of the line :func:`joined_log` puts where output was dropped between the kept
+#: head and tail, followed by the number of lines dropped.
+LOG_SKIPPED = "kryt-build-log-skipped:"
 #: Characters of a build's output kept while it runs (its tail): a build printing 100 MB of
 #: compiler errors must not grow the referee. Both backends keep this much.
 BUILD_LOG_BYTES = 16 * 1024
@@ -120,10 +137,17 @@ def build_script(runtime: Runtime, *, online: bool = False, cap_processes: bool 
 export KRYT_BUILD_ONLINE={1 if online else 0}
 cd /src
 echo {BUILD_STARTED}
+began=$(date +%s)
 timeout -k 5 {seconds} /bin/sh -ec {shlex.quote(runtime.build)} 2>&1
 status=$?
-if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+late=$(( $(date +%s) - began >= {seconds} ))
+if [ "$status" -eq 124 ] || {{ [ "$status" -eq 137 ] && [ "$late" -eq 1 ]; }}; then
   printf '\\n%s\\n' "{BUILD_FAILED} the build did not finish within {seconds} s"
+  exit 1
+fi
+if [ "$status" -eq 137 ]; then
+  # SIGKILL before the deadline: the kernel's OOM killer, as a rule (the backend says so).
+  printf '\\n%s\\n' "{BUILD_FAILED} the {runtime.name} build was killed (SIGKILL)"
   exit 1
 fi
 if [ "$status" -ne 0 ]; then
@@ -242,18 +266,64 @@ def _without_docker_line(text: str) -> str:
     return text
 
 
+def joined_log(head: str, tail: str, skipped_lines: int | None) -> str:
+    """A build's kept output as one text: its ``head``, then, when output was dropped
+    between the two (``skipped_lines`` is not None), a :data:`LOG_SKIPPED` line with the
+    number of lines dropped, then its ``tail``. :func:`build_failure` reads the mark."""
+    if skipped_lines is None:
+        return head + tail
+    return f"{head}\n{LOG_SKIPPED} {skipped_lines}\n{tail}"
+
+
+def out_of_memory_reason(runtime: Runtime) -> str:
+    """Why a build the OOM killer hit failed, in the same words under both backends."""
+    mib = runtime.build_limits.memory_bytes // (1 << 20)
+    return f"the build ran out of its {mib} MiB memory limit (killed by the kernel's OOM killer)"
+
+
+def _excerpt(output: list[str]) -> str:
+    """The first :data:`BUILD_LOG_HEAD_LINES` and the last :data:`BUILD_LOG_LINES` of
+    ``output`` (which may hold one :data:`LOG_SKIPPED` line: lines already dropped there),
+    with a line saying how many lines were skipped between; the first part at most
+    :data:`BUILD_LOG_HEAD_BYTES` characters, the whole at most :data:`BUILD_LOG_BYTES`."""
+    mark = next((i for i, line in enumerate(output) if line.startswith(LOG_SKIPPED)), None)
+    if mark is None:
+        before, after, dropped = output, [], 0
+    else:
+        before, after = output[:mark], output[mark + 1 :]
+        words = output[mark].removeprefix(LOG_SKIPPED).split()
+        dropped = int(words[0]) if words and words[0].isdigit() else 0
+    if mark is None and len(output) <= BUILD_LOG_HEAD_LINES + BUILD_LOG_LINES:
+        first, last = output, []
+    elif mark is None:
+        first, last = output[:BUILD_LOG_HEAD_LINES], output[-BUILD_LOG_LINES:]
+    else:
+        first, last = before[:BUILD_LOG_HEAD_LINES], after[-BUILD_LOG_LINES:]
+    skipped = dropped + len(before) + len(after) - len(first) - len(last)
+    head = "\n".join(first)[:BUILD_LOG_HEAD_BYTES]
+    room = max(BUILD_LOG_BYTES - len(head), 0)
+    tail = "\n".join(last)[-room:] if room else ""
+    if not skipped:
+        return "\n".join(part for part in (head, tail) if part)
+    between = f"[... {skipped} line{'s' if skipped != 1 else ''} of build output skipped ...]"
+    return "\n".join(part for part in (head, between, tail) if part)
+
+
 def build_failure(
     runtime: Runtime,
     submission: Submission,
     log: Iterable[Any],
     *,
     started: bool = False,
+    out_of_memory: bool = False,
 ) -> str | None:
     """The author's error message when ``log`` (the build's output) shows the bot's build
     failed, or None when the failure was ours (engine, missing image). ``started``: the
     build script was seen reaching the bot's build command (:data:`BUILD_STARTED`) earlier
     than ``log`` may still show, and its command failed: the bot's failure whatever the
-    output kept says."""
+    output kept says. ``out_of_memory``: the backend saw the kernel's OOM killer hit the
+    build (its cgroup's count, the engine's ``oom`` event): the bot's failure, said as
+    :func:`out_of_memory_reason`."""
     texts = []
     for chunk in log:
         if not isinstance(chunk, dict):
@@ -269,7 +339,9 @@ def build_failure(
     # The first line with the mark: the command's own (node's build.sh says why) before the
     # script's summary; anywhere in a line, as output may end without a newline.
     said = [line[line.index(BUILD_FAILED) :] for line in lines if BUILD_FAILED in line]
-    if said:
+    if out_of_memory:
+        reason = f"{BUILD_FAILED} {out_of_memory_reason(runtime)}"
+    elif said:
         reason = said[0]
     elif any(line.strip() == BUILD_STARTED for line in lines):
         # The build ran and ended the script before it could say why (it stopped or killed
@@ -291,7 +363,7 @@ def build_failure(
         and BUILD_FAILED not in line
         and line.strip() != BUILD_STARTED
     ]
-    tail = "\n".join(output[-BUILD_LOG_LINES:])
+    tail = _excerpt(output)
     name = submission.manifest.name
     return (
         f"{name} {submission.manifest.version} ({runtime.name}) did not build: "
@@ -300,27 +372,52 @@ def build_failure(
 
 
 def raise_build_failure(
-    runtime: Runtime, submission: Submission, log: Iterable[Any], *, started: bool = False
+    runtime: Runtime,
+    submission: Submission,
+    log: Iterable[Any],
+    *,
+    started: bool = False,
+    out_of_memory: bool = False,
 ) -> None:
     """Raise :class:`RuntimeBuildError` when ``log`` shows the bot's build failed (see
-    :func:`build_failure` for ``started``)."""
-    message = build_failure(runtime, submission, log, started=started)
+    :func:`build_failure` for ``started`` and ``out_of_memory``)."""
+    message = build_failure(runtime, submission, log, started=started, out_of_memory=out_of_memory)
     if message is not None:
         raise RuntimeBuildError(message)
 
 
 class LogTail:
-    """The last ``limit`` characters of a stream of text pieces, in bounded memory."""
+    """The last ``limit`` characters of a stream of text pieces, in bounded memory; and,
+    with ``head``, its first ``head`` characters from the first ``head_from`` on (the
+    Docker build's own steps come before the build script's :data:`BUILD_STARTED`).
+    :meth:`excerpt` joins the two, marking what was dropped between (:func:`joined_log`)."""
 
-    def __init__(self, limit: int = BUILD_LOG_BYTES) -> None:
+    def __init__(self, limit: int = BUILD_LOG_BYTES, head: int = 0, head_from: str = "") -> None:
         self.limit = limit
         self._pieces: deque[str] = deque()
         self._size = 0
+        self._head_limit = head
+        self._head_from = head_from
+        self._head = ""
+        self._heading = head > 0 and not head_from
+        #: Characters and line ends since the head began (what the head and tail cut from).
+        self._total = 0
+        self._newlines = 0
 
     def add(self, text: str) -> None:
         """Append ``text``, dropping the oldest pieces no longer needed for the tail."""
         if not text:
             return
+        if not self._heading and self._head_limit and self._head_from in text:
+            self._heading = True
+            self._pieces.clear()  # the tail, too, starts there: one text, cut in two
+            self._size = 0
+            text = text[text.index(self._head_from) :]
+        if self._heading:
+            self._total += len(text)
+            self._newlines += text.count("\n")
+            if len(self._head) < self._head_limit:
+                self._head += text[: self._head_limit - len(self._head)]
         if len(text) >= self.limit:
             self._pieces.clear()
             text = text[-self.limit :]
@@ -333,6 +430,21 @@ class LogTail:
     def text(self) -> str:
         """The kept tail (at most ``limit`` characters)."""
         return "".join(self._pieces)[-self.limit :]
+
+    def excerpt(self) -> str:
+        """The kept head and tail as one text (:func:`joined_log`); the tail alone before the
+        head began."""
+        tail = self.text()
+        if not self._heading:
+            return tail
+        head = self._head
+        rest = self._total - len(head)  # characters after the head, the tail's last ones
+        if rest <= len(tail):
+            return head + (tail[len(tail) - rest :] if rest > 0 else "")
+        # Line ends in the dropped part, less the one ending the head's last line (shown).
+        skipped = self._newlines - head.count("\n") - tail.count("\n")
+        skipped -= 0 if head.endswith("\n") else 1
+        return joined_log(head, tail, max(skipped, 0))
 
 
 class FailedBuilds:

@@ -87,14 +87,44 @@ def cache_dir() -> Path:
 
 
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` (created if missing), across processes."""
-    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+def locked(path: Path, *, remove: bool = False) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` (created if missing), across processes.
+
+    ``remove``: delete ``path`` before the lock is released, so no empty lock file is left
+    per build. Safe with waiters: a waiter that then gets the lock on the deleted file sees
+    that ``path`` no longer names the file it locked, and locks ``path`` anew; whoever holds
+    the lock on the file ``path`` names holds the lock.
+    """
+    while True:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            stale = remove and not _names(path, fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not stale:
+            break
+        os.close(fd)  # its holder removed it meanwhile: lock the file path names now
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)
+        try:
+            if remove:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+        finally:
+            os.close(fd)
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether ``path`` is the file open as ``fd`` (not deleted, nor replaced)."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def rootfs_key(runtime: Runtime) -> str:

@@ -323,14 +323,14 @@ def test_a_docker_build_past_the_clients_read_timeout_is_the_bots_and_is_removed
     assert isinstance(docker_backend, DockerBackend)
     step = "0123456789ab" * 2
 
-    def stuck_build(**kwargs: Any) -> Any:
+    def stuck_build(*args: Any, **kwargs: Any) -> Any:
         yield {"stream": "Step 7/10 : RUN [...]\n"}
         yield {"stream": f" ---> Running in {step}\n"}
         yield {"stream": f"{containers.BUILD_STARTED}\n"}
         raise ReadTimeoutError(None, "/build", "Read timed out.")  # type: ignore[arg-type]
 
     removed: list[str] = []
-    monkeypatch.setattr(docker_backend.client.api, "build", stuck_build)
+    monkeypatch.setattr("sandbox.docker_backend.engine_build", stuck_build)
     monkeypatch.setattr(docker_backend, "_remove_by_name", removed.append)
     submission = load_submission(Path(__file__).parents[2] / "sdk" / "tools" / "starters" / "go")
     runtime = get_runtime("go")
@@ -338,11 +338,11 @@ def test_a_docker_build_past_the_clients_read_timeout_is_the_bots_and_is_removed
         docker_backend._build_image(submission, runtime, "kryt-runtime-go:x", "kryt-bot:x")
     assert removed == [step]
 
-    def engine_gone(**kwargs: Any) -> Any:
+    def engine_gone(*args: Any, **kwargs: Any) -> Any:
         yield {"stream": "Step 1/10 : FROM x\n"}
         raise ReadTimeoutError(None, "/build", "Read timed out.")  # type: ignore[arg-type]
 
-    monkeypatch.setattr(docker_backend.client.api, "build", engine_gone)
+    monkeypatch.setattr("sandbox.docker_backend.engine_build", engine_gone)
     with pytest.raises(ImageBuildError):  # the build never started: ours
         docker_backend._build_image(submission, runtime, "kryt-runtime-go:x", "kryt-bot:x")
 
@@ -353,23 +353,23 @@ def test_a_docker_build_step_has_a_quarter_of_a_bots_cpu_weight(
     docker_backend: Backend, cpp_image: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A submission compiling while games run yields the CPU to the bots playing: the
-    engine is asked for the weight with the memory bound (its cgroup files read as empty to
-    a compiler, so the build cannot show them)."""
+    engine is asked for the weight with the memory bound (and the CPU quota:
+    tests/sandbox/test_build_diagnostics.py reads it from inside a build)."""
+    import sandbox.docker_backend as docker_module
     from sandbox.docker_backend import BUILD_CPU_SHARES
 
-    api: Any = docker_backend.client.api  # type: ignore[attr-defined]
     asked: list[dict[str, Any]] = []
-    build = api.build
+    build = docker_module.engine_build
 
     def watched(*args: Any, **kwargs: Any) -> Any:
         asked.append(kwargs)
         return build(*args, **kwargs)
 
-    monkeypatch.setattr(api, "build", watched)
+    monkeypatch.setattr(docker_module, "engine_build", watched)
     with pytest.raises(RuntimeBuildError, match="kryt_undeclared_name"):
         docker_backend.start(broken_cpp(tmp_path), SandboxLimits(), "t-buildweight")
     assert len(asked) == 1
-    limits = asked[0]["container_limits"]
+    limits = asked[0]["limits"]
     assert BUILD_CPU_SHARES == 256 and limits["cpushares"] == BUILD_CPU_SHARES
     assert limits["memory"] == limits["memswap"] == get_runtime("cpp").build_limits.memory_bytes
 

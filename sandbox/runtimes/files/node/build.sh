@@ -8,7 +8,9 @@
 # submission (tarballs or folders), an npm cache folder `npm-cache/` shipped with it, or a
 # shipped `node_modules/` (used as it is, after `npm ls` checked it against package.json).
 # Install scripts never run (--ignore-scripts): packages must be plain JavaScript. A
-# submission's .npmrc is not used (npm's defaults only).
+# submission's .npmrc is not used (npm's defaults only): npm reads the project's .npmrc from
+# the folder it runs in, so every npm command runs in a copy of the submission without it,
+# and the user and global config files are ones that are empty or do not exist.
 set -u
 npm_cli=/opt/kryt/node/node_modules/npm/bin/npm-cli.js
 log=/tmp/kryt-npm.log
@@ -17,7 +19,8 @@ fail() {
   exit 1
 }
 npm() {
-  node "$npm_cli" --no-update-notifier --no-audit --no-fund "$@" >"$log" 2>&1
+  npm_config_userconfig=/dev/null npm_config_globalconfig=/opt/kryt/node/no-global-npmrc \
+    node "$npm_cli" --no-update-notifier --no-audit --no-fund "$@" >"$log" 2>&1
   status=$?
   # The debug log npm names stays inside the build container: no use to the author.
   grep -v "A complete log of this run" "$log"
@@ -66,18 +69,21 @@ case $? in
   *) fail "package.json or $lock cannot be read as JSON (see above)" ;;
 esac
 
-if [ -e node_modules ]; then
-  npm ls --all --omit=dev --offline --cache /tmp/kryt-npm-cache && exit 0
-  fail "the shipped node_modules does not match package.json (missing or wrong versions, see npm ls above): run npm ci and submit node_modules again"
-fi
-
 work=/tmp/kryt-npm
 cache=/tmp/kryt-npm-cache
 mkdir -p "$work" "$cache" || fail "cannot create the build folder $work"
 cp -R /src/. "$work/" || fail "cannot copy the submission to $work"
 # A project .npmrc could name programs npm runs (git=..., script-shell=...) despite
-# --ignore-scripts: the build uses npm's defaults only.
+# --ignore-scripts, or where it writes (logs-dir=..., cache=...): the build uses npm's
+# defaults only. npm reads it from the folder it runs in, so npm runs in $work only.
 rm -f "$work/.npmrc" || fail "cannot remove the submission's .npmrc"
+cd "$work" || fail "cannot enter $work"
+
+if [ -e node_modules ]; then
+  npm ls --all --omit=dev --offline --cache "$cache" && exit 0
+  fail "the shipped node_modules does not match package.json (missing or wrong versions, see npm ls above): run npm ci and submit node_modules again"
+fi
+
 if [ -d npm-cache ]; then
   cp -R npm-cache/. "$cache/" || fail "cannot copy npm-cache/"
 fi
@@ -85,7 +91,6 @@ mode=--offline
 if [ "${KRYT_BUILD_ONLINE:-0}" = 1 ]; then
   mode=--prefer-offline
 fi
-cd "$work" || fail "cannot enter $work"
 if ! npm ci --omit=dev --ignore-scripts "$mode" --cache "$cache"; then
   if grep -q ENOTCACHED "$log"; then
     fail "a dependency in package-lock.json is not vendored (as a file: dependency or in npm-cache/) and this build has no network: vendor it, or ask the organiser to allow the registry"
