@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
@@ -33,7 +35,10 @@ from arena.db.url import backend_of, mask_url, resolve_database_url
 # How long a SQLite writer waits for another one before giving up (seconds).
 SQLITE_BUSY_TIMEOUT_S = 60.0
 POSTGRES_CONNECT_TIMEOUT_S = 10
-_READ_ONLY = "kryt_read_only"
+READ_ONLY_OPTION = "kryt_read_only"
+"""Execution option of a connection that only reads: on SQLite its transactions begin
+deferred (``BEGIN``), taking no write lock."""
+_READ_ONLY = READ_ONLY_OPTION
 
 
 class Database:
@@ -44,12 +49,17 @@ class Database:
     Do not share one across ``fork()``: open the database again in the child process.
     """
 
-    def __init__(self, url: str, engine: Engine, *, created: bool = False) -> None:
+    def __init__(
+        self, url: str, engine: Engine, *, created: bool = False, read_only: str | None = None
+    ) -> None:
         self.url = url
         self.engine = engine
         self.backend = backend_of(url)
         self.created = created
         """Whether opening it created the SQLite file (there was none at its path)."""
+        self.read_only = read_only
+        """Why this process cannot write the SQLite file (it was opened read-only: queries
+        work, :meth:`session` is refused), or None."""
         self.path: Path | None = None
         """The SQLite file (absolute), None on PostgreSQL."""
         self._file_id: tuple[int, int] | None = None
@@ -71,8 +81,10 @@ class Database:
         violations as :class:`ConflictError`, so callers need only catch ``DatabaseError``.
         A SQLite file deleted, moved or replaced since it was opened
         (:meth:`file_problem`) refuses the write (``DatabaseUnavailableError``): it would
-        go to a file nobody can open again.
+        go to a file nobody can open again; so does a file opened read-only
+        (:attr:`read_only`), before anything is tried.
         """
+        self.check_writable()
         if problem := self.file_problem():
             raise DatabaseUnavailableError(problem)
         with (
@@ -94,6 +106,19 @@ class Database:
                 yield s
             finally:
                 s.rollback()
+
+    def check_writable(self) -> None:
+        """DatabaseUnavailableError (one line saying what to do) when the database was
+        opened read-only (:attr:`read_only`): a command that will write can refuse before
+        it starts anything."""
+        if self.read_only is not None:
+            raise DatabaseUnavailableError(
+                f"database {self.display_url} is read-only here ({self.read_only}): this"
+                " command writes to it, and nothing was written; reading commands (kryt"
+                " leaderboard, kryt tournament status, kryt games list) work on it. Make the"
+                " file and its folder writable, or copy it somewhere writable and use"
+                " --database on the copy"
+            )
 
     def file_problem(self) -> str | None:
         """SQLite: why the file at :attr:`path` is not the file this database opened (it was
@@ -190,8 +215,6 @@ _DAMAGE = ("malformed", "not a database", "corrupt")
 
 
 def _is_sqlite(exc: DBAPIError) -> bool:
-    import sqlite3
-
     return isinstance(exc.orig, sqlite3.Error)
 
 
@@ -220,10 +243,19 @@ def open_database(
     a missing SQLite file raises :class:`DatabaseMissingError` instead of being created.
     With ``upgrade=False`` a database behind the code raises ``SchemaOutdatedError``.
     A schema newer than the code raises ``SchemaTooNewError``; nothing is ever dropped.
+    Another application's database, one whose revision table is damaged or one newer than
+    the code is refused before anything is written to it (see
+    :func:`arena.db.migrate.check_database`).
+
+    An existing SQLite file that this process cannot write (the file, its ``-wal`` or
+    ``-shm`` file or its folder is read-only: permissions, a read-only mount) is opened
+    read-only (:attr:`Database.read_only`): queries work, every write transaction is
+    refused with one line, and a database that would need migrating is refused.
     """
     resolved = resolve_database_url(url)
     where = mask_url(resolved)
     created = False
+    read_only: str | None = None
     if backend_of(resolved) == "sqlite":
         path = sqlite_path(resolved)
         created = not path.exists()
@@ -235,7 +267,8 @@ def open_database(
                 " Restore it from a backup, or point KRYT_DATABASE_URL (or the -d/--database"
                 " option) at an existing database"
             )
-        engine = _sqlite_engine(resolved, create=create)
+        read_only = _read_only_reason(path) if path.is_file() else None
+        engine = _sqlite_engine(resolved, create=create, read_only=read_only)
     else:
         engine = create_engine(
             resolved,
@@ -250,13 +283,60 @@ def open_database(
                 # by the package already (runpy warns).
                 from arena.db.migrate import upgrade_engine
 
-                upgrade_engine(engine, where=where, allow=upgrade)
-            if backend_of(resolved) == "sqlite":
+                upgrade_engine(engine, where=where, allow=upgrade, read_only=read_only)
+            if backend_of(resolved) == "sqlite" and read_only is None:
                 _use_wal(engine)
     except BaseException:
         engine.dispose()
         raise
-    return Database(resolved, engine, created=created)
+    return Database(resolved, engine, created=created, read_only=read_only)
+
+
+def _read_only_reason(path: Path) -> str | None:
+    """Why this process cannot write the SQLite file at ``path``, or None when it can.
+
+    A write needs the file, its ``-wal`` and ``-shm`` files (when they exist) and its
+    folder (where SQLite creates them). ``os.access`` asks the kernel, so this holds for
+    root too: root may write a file without write permission, but not on a read-only mount.
+    """
+    for side in (path, *(p for p in _wal_files(path) if p.exists())):
+        if not os.access(side, os.W_OK):
+            return f"{side} is not writable by this process"
+    if not os.access(path.parent, os.W_OK):
+        return f"its folder {path.parent} is not writable by this process"
+    return None
+
+
+def _wal_files(path: Path) -> tuple[Path, Path]:
+    """The ``-wal`` and ``-shm`` files SQLite keeps beside a database in WAL mode."""
+    return path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+
+
+def _read_only_uri(path: Path) -> str:
+    """The SQLite URI that opens ``path`` read-only.
+
+    In WAL mode even a reader needs the ``-shm`` file, and creates it when it is missing:
+    in a folder it cannot write, with no write-ahead log to read (no ``-wal`` file, or an
+    empty one), the file is opened ``immutable`` (SQLite then takes no lock and reads no
+    log; nobody without write access to the folder can be writing it: a writer creates the
+    ``-wal`` file there). A log with changes in it must be read, which needs its ``-shm``
+    file: without it the file cannot be read here (DatabaseUnavailableError, saying how to
+    fix it).
+    """
+    uri = f"file:{quote(str(path))}?mode=ro"
+    wal, shm = _wal_files(path)
+    if os.access(path.parent, os.W_OK) or shm.exists():
+        return uri
+    if not wal.exists() or wal.stat().st_size == 0:
+        return uri + "&immutable=1"
+    raise DatabaseUnavailableError(
+        f"cannot read SQLite database {path}: its write-ahead log {wal.name} holds changes,"
+        f" and SQLite needs the file {shm.name} beside it to read them, which it cannot"
+        f" create in the read-only folder {path.parent}; open the database once where its"
+        f" folder is writable (any kryt command folds the log into the file), or copy"
+        f" {path.name} and {wal.name} together somewhere writable and use --database on the"
+        " copy"
+    )
 
 
 def _use_wal(engine: Engine) -> None:
@@ -276,7 +356,7 @@ def _use_wal(engine: Engine) -> None:
         raw.close()
 
 
-def _sqlite_engine(url: str, *, create: bool) -> Engine:
+def _sqlite_engine(url: str, *, create: bool, read_only: str | None = None) -> Engine:
     database = make_url(url).database
     assert database is not None  # normalize_url guarantees a file name
     path = Path(database)
@@ -297,10 +377,22 @@ def _sqlite_engine(url: str, *, create: bool) -> Engine:
             f"no database at {path}; run a tournament first, or point KRYT_DATABASE_URL "
             "(or the -d/--database option) at an existing database"
         )
-    engine = create_engine(
-        url,
-        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
-    )
+    if read_only is None:
+        engine = create_engine(
+            url,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
+        )
+    else:
+        # SQLite's own read-only open (mode=ro): it never tries to write the file, so
+        # queries work where a read-write open fails (a read-only folder or mount).
+        uri = _read_only_uri(path.absolute())
+
+        def connect() -> sqlite3.Connection:
+            return sqlite3.connect(
+                uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_S, check_same_thread=False
+            )
+
+        engine = create_engine(url, creator=connect)
     event.listen(engine, "connect", _sqlite_on_connect)
     event.listen(engine, "begin", _sqlite_on_begin)
     return engine

@@ -35,8 +35,6 @@ from arena.db.models import metadata
 if TYPE_CHECKING:
     from alembic.config import Config
 
-    from arena.db.engine import Database
-
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 VERSIONS_DIR = MIGRATIONS_DIR / "versions"
 # Any fixed 64-bit key: PostgreSQL advisory lock serialising concurrent migrators.
@@ -76,51 +74,89 @@ def current_revision(connection: Connection) -> str | None:
 def upgrade_connection(connection: Connection, *, where: str, allow: bool = True) -> str:
     """Bring the database on ``connection`` (inside its transaction) to the head revision.
 
-    ``where`` names the database in error messages. With ``allow=False`` nothing is changed
-    and a database that is behind raises :class:`SchemaOutdatedError`. Returns the revision.
+    ``where`` names the database in error messages. The database is checked first
+    (:func:`check_database`): one that is not ours, damaged or newer than the code is
+    refused before anything is written. With ``allow=False`` nothing is changed and a
+    database that is behind raises :class:`SchemaOutdatedError`. Returns the revision.
     """
     if connection.dialect.name == "postgresql":
         # Two runners opening a fresh database at once must not both create the tables.
         connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_LOCK_KEY})")
-    if _stored_revision(connection) == newest_revision_file():
-        return newest_revision_file()  # up to date: no need to load Alembic (~0.2 s a command)
-    _check_version_table(connection, where)
-    from alembic import command
-    from alembic.script import ScriptDirectory
-    from alembic.util.exc import CommandError
-
-    script = ScriptDirectory.from_config(alembic_config())
-    head = head_revision()
-    current = current_revision(connection)
-    if current is not None:
-        try:
-            script.get_revision(current)
-        except CommandError:
-            raise SchemaTooNewError(
-                f"database {where} is at schema revision {current!r}, which this Kryt Arena "
-                f"does not know (it knows up to {head!r}): it was written by a newer version; "
-                "upgrade kryt-arena to use it"
-            ) from None
-    elif tables := sorted(inspect(connection).get_table_names()):
-        # Another application's database (ours always has a revision): adding our tables
-        # to it would be as wrong as clashing with its own.
-        clashing = sorted(set(tables) & set(metadata.tables))
-        shown = ", ".join((clashing or tables)[:5]) + (", ..." if len(tables) > 5 else "")
-        what = "tables named" if clashing else "tables of its own:"
-        raise ForeignDatabaseError(
-            f"database {where} already has {what} {shown} but no Kryt Arena schema "
-            "revision; it will not be touched. Point --database / KRYT_DATABASE_URL at a Kryt "
-            "database, an empty one or a new SQLite file instead"
-        )
+    current = check_database(connection, where=where)
+    head = newest_revision_file()
     if current == head:
-        return head
+        return head  # up to date: no need to load Alembic (~0.2 s a command)
     if not allow:
         raise SchemaOutdatedError(
             f"database {where} is at schema revision {current!r}, older than {head!r}; run "
             "`python -m arena.db.migrate upgrade` (migrations only add, never delete)"
         )
+    from alembic import command
+
     command.upgrade(alembic_config(connection), "head")
-    return head
+    return head_revision()
+
+
+def known_revisions() -> frozenset[str]:
+    """Every revision this code ships, read from the file names (``NNNN_*.py``), without
+    loading Alembic (``tests/db`` checks the names against Alembic's revisions)."""
+    return frozenset(path.name[:4] for path in VERSIONS_DIR.glob("[0-9][0-9][0-9][0-9]_*.py"))
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+
+
+_POINT_ELSEWHERE = (
+    "it will not be touched. Point --database / KRYT_DATABASE_URL at a Kryt database, an"
+    " empty one or a new SQLite file instead"
+)
+
+
+def check_database(connection: Connection, *, where: str) -> str | None:
+    """The schema revision of a Kryt Arena database, None for an empty one; reads only.
+
+    Everything that makes the database unusable is refused here, before anything is written
+    to it (not even SQLite's journal mode): a damaged revision table
+    (:class:`DamagedSchemaError`); another application's database
+    (:class:`ForeignDatabaseError`): tables without a Kryt revision, a revision (Alembic's
+    table is common) beside none of Kryt's tables (other tables beside Kryt's are
+    allowed); a revision this code does not know on a Kryt database (:class:`SchemaTooNewError`,
+    naming both revisions). A revision of ours whose tables are partly missing is not
+    refused here: it is damage, named when a statement meets it.
+    """
+    _check_version_table(connection, where)
+    stored = _stored_revision(connection)
+    tables = set(inspect(connection).get_table_names())
+    ours = sorted(tables & set(metadata.tables))
+    others = sorted(tables - set(metadata.tables) - {"alembic_version"})
+    if stored is None:
+        if ours or others:
+            # Another application's database (ours always has a revision): adding our
+            # tables to it would be as wrong as clashing with its own.
+            what = "tables named" if ours else "tables of its own:"
+            raise ForeignDatabaseError(
+                f"database {where} already has {what} {_shown(ours or others)} but no Kryt"
+                f" Arena schema revision; {_POINT_ELSEWHERE}"
+            )
+        return None
+    if not ours:
+        # Alembic's version table is not ours alone: another application's revision, even
+        # one spelled like ours ("0011"), beside none of our tables.
+        theirs = f"; its tables: {_shown(others)}" if others else ""
+        raise ForeignDatabaseError(
+            f"database {where} has the schema revision {stored!r} of another application"
+            f" (none of Kryt Arena's tables{theirs}); {_POINT_ELSEWHERE}"
+        )
+    if stored not in known_revisions():
+        raise SchemaTooNewError(
+            f"database {where} is at schema revision {stored!r}, newer than this Kryt Arena"
+            f" knows (its newest is {newest_revision_file()!r}): it was migrated by a newer"
+            " kryt-arena; upgrade kryt-arena (pip install -U kryt-arena) to use it"
+        )
+    # Tables of someone else's beside ours are left alone, as they always were: a shared
+    # PostgreSQL database, or an analyst's own table in the SQLite file.
+    return stored
 
 
 def newest_revision_file() -> str:
@@ -154,8 +190,30 @@ def _check_version_table(connection: Connection, where: str) -> None:
     )
 
 
-def upgrade_engine(engine: Engine, *, where: str, allow: bool = True) -> str:
-    """:func:`upgrade_connection` in a transaction of its own."""
+def upgrade_engine(
+    engine: Engine, *, where: str, allow: bool = True, read_only: str | None = None
+) -> str:
+    """:func:`upgrade_connection` in a transaction of its own.
+
+    The database is checked in a read transaction first (:func:`check_database`): an
+    up-to-date one needs no write lock (it may be a read-only file), and one that is
+    refused is refused before anything is written. ``read_only`` says why the database
+    cannot be written here (None: it can); one that is behind is then refused with
+    :class:`SchemaOutdatedError` instead of being migrated.
+    """
+    from arena.db.engine import READ_ONLY_OPTION
+
+    with engine.execution_options(**{READ_ONLY_OPTION: True}).connect() as connection:
+        current = check_database(connection, where=where)
+    if current == newest_revision_file():
+        return current
+    if read_only is not None:
+        raise SchemaOutdatedError(
+            f"database {where} is at schema revision {current!r}, older than"
+            f" {newest_revision_file()!r}, and it is read-only here ({read_only}): it cannot"
+            " be migrated; open it once with write access (any kryt command migrates it), or"
+            " copy it somewhere writable and use --database on the copy"
+        )
     with engine.begin() as connection:
         return upgrade_connection(connection, where=where, allow=allow)
 
@@ -215,12 +273,6 @@ def _rebuild_boards(url: str | None) -> int:
     return 0
 
 
-def _table_names(db: Database) -> list[str]:
-    """The tables of ``db``, sorted."""
-    with db.engine.connect() as connection:
-        return sorted(inspect(connection).get_table_names())
-
-
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (see the module docstring)."""
     from arena.db.engine import open_database
@@ -249,15 +301,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with db.engine.connect() as connection:
                 _check_version_table(connection, db.display_url)
+                stored = _stored_revision(connection)
+                tables = sorted(inspect(connection).get_table_names())
+                if stored is not None or not tables:
+                    check_database(connection, where=db.display_url)
                 current = current_revision(connection)
         finally:
             db.close()
-        if current is None and (tables := _table_names(db)):
+        if current is None and tables:
             # Not "(empty)": another application's database (open_database refuses it).
-            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
             print(
                 f"database: not a Kryt Arena database (no schema revision; tables of its own:"
-                f" {shown}); code head: {head_revision()}"
+                f" {_shown(tables)}); code head: {head_revision()}"
             )
             return 1
         print(f"database: {current or '(empty)'}; code head: {head_revision()}")

@@ -143,9 +143,10 @@ def test_a_damaged_database_gets_a_hint_about_the_file(
     assert "server" not in err and "hint: the file is not a Kryt database" in err, err
 
 
-def test_a_read_only_database_gets_a_hint_about_permissions(tmp_path: Path) -> None:
+def test_a_read_only_database_is_read_and_a_write_is_one_line(tmp_path: Path) -> None:
     """As a user who may read the file but not write it (root is not held back by file
-    modes: then the command runs as ``nobody``)."""
+    modes: then the command runs as ``nobody``): ``status`` reads it (opened read-only),
+    ``run`` is refused in one line naming the permissions, before anything is started."""
     folder = Path(tempfile.mkdtemp(prefix="kryt-ro-"))  # nobody must reach it
     try:
         db = folder / "k.db"
@@ -155,6 +156,10 @@ def test_a_read_only_database_gets_a_hint_about_permissions(tmp_path: Path) -> N
         db.chmod(0o444)
         folder.chmod(0o555)
         command = [sys.executable, "-m", "kryt", "tournament", "status", "-d", str(db)]
+        writes = [
+            sys.executable, "-m", "kryt", "tournament", "run", "builtin:random",
+            "builtin:greedy", "--backend", "process", "-d", str(db),
+        ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
         if os.geteuid() == 0:
             setpriv = shutil.which("setpriv")
@@ -174,15 +179,21 @@ def test_a_read_only_database_gets_a_hint_about_permissions(tmp_path: Path) -> N
             if probe.returncode != 0:
                 pytest.skip(f"an unprivileged user cannot import this checkout ({ROOT})")
             command = [*drop, *command]
-        result = subprocess.run(
+            writes = [*drop, *writes]
+        read = subprocess.run(
             command, capture_output=True, text=True, cwd=folder, env=env, timeout=120
+        )
+        result = subprocess.run(
+            writes, capture_output=True, text=True, cwd=folder, env=env, timeout=120
         )
     finally:
         folder.chmod(0o755)
         shutil.rmtree(folder)
+    assert read.returncode == ExitCode.OK, read.stderr
     assert result.returncode == ExitCode.UNAVAILABLE, result.stderr
     assert "Traceback" not in result.stderr and "server" not in result.stderr, result.stderr
-    assert "hint: the SQLite file" in result.stderr and "not writable" in result.stderr
+    assert result.stderr.count("\n") == 1 and "sandbox" not in result.stderr, result.stderr
+    assert "read-only here" in result.stderr and "not writable" in result.stderr
 
 
 def test_a_missing_file_gets_no_server_hint(
