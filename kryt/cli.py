@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import warnings
+from contextlib import nullcontext
 from typing import Annotated, Any, Final
 
 # gRPC's C core logs an INFO line whenever a sandbox process is forked while its threads run;
@@ -30,7 +31,15 @@ import referee  # noqa: F401  (gRPC's defaults, referee.GRPC_DEFAULTS, before gR
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-from kryt.errors import ExitCode, Interrupted, classify, echo_error
+from kryt.errors import (
+    ExitCode,
+    Interrupted,
+    classify,
+    echo_error,
+    interrupted_by,
+    signals_stop_like_ctrl_c,
+    stops_on_signals,
+)
 
 INSTALL_HINT: Final = "pip install 'kryt-arena[arena]'"
 """What an SDK-only install lacks for the ``kryt`` command (typer, rich, the database...)."""
@@ -197,11 +206,14 @@ def main(argv: list[str] | None = None) -> int:
         echo_error("hint: give it a value, or leave it out")
         return ExitCode.BAD_INPUT
     try:
-        result = command.main(args=args, prog_name="kryt", standalone_mode=False)
+        # `kryt tournament ...` stops on SIGTERM/SIGHUP as on Ctrl-C from here on, also while
+        # its module is imported (a second or more): not killed silently with 143.
+        with signals_stop_like_ctrl_c() if stops_on_signals(args) else nullcontext():
+            result = command.main(args=args, prog_name="kryt", standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.Abort:
-        typer.echo("interrupted", err=True)
+        typer.echo(f"interrupted{interrupted_by()}", err=True)
         return ExitCode.INTERRUPTED
     except Interrupted:  # the command said what was kept
         return ExitCode.INTERRUPTED
@@ -211,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         echo_error(f"hint: {hint}")
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
+        typer.echo(f"interrupted{interrupted_by()}", err=True)
         return ExitCode.INTERRUPTED
     except Exception as exc:
         known = classify(exc)
@@ -226,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     code = result if isinstance(result, int) else ExitCode.OK
     if code == ExitCode.INTERRUPTED:  # typer turns Ctrl-C into exit code 130
         # Nothing is claimed: a command that keeps its work says so itself (Interrupted).
-        typer.echo("interrupted", err=True)
+        typer.echo(f"interrupted{interrupted_by()}", err=True)
     return code
 
 

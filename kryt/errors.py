@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import re
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import IntEnum
 from pathlib import Path
+from types import FrameType
 
 
 class ExitCode(IntEnum):
@@ -36,6 +41,90 @@ def echo_error(line: str) -> None:
 class Interrupted(Exception):
     """A command stopped by Ctrl-C (or a signal handled like it) that has said so itself,
     with what was kept: ``kryt`` exits 130 without a line of its own."""
+
+
+RECEIVED_SIGNALS: list[int] = []
+"""Every signal :func:`signals_stop_like_ctrl_c` turned into a stop in this process, in
+order (to name it: ``interrupted by SIGTERM``)."""
+
+_held: list[int] = []
+"""Signals received inside :func:`signals_held` blocks, raised when the outermost ends."""
+_holding = [0]
+"""How deep :func:`signals_held` blocks are nested."""
+_depth = [0]
+"""How deep :func:`signals_stop_like_ctrl_c` blocks are nested (the outermost starts afresh:
+``kryt``'s tests run many commands in one process)."""
+
+
+@contextmanager
+def signals_stop_like_ctrl_c(received: list[int] | None = None) -> Iterator[None]:
+    """While the block runs, SIGTERM (``kill``, ``docker stop``, systemd) and SIGHUP (the
+    terminal closed, an SSH session dropped) stop the command the way Ctrl-C does: they
+    raise KeyboardInterrupt in the main thread (inside a :func:`signals_held` block: when it
+    ends). A SIGHUP ignored on purpose (``nohup``) stays ignored. Each signal received is
+    appended to ``received`` and :data:`RECEIVED_SIGNALS`. The previous handlers come back
+    when the block ends; blocks may nest. Outside the main thread (where no handler can be
+    set) the block runs unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, _frame: FrameType | None) -> None:
+        RECEIVED_SIGNALS.append(signum)
+        if received is not None:
+            received.append(signum)
+        if _holding[0]:
+            _held.append(signum)
+            return
+        raise KeyboardInterrupt
+
+    if not _depth[0]:
+        RECEIVED_SIGNALS.clear()
+        _held.clear()
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt)}
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, interrupt)
+    _depth[0] += 1
+    try:
+        yield
+    finally:
+        _depth[0] -= 1
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """A block that a stop signal (of :func:`signals_stop_like_ctrl_c`) does not cut short:
+    a signal received meanwhile raises KeyboardInterrupt when the block ends, so that what
+    the block stores (a tournament, a lease) is either stored and known, or not at all."""
+    _holding[0] += 1
+    try:
+        yield
+    except BaseException:
+        if _holding[0] == 1:
+            _held.clear()  # the block failed: its own error ends the command
+        raise
+    finally:
+        _holding[0] -= 1
+    if not _holding[0] and _held:
+        _held.clear()
+        raise KeyboardInterrupt
+
+
+def interrupted_by() -> str:
+    """`` by SIGTERM`` when a stop signal was received, else "" (Ctrl-C)."""
+    if not RECEIVED_SIGNALS:
+        return ""
+    return f" by {signal.Signals(RECEIVED_SIGNALS[0]).name}"
+
+
+def stops_on_signals(args: list[str]) -> bool:
+    """Whether the command line ``args`` runs a ``kryt tournament`` command: those stop on
+    SIGTERM and SIGHUP as on Ctrl-C from the moment ``kryt`` starts (importing the command
+    takes a second), see :func:`signals_stop_like_ctrl_c`."""
+    group = next((arg for arg in args if not arg.startswith("-")), None)
+    return group == "tournament"
 
 
 class UserError(Exception):

@@ -437,7 +437,8 @@ def run_tournament(
     settings and the executor arguments, and closed at the end).
     ``say`` receives one-line notes for the organiser. Setting ``stop`` ends the run cleanly
     (the games in progress are replayed on resume). Afterwards the tournament is
-    ``finished``, or ``pending`` (resumable) when series are left.
+    ``finished``, or ``pending`` (resumable; shown as ``stopped``, see
+    :attr:`TournamentState.shown`) when series are left.
     """
     with db.read_session() as session:
         tournament = get_tournament(tournament_id, session=session)
@@ -524,6 +525,8 @@ class TournamentState:
     ladder: bool = False
     """The arena's ladder: ``kryt arena serve`` plays it (with leases on its series, not on
     the tournament), nothing ``kryt tournament`` runs."""
+    started: bool = False
+    """A run has started it (its ``started_at`` is set)."""
 
     @property
     def live_lease(self) -> LeaseInfo | None:
@@ -535,12 +538,19 @@ class TournamentState:
     @property
     def shown(self) -> str:
         """The status as the organiser should read it: ``running`` only when a live run
-        holds the lease; a run that died shows as ``stopped``; the arena's ladder shows as
+        holds the lease; ``stopped`` when a run started it and none plays it now, however
+        that run ended (it died, was interrupted, or its database failed: a run that stops
+        early stores ``pending`` when it still can, and leaves ``running`` when it cannot);
+        ``pending`` only for a tournament no run has started; the arena's ladder shows as
         ``ladder`` (whether a server plays it is not in the tournament's lease)."""
         if self.ladder:
             return "ladder"
-        running = self.status == TournamentStatus.RUNNING.value
-        if running and (self.lease is None or self.lease.expired() or holder_gone(self.lease)):
+        left = self.status in (TournamentStatus.RUNNING.value, TournamentStatus.PENDING.value)
+        # An imported tournament's status is its game file's: nothing ran it here.
+        stopped = self.status == TournamentStatus.RUNNING.value or (
+            self.started and not self.imported
+        )
+        if left and stopped and self.live_lease is None:
             return "stopped"
         return self.status
 
@@ -571,7 +581,12 @@ def tournament_states(db: Database) -> dict[int, TournamentState]:
         leases = all_leases(session=session)
         return {
             t.id: TournamentState(
-                t.id, t.status, leases.get(t.id), is_imported(t.config), is_ladder(t.config)
+                t.id,
+                t.status,
+                leases.get(t.id),
+                is_imported(t.config),
+                is_ladder(t.config),
+                t.started_at is not None,
             )
             for t in list_tournaments(session=session)
             if t.id is not None
@@ -588,6 +603,7 @@ def tournament_state(tournament_id: int, db: Database) -> TournamentState:
             get_lease(tournament_id, session=session),
             is_imported(tournament.config),
             is_ladder(tournament.config),
+            tournament.started_at is not None,
         )
 
 

@@ -2,7 +2,8 @@
 interruption, extend it with more games, change a stored setting, cancel it.
 
 Exit status always matches the state: 0 only when the tournament is finished; 1 when series
-are left (with the resume command); 130 after Ctrl-C or SIGTERM (with the resume command); 2
+are left (with the resume command); 130 after Ctrl-C, SIGTERM or SIGHUP, at any moment from
+the start (one line; the resume command once the tournament is stored); 2
 for a bad setting (nothing is stored) or an imported tournament (nothing to run); 3 when the
 sandbox, the Dask cluster or the tournament itself (another live run holds it) is
 unavailable.
@@ -14,11 +15,10 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
@@ -72,7 +72,15 @@ from arena.tournament.service import (
 from arena.tournament.service import extend as extend_tournament
 from arena.tournament.service import run_tournament as service_run
 from arena.tournament.store import DEFAULT_STORE
-from kryt.errors import ExitCode, Interrupted, UserError, classify
+from kryt.errors import (
+    ExitCode,
+    Interrupted,
+    UserError,
+    classify,
+    interrupted_by,
+    signals_held,
+    signals_stop_like_ctrl_c,
+)
 from kryt.options import (
     MAX_ID,
     BackendAliasOption,
@@ -254,29 +262,35 @@ REFIT_SECONDS = 30.0
 """Ratings are refitted from the database as series finish, at most this often."""
 
 
-@contextmanager
-def _sigterm_stops_like_ctrl_c(received: list[int]) -> Iterator[None]:
+def _sigterm_stops_like_ctrl_c(received: list[int]) -> AbstractContextManager[None]:
     """While a run plays, SIGTERM (``kill``, ``docker stop``, systemd) and SIGHUP (the
     terminal closed, an SSH session dropped) stop it the way Ctrl-C does: they raise
     KeyboardInterrupt in the main thread, so the executors stop every game and bot and the
     command exits 130 with the resume command. A SIGHUP ignored on purpose (``nohup``) stays
-    ignored. Each signal received is appended to ``received`` (to name it in the message)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers can only be set from the main thread
-        return
+    ignored. Each signal received is appended to ``received`` (to name it in the message).
+    See :func:`kryt.errors.signals_stop_like_ctrl_c`."""
+    return signals_stop_like_ctrl_c(received)
 
-    def interrupt(signum: int, _frame: FrameType | None) -> None:
-        received.append(signum)
-        raise KeyboardInterrupt
 
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt)}
-    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
-        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, interrupt)
+@contextmanager
+def _stops_cleanly(kept: Callable[[], str]) -> Iterator[None]:
+    """The whole of ``run``, ``resume`` and ``extend`` stops on SIGTERM and SIGHUP as on
+    Ctrl-C, from its first line (``kryt`` itself handles them while the command is
+    imported): sandbox probing, opening the database and storing the tournament included,
+    not only the games. A stop the run itself did not report (it says what it kept and
+    raises Interrupted) is one line ``interrupted by SIGTERM: ...`` ending in ``kept()``
+    (what is stored, with the resume command when there is something to resume); exit 130.
+    """
     try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        with _sigterm_stops_like_ctrl_c([]):
+            yield
+    except KeyboardInterrupt:
+        console.print(f"interrupted{interrupted_by()}: {kept()}", soft_wrap=True)
+        raise Interrupted from None
+
+
+def _kept_by_run(tournament_id: int) -> str:
+    return f"the games played so far are saved; resume with: kryt tournament resume {tournament_id}"
 
 
 def _check_executor_flags(
@@ -601,69 +615,84 @@ def run(
     In a round robin every pair of bots plays a series; in a gauntlet only the gauntlet bot's
     pairs do. Results go to the database and are printed as they come (each game with -v).
     """
-    _check_executor_flags(executor, scheduler, worker_store)
-    move_seconds, bank_seconds, increment_seconds, bot_time = _time_flags(
-        time_specs or [],
-        move_seconds=move_seconds,
-        bank_seconds=bank_seconds,
-        increment_seconds=increment_seconds,
-    )
-    try:
-        config = load_config(
-            config_file,
-            bots=bots or None,
-            gauntlet=gauntlet,
-            name=name,
-            games_per_pair=games,
-            ruleset=ruleset,
-            table_size=table_size,
-            format=format.value if format else None,
-            seed=seed,
+    created: list[int] = []  # the tournament's id, once it is stored
+
+    def kept() -> str:
+        return _kept_by_run(created[0]) if created else "nothing was stored"
+
+    with _stops_cleanly(kept):
+        _check_executor_flags(executor, scheduler, worker_store)
+        move_seconds, bank_seconds, increment_seconds, bot_time = _time_flags(
+            time_specs or [],
             move_seconds=move_seconds,
             bank_seconds=bank_seconds,
-            grace_seconds=grace_seconds,
-            clock=clock,
             increment_seconds=increment_seconds,
-            bot_time=bot_time or None,
-            book=str(book) if book else None,
-            turn_limit=turn_limit,
-            concurrency=concurrency,
-            backend=sandbox_alias if sandbox_alias is not None else backend,
-            allow_unsafe=unsafe,
-            memory_mb=memory_mb,
-            pids=pids,
         )
-    except ConfigError as exc:
-        raise UserError(str(exc), hint="see docs/configuration.md") from None
-    db = open_db(database)
-    # Check the sandbox / the cluster before storing anything: a missing engine, an
-    # unreachable scheduler or a cluster without workers leaves no tournament behind.
-    with _prepare(
-        config, executor=executor, scheduler=scheduler, worker_store=worker_store
-    ) as prepared:
-        if config.time_control.clock == "cpu" and prepared.cpu_clock_problem:
-            # Charged on the wall clock anyway: the stored config and every record say so.
-            config = replace(config, time_control=replace(config.time_control, clock="wall"))
-            console.print(
-                Text(
-                    f"warning: clock cpu: {prepared.cpu_clock_problem}; this tournament"
-                    " charges moves wall time (clock wall)"
-                ),
-                soft_wrap=True,
-            )
         try:
-            tournament_id = create_tournament(
-                config,
-                db=db,
-                store=store,
-                untrusted_problem=prepared.untrusted_problem,
-                runtime_problem=prepared.runtime_problem,
+            config = load_config(
+                config_file,
+                bots=bots or None,
+                gauntlet=gauntlet,
+                name=name,
+                games_per_pair=games,
+                ruleset=ruleset,
+                table_size=table_size,
+                format=format.value if format else None,
+                seed=seed,
+                move_seconds=move_seconds,
+                bank_seconds=bank_seconds,
+                grace_seconds=grace_seconds,
+                clock=clock,
+                increment_seconds=increment_seconds,
+                bot_time=bot_time or None,
+                book=str(book) if book else None,
+                turn_limit=turn_limit,
+                concurrency=concurrency,
+                backend=sandbox_alias if sandbox_alias is not None else backend,
+                allow_unsafe=unsafe,
+                memory_mb=memory_mb,
+                pids=pids,
             )
-        except TournamentError as exc:
-            raise UserError(str(exc)) from None
-        console.print(f"tournament [bold]{tournament_id}[/bold] created ({escape(config.name)})")
-        result = run_tournament(tournament_id, db, prepared=prepared, store=store, verbose=verbose)
-    raise typer.Exit(_report(tournament_id, db, result))
+        except ConfigError as exc:
+            raise UserError(str(exc), hint="see docs/configuration.md") from None
+        db = open_db(database)
+        db.check_writable()  # a read-only file: one line before the sandbox is probed
+        # Check the sandbox / the cluster before storing anything: a missing engine, an
+        # unreachable scheduler or a cluster without workers leaves no tournament behind.
+        with _prepare(
+            config, executor=executor, scheduler=scheduler, worker_store=worker_store
+        ) as prepared:
+            if config.time_control.clock == "cpu" and prepared.cpu_clock_problem:
+                # Charged on the wall clock anyway: the stored config and every record say so.
+                config = replace(config, time_control=replace(config.time_control, clock="wall"))
+                console.print(
+                    Text(
+                        f"warning: clock cpu: {prepared.cpu_clock_problem}; this tournament"
+                        " charges moves wall time (clock wall)"
+                    ),
+                    soft_wrap=True,
+                )
+            try:
+                # A stop signal waits until the tournament is stored (or not): the line it
+                # prints says which, and offers the resume command only for a stored one.
+                with signals_held():
+                    tournament_id = create_tournament(
+                        config,
+                        db=db,
+                        store=store,
+                        untrusted_problem=prepared.untrusted_problem,
+                        runtime_problem=prepared.runtime_problem,
+                    )
+                    created.append(tournament_id)
+            except TournamentError as exc:
+                raise UserError(str(exc)) from None
+            console.print(
+                f"tournament [bold]{tournament_id}[/bold] created ({escape(config.name)})"
+            )
+            result = run_tournament(
+                tournament_id, db, prepared=prepared, store=store, verbose=verbose
+            )
+        raise typer.Exit(_report(tournament_id, db, result))
 
 
 @app.command()
@@ -680,33 +709,34 @@ def resume(
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Finish an interrupted tournament: plays exactly the games that are missing."""
-    _check_executor_flags(executor, scheduler, worker_store)
-    db = open_db(database, create=False)
-    state = tournament_state(tournament_id, db)
-    if state.imported:
-        raise ImportedTournamentError(tournament_id, ImportedTournamentError.NOTHING_TO_RESUME)
-    if state.ladder:
-        raise LadderTournamentError(tournament_id, LadderTournamentError.RESUME)
-    if state.status == TournamentStatus.CANCELLED.value:
-        raise UserError(f"tournament {tournament_id} was cancelled; it cannot be resumed")
-    if state.status == TournamentStatus.FINISHED.value:
-        console.print(f"tournament {tournament_id} is already finished")
-        with db.read_session() as session:
-            if not unfinished_series(tournament_id, session=session):
-                return  # nothing to play: no sandbox to probe, no empty progress bar
-    if state.live_lease is not None and not take_over:
-        # Refused before anything else is prepared (the lease itself decides again below).
-        raise UserError(str(TournamentBusyError(state.live_lease)), code=ExitCode.UNAVAILABLE)
-    _run_stored(
-        tournament_id,
-        db,
-        executor=executor,
-        scheduler=scheduler,
-        worker_store=worker_store,
-        take_over=take_over,
-        verbose=verbose,
-        store=store,
-    )
+    with _stops_cleanly(lambda: _kept_by_run(tournament_id)):
+        _check_executor_flags(executor, scheduler, worker_store)
+        db = open_db(database, create=False)
+        state = tournament_state(tournament_id, db)
+        if state.imported:
+            raise ImportedTournamentError(tournament_id, ImportedTournamentError.NOTHING_TO_RESUME)
+        if state.ladder:
+            raise LadderTournamentError(tournament_id, LadderTournamentError.RESUME)
+        if state.status == TournamentStatus.CANCELLED.value:
+            raise UserError(f"tournament {tournament_id} was cancelled; it cannot be resumed")
+        if state.status == TournamentStatus.FINISHED.value:
+            console.print(f"tournament {tournament_id} is already finished")
+            with db.read_session() as session:
+                if not unfinished_series(tournament_id, session=session):
+                    return  # nothing to play: no sandbox to probe, no empty progress bar
+        if state.live_lease is not None and not take_over:
+            # Refused before anything else is prepared (the lease itself decides again below).
+            raise UserError(str(TournamentBusyError(state.live_lease)), code=ExitCode.UNAVAILABLE)
+        _run_stored(
+            tournament_id,
+            db,
+            executor=executor,
+            scheduler=scheduler,
+            worker_store=worker_store,
+            take_over=take_over,
+            verbose=verbose,
+            store=store,
+        )
 
 
 def _run_stored(
@@ -722,13 +752,21 @@ def _run_stored(
 ) -> None:
     """Run what is left of a stored tournament, report, and exit with its state's code."""
     config = runnable_config(tournament_id, db)  # a bad stored setting: one line, exit 2
+    db.check_writable()  # a read-only file: one line before the sandbox is probed
     # The lease before the sandbox: of two runs started at once, the one refused prints
     # nothing else (and builds nothing).
     lease = RunLease(db, tournament_id, take_over=take_over)
+    taken = False
     try:
-        lease.acquire()
+        with signals_held():  # a stop comes once the lease is taken, or not
+            lease.acquire()
+            taken = True
     except TournamentBusyError as exc:
         raise UserError(str(exc), code=ExitCode.UNAVAILABLE) from None
+    except KeyboardInterrupt:
+        if taken:  # given back at once, not left to expire
+            lease.release()
+        raise
     try:
         with _prepare(
             config, executor=executor, scheduler=scheduler, worker_store=worker_store
@@ -768,29 +806,38 @@ def extend(
     seed whose commitment is printed; they are played like resume and the leaderboard covers
     every game.
     """
-    _check_executor_flags(executor, scheduler, worker_store)
-    db = open_db(database, create=False)
-    try:
-        added = extend_tournament(tournament_id, games, db)
-    except TournamentBusyError as exc:
-        raise UserError(str(exc), code=ExitCode.UNAVAILABLE) from None
-    except NotFoundError as exc:
-        raise UserError(str(exc), hint="see kryt tournament status") from None
-    console.print(
-        f"tournament {tournament_id}: extension {added.round} adds {added.series_added} series"
-        f" ({added.games_added} games); seed commitment {added.seed_commitment}",
-        soft_wrap=True,
-    )
-    _run_stored(
-        tournament_id,
-        db,
-        executor=executor,
-        scheduler=scheduler,
-        worker_store=worker_store,
-        take_over=False,
-        verbose=verbose,
-        store=store,
-    )
+    added: list[int] = []  # set once the extension is stored
+
+    def kept() -> str:
+        return _kept_by_run(tournament_id) if added else "nothing was added"
+
+    with _stops_cleanly(kept):
+        _check_executor_flags(executor, scheduler, worker_store)
+        db = open_db(database, create=False)
+        try:
+            with signals_held():  # a stop says whether the extension was stored
+                extension = extend_tournament(tournament_id, games, db)
+                added.append(extension.round)
+        except TournamentBusyError as exc:
+            raise UserError(str(exc), code=ExitCode.UNAVAILABLE) from None
+        except NotFoundError as exc:
+            raise UserError(str(exc), hint="see kryt tournament status") from None
+        console.print(
+            f"tournament {tournament_id}: extension {extension.round} adds"
+            f" {extension.series_added} series ({extension.games_added} games); seed"
+            f" commitment {extension.seed_commitment}",
+            soft_wrap=True,
+        )
+        _run_stored(
+            tournament_id,
+            db,
+            executor=executor,
+            scheduler=scheduler,
+            worker_store=worker_store,
+            take_over=False,
+            verbose=verbose,
+            store=store,
+        )
 
 
 @app.command()
@@ -821,7 +868,12 @@ def status(
                 )
             )
             return
-        out.print(Text(f"status: {state.shown}; runner: {state.runner}"))
+        line = f"status: {state.shown}; runner: {state.runner}"
+        if state.shown == "stopped":
+            # A run started it and none plays it now (interrupted, died, or its database
+            # failed): the games recorded are kept, and resume plays the rest.
+            line += f"; resume with: kryt tournament resume {tournament_id}"
+        out.print(Text(line))
         return
     table = Table(title="Tournaments")
     for column in ("id", "name", "status", "runner", "games", "created"):
