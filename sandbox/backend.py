@@ -36,6 +36,7 @@ from sandbox.hostfs import mount_tmpfs, remove_tree
 from sandbox.limits import SandboxLimits
 from sandbox.runner import RunnerId, RunnerState, current_runner
 from sandbox.submission import Submission, SubmissionError, load_submission
+from sandbox.uids import UidLease
 
 CRASH_OUTPUT_LINES = OUTPUT_LINES
 """Lines of a bot's last output kept in the error of a start-up failure (a crash, or a
@@ -242,6 +243,8 @@ def sweep_runtime(label_prefix: str) -> tuple[int, list[str]]:
         return 0, [f"cannot list the runtime directory: {exc}"]
     for child in children:
         try:
+            if child.name == "uids":
+                continue  # uid lock files (sandbox.uids): held by live runners, never removed
             if child.name == "dial":
                 for link in child.iterdir():
                     if _is_leftover(link.name, prefix):
@@ -311,16 +314,19 @@ class RunningBot(ABC):
         expected_uid: int | None,
         work_dir: Path | None = None,
         runtime: str | None = None,
+        uid_lease: UidLease | None = None,
     ) -> None:
         """``work_dir`` (default: ``sock_dir``) is deleted by :meth:`stop`. ``runtime``:
         the submission's runtime (``python``, ``java``...), for messages in its author's
-        words; None where the backend does not pass it."""
+        words; None where the backend does not pass it. ``uid_lease``: the bot's own uid
+        (:mod:`sandbox.uids`), released by :meth:`stop` once everything else is done."""
         self.label = label
         self.runtime = runtime
         self.limits = limits
         self.sock_dir = sock_dir
         self.work_dir = work_dir or sock_dir
         self.expected_uid = expected_uid
+        self.uid_lease = uid_lease
         self.address = ""
         self._channel: grpc.Channel | None = None
         self._client: BotClient | None = None
@@ -418,6 +424,9 @@ class RunningBot(ABC):
                 self._unlink_dial,
                 self._cleanup,
                 self._remove_work_dir,
+                # Last: its processes are gone by now (a survivor keeps the uid out of the
+                # pool anyway, UidPool.lease checks).
+                self._release_uid,
             ):
                 try:
                     step()
@@ -453,6 +462,10 @@ class RunningBot(ABC):
 
     def _remove_work_dir(self) -> None:
         remove_tree(self.work_dir)
+
+    def _release_uid(self) -> None:
+        if self.uid_lease is not None:
+            self.uid_lease.release()
 
     def __enter__(self) -> RunningBot:
         return self

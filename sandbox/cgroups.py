@@ -307,6 +307,19 @@ class BotCgroup:
             return dict(self._stat("unified", "memory.events")).get("oom_kill", 0)
         return dict(self._stat("memory", "memory.oom_control")).get("oom_kill", 0)
 
+    def memory_limit_hits(self) -> int:
+        """How many times the bot's memory charge reached its limit (v2 ``memory.events``
+        ``max``, v1 ``memory.failcnt`` and ``memory.memsw.failcnt``): the kernel's word that
+        its memory ran out, even when it ended without an OOM kill (an allocation refused, a
+        ``MemoryError``)."""
+        if self.layout.version == 2:
+            return dict(self._stat("unified", "memory.events")).get("max", 0)
+        hits = 0
+        for name in ("memory.failcnt", "memory.memsw.failcnt"):  # RAM, RAM + swap (= RAM)
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                hits += int((self._dir("memory") / name).read_text())
+        return hits
+
     def process_refusals(self) -> int:
         """How many times the process limit (``pids.max``) refused this cgroup a new process
         or thread (``pids.events``: ``max``)."""

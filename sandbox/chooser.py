@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Literal
 
 from sandbox.backend import Backend
@@ -32,7 +33,15 @@ def _bwrap() -> Backend:
     from sandbox.local import BwrapBackend
 
     backend = BwrapBackend()
-    backend.reason = f"bubblewrap sandbox as uid {backend.uid}"
+    if os.geteuid() == 0:
+        from sandbox.uids import default_pool
+
+        backend.reason = (
+            f"bubblewrap sandbox: each bot as a uid of its own ({default_pool().describe()}),"
+            f" builds as uid {backend.uid}"
+        )
+    else:
+        backend.reason = f"bubblewrap sandbox as uid {backend.uid}"
     return _note_refusal(backend)
 
 

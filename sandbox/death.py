@@ -22,8 +22,9 @@ __all__ = [
     "tail_lines",
 ]
 
-#: Exit status of a process killed by SIGXFSZ (128 + 25) as reported by shells and init.
 SIGXFSZ_EXIT = 128 + signal.SIGXFSZ
+"""128 + SIGXFSZ: what shells and inits flatten a SIGXFSZ death to, and what any bot can
+return with ``exit(153)``. Never evidence by itself (:func:`classify_exit`)."""
 
 
 def _visible(char: str) -> str:
@@ -103,8 +104,8 @@ class DeathCause(enum.Enum):
 
     EXITED = "exited"  # exit status 0: the bot left on its own
     CRASHED = "crashed"  # non-zero exit status (exception, sys.exit(n))
-    OOM = "out_of_memory"  # killed by the OOM killer / ran out of memory
-    FILE_SIZE = "file_size_limit"  # wrote a file larger than the limit (SIGXFSZ)
+    OOM = "out_of_memory"  # the kernel's OOM killer fired in its cgroup / container
+    FILE_SIZE = "file_size_limit"  # killed by SIGXFSZ (in its wait status): file too large
     PROCESS_LIMIT = "process_limit"  # died after the process limit refused it a process
     SIGNALED = "signaled"  # killed by a signal the sandbox did not send
     STOPPED = "stopped"  # still running when the sandbox stopped it (normal end)
@@ -140,33 +141,46 @@ class DeathReport:
 def classify_exit(
     exit_code: int | None,
     *,
+    signal_number: int | None = None,
     oom_killed: bool = False,
+    memory_limit_hit: bool = False,
     process_limit_hit: bool = False,
     log_tail: str = "",
     detail: str = "",
 ) -> DeathReport:
-    """Map an exit status (128+N meaning signal N, or a negative Popen code) to a report.
+    """Map how a bot ended to a report, on evidence the bot cannot forge.
 
-    ``oom_killed`` wins over everything: Docker sets it when the OOM killer fired in the
-    container's cgroup, even when it killed a child and the main process exited otherwise.
-    Python's ``MemoryError`` under an address-space rlimit also counts as out of memory.
-    ``process_limit_hit`` (the sandbox's process limit refused the bot a process or thread)
-    makes any other unclean end a process-limit death: the refusal is why it failed.
+    ``exit_code``: the status as the backend got it. A negative one is a signal in the wait
+    status itself (``Popen.returncode``); a positive one is only ever an exit status, even
+    128 + N: a bot can ``exit(153)``. ``signal_number``: the signal a supervisor the bot
+    cannot reach saw in the wait status (:mod:`sandbox.supervisor`); the backend then passes
+    the flattened ``128 + N`` as ``exit_code``.
+
+    ``oom_killed`` (the kernel's word: a cgroup's ``oom_kill`` count, Docker's
+    ``OOMKilled``) wins over everything: it is set when the OOM killer fired in the bot's
+    cgroup, even when it killed a child and the main process exited otherwise. A
+    ``MemoryError`` in the bot's output is not evidence (the bot can print it): such a bot
+    crashed, and the detail says what it reported, unless ``memory_limit_hit`` (the kernel
+    recorded its cgroup's charge at the memory limit: ``memory.events`` ``max``, v1
+    ``failcnt``), which makes any other unclean end an out-of-memory death. SIGXFSZ in the
+    wait status is a file-size death. ``process_limit_hit`` (the kernel's ``pids.events``:
+    the process limit refused the bot a process or thread) makes any other unclean end a
+    process-limit death.
     """
     sig: int | None = None
-    if exit_code is not None and exit_code < 0:
+    if signal_number is not None:
+        sig = signal_number
+    elif exit_code is not None and exit_code < 0:
         sig = -exit_code
-    elif exit_code is not None and exit_code > 128:
-        sig = exit_code - 128
     if oom_killed:
         cause = DeathCause.OOM
     elif exit_code is None:
         cause = DeathCause.VANISHED
     elif sig == signal.SIGXFSZ:
         cause = DeathCause.FILE_SIZE
-    elif exit_code == 0:
+    elif exit_code == 0 and sig is None:
         cause = DeathCause.EXITED
-    elif "MemoryError" in log_tail and sig is None:
+    elif memory_limit_hit:
         cause = DeathCause.OOM
     elif process_limit_hit:
         cause = DeathCause.PROCESS_LIMIT
@@ -174,6 +188,11 @@ def classify_exit(
         cause = DeathCause.SIGNALED
     else:
         cause = DeathCause.CRASHED
+        if "MemoryError" in log_tail:
+            # Its own words, not the kernel's: a crash (a real one under an address-space
+            # rlimit included, where the kernel records nothing), said as such.
+            said = "the bot reported MemoryError (no out-of-memory kill recorded)"
+            detail = f"{detail}; {said}" if detail else said
     return DeathReport(
         cause=cause,
         exit_code=exit_code,

@@ -3,9 +3,10 @@
 Every submission gets its own image (``FROM`` the bot base image, ``COPY`` the bot to
 ``/bot``), tagged by the submission's content hash and the base image id, so a bot is built
 once and re-used. Containers run with no network, a read-only root, a small ``/tmp`` tmpfs
-(counted against the memory limit), all capabilities dropped, ``no-new-privileges``, uid
-65534, bounded pids / memory (no swap) / CPU / open files / file size, no core dumps, no
-init process (the bot itself is process 1: an init of the bot's uid outside the seccomp
+(counted against the memory limit), all capabilities dropped, ``no-new-privileges``, a uid
+and gid of its own (:mod:`sandbox.uids`), bounded pids / memory (no swap) / CPU / open files
+/ file size, no core dumps, no Docker init (process 1 is the seccomp launcher, under the
+filter, supervising the bot: :mod:`sandbox.supervisor`; an init of the bot's uid outside the
 filter could be rewritten through ``/proc/1/mem`` and run the bot's code unfiltered), private
 IPC, a small ``/dev/shm``, bounded logs and labels so leftovers can be swept. The socket
 directory is a tiny tmpfs the runner mounts on the host (size and inode caps, so nothing the
@@ -28,6 +29,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import socket
 import tarfile
 import threading
@@ -68,6 +70,8 @@ from sandbox.runtimes import Runtime, RuntimeBuildError, containers, get_runtime
 from sandbox.runtimes.images import image_tag as runtime_image_tag
 from sandbox.seccomp import confined_command, filter_problem
 from sandbox.submission import Submission
+from sandbox.supervisor import TOKEN_ENV, TOKEN_SUPERVISOR, reported_signal, strip_status
+from sandbox.uids import UidLease, default_pool
 
 __all__ = [
     "BOT_UID",
@@ -81,6 +85,8 @@ __all__ = [
 ]
 
 BOT_UID = 65534
+"""``nobody``: what every bot ran as before each got a uid of its own (:mod:`sandbox.uids`);
+``DockerBackend(uid=BOT_UID)`` still runs them all as it (sharing its kernel quotas)."""
 LABEL_KEY = "org.kryt.sandbox.label"
 MARK_KEY = "org.kryt.sandbox"
 #: The token of the runner that started the container (see sandbox.runner).
@@ -173,9 +179,12 @@ class DockerBot(RunningBot):
 
     backend_name = "docker"
 
-    def __init__(self, *, container: Any, **kwargs: Any) -> None:
+    def __init__(self, *, container: Any, status_token: str = "", **kwargs: Any) -> None:
+        """``status_token``: the secret the container's supervisor signs its report of a
+        signal death with (:mod:`sandbox.supervisor`); '' where there is none."""
         super().__init__(**kwargs)
         self.container = container
+        self._token = status_token
 
     def cpu_seconds(self) -> float | None:
         """CPU time of the container so far, read from its cgroup (v1 cpuacct or v2 cpu.stat;
@@ -222,10 +231,16 @@ class DockerBot(RunningBot):
         if state.get("Running") or state.get("Status") in {"created", "restarting"}:
             return None
         detail = state.get("Error") or ""
+        code = int(state.get("ExitCode", -1))
+        raw = self._raw_logs()
+        # The container's init exits 128 + N for a signal, as a bot's own exit(128 + N)
+        # does: only the supervisor's signed report says a signal killed the bot.
+        sig = reported_signal(raw, self._token) if self._token and code > 128 else None
         return classify_exit(
-            int(state.get("ExitCode", -1)),
+            code,
+            signal_number=sig if sig is not None and code == 128 + sig else None,
             oom_killed=bool(state.get("OOMKilled")),
-            log_tail=self.logs(),
+            log_tail=strip_status(raw, self._token),
             detail=str(detail),
         )
 
@@ -248,8 +263,7 @@ class DockerBot(RunningBot):
                 f"could not remove container {self.container.name}: {exc}"
             ) from exc
 
-    def logs(self) -> str:
-        """The last lines the bot wrote to stdout/stderr."""
+    def _raw_logs(self) -> str:
         from docker.errors import APIError
 
         try:
@@ -257,6 +271,10 @@ class DockerBot(RunningBot):
         except APIError:
             return ""
         return raw.decode(errors="replace")[-LOG_TAIL_CHARS:]
+
+    def logs(self) -> str:
+        """The last lines the bot wrote to stdout/stderr (without the supervisor's report)."""
+        return strip_status(self._raw_logs(), self._token)
 
     def output_since(self, position: int) -> OutputSince:
         """The lines the engine stamped after ``position`` (nanoseconds since the epoch; 0:
@@ -268,7 +286,8 @@ class DockerBot(RunningBot):
             raw: bytes = self.container.logs(timestamps=True, since=since)
         except APIError:
             return OutputSince("", False, position)
-        return lines_since(raw.decode(errors="replace"), position)
+        found = lines_since(raw.decode(errors="replace"), position)
+        return OutputSince(strip_status(found.text, self._token), found.cut, found.position)
 
 
 class DockerBackend(Backend):
@@ -282,8 +301,10 @@ class DockerBackend(Backend):
         *,
         client: Any = None,
         base_image: str | None = None,
-        uid: int = BOT_UID,
+        uid: int | None = None,
     ) -> None:
+        """``uid``: run every bot as this uid (and gid); None (the default): each bot as a
+        uid of its own, leased from :func:`sandbox.uids.default_pool` for its life."""
         super().__init__(reason)
         self.client = client if client is not None else docker_client()
         self.base_image = base_image or os.environ.get("KRYT_SANDBOX_BASE_IMAGE") or bot_base_tag()
@@ -507,8 +528,19 @@ class DockerBackend(Backend):
         limits = containers.effective_limits(runtime, limits or SandboxLimits())
         image = self.image_for(sub)
         start_reaper()
-        work_dir = make_work_dir(label)
+        # A uid of its own: no bot shares a per-uid kernel quota (inotify instances, epoll
+        # watches, RLIMIT_NPROC: containers share the host's uids) with another.
+        lease: UidLease | None = default_pool().lease() if self.uid is None else None
+        uid = lease.uid if lease is not None else self.uid
+        assert uid is not None
+        try:
+            work_dir = make_work_dir(label)
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            raise
         name = f"kryt-{safe_label(label)}-{work_dir.name.rsplit('.', 1)[-1]}"
+        token = secrets.token_hex(16)
         labels = {
             MARK_KEY: "bot",
             LABEL_KEY: label,
@@ -518,11 +550,13 @@ class DockerBackend(Backend):
         }
         try:
             sock_dir = prepare_socket_dir(
-                work_dir, limits, uid=self.uid, gid=self.uid, bounded=problem is None
+                work_dir, limits, uid=uid, gid=uid, bounded=problem is None
             )
             command = containers.launch_command(runtime, sub, limits)
-            if filter_problem() is None:  # else only a trusted bot gets here
+            if filter_problem() is None:
                 command = confined_command(command)
+            else:  # only a trusted bot gets here: supervised all the same
+                command = ["python3", "-I", "-S", "-c", TOKEN_SUPERVISOR, *command]
             container = self.client.containers.run(
                 image,
                 command=command,
@@ -534,9 +568,11 @@ class DockerBackend(Backend):
                     "KRYT_BOT_ADDRESS": SANDBOX_ADDRESS,
                     "PYTHONDONTWRITEBYTECODE": "1",
                     "HOME": "/tmp",
+                    # Taken out by the supervisor before the bot starts (sandbox.supervisor).
+                    TOKEN_ENV: token,
                 },
                 working_dir="/bot",
-                user=f"{self.uid}:{self.uid}",
+                user=f"{uid}:{uid}",
                 network_mode="none",
                 read_only=True,
                 tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,size={limits.tmpfs_bytes},mode=1777"},
@@ -565,6 +601,8 @@ class DockerBackend(Backend):
             self._remove_by_name(name)
             with contextlib.suppress(CleanupError):
                 remove_tree(work_dir)
+            if lease is not None:
+                lease.release()
             if isinstance(exc, APIError):
                 raise SandboxInfrastructureError(
                     f"could not start container {name}: {exc}"
@@ -572,12 +610,14 @@ class DockerBackend(Backend):
             raise
         bot = DockerBot(
             container=container,
+            status_token=token,
             label=label,
             limits=limits,
             sock_dir=sock_dir,
-            expected_uid=self.uid,
+            expected_uid=uid,
             work_dir=work_dir,
             runtime=runtime.name,
+            uid_lease=lease,
         )
         if connect:
             bot.connect()

@@ -77,6 +77,8 @@ from sandbox.reaper import start_reaper
 from sandbox.runtimes import ARTIFACT_DIR, Runtime, RuntimeBuildError, containers, get_runtime
 from sandbox.runtimes import rootfs as runtime_fs
 from sandbox.submission import Submission
+from sandbox.supervisor import SUPERVISOR, parse_report
+from sandbox.uids import UidLease, default_pool
 
 __all__ = [
     "DEFAULT_SANDBOX_USER",
@@ -520,13 +522,17 @@ class LocalBot(RunningBot):
         popen: dict[str, Any],
         cgroup: BotCgroup | None = None,
         log_head_bytes: int = 0,
+        status_fd: int | None = None,
         **kwargs: Any,
     ):
         """``log_head_bytes``: keep that much of the start of the output too (a build's
-        first errors), for :meth:`log_excerpt`."""
+        first errors), for :meth:`log_excerpt`. ``status_fd``: the read end of the pipe the
+        bot's supervisor reports its wait status on (:mod:`sandbox.supervisor`); the bot
+        owns it from here (closed when read or at stop)."""
         super().__init__(**kwargs)
         self.backend_name = backend_name  # type: ignore[misc]
         self.cgroup = cgroup
+        self._status_fd = status_fd
         self._tree: dict[int, str | None] = {}
         try:
             self.process = subprocess.Popen(
@@ -539,6 +545,7 @@ class LocalBot(RunningBot):
                 **popen,
             )
         except OSError as exc:
+            self._close_status()
             raise SandboxInfrastructureError(f"could not launch {argv[0]}: {exc}") from exc
         assert self.process.stdout is not None
         self._tail = _Tail(
@@ -585,8 +592,38 @@ class LocalBot(RunningBot):
         self._tail.join(0.5)
         cgroup = self.cgroup
         oom = cgroup is not None and cgroup.oom_kills() > 0
+        full = cgroup is not None and cgroup.memory_limit_hits() > 0
         refused = cgroup is not None and cgroup.process_refusals() > 0
-        return classify_exit(code, oom_killed=oom, process_limit_hit=refused, log_tail=self.logs())
+        # bwrap exits 128 + N for a signal, as for a bot's own exit(128 + N): only the
+        # supervisor's report (or a negative code, the wait status of our own child) says
+        # a signal killed the bot.
+        return classify_exit(
+            code,
+            signal_number=self._reported_signal(),
+            oom_killed=oom,
+            memory_limit_hit=full,
+            process_limit_hit=refused,
+            log_tail=self.logs(),
+        )
+
+    def _reported_signal(self) -> int | None:
+        """The signal the supervisor reported (once: the pipe is closed after)."""
+        fd, self._status_fd = self._status_fd, None
+        if fd is None:
+            return None
+        try:
+            os.set_blocking(fd, False)
+            data = os.read(fd, 64)
+        except OSError:
+            data = b""  # nothing written: no report, no evidence
+        finally:
+            os.close(fd)
+        return parse_report(data)
+
+    def _close_status(self) -> None:
+        fd, self._status_fd = self._status_fd, None
+        if fd is not None:
+            os.close(fd)
 
     def _kill(self) -> None:
         if self.cgroup is not None:
@@ -615,6 +652,7 @@ class LocalBot(RunningBot):
                 raise CleanupError(f"processes of bot {self.label!r} survived")
             time.sleep(0.01)
         self._tail.join(2.0)
+        self._close_status()
         if self.cgroup is not None:
             self.cgroup.remove()
 
@@ -708,6 +746,20 @@ def _seccomp_option(fd: int | None) -> list[str]:
     return [] if fd is None else ["--seccomp", str(fd)]
 
 
+def _pid1_option(status_fd: int | None) -> list[str]:
+    """With a supervisor (:func:`supervised`), it is the sandbox's process 1, in place of
+    bwrap's own init (which flattens a signal death into ``128 + N``)."""
+    return [] if status_fd is None else ["--as-pid-1"]
+
+
+def supervised(command: list[str], python: str, status_fd: int | None) -> list[str]:
+    """``command`` run by :data:`sandbox.supervisor.SUPERVISOR` (with ``python``, inside the
+    sandbox), reporting the bot's wait status on ``status_fd``; unchanged without one."""
+    if status_fd is None:
+        return command
+    return [python, "-I", "-S", "-c", SUPERVISOR, str(status_fd), *command]
+
+
 def _listed(fd: int | None) -> list[int]:
     return [] if fd is None else [fd]
 
@@ -798,6 +850,7 @@ class BwrapBackend(Backend):
         *,
         cgroup: bool = False,
         seccomp_fd: int | None = None,
+        status_fd: int | None = None,
     ) -> list[str]:
         """The full ``prlimit … bwrap …`` command line for one bot.
 
@@ -807,7 +860,8 @@ class BwrapBackend(Backend):
         ``cgroup``: the bot runs in its own cgroup, which bounds its processes; only
         without one is ``RLIMIT_NPROC`` (shared by every process of the uid) the bound.
         ``seccomp_fd``: a descriptor holding the seccomp filter (:func:`seccomp.filter_fd`),
-        passed to the child.
+        passed to the child. ``status_fd``: the write end of the pipe the bot's supervisor
+        reports on (:func:`supervised`), passed to the child.
         """
         address_space = limits.memory_bytes + limits.address_space_slack_bytes
         cmd = [self.prlimit, f"--as={address_space}", f"--nofile={limits.nofile}"]
@@ -816,6 +870,7 @@ class BwrapBackend(Backend):
             cmd += [f"--nproc={limits.pids * 4}"]
         cmd += ["--", self.bwrap, "--unshare-all", *self._userns_flags]
         cmd += _seccomp_option(seccomp_fd)
+        cmd += _pid1_option(status_fd)
         cmd += ["--die-with-parent", "--new-session"]
         cmd += ["--clearenv", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
         for link in ("bin", "lib", "lib64", "sbin"):
@@ -843,8 +898,8 @@ class BwrapBackend(Backend):
         for key, value in env.items():
             cmd += ["--setenv", key, value]
         cmd += ["--chdir", "/bot", "--remount-ro", "/", "--"]
-        cmd += ["/bin/sh", "-c", 'umask 000 && exec "$0" -u "$1"', python, entry]
-        return cmd
+        command = ["/bin/sh", "-c", 'umask 000 && exec "$0" -u "$1"', python, entry]
+        return cmd + supervised(command, python, status_fd)
 
     def runtime_argv(
         self,
@@ -858,6 +913,7 @@ class BwrapBackend(Backend):
         network: bool = False,
         workdir: str = "/bot",
         seccomp_fd: int | None = None,
+        status_fd: int | None = None,
     ) -> list[str]:
         """The ``prlimit … bwrap …`` command line running ``command`` in the file system
         of ``runtime``'s image (every runtime but ``python``; see :mod:`sandbox.runtimes.rootfs`).
@@ -866,7 +922,8 @@ class BwrapBackend(Backend):
         image). ``address_space``: also cap each process's virtual memory (bots; a build,
         bounded by its memory cgroup, need not). ``network``: keep the host's network (a
         build the organiser allowed to reach its package registry; never a bot).
-        ``seccomp_fd`` as for :meth:`argv`.
+        ``seccomp_fd`` and ``status_fd`` as for :meth:`argv` (the image's ``python3`` runs
+        the supervisor: every runtime image carries it).
         """
         cmd = [self.prlimit, f"--nofile={limits.nofile}", f"--fsize={limits.fsize_bytes}"]
         cmd += ["--core=0"]
@@ -876,6 +933,7 @@ class BwrapBackend(Backend):
             cmd += [f"--nproc={limits.pids * 4}"]
         cmd += ["--", self.bwrap, "--unshare-all", *self._userns_flags]
         cmd += _seccomp_option(seccomp_fd)
+        cmd += _pid1_option(status_fd)
         cmd += ["--die-with-parent", "--new-session"]
         if network:
             cmd += ["--share-net"]
@@ -898,8 +956,8 @@ class BwrapBackend(Backend):
         }
         for key, value in env.items():
             cmd += ["--setenv", key, value]
-        cmd += ["--chdir", workdir, "--remount-ro", "/", "--", *command]
-        return cmd
+        cmd += ["--chdir", workdir, "--remount-ro", "/", "--"]
+        return cmd + supervised(command, "/usr/bin/python3", status_fd)
 
     def start(
         self,
@@ -939,14 +997,26 @@ class BwrapBackend(Backend):
                 artifact = self.artifact_for(sub, trusted=trusted)
         layout = cgroup_layout()
         start_reaper()
-        work_dir = make_work_dir(label)
+        # A uid of its own (as root; else ours, the only one we can run as): no bot shares a
+        # per-uid kernel quota (inotify, epoll watches, RLIMIT_NPROC) with another.
+        lease: UidLease | None = default_pool().lease() if os.geteuid() == 0 else None
+        uid, gid = (lease.uid, lease.gid) if lease is not None else (self.uid, self.gid)
+        try:
+            work_dir = make_work_dir(label)
+            # The supervisor's report of the bot's wait status (sandbox.supervisor).
+            status_read, status_write = os.pipe()
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            raise
         cgroup: BotCgroup | None = None
         binds: dict[str, tuple[int, bool]] = {}
         seccomp_fd: int | None = None
+        handed = False
         try:
             os.chmod(work_dir, 0o711)
             sock_dir = prepare_socket_dir(
-                work_dir, limits, uid=self.uid, gid=self.gid, bounded=problem is None
+                work_dir, limits, uid=uid, gid=gid, bounded=problem is None
             )
             # A private copy the sandbox uid can read, wherever the submission is stored;
             # the stored original also cannot change under a running bot.
@@ -998,10 +1068,10 @@ class BwrapBackend(Backend):
             popen: dict[str, Any] = {
                 "env": {"PATH": "/usr/bin:/bin"},
                 "cwd": "/",
-                "pass_fds": [fd for fd, _ in binds.values()] + _listed(seccomp_fd),
+                "pass_fds": [fd for fd, _ in binds.values()] + _listed(seccomp_fd) + [status_write],
             }
             if os.geteuid() == 0:
-                popen.update(user=self.uid, group=self.gid, extra_groups=[])
+                popen.update(user=uid, group=gid, extra_groups=[])
             if rootfs is None:
                 argv = self.argv(
                     binds,
@@ -1009,6 +1079,7 @@ class BwrapBackend(Backend):
                     limits,
                     cgroup=cgroup is not None,
                     seccomp_fd=seccomp_fd,
+                    status_fd=status_write,
                 )
             else:
                 command = containers.launch_command(runtime, sub, limits)
@@ -1019,7 +1090,9 @@ class BwrapBackend(Backend):
                     limits,
                     cgroup=cgroup is not None,
                     seccomp_fd=seccomp_fd,
+                    status_fd=status_write,
                 )
+            handed = True  # the bot owns the read end from here, even if it fails
             bot = LocalBot(
                 backend_name=self.name,
                 argv=argv,
@@ -1028,19 +1101,25 @@ class BwrapBackend(Backend):
                 label=label,
                 limits=limits,
                 sock_dir=sock_dir,
-                expected_uid=self.uid,
+                expected_uid=uid,
                 work_dir=work_dir,
                 runtime=runtime.name,
+                status_fd=status_read,
+                uid_lease=lease,
             )
         except BaseException:
+            if not handed:
+                os.close(status_read)
             with contextlib.suppress(CleanupError):
                 if cgroup is not None:
                     cgroup.remove()
             with contextlib.suppress(CleanupError):
                 remove_tree(work_dir)
+            if lease is not None:
+                lease.release()
             raise
         finally:
-            for fd in [fd for fd, _ in binds.values()] + _listed(seccomp_fd):
+            for fd in [fd for fd, _ in binds.values()] + _listed(seccomp_fd) + [status_write]:
                 os.close(fd)
         if connect:
             bot.connect()

@@ -32,6 +32,8 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
+from sandbox.supervisor import SUPERVISE, TOKEN_ENV
+
 DENIED: Final = (
     # Kernel attack surface a bot has no use for.
     "bpf",
@@ -180,8 +182,12 @@ def filter_fd() -> int:
     return fd
 
 
-LAUNCHER: Final = """\
+LAUNCHER: Final = (
+    """\
 import base64, ctypes, os, sys
+"""
+    + SUPERVISE
+    + """
 program = base64.b64decode(sys.argv[1], validate=True)
 class Program(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
@@ -197,28 +203,10 @@ for option, argument in ((38, ulong(1)), (22, ulong(2))):
         sys.stderr.flush()
         os._exit(125)
 if os.getpid() != 1:
-    os.execv(sys.argv[2], sys.argv[2:])
-import signal
-child = os.fork()
-if child == 0:
-    try:
-        os.execv(sys.argv[2], sys.argv[2:])
-    except OSError as exc:
-        sys.stderr.write(f"kryt: cannot run {sys.argv[2]!r}: {exc}\\n")
-        os._exit(127)
-def forward(number, frame):
-    try:
-        os.kill(child, number)
-    except ProcessLookupError:
-        pass
-for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
-    signal.signal(getattr(signal, name), forward)
-while True:
-    pid, status = os.wait()
-    if pid == child:
-        code = os.waitstatus_to_exitcode(status)
-        os._exit(code if code >= 0 else 128 - code)
-"""
+    _kryt_exec(sys.argv[2:])
+_kryt_supervise(sys.argv[2:], -1, os.environ.pop(TOKEN_ENV, ""))
+""".replace("TOKEN_ENV", repr(TOKEN_ENV))
+)
 """The container side of :func:`confined_command`: ``python3 -I -S -c LAUNCHER FILTER ARGV``
 loads the filter (base64 of the classic BPF program), then executes ``ARGV``. ``-I`` keeps
 the bot's directory off ``sys.path`` (a ``base64.py`` shipped with the bot is never
@@ -227,7 +215,9 @@ on standard error when the kernel refuses the filter.
 
 As process 1 of a container it stays, under the filter, as the container's init: it runs
 ``ARGV`` as its child, forwards termination signals to it, reaps every orphan and exits as
-the child did (128 + the signal's number for a signal, as Docker's init does). An init
+the child did (128 + the signal's number for a signal, as Docker's init does), reporting a
+signal death on standard error with the secret of :data:`sandbox.supervisor.TOKEN_ENV`
+(:mod:`sandbox.supervisor`: a bot's own ``exit(153)`` is not a SIGXFSZ death). An init
 outside the filter (Docker's ``docker-init``, of the bot's uid) could be rewritten through
 ``/proc/1/mem`` and run the bot's code unfiltered; and the bot itself as process 1 would
 ignore the signals the kernel sends it by default (``SIGXFSZ`` at its file-size limit)."""

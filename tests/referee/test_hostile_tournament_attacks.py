@@ -229,6 +229,9 @@ def _owned_files(uid: int, prefix: str) -> set[str]:
     reach. So are the work directories of other tournaments' and tests' bots in the runtime
     directory (their sockets, made by bots running beside this test under the same uid);
     this tournament's own work directories, and any file at the top of it, still count."""
+    from sandbox.uids import default_pool
+
+    pool = default_pool()
     base = runtime_dir()
     places = ["/tmp", "/var/tmp", "/dev/shm", str(base)]
     pytest_tmp = os.path.join(tempfile.gettempdir(), "pytest-of-")
@@ -239,7 +242,14 @@ def _owned_files(uid: int, prefix: str) -> set[str]:
         return len(parts) >= 2 and not parts[0].startswith(ours)
 
     out = subprocess.run(
-        ["find", *[p for p in places if os.path.isdir(p)], "-xdev", "-uid", str(uid)],
+        # ``uid`` or any uid of the pool every bot now runs as one of (sandbox.uids).
+        [
+            "find",
+            *[p for p in places if os.path.isdir(p)],
+            "-xdev",
+            *["(", "-uid", str(uid), "-o", "-uid", f"+{pool.first - 1}"],
+            *["-uid", f"-{pool.last + 1}", ")"],
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -20,9 +20,10 @@ from sandbox.backend import Backend, RunningBot
 from sandbox.errors import BotCrashedError, LimitsUnavailableError
 from sandbox.hostfs import mounts_under
 from sandbox.limits import MiB
+from sandbox.supervisor import TOKEN_SUPERVISOR
 from tests.sandbox.conftest import MakeBot, roomy
 from tests.sandbox.procs import bot_processes, container_gone, survivors
-from tests.sandbox.test_hostile import leftover_containers, report
+from tests.sandbox.test_hostile import leftover_containers, report, wait_death
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -109,8 +110,9 @@ def test_memory_limit_holds_for_the_whole_process_tree(
             endings = None  # the OOM killer chose the main process: then it is dead
         peak = _memory_peak(bot) if bot.alive() else None
         if endings is None:
-            death = bot.death()
-            assert death is not None and death.cause.value == "out_of_memory", death
+            # Its sandbox ends a moment after the main process died: wait for it.
+            death = wait_death(bot, 60)
+            assert death.cause.value == "out_of_memory", death
         else:
             # Four children of 100 MiB each cannot all fit in 128 MiB: some were killed
             # (signal 9) or got MemoryError (exit 3).
@@ -225,7 +227,10 @@ def test_docker_without_a_seccomp_filter_refuses_untrusted_bots(
     bot = docker_backend.start(healthy, roomy(), "t13-trusted-docker", trusted=True)
     try:
         assert bot.alive()
-        assert bot.container.attrs["Config"]["Cmd"][0] == "/bin/sh"  # type: ignore[attr-defined]
+        # Supervised (sandbox.supervisor), without the filter's launcher.
+        command = bot.container.attrs["Config"]["Cmd"]  # type: ignore[attr-defined]
+        assert command[:5] == ["python3", "-I", "-S", "-c", TOKEN_SUPERVISOR]
+        assert command[5] == "/bin/sh"
     finally:
         stop_and_assert_gone(bot)
     monkeypatch.undo()
