@@ -7,6 +7,7 @@ bot plays both hands of every deal (pairs of games 1-2, 3-4, ...).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import random
 import time
@@ -319,9 +320,10 @@ class SeriesInterrupted(Exception):
     """The organiser stopped the run (Ctrl-C): the game in progress is not recorded."""
 
 
-Recorder = Callable[[int, int, GameRecord], None]
-"""``recorder(game_number, attempt, record)``: commit a game (voided ones too). May raise: a
-failure to record is an infrastructure failure and the game is replayed."""
+Recorder = Callable[[int, int, GameRecord], Awaitable[None] | None]
+"""``recorder(game_number, attempt, record)``: commit a game (voided ones too); it may be a
+coroutine function (:func:`run_series_async` awaits it). May raise: a failure to record is
+an infrastructure failure and the game is replayed (unless the series is stopping)."""
 
 
 @dataclass(slots=True)
@@ -507,8 +509,14 @@ async def play_with_retries(
             raise SeriesInterrupted(f"stopped during game {number}; it will be replayed")
         if recorder is not None:
             try:
-                recorder(number, attempt, record)
+                written = recorder(number, attempt, record)
+                if inspect.isawaitable(written):  # a recorder that writes off the loop
+                    await written
             except Exception as exc:  # a failed write is ours: replay the same deal
+                if stopping():  # e.g. the database is gone: no replay that cannot be stored
+                    raise SeriesInterrupted(
+                        f"stopped: game {number} could not be recorded; it will be replayed"
+                    ) from exc
                 last = f"recording failed: {type(exc).__name__}: {exc}"
                 continue
         if not record.voided:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from sqlalchemy import create_engine, event
@@ -32,6 +35,10 @@ from arena.db.errors import (
 )
 from arena.db.url import backend_of, mask_url, resolve_database_url
 
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
 # How long a SQLite writer waits for another one before giving up (seconds).
 SQLITE_BUSY_TIMEOUT_S = 60.0
 POSTGRES_CONNECT_TIMEOUT_S = 10
@@ -39,6 +46,15 @@ READ_ONLY_OPTION = "kryt_read_only"
 """Execution option of a connection that only reads: on SQLite its transactions begin
 deferred (``BEGIN``), taking no write lock."""
 _READ_ONLY = READ_ONLY_OPTION
+
+RETRY_SECONDS_ENV = "KRYT_DATABASE_RETRY_SECONDS"
+"""Environment variable: how long (seconds) a write that lost its database connection (a
+PostgreSQL restart, connections terminated) is retried before the error is raised."""
+DEFAULT_RETRY_SECONDS = 60.0
+MAX_RETRY_SECONDS = 24 * 3600.0
+RETRY_FIRST_DELAY_S = 0.25
+"""The first pause between two tries of a write; it doubles up to RETRY_MAX_DELAY_S."""
+RETRY_MAX_DELAY_S = 5.0
 
 
 class Database:
@@ -50,7 +66,13 @@ class Database:
     """
 
     def __init__(
-        self, url: str, engine: Engine, *, created: bool = False, read_only: str | None = None
+        self,
+        url: str,
+        engine: Engine,
+        *,
+        created: bool = False,
+        read_only: str | None = None,
+        retry: float | None = None,
     ) -> None:
         self.url = url
         self.engine = engine
@@ -67,6 +89,11 @@ class Database:
             self.path = sqlite_path(url)
             self._file_id = _file_id(self.path)
         self._read_engine = engine.execution_options(**{_READ_ONLY: True})
+        self.retry_seconds = retry_seconds() if retry is None else retry
+        """How long :meth:`retrying` retries a write that lost its connection (seconds;
+        ``KRYT_DATABASE_RETRY_SECONDS``, default :data:`DEFAULT_RETRY_SECONDS`)."""
+        self._outage_lock = threading.Lock()
+        self._outage_since: float | None = None
 
     @property
     def display_url(self) -> str:
@@ -106,6 +133,84 @@ class Database:
                 yield s
             finally:
                 s.rollback()
+
+    def retrying(
+        self,
+        work: Callable[[Session], T],
+        *,
+        what: str,
+        window: float | None = None,
+        cancel: threading.Event | None = None,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> T:
+        """``work(session)`` in a write transaction (:meth:`session`), tried again in a
+        fresh transaction while it fails because the connection to the database was lost
+        (:func:`lost_connection`: a PostgreSQL restart, connections terminated), for up to
+        ``window`` seconds (default :attr:`retry_seconds`) with a growing pause; then the
+        last error is raised. Any other error is raised at once: a constraint violation, a
+        lost lease, SQLite's "database is locked" or a full disk are not outages.
+
+        ``work`` must be safe to run again after a try whose commit reached the database but
+        whose acknowledgement was lost: check for what it writes, or write it under a key
+        that makes the second write a no-op. ``what`` names the write in the notes: one line
+        (a warning) when the database is lost and one when it is back, once per outage for
+        every writer of this database. Setting ``cancel`` ends the pauses early and raises
+        the last error (a run that is being stopped).
+        """
+        limit = self.retry_seconds if window is None else window
+        deadline: float | None = None
+        delay = RETRY_FIRST_DELAY_S
+        while True:
+            try:
+                with self.session() as session:
+                    result = work(session)
+            except (DatabaseUnavailableError, DBAPIError) as exc:
+                if not lost_connection(exc):
+                    raise
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + limit
+                    self._lost(exc, what, limit)
+                left = deadline - now
+                if left <= 0 or (cancel is not None and cancel.is_set()):
+                    raise
+                pause = min(delay, left)
+                if cancel is not None:
+                    cancel.wait(pause)
+                else:
+                    sleep(pause)
+                delay = min(delay * 2, RETRY_MAX_DELAY_S)
+                continue
+            self._back()
+            return result
+
+    def _lost(self, exc: BaseException, what: str, window: float) -> None:
+        """Say (once per outage) that the database cannot be reached."""
+        with self._outage_lock:
+            if self._outage_since is not None:
+                return
+            self._outage_since = time.monotonic()
+        reason = " ".join(str(getattr(_driver_error(exc), "orig", exc)).split())
+        log.warning(
+            "database %s lost while %s (%s): retrying for up to %g s",
+            self.display_url,
+            what,
+            reason,
+            round(window, 1),
+        )
+
+    def _back(self) -> None:
+        """Say (once) that the database answers again after an outage :meth:`_lost` told."""
+        if self._outage_since is None:  # the usual case: no lock taken
+            return
+        with self._outage_lock:
+            since, self._outage_since = self._outage_since, None
+        if since is not None:
+            log.warning(
+                "database %s is back after %.1f s; carrying on",
+                self.display_url,
+                time.monotonic() - since,
+            )
 
     def check_writable(self) -> None:
         """DatabaseUnavailableError (one line saying what to do) when the database was
@@ -159,6 +264,82 @@ class Database:
 
     def __repr__(self) -> str:
         return f"Database({self.display_url!r})"
+
+
+def retry_seconds(environ: Mapping[str, str] | None = None) -> float:
+    """How long a write that lost its connection is retried: ``KRYT_DATABASE_RETRY_SECONDS``
+    (seconds, 0 to fail at once; empty or unset: :data:`DEFAULT_RETRY_SECONDS`).
+    DatabaseError (one line naming the variable) for a value that is not such a number."""
+    env = os.environ if environ is None else environ
+    raw = env.get(RETRY_SECONDS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_RETRY_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= MAX_RETRY_SECONDS:  # also refuses nan
+        raise DatabaseError(
+            f"{RETRY_SECONDS_ENV} must be a number of seconds from 0 to"
+            f" {MAX_RETRY_SECONDS:g}, got {raw!r}"
+        )
+    return value
+
+
+_LOST_STATES = frozenset({"57P01", "57P02", "57P03"})
+"""PostgreSQL's SQLSTATEs of a server going away: admin_shutdown (a restart, or
+pg_terminate_backend), crash_shutdown, cannot_connect_now (starting up, shutting down)."""
+_NOT_AN_OUTAGE = (
+    "authentication failed",
+    "no pg_hba.conf entry",
+    "does not exist",
+    "permission denied",
+)
+"""What a failed PostgreSQL connection says when the server answered and refused us: the
+configuration is wrong, waiting will not help."""
+
+
+def lost_connection(exc: BaseException) -> bool:
+    """Whether ``exc`` (a driver error, or one of this package's errors raised from one)
+    says the connection to a PostgreSQL server was lost or cannot be made right now: a
+    transient outage, worth retrying in a fresh transaction.
+
+    True for an error SQLAlchemy took for a disconnect (``connection_invalidated``), and for
+    psycopg's OperationalError of a connection that failed (class 08, a server shutting down
+    or starting up, or the client's own connection failure, which carries no SQLSTATE)
+    except refused credentials or a missing database. Never for SQLite (its "database is
+    locked" and "disk is full" are not outages), a constraint violation, or any other error
+    of a statement (PostgreSQL's disk_full, lock_not_available, deadlocks...).
+    """
+    error = _driver_error(exc)
+    if error is None or isinstance(error, IntegrityError) or _is_sqlite(error):
+        return False
+    if error.connection_invalidated:
+        return True
+    import psycopg  # here: only an error pays for the import
+
+    orig = error.orig
+    if not isinstance(orig, psycopg.OperationalError):
+        return False
+    state = orig.sqlstate
+    if state is not None:
+        return state.startswith("08") or state in _LOST_STATES
+    message = str(orig).lower()
+    return not any(words in message for words in _NOT_AN_OUTAGE)
+
+
+def _driver_error(exc: BaseException) -> DBAPIError | None:
+    """The SQLAlchemy driver error ``exc`` is or was raised from (its causes), or None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, DBAPIError):
+            return current
+        seen.add(id(current))
+        # Causes only (``raise ... from``): an error merely raised while another was being
+        # handled is not that error.
+        current = current.__cause__
+    return None
 
 
 def sqlite_path(url: str) -> Path:
@@ -254,6 +435,7 @@ def open_database(
     """
     resolved = resolve_database_url(url)
     where = mask_url(resolved)
+    retry = retry_seconds()  # a malformed setting refuses before anything is opened
     created = False
     read_only: str | None = None
     if backend_of(resolved) == "sqlite":
@@ -272,6 +454,8 @@ def open_database(
     else:
         engine = create_engine(
             resolved,
+            # A pooled connection the server dropped while it sat idle (a restart,
+            # pg_terminate_backend) is found by a ping when it is taken, and replaced.
             pool_pre_ping=True,
             connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
         )
@@ -289,7 +473,7 @@ def open_database(
     except BaseException:
         engine.dispose()
         raise
-    return Database(resolved, engine, created=created, read_only=read_only)
+    return Database(resolved, engine, created=created, read_only=read_only, retry=retry)
 
 
 def _read_only_reason(path: Path) -> str | None:

@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -106,6 +107,8 @@ class RunLease:
         self.lost_reason = ""
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
+        self._acquiring = 0.0
+        """When :meth:`acquire` began (``time.monotonic()``)."""
 
     def acquire(self) -> LeaseInfo:
         """Take the lease (TournamentBusyError when a live run holds it); start the heartbeat."""
@@ -115,6 +118,7 @@ class RunLease:
             pid=os.getpid(),
             process_token=current_runner().token,
         )
+        self._acquiring = time.monotonic()
         try:
             with self.db.session() as session:
                 info = acquire_lease(
@@ -139,19 +143,54 @@ class RunLease:
         return bool(self.lost_reason)
 
     def _beat(self) -> None:
+        # When the last renewal (or the acquisition) that reached the database started: the
+        # stored lease runs ttl from a moment after it, so it certainly lasts ttl from here.
+        renewed = self._acquiring
+        ttl = self.ttl.total_seconds()
         while not self._done.wait(self.heartbeat_seconds):
+            started = time.monotonic()
             try:
-                with self.db.session() as session:
-                    renew_lease(self.tournament_id, self.runner_id, ttl=self.ttl, session=session)
+                # A lost connection (a PostgreSQL restart) is retried at once and until the
+                # lease would run out, so a short outage costs no renewal.
+                self.db.retrying(
+                    lambda session: renew_lease(
+                        self.tournament_id, self.runner_id, ttl=self.ttl, session=session
+                    ),
+                    what=f"renewing the lease of tournament {self.tournament_id}",
+                    window=max(0.0, renewed + ttl - started),
+                    cancel=self._done,
+                )
             except LeaseLostError as exc:
-                self.lost_reason = str(exc)
-                log.error("lease lost: %s", exc)
-                self.on_lost(self.lost_reason)
+                self._lose(str(exc))
                 return
             except DatabaseError as exc:  # keep trying: the lease lasts ttl past the last beat
+                if self._done.is_set():  # the run is over (and said why)
+                    return
                 log.warning(
                     "could not renew the lease of tournament %s: %s", self.tournament_id, exc
                 )
+            else:
+                renewed = started
+                continue
+            if self._done.is_set():
+                return
+            if time.monotonic() - renewed >= ttl:
+                # The stored lease has expired: from now on the tournament counts as free
+                # (another run may take it, its settings may change) and every record of
+                # this run is refused (hold_lease); stop rather than play games for nothing.
+                self._lose(
+                    f"could not renew the lease of tournament {self.tournament_id} for"
+                    f" {ttl:g} s (the database was unreachable or kept failing), so it"
+                    f" expired and another run may take the tournament over; nothing more is"
+                    f" recorded by this run: kryt tournament resume {self.tournament_id}"
+                )
+                return
+
+    def _lose(self, reason: str) -> None:
+        """The lease is gone: say so, once, and tell the run (``on_lost``)."""
+        self.lost_reason = reason
+        log.error("lease lost: %s", reason)
+        self.on_lost(reason)
 
     def release(self) -> None:
         """Stop the heartbeat and give the lease up (if this run still holds it)."""

@@ -13,12 +13,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from sqlmodel import Session
 
 from arena.db import (
     Database,
     DatabaseError,
+    DatabaseUnavailableError,
     GamePlace,
     LeaseLostError,
     NotFoundError,
@@ -44,6 +48,7 @@ from arena.db import (
     unfinished_series,
 )
 from arena.db import SeriesFormat as DbSeriesFormat
+from arena.db.engine import lost_connection
 from arena.tournament.config import TournamentConfig
 from arena.tournament.gauntlet import gauntlet_pairs, gauntlet_seatings
 from arena.tournament.seats import SandboxSlot
@@ -482,8 +487,13 @@ async def play_series_task_async(
         )
     played = 0
     watch = LeaseWatch(db, task)
+    outage = Outage()
+    # The series' own thread for its game writes: one riding out a database outage waits
+    # there (up to db.retry_seconds), neither on the event loop, where the other series'
+    # bots' clocks run, nor in the loop's default threads, which start and check bots.
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kryt-s{task.series_id}-db")
 
-    def recorder(number: int, _attempt: int, record: GameRecord) -> None:
+    async def recorder(number: int, _attempt: int, record: GameRecord) -> None:
         nonlocal played
         # A crash in the bot's own code: keep its traceback (from the sandbox's output).
         record = with_traceback(
@@ -491,20 +501,17 @@ async def play_series_task_async(
             lambda seat: slots[seat].logs(),
             death_of=lambda seat: slots[seat].death_description(),
         )
+        write = GameWrite(db, task.series_id, number, (a_id, b_id), record, task)
         try:
-            with db.session() as session:
-                if task.runner_id:
-                    # In the game's own transaction: a run that lost the lease records
-                    # nothing, and nobody takes the lease while this record commits.
-                    hold_lease(task.tournament_id, task.runner_id, session=session)
-                attempt = next_attempt(task.series_id, number, session=session)
-                record_game(
-                    record,
-                    GamePlace(task.series_id, number, attempt, (a_id, b_id)),
-                    session=session,
-                )
+            # Stopping the run (Ctrl-C) ends the retries: the game is stored or not, and
+            # resume sees which.
+            await asyncio.get_running_loop().run_in_executor(writer, write.commit, stop)
         except LeaseLostError as exc:
             watch.lose(str(exc))
+            raise
+        except DatabaseUnavailableError as exc:
+            if stop is None or not stop.is_set():  # not a write cut short by a stop
+                outage.note(exc)
             raise
         if not record.voided:
             played += 1
@@ -512,15 +519,12 @@ async def play_series_task_async(
                 on_game(task.series_id, number, record)
 
     def stopping() -> bool:
-        return (stop is not None and stop.is_set()) or watch.gone()
+        return (stop is not None and stop.is_set()) or watch.gone() or outage.lost is not None
 
     for slot in slots:
         ACTIVE.add(slot)
     try:
-        with db.session() as session:
-            if task.runner_id:
-                hold_lease(task.tournament_id, task.runner_id, session=session)
-            set_series_status(task.series_id, SeriesStatus.RUNNING, session=session)
+        await asyncio.to_thread(_set_status, db, task, SeriesStatus.RUNNING)
         await run_series_async(
             series_config,
             (slots[0].aio, slots[1].aio),
@@ -532,14 +536,21 @@ async def play_series_task_async(
     except LeaseLostError as exc:
         return SeriesOutcome(task.series_id, "interrupted", played, str(exc))
     except SeriesInterrupted as exc:
+        if outage.lost is not None:
+            # The database stayed away longer than the retries: the run ends as it always
+            # did on a lost database (the command says how to resume).
+            raise outage.lost from outage.lost.__cause__  # keeps the driver error
         message = f"{exc}; {watch.reason}" if watch.lost.is_set() else str(exc)
         return SeriesOutcome(task.series_id, "interrupted", played, message)
     except SeriesAborted as exc:
+        if outage.lost is not None:
+            raise outage.lost from outage.lost.__cause__  # keeps the driver error
         if watch.lost.is_set():  # records refused because the lease is gone: not a failure
             return SeriesOutcome(task.series_id, "interrupted", played, watch.reason)
         log.error("series %s aborted: %s", task.series_id, exc)
         return SeriesOutcome(task.series_id, "aborted", played, str(exc))
     finally:
+        writer.shutdown(wait=False)  # idle: every write was awaited
         for slot in slots:
             ACTIVE.discard(slot)
             try:
@@ -547,13 +558,84 @@ async def play_series_task_async(
             except CleanupError as exc:  # ours: logged, the reaper / next sweep retries
                 log.error("cleanup after series %s: %s", task.series_id, exc)
     try:
-        with db.session() as session:
-            if task.runner_id:
-                hold_lease(task.tournament_id, task.runner_id, session=session)
-            set_series_status(task.series_id, SeriesStatus.FINISHED, session=session)
+        await asyncio.to_thread(_set_status, db, task, SeriesStatus.FINISHED)
     except LeaseLostError as exc:
         return SeriesOutcome(task.series_id, "interrupted", played, str(exc))
     return SeriesOutcome(task.series_id, "finished", played)
+
+
+def _set_status(db: Database, task: SeriesTask, status: SeriesStatus) -> None:
+    """Set a series' status while the run holds the lease (checked in the same transaction);
+    retried across a lost database connection (setting it twice is the same)."""
+
+    def write(session: Session) -> None:
+        if task.runner_id:
+            hold_lease(task.tournament_id, task.runner_id, session=session)
+        set_series_status(task.series_id, status, session=session)
+
+    db.retrying(write, what=f"marking series {task.series_id} {status.value}")
+
+
+class Outage:
+    """Whether a series' database went away for longer than its writes are retried: the
+    series stops then (nothing it plays could be stored) and the run ends with the error."""
+
+    def __init__(self) -> None:
+        self.lost: DatabaseUnavailableError | None = None
+
+    def note(self, exc: DatabaseUnavailableError) -> None:
+        """Keep ``exc`` when it is a lost connection (not a damaged or read-only file)."""
+        if self.lost is None and lost_connection(exc):
+            self.lost = exc
+
+
+class GameWrite:
+    """Recording one finished game: :meth:`commit` stores it exactly once, even when it is
+    retried across a lost database connection (see :meth:`Database.retrying`)."""
+
+    def __init__(
+        self,
+        db: Database,
+        series_id: int,
+        number: int,
+        seats: tuple[int, ...],
+        record: GameRecord,
+        task: SeriesTask | None = None,
+    ) -> None:
+        self.db = db
+        self.series_id = series_id
+        self.number = number
+        self.seats = seats
+        self.record = record
+        self.tournament_id = 0 if task is None else task.tournament_id
+        self.runner_id = "" if task is None else task.runner_id
+        self.attempt: int | None = None
+        """The attempt number, chosen by the first try that got that far and kept by the
+        others: a try whose commit went through but whose answer was lost stored the game
+        under it, so the next try finds the same game there (record_game: created=False)
+        instead of storing it again as a new attempt."""
+
+    def commit(self, cancel: threading.Event | None = None) -> None:
+        """Store the game (retried while the database connection is lost, until the retry
+        window ends or ``cancel`` is set)."""
+        self.db.retrying(
+            self._write,
+            what=f"recording game {self.number} of series {self.series_id}",
+            cancel=cancel,
+        )
+
+    def _write(self, session: Session) -> None:
+        if self.runner_id:
+            # In the game's own transaction, every try: a run that lost the lease records
+            # nothing, and nobody takes the lease while this record commits.
+            hold_lease(self.tournament_id, self.runner_id, session=session)
+        if self.attempt is None:
+            self.attempt = next_attempt(self.series_id, self.number, session=session)
+        record_game(
+            self.record,
+            GamePlace(self.series_id, self.number, self.attempt, self.seats),
+            session=session,
+        )
 
 
 # ---------------------------------------------------------------------------- a tournament

@@ -17,19 +17,18 @@ from pathlib import Path
 
 from arena.db import (
     Database,
-    GamePlace,
+    DatabaseUnavailableError,
     SeriesSpec,
     SeriesStatus,
     games_of_series,
     get_series,
     get_submission,
-    next_attempt,
-    record_game,
     series_of_tournament,
     set_series_status,
     stored_record,
 )
 from arena.tournament.config import TournamentConfig
+from arena.tournament.runner import GameWrite, Outage
 from arena.tournament.seatings import seating_key, table_seatings
 from arena.tournament.seats import SandboxSlot
 from arena.tournament.store import bundled_hashes, materialize
@@ -131,6 +130,7 @@ def play_table_series_task(
             )
         )
     played = 0
+    outage = Outage()
 
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
         nonlocal played
@@ -139,37 +139,52 @@ def play_table_series_task(
             lambda seat: slots[seat].logs(),
             death_of=lambda seat: slots[seat].death_description(),
         )  # a bot's crash
-        with db.session() as session:
-            attempt = next_attempt(series_id, number, session=session)
-            record_game(record, GamePlace(series_id, number, attempt, seats), session=session)
+        try:
+            # Retried across a lost database connection, without storing the game twice
+            # (this runs in a thread of its own: waiting holds up no other series).
+            GameWrite(db, series_id, number, seats, record).commit(stop)
+        except DatabaseUnavailableError as exc:
+            if stop is None or not stop.is_set():  # not a write cut short by a stop
+                outage.note(exc)
+            raise
         if not record.voided:
             played += 1
             if on_game is not None:
                 on_game(series_id, number, record)
 
+    def stopping() -> bool:
+        return (stop is not None and stop.is_set()) or outage.lost is not None
+
+    def set_status(status: SeriesStatus) -> None:
+        db.retrying(
+            lambda session: set_series_status(series_id, status, session=session),
+            what=f"marking series {series_id} {status.value}",
+        )
+
     for slot in slots:
         active_add(slot)
     try:
-        with db.session() as session:
-            set_series_status(series_id, SeriesStatus.RUNNING, session=session)
+        set_status(SeriesStatus.RUNNING)
         run_table_series(
             series_config,
             slots,
             recorder=recorder,
             done=done,
-            should_stop=(stop.is_set if stop is not None else None),
+            should_stop=stopping,
         )
-    except SeriesInterrupted as exc:
-        return "interrupted", played, str(exc)
-    except SeriesAborted as exc:
+    except (SeriesInterrupted, SeriesAborted) as exc:
+        if outage.lost is not None:
+            # The database stayed away longer than the retries: the run ends with it.
+            raise outage.lost from outage.lost.__cause__  # keeps the driver error
+        if isinstance(exc, SeriesInterrupted):
+            return "interrupted", played, str(exc)
         log.error("table series %s aborted: %s", series_id, exc)
         return "aborted", played, str(exc)
     finally:
         for slot in slots:
             active_discard(slot)
             slot.close()
-    with db.session() as session:
-        set_series_status(series_id, SeriesStatus.FINISHED, session=session)
+    set_status(SeriesStatus.FINISHED)
     return "finished", played, ""
 
 
