@@ -33,6 +33,7 @@ from arena.db.enums import SeriesFormat, SeriesStatus, TournamentStatus
 from arena.db.games import check_storable
 from arena.db.records import MAX_SEED, SHA256_RE
 from arena.tournament.origin import SeriesOrigin
+from arena.tournament.seeds import commitment
 from referee.protocol.messages import GameEndReason, TimeControl
 from referee.record import Forfeit, GameRecord, Move
 from referee.timecontrol import format_time_spec, parse_time_spec
@@ -164,6 +165,14 @@ class GameEntry:
     series_id: int | None = None
     origin: SeriesOrigin | None = None
     """Where the series' seed and deals come from (None: an older file, or not known)."""
+    seed_commitment: str | None = None
+    """The commitment to ``tournament_seed`` published when the tournament was created
+    (header ``SeedCommitment``; None: an older file, or none was stored). A file's is
+    checked against the seed when it is read."""
+    round_commitment: str | None = None
+    """The commitment to the extension round's seed (``origin.round_seed``) published when
+    the round was added (header ``RoundSeedCommitment``; None: not a round's game, an older
+    file, or none was stored)."""
     voided_after: str | None = None
     """The void reason of a game voided after it was recorded (``arena.db.void_game``):
     ``record`` is then the game as played (its result, ending, forfeit), which the database
@@ -186,10 +195,12 @@ def entry_ending(entry: GameEntry) -> str:
     return entry.record.ending.value
 
 
-def _origin_headers(origin: SeriesOrigin) -> dict[str, str]:
+def _origin_headers(origin: SeriesOrigin, round_commitment: str | None) -> dict[str, str]:
     fields = {"SeriesSeedIds": f"{origin.seed_ids[0]} {origin.seed_ids[1]}"}
     if origin.round_seed is not None:
         fields["RoundSeed"] = str(origin.round_seed)
+        if round_commitment is not None:
+            fields["RoundSeedCommitment"] = round_commitment
     if origin.book_decks is not None:
         fields["DealBook"] = str(origin.book_decks)
     return fields
@@ -221,6 +232,27 @@ def _origin(fields: Mapping[str, str], at: Callable[[str], str]) -> SeriesOrigin
         else None
     )
     return SeriesOrigin((int(parts[0]), int(parts[1])), round_seed, book)
+
+
+def _commitment(
+    fields: Mapping[str, str], key: str, seed_key: str, seed: int, at: Callable[[str], str]
+) -> str | None:
+    """The optional commitment header ``key``, which must be the commitment of ``seed``
+    (header ``seed_key``), or None when the record has none (an older file).
+
+    A commitment is published before the games and the seed revealed after them: a file
+    whose seed does not give its commitment reveals a seed other than the one the deals were
+    committed to (or a forged commitment), and is refused."""
+    if key not in fields:
+        return None
+    text = fields[key]
+    expected = commitment(seed)
+    if text != expected:
+        raise GameFieldError(
+            f"{at(key)}: {key} must be the commitment of {seed_key} {seed} ({expected}),"
+            f" got {shown(text)}: the seed is not the one committed to before the games"
+        )
+    return text
 
 
 def _stamp(seconds: float) -> str:
@@ -277,6 +309,8 @@ def headers(entry: GameEntry) -> dict[str, str]:
     if entry.tournament_id is not None:
         fields["TournamentId"] = str(entry.tournament_id)
     fields["TournamentSeed"] = str(entry.tournament_seed)
+    if entry.seed_commitment is not None:
+        fields["SeedCommitment"] = entry.seed_commitment
     fields["TournamentStatus"] = entry.tournament_status
     if entry.series_id is not None:
         fields["SeriesId"] = str(entry.series_id)
@@ -289,7 +323,7 @@ def headers(entry: GameEntry) -> dict[str, str]:
         "SeriesASeat": str(entry.series_a_seat),
     }
     if entry.origin is not None:
-        fields |= _origin_headers(entry.origin)
+        fields |= _origin_headers(entry.origin, entry.round_commitment)
     fields |= {"Game": str(entry.number), "Attempt": str(entry.attempt)}
     for seat, who in enumerate(entry.seats):
         fields[f"Seat{seat}"] = who.bot
@@ -490,6 +524,9 @@ def entry_from_fields(
     def optional_id(key: str) -> int | None:
         return number(key, 1, MAX_BIGINT) if key in fields else None
 
+    tournament_seed = number("TournamentSeed", 0, MAX_BIGINT)
+    seed_commitment = _commitment(fields, "SeedCommitment", "TournamentSeed", tournament_seed, at)
+
     series_format = _choice(fields, "SeriesFormat", at("SeriesFormat"), SeriesFormat)
     series_games = number("SeriesGames", 1, MAX_INT)
     if series_format == SeriesFormat.DUPLICATE.value and series_games % 2:
@@ -547,13 +584,23 @@ def entry_from_fields(
     except ValueError as exc:  # InvalidRecordError too
         raise GameFieldError(f"{where}: {_bounded(str(exc))}") from None
 
+    origin = _origin(fields, at)
+    round_commitment = None
+    if "RoundSeedCommitment" in fields:
+        if origin is None or origin.round_seed is None:
+            raise GameFieldError(
+                f"{at('RoundSeedCommitment')}: RoundSeedCommitment needs a RoundSeed header"
+            )
+        round_commitment = _commitment(
+            fields, "RoundSeedCommitment", "RoundSeed", origin.round_seed, at
+        )
     return GameEntry(
         record=record,
         seats=seats,
         number=game_number,
         attempt=number("Attempt", 1, MAX_INT),
         tournament=tournament,
-        tournament_seed=number("TournamentSeed", 0, MAX_BIGINT),
+        tournament_seed=tournament_seed,
         tournament_status=_choice(
             fields, "TournamentStatus", at("TournamentStatus"), TournamentStatus
         ),
@@ -566,7 +613,9 @@ def entry_from_fields(
         game_id=optional_id("GameId"),
         tournament_id=optional_id("TournamentId"),
         series_id=optional_id("SeriesId"),
-        origin=_origin(fields, at),
+        origin=origin,
+        seed_commitment=seed_commitment,
+        round_commitment=round_commitment,
         voided_after=voided_after,
         where=where,
     )

@@ -6,6 +6,9 @@ code: an imported submission has no archive and cannot be played again), the tou
 (found by name and seed, else created), its series (by position) and the game (by series,
 number and attempt). Every step is idempotent, so importing a file twice adds nothing, and
 importing a whole export into an empty database gives the same ids, games and standings.
+An imported tournament also keeps the seed commitments the file published (``SeedCommitment``,
+``RoundSeedCommitment``: checked against their seeds when the file was read), which
+``kryt replay --verify`` checks its seeds against and a re-export writes again.
 
 Statuses: an import never changes the status of a tournament this database ran itself, nor
 of its series (the database's own record is the truth), and moves the status of an imported
@@ -48,8 +51,14 @@ from arena.db import (
 from arena.db.games import voided_after_recording
 from arena.db.models import Game, Series, Tournament
 from arena.tournament.config import is_imported
-from arena.tournament.extend import series_origin
-from arena.tournament.origin import OriginError, SeriesOrigin, with_imported_origin
+from arena.tournament.extend import seed_chain, series_origin
+from arena.tournament.origin import (
+    SEED_COMMITMENT_KEY,
+    OriginError,
+    SeriesOrigin,
+    with_imported_commitment,
+    with_imported_origin,
+)
 from arena.tournament.runner import TournamentError
 from leaderboard.gamefile import GameEntry, Seat
 
@@ -125,6 +134,7 @@ def export_entries(games: Sequence[Game], *, session: Session) -> list[GameEntry
     series_rows: dict[int, Series] = {}
     tournaments: dict[int, Tournament] = {}
     origins: dict[int | None, SeriesOrigin | None] = {}
+    round_marks: dict[int | None, str | None] = {}
     entries = []
     for game in games:
         if game.series_id not in series_rows:
@@ -140,6 +150,8 @@ def export_entries(games: Sequence[Game], *, session: Session) -> list[GameEntry
                 origins[series.id] = series_origin(tournament.config, series)
             except TournamentError:  # a damaged record of where it came from: leave it out
                 origins[series.id] = None
+            round_marks[series.id] = _round_commitment(tournament, series, origins[series.id])
+        mark = tournament.config.get(SEED_COMMITMENT_KEY)
         seats = []
         for sid in (game.seat0_submission_id, game.seat1_submission_id):
             if sid not in hashes:
@@ -168,10 +180,71 @@ def export_entries(games: Sequence[Game], *, session: Session) -> list[GameEntry
                 tournament_id=tournament.id,
                 series_id=series.id,
                 origin=origins[series.id],
+                seed_commitment=mark if isinstance(mark, str) else None,
+                round_commitment=round_marks[series.id],
                 voided_after=(game.void_reason or "voided") if voided_after else None,
             )
         )
     return entries
+
+
+def _round_commitment(
+    tournament: Tournament, series: Series, origin: SeriesOrigin | None
+) -> str | None:
+    """The published commitment of the extension round ``series`` belongs to (None: not a
+    round's series, or none is stored), for the file's ``RoundSeedCommitment``: what
+    ``kryt replay --verify`` checks the round's seed against (:func:`seed_chain`)."""
+    if origin is None or origin.round_seed is None:
+        return None
+    try:
+        chain = seed_chain(tournament.seed, tournament.config, series)
+    except TournamentError:  # a damaged record, as for the origin: leave it out
+        return None
+    # The chain's seed is the round's (the origin names it): its commitment is the round's.
+    return chain.commitment if chain.seed == origin.round_seed else None
+
+
+def _keep_commitment(
+    tournament_id: int, round_seed: int | None, mark: str, *, session: Session
+) -> None:
+    """Store the commitment a file published for an imported tournament's seed
+    (``round_seed`` None) or for one of its rounds' seeds, so that ``kryt replay --verify``
+    checks the seed against it and an export writes it again; a tournament this database
+    ran itself stored its own when it was created. ConflictError when another commitment is
+    stored for that seed."""
+    tournament = get_tournament(tournament_id, session=session)
+    if not is_imported(tournament.config):
+        return
+    try:
+        config = with_imported_commitment(tournament.config, round_seed, mark)
+    except OriginError as exc:
+        raise ConflictError(f"tournament {tournament.name!r}: {exc}") from None
+    if config is not None:
+        store_tournament_config(tournament_id, config, session=session)
+
+
+def _keep_commitments(
+    entries: Sequence[GameEntry],
+    tournament_ids: Mapping[tuple[str, int], int],
+    *,
+    session: Session,
+) -> None:
+    """Store the commitments the records publish (each was checked against its seed when
+    the file was read), once per tournament and round: any record of a tournament may carry
+    them (a file may join an older export, without them, to a newer one)."""
+    marks: dict[tuple[int, int | None], tuple[str, GameEntry]] = {}
+    for entry in entries:
+        tournament_id = tournament_ids[(entry.tournament, entry.tournament_seed)]
+        if entry.seed_commitment is not None:
+            marks.setdefault((tournament_id, None), (entry.seed_commitment, entry))
+        round_seed = None if entry.origin is None else entry.origin.round_seed
+        if round_seed is not None and entry.round_commitment is not None:
+            marks.setdefault((tournament_id, round_seed), (entry.round_commitment, entry))
+    for (tournament_id, round_seed), (mark, entry) in marks.items():
+        try:
+            _keep_commitment(tournament_id, round_seed, mark, session=session)
+        except ConflictError as exc:  # say which record of the file
+            raise _located(exc, entry) from None
 
 
 def _keep_origin(
@@ -298,6 +371,7 @@ def import_entries(entries: Sequence[GameEntry], *, session: Session) -> ImportS
             raise _located(exc, entry) from None
         assert row.id is not None
         series_ids[place] = row.id
+    _keep_commitments(entries, tournament_ids, session=session)
     created = 0
     for entry in entries:
         tournament_id = tournament_ids[(entry.tournament, entry.tournament_seed)]

@@ -20,7 +20,12 @@ from arena.db import SeriesSpec
 from arena.db.models import Series
 from arena.tournament.config import is_imported
 from arena.tournament.ladder import is_ladder, ladder_master, ladder_series_seed
-from arena.tournament.origin import OriginError, SeriesOrigin, imported_origin
+from arena.tournament.origin import (
+    OriginError,
+    SeriesOrigin,
+    imported_commitment,
+    imported_origin,
+)
 from arena.tournament.runner import TournamentError, series_seed
 from arena.tournament.seeds import commitment
 from arena.tournament.table_runner import table_series_seed
@@ -100,7 +105,9 @@ def seed_chain(tournament_seed: int, config: Mapping[str, Any], series: Series) 
     origin = _imported(config, series)
     if origin is not None:
         seed = tournament_seed if origin.round_seed is None else origin.round_seed
-        return SeedChain(seed, None, series_seed(seed, *origin.seed_ids), origin.book_decks)
+        # The commitment the game file published with the seed (None: a file without one).
+        published = imported_commitment(config, origin.round_seed)
+        return SeedChain(seed, published, series_seed(seed, *origin.seed_ids), origin.book_decks)
     rounds = [e for e in extensions(config) if e.first_position <= series.position]
     mark: str | None
     if rounds:

@@ -90,3 +90,51 @@ def with_imported_origin(
     stored = dict(config.get(IMPORTED_ORIGINS_KEY) or {})
     stored[str(position)] = origin.to_json()
     return {**config, IMPORTED_ORIGINS_KEY: stored}
+
+
+SEED_COMMITMENT_KEY: Final = "seed_commitment"
+"""The key of a stored tournament configuration that holds the published commitment to the
+tournament's seed (:func:`arena.tournament.seeds.commitment`): stored by the runner when a
+tournament is created, and by an import from a game file's ``SeedCommitment`` header."""
+
+IMPORTED_ROUND_COMMITMENTS_KEY: Final = "imported_round_commitments"
+"""The key of an imported tournament's stored configuration that maps the seed of a
+``kryt tournament extend`` round (as text) to that round's published commitment (a game
+file's ``RoundSeedCommitment``): an imported tournament has no ``extensions`` record, and the
+rounds' seeds are known only from its series' origins."""
+
+
+def imported_commitment(config: Mapping[str, Any], round_seed: int | None) -> str | None:
+    """The commitment stored for the tournament's seed (``round_seed`` None) or for the
+    extension round with seed ``round_seed`` (None: none stored)."""
+    if round_seed is None:
+        mark = config.get(SEED_COMMITMENT_KEY)
+    else:
+        rounds = config.get(IMPORTED_ROUND_COMMITMENTS_KEY)
+        mark = rounds.get(str(round_seed)) if isinstance(rounds, Mapping) else None
+    return mark if isinstance(mark, str) else None
+
+
+def with_imported_commitment(
+    config: Mapping[str, Any], round_seed: int | None, mark: str
+) -> dict[str, Any] | None:
+    """``config`` with ``mark`` stored as the commitment of the tournament's seed
+    (``round_seed`` None) or of the round with seed ``round_seed``; None when it is stored
+    already.
+
+    OriginError when another commitment is stored for that seed: the file's was checked
+    against the seed it reveals, so the stored one does not match the seed (a damaged
+    record), and keeping either would hide that."""
+    known = imported_commitment(config, round_seed)
+    if known == mark:
+        return None
+    whose = "the tournament's seed" if round_seed is None else f"the round seed {round_seed}"
+    if known is not None:
+        raise OriginError(
+            f"{whose} is stored with the commitment {known[:16]!r}..., not {mark[:16]!r}..."
+        )
+    if round_seed is None:
+        return {**config, SEED_COMMITMENT_KEY: mark}
+    rounds = dict(config.get(IMPORTED_ROUND_COMMITMENTS_KEY) or {})
+    rounds[str(round_seed)] = mark
+    return {**config, IMPORTED_ROUND_COMMITMENTS_KEY: rounds}

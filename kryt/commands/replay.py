@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,8 +18,10 @@ from arena.db import (
     stored_record,
     submission_labels,
 )
-from arena.tournament.extend import seed_chain
+from arena.tournament.extend import SeedChain, seed_chain
+from arena.tournament.ladder import is_ladder
 from arena.tournament.runner import TournamentError
+from arena.tournament.seeds import commitment as seed_commitment
 from arena.tournament.seeds import deal_problems
 from arena.tournament.tracebacks import HEAD
 from kryt.errors import ExitCode
@@ -65,10 +68,12 @@ def replay(
         except TournamentError as exc:
             out.print(Text("mismatch", style="red") + Text(f": {printable(str(exc))}"))
             raise typer.Exit(ExitCode.FAILED) from None
-        commitment = chain.commitment
+        whose = _whose_seed(tournament.seed, tournament.config, chain)
+        commitment_check = _commitment_check(chain, whose)
         deal_check = deal_problems(
             tournament_seed=chain.seed,
-            stored_commitment=commitment,
+            # Checked by _commitment_check, which names the round's seed for a round's game.
+            stored_commitment=None,
             series_seed=series.seed,
             expected_series_seed=chain.series_seed,
             series_format=series.format,
@@ -151,27 +156,60 @@ def replay(
     if not verify_:
         return
     check = verify(record)
-    problems = [*check.problems, *deal_check]
+    unmatched, committed = commitment_check
+    problems = [*check.problems, *([unmatched] if unmatched else []), *deal_check]
     if not problems:
         # A record with time controls had its move times charged again (referee.replay).
         timed = " and every move fits its seat's clock" if record.time_controls else ""
         out.print(f"[green]verified[/green]: the rules engine reproduces the stored result{timed}")
+        # The seed, then whether it is the one committed to before the games.
+        seed = whose + (
+            committed
+            or "; it has no stored commitment (a tournament stored before commitments were,"
+            " or imported from a game file without them): that it was fixed before the games"
+            " is [yellow]not checked[/yellow]"
+        )
         if chain.imported_book is not None:
             out.print(
-                "[green]verified[/green]: the series seed follows from the tournament's seed;"
-                f" the deal is a deck of the tournament's deal book ({chain.imported_book}"
-                " decks), which stayed in the database the game was exported from:"
-                " [yellow]not checked[/yellow]"
+                f"[green]verified[/green]: the series seed follows from {seed}; the deal is a"
+                f" deck of the tournament's deal book ({chain.imported_book} decks), which"
+                " stayed in the database the game was exported from: [yellow]not checked"
+                "[/yellow]"
             )
             return
-        out.print(
-            "[green]verified[/green]: the deal follows from the tournament's seed"
-            + (" and its published commitment" if commitment else "")
-        )
+        out.print(f"[green]verified[/green]: the deal follows from {seed}")
         return
     for problem in problems:
         out.print(Text("mismatch", style="red") + Text(f": {printable(problem)}"))
     raise typer.Exit(ExitCode.FAILED)
+
+
+def _whose_seed(tournament_seed: int, config: Mapping[str, Any], chain: SeedChain) -> str:
+    """Which seed the game's series derives from, in words: the tournament's, or the one of
+    the ``kryt tournament extend`` round it belongs to (the ladder's earlier seed)."""
+    if chain.seed == tournament_seed:
+        return "the tournament's seed"
+    if is_ladder(config):
+        return "the ladder's earlier seed"
+    return "the tournament's seed for its extension round"
+
+
+def _commitment_check(chain: SeedChain, whose: str) -> tuple[str | None, str | None]:
+    """Whether the seed the series derives from matches the commitment stored for it (the
+    one published before the games: at the tournament's creation, or the round's):
+    ``(problem, None)`` when it does not, ``(None, ", which matches ...")`` when it does,
+    ``(None, None)`` when no commitment is stored. A seed that does not give its commitment
+    is not the seed the deals were committed to, so the deals could have been chosen."""
+    if chain.commitment is None:
+        return None, None
+    expected = seed_commitment(chain.seed)
+    if expected != chain.commitment:
+        return (
+            f"{whose} does not match the commitment published before the games (stored"
+            f" {chain.commitment[:16]!r}..., the seed gives {expected[:16]}...)",
+            None,
+        )
+    return None, f", which matches its published commitment ({chain.commitment[:16]}...)"
 
 
 APPENDED: tuple[str, ...] = (f"\n{HEAD}", "\nits process: ", "last output:\n")

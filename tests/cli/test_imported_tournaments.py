@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from arena.tournament.seeds import commitment
 from kryt.cli import main
 from kryt.errors import ExitCode
 from tests.cli.helpers import kryt
@@ -18,6 +19,14 @@ IMPORTED_CONFIG = {
     "imported": True,
     "imported_series": {"0": {"seed_ids": [1, 2], "round_seed": None, "book_decks": None}},
 }
+
+
+def imported_config(seed: int, config: str) -> dict[str, object]:
+    """A stored imported config, less the seed commitment the file published (checked: the
+    commitment of the tournament's ``seed``, which the test draws afresh)."""
+    record = json.loads(config)
+    assert record.pop("seed_commitment") == commitment(seed)
+    return dict(record)
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +46,10 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = folder / "imported.db"
     assert main(["games", "import", str(games), "-d", str(target)]) == 0
     with sqlite3.connect(target) as conn:
-        rows = conn.execute("select id, config from tournaments").fetchall()
-    assert [tid for tid, _ in rows] == [1]
+        rows = conn.execute("select id, seed, config from tournaments").fetchall()
+    assert [tid for tid, _, _ in rows] == [1]
     # A record, not settings: where the series' seed came from (replay --verify follows it).
-    assert json.loads(rows[0][1]) == IMPORTED_CONFIG
+    assert imported_config(rows[0][1], rows[0][2]) == IMPORTED_CONFIG
     return target
 
 
@@ -73,6 +82,8 @@ def test_resume_extend_and_set_refuse_it_in_one_line(
     assert code == ExitCode.BAD_INPUT, (out, err)
     assert err == f"error: tournament 1 was imported from a game file: {consequence}\n"
     with sqlite3.connect(imported) as conn:  # nothing changed
-        rows = conn.execute("select name, config from tournaments").fetchall()
+        rows = conn.execute("select name, seed, config from tournaments").fetchall()
         assert conn.execute("select count(*) from series").fetchone() == (1,)
-    assert [(name, json.loads(config)) for name, config in rows] == [("cup", IMPORTED_CONFIG)]
+    assert [(name, imported_config(seed, config)) for name, seed, config in rows] == [
+        ("cup", IMPORTED_CONFIG)
+    ]
