@@ -19,9 +19,9 @@ the import says so (:attr:`ImportSummary.kept`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from sqlmodel import Session
 
@@ -212,15 +212,11 @@ def _keep_commitment(
     checks the seed against it and an export writes it again; a tournament this database
     ran itself stored its own when it was created. ConflictError when another commitment is
     stored for that seed."""
-    tournament = get_tournament(tournament_id, session=session)
-    if not is_imported(tournament.config):
-        return
-    try:
-        config = with_imported_commitment(tournament.config, round_seed, mark)
-    except OriginError as exc:
-        raise ConflictError(f"tournament {tournament.name!r}: {exc}") from None
-    if config is not None:
-        store_tournament_config(tournament_id, config, session=session)
+    _update_imported(
+        tournament_id,
+        lambda config: with_imported_commitment(config, round_seed, mark),
+        session=session,
+    )
 
 
 def _keep_commitments(
@@ -253,11 +249,27 @@ def _keep_origin(
     """Store where an imported series' seed came from (``replay --verify`` follows it); a
     tournament this database ran itself knows that already. ConflictError when an earlier
     import of the series said otherwise."""
+    _update_imported(
+        tournament_id,
+        lambda config: with_imported_origin(config, position, origin),
+        session=session,
+    )
+
+
+def _update_imported(
+    tournament_id: int,
+    update: Callable[[Mapping[str, Any]], dict[str, Any] | None],
+    *,
+    session: Session,
+) -> None:
+    """Store ``update(config)`` of an imported tournament (None: nothing new to store); a
+    tournament this database ran itself is left as it is. An OriginError of ``update`` (the
+    file contradicts what an earlier import stored) is a ConflictError naming it."""
     tournament = get_tournament(tournament_id, session=session)
     if not is_imported(tournament.config):
         return
     try:
-        config = with_imported_origin(tournament.config, position, origin)
+        config = update(tournament.config)
     except OriginError as exc:
         raise ConflictError(f"tournament {tournament.name!r}: {exc}") from None
     if config is not None:

@@ -152,3 +152,15 @@ def void(
 ) -> tuple[GameRecord, GamePlace]:
     """A voided game (a failure on our side): no winner, the ``VOID`` ending, its reason."""
     return game(world, number, winner=None, ending=GameEndReason.VOID, void_reason=reason, **kw)
+
+
+def table_names(url: str) -> list[str]:
+    """The tables of the database at ``url``, sorted, read on an engine of its own."""
+    from sqlalchemy import create_engine, inspect
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return sorted(inspect(conn).get_table_names())
+    finally:
+        engine.dispose()

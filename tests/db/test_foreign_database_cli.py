@@ -5,11 +5,12 @@ that is not a database at all: one line, exit 3 (a service that cannot be used),
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, text
 
 from arena.db import migrate
 from kryt.cli import main
 from kryt.errors import ExitCode
+from tests.db.helpers import table_names
 
 
 def _foreign(url: str) -> None:
@@ -18,15 +19,6 @@ def _foreign(url: str) -> None:
         with engine.begin() as conn:
             conn.execute(text("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total TEXT)"))
             conn.execute(text("INSERT INTO invoices VALUES (1, '12.50')"))
-    finally:
-        engine.dispose()
-
-
-def _tables(url: str) -> list[str]:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return sorted(inspect(conn).get_table_names())
     finally:
         engine.dispose()
 
@@ -40,7 +32,7 @@ def test_a_foreign_database_is_exit_3_in_one_line(
     assert code == ExitCode.UNAVAILABLE, err
     assert err.startswith("error: ") and "invoices" in err and "Traceback" not in err
     assert "--database / KRYT_DATABASE_URL" in err
-    assert _tables(database_url) == ["invoices"]
+    assert table_names(database_url) == ["invoices"]
 
 
 def test_migrate_current_names_a_foreign_database(
@@ -51,12 +43,12 @@ def test_migrate_current_names_a_foreign_database(
     out = capsys.readouterr().out
     assert "not a Kryt Arena database" in out and "invoices" in out, out
     assert "(empty)" not in out
-    assert _tables(database_url) == ["invoices"]
+    assert table_names(database_url) == ["invoices"]
 
 
 def test_migrate_current_still_calls_an_empty_database_empty(
     database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _tables(database_url) == []  # (made, for a SQLite file)
+    assert table_names(database_url) == []  # (made, for a SQLite file)
     assert migrate.main(["current", database_url]) == 0
     assert "database: (empty)" in capsys.readouterr().out

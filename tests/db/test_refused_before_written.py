@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, text
 
 from arena.db import ForeignDatabaseError, SchemaTooNewError, open_database
 from arena.db.migrate import head_revision, known_revisions, newest_revision_file
 from kryt.cli import main
 from kryt.errors import ExitCode
+from tests.db.helpers import table_names
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,15 +29,6 @@ def _sqlite_path(url: str) -> Path | None:
 def _journal_mode(path: Path) -> str:
     with sqlite3.connect(path) as conn:
         return str(conn.execute("PRAGMA journal_mode").fetchone()[0])
-
-
-def _tables(url: str) -> list[str]:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return sorted(inspect(conn).get_table_names())
-    finally:
-        engine.dispose()
 
 
 def _another_application(url: str, revision: str) -> None:
@@ -86,7 +78,7 @@ def test_another_applications_alembic_database_is_refused_untouched(
         assert _journal_mode(path) == "delete"  # was switched to WAL before the refusal
         assert path.read_bytes() == before
         assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
-    assert _tables(database_url) == ["alembic_version", "invoices"]
+    assert table_names(database_url) == ["alembic_version", "invoices"]
 
 
 def test_a_kryt_database_with_tables_of_anothers_beside_its_own_opens(
@@ -99,9 +91,9 @@ def test_a_kryt_database_with_tables_of_anothers_beside_its_own_opens(
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total TEXT)"))
     engine.dispose()
-    tables = _tables(database_url)
+    tables = table_names(database_url)
     open_database(database_url).close()
-    assert _tables(database_url) == tables
+    assert table_names(database_url) == tables
 
 
 def test_a_newer_kryt_database_is_still_named_newer(database_url: str) -> None:
@@ -141,7 +133,7 @@ def test_migrate_current_on_a_newer_database_fails_in_one_line(database_url: str
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert "'9999'" in lines[0] and f"'{head_revision()}'" in lines[0], lines[0]
     assert "newer" in lines[0] and "upgrade kryt-arena" in lines[0], lines[0]
-    assert _tables(database_url)  # untouched
+    assert table_names(database_url)  # untouched
 
 
 def test_migrate_current_on_another_applications_alembic_database_fails(
@@ -151,4 +143,4 @@ def test_migrate_current_on_another_applications_alembic_database_fails(
     done = _migrate_current(database_url)
     assert done.returncode != 0, done
     assert len(done.stderr.splitlines()) == 1 and "of another application" in done.stderr
-    assert _tables(database_url) == ["alembic_version", "invoices"]
+    assert table_names(database_url) == ["alembic_version", "invoices"]
