@@ -106,3 +106,11 @@ def sandbox_backend(request: pytest.FixtureRequest) -> Backend:
     name: str = request.param
     backend: Any = request.getfixturevalue(f"{name}_backend")
     return backend  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "bwrap", "process"])
+def any_backend(request: pytest.FixtureRequest) -> Backend:
+    """Each backend in turn, the process backend included."""
+    name: str = request.param
+    backend: Any = request.getfixturevalue(f"{name}_backend")
+    return backend  # type: ignore[no-any-return]

@@ -28,13 +28,6 @@ from tests.services import require
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "bwrap", "process"])
-def any_backend(request: pytest.FixtureRequest) -> Backend:
-    name: str = request.param
-    backend: Backend = request.getfixturevalue(f"{name}_backend")
-    return backend
-
-
 def test_start_talk_stop(any_backend: Backend, make_bot: MakeBot) -> None:
     bot = any_backend.start(make_bot("healthy"), roomy(), "test-life")
     assert bot.alive()

@@ -15,13 +15,6 @@ from tests.sandbox.conftest import MakeBot, roomy
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "bwrap", "process"])
-def any_backend(request: pytest.FixtureRequest) -> Backend:
-    name: str = request.param
-    backend: Backend = request.getfixturevalue(f"{name}_backend")
-    return backend
-
-
 def _death_at_start(backend: Backend, make_bot: MakeBot, how: str, **limits: int) -> DeathReport:
     """Start the ``liar`` fixture told to end as ``how``; the report of its death."""
     folder = make_bot("liar", {"how.txt": how})
