@@ -445,6 +445,7 @@ async def play_series_task_async(
             label_prefix=label_prefix(task.database_url, task.tournament_id),
             stop=stop,
             on_game=on_game,
+            task=task,
         )
         return SeriesOutcome(task.series_id, status, games, message)
     db = _database(task.database_url)

@@ -15,20 +15,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlmodel import Session
+
 from arena.db import (
     Database,
     DatabaseUnavailableError,
+    LeaseLostError,
     SeriesSpec,
     SeriesStatus,
     games_of_series,
     get_series,
     get_submission,
+    hold_lease,
     series_of_tournament,
     set_series_status,
     stored_record,
 )
 from arena.tournament.config import TournamentConfig
-from arena.tournament.runner import GameWrite, Outage
+from arena.tournament.runner import GameWrite, LeaseWatch, Outage, SeriesTask
 from arena.tournament.seatings import seating_key, table_seatings
 from arena.tournament.seats import SandboxSlot
 from arena.tournament.store import bundled_hashes, materialize
@@ -83,10 +87,14 @@ def play_table_series_task(
     label_prefix: str,
     stop: threading.Event | None = None,
     on_game: Callable[[int, int, GameRecord], None] | None = None,
+    task: SeriesTask | None = None,
 ) -> tuple[str, int, str]:
     """Play what is missing of one table series; returns (status, games played, message).
 
-    ``status`` is ``finished``, ``interrupted`` (resumable) or ``aborted``.
+    ``status`` is ``finished``, ``interrupted`` (resumable) or ``aborted``. ``task``: the
+    run's task for the series; a run that holds the tournament's lease (its ``runner_id``)
+    records each game and status in a transaction that checks the lease, and stops between
+    games once the lease is gone, as two-player series do (one owner per tournament).
     """
     db = database(database_url)
     with db.read_session() as session:
@@ -131,6 +139,7 @@ def play_table_series_task(
         )
     played = 0
     outage = Outage()
+    watch = None if task is None else LeaseWatch(db, task)
 
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
         nonlocal played
@@ -142,7 +151,11 @@ def play_table_series_task(
         try:
             # Retried across a lost database connection, without storing the game twice
             # (this runs in a thread of its own: waiting holds up no other series).
-            GameWrite(db, series_id, number, seats, record).commit(stop)
+            GameWrite(db, series_id, number, seats, record, task).commit(stop)
+        except LeaseLostError as exc:
+            if watch is not None:
+                watch.lose(str(exc))
+            raise
         except DatabaseUnavailableError as exc:
             if stop is None or not stop.is_set():  # not a write cut short by a stop
                 outage.note(exc)
@@ -153,13 +166,16 @@ def play_table_series_task(
                 on_game(series_id, number, record)
 
     def stopping() -> bool:
-        return (stop is not None and stop.is_set()) or outage.lost is not None
+        lease_gone = watch is not None and watch.gone()
+        return (stop is not None and stop.is_set()) or outage.lost is not None or lease_gone
 
     def set_status(status: SeriesStatus) -> None:
-        db.retrying(
-            lambda session: set_series_status(series_id, status, session=session),
-            what=f"marking series {series_id} {status.value}",
-        )
+        def write(session: Session) -> None:
+            if task is not None and task.runner_id:
+                hold_lease(task.tournament_id, task.runner_id, session=session)
+            set_series_status(series_id, status, session=session)
+
+        db.retrying(write, what=f"marking series {series_id} {status.value}")
 
     for slot in slots:
         active_add(slot)
@@ -172,7 +188,11 @@ def play_table_series_task(
             done=done,
             should_stop=stopping,
         )
+    except LeaseLostError as exc:
+        return "interrupted", played, str(exc)
     except (SeriesInterrupted, SeriesAborted) as exc:
+        if watch is not None and watch.lost.is_set():  # records refused: not a failure
+            return "interrupted", played, f"{exc}; {watch.reason}"
         if outage.lost is not None:
             # The database stayed away longer than the retries: the run ends with it.
             raise outage.lost from outage.lost.__cause__  # keeps the driver error
@@ -184,7 +204,10 @@ def play_table_series_task(
         for slot in slots:
             active_discard(slot)
             slot.close()
-    set_status(SeriesStatus.FINISHED)
+    try:
+        set_status(SeriesStatus.FINISHED)
+    except LeaseLostError as exc:
+        return "interrupted", played, str(exc)
     return "finished", played, ""
 
 
