@@ -13,9 +13,10 @@ through a pipe into a bounded in-memory tail. Each bot is started in its own pro
   --die-with-parent --new-session --clearenv --cap-drop ALL``: no namespace of its own, no
   capability), read-only binds of ``/usr``, the staged runtime and the bot, a
   size-limited tmpfs ``/tmp``, the root remounted read-only) launched through ``prlimit``
-  (address space, nofile, fsize, core, nproc) as a dedicated non-root uid
-  (``KRYT_SANDBOX_USER``, default ``kryt-sandbox``) when the referee runs as root. Never as
-  root itself: ``RLIMIT_NPROC`` does not bind root, so a fork bomb would reach 32k processes.
+  (address space, nofile, fsize, core, nproc) as a non-root uid of its own when the referee
+  runs as root (:mod:`sandbox.uids`; builds run as ``KRYT_SANDBOX_USER``, default
+  ``kryt-sandbox``). Never as root itself: ``RLIMIT_NPROC`` does not bind root, so a fork
+  bomb would reach 32k processes.
 - :class:`ProcessBackend`: a plain subprocess with rlimits. No isolation at all, so it only
   runs trusted bots (the bundled examples or ``trusted=True``) unless ``allow_unsafe``.
 """
