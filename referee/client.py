@@ -33,6 +33,7 @@ from typing import Any, Final, TypeVar
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from referee.alarms import Alarm, keeps_our_clock, ring_at
 from referee.protocol.fast_encode import encode_decision_request
 from referee.protocol.messages import (
     HANDSHAKE_SECONDS,
@@ -294,11 +295,22 @@ class Deadline:
     earlier wait and is moved only when a new deadline comes sooner; when it rings before
     the pending deadline it is set again for it. A decision's deadline is seconds away and
     a decision takes about a millisecond, so a connection schedules one timer every few
-    seconds instead of one per decision. One wait at a time (a connection asks one thing
-    at a time); made and used in the loop's thread.
+    seconds instead of one per decision. The alarm rings from :mod:`referee.alarms`' thread
+    (a timer kept in the loop costs on every turn of the loop) unless the loop has a clock of
+    its own. One wait at a time (a connection asks one thing at a time); made and used in the
+    loop's thread.
     """
 
-    __slots__ = ("_alarm", "_alarm_at", "_cancelling", "_expired", "_loop", "_task", "_when")
+    __slots__ = (
+        "_alarm",
+        "_alarm_at",
+        "_cancelling",
+        "_expired",
+        "_loop",
+        "_task",
+        "_threaded",
+        "_when",
+    )
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -306,8 +318,9 @@ class Deadline:
         self._task: asyncio.Task[Any] | None = None
         self._cancelling = 0
         self._expired = False
-        self._alarm: asyncio.TimerHandle | None = None
+        self._alarm: Alarm | asyncio.TimerHandle | None = None
         self._alarm_at = 0.0
+        self._threaded = keeps_our_clock(loop)
 
     def start(self, when: float) -> None:
         """Cancel the calling task at ``when`` (the loop's clock) unless :meth:`stop` comes
@@ -323,7 +336,12 @@ class Deadline:
             if alarm is not None:
                 alarm.cancel()
             self._alarm_at = when
-            self._alarm = self._loop.call_at(when, self._ring)
+            self._alarm = self._set_alarm(when)
+
+    def _set_alarm(self, when: float) -> Alarm | asyncio.TimerHandle:
+        if self._threaded:
+            return ring_at(self._loop, when, self._ring)
+        return self._loop.call_at(when, self._ring)
 
     def passed(self) -> bool:
         """In ``except asyncio.CancelledError``: True when the cancel was the deadline's and
@@ -356,7 +374,7 @@ class Deadline:
             return  # nothing pending: the next start sets the alarm
         if when > self._alarm_at:
             self._alarm_at = when
-            self._alarm = self._loop.call_at(when, self._ring)
+            self._alarm = self._set_alarm(when)
         elif not self._expired:
             self._expired = True
             task.cancel()
@@ -596,15 +614,20 @@ class AsyncBotClient:
     async def send(self, message: RefereeMessage, timeout: float = SEND_TIMEOUT) -> None:
         """Send a message that gets no reply (GameStart, GameEnd)."""
         call = self._open()
+        deadline = self._deadline
+        deadline.start(time.monotonic() + timeout)
         try:
-            async with asyncio.timeout(timeout):
-                await self._write(call, _encode(message))
-        except TimeoutError:
+            await self._write(call, _encode(message))
+        except asyncio.CancelledError:
+            if not deadline.passed():  # a cancel from outside goes on
+                raise
             self._abort()
             raise BotCrashedError(
                 f"{self._bot} did not take a message within {timeout:.1f}s "
                 "(it stopped reading its stream)"
             ) from None
+        finally:
+            deadline.stop()
 
     def unsolicited(self, game_number: int | None = None) -> list[BotMessage]:
         """Messages that arrived without a request pending. Late replies to abandoned
