@@ -48,8 +48,9 @@ deferred (``BEGIN``), taking no write lock."""
 _READ_ONLY = READ_ONLY_OPTION
 
 RETRY_SECONDS_ENV = "KRYT_DATABASE_RETRY_SECONDS"
-"""Environment variable: how long (seconds) a write that lost its database connection (a
-PostgreSQL restart, connections terminated) is retried before the error is raised."""
+"""Environment variable: how long (seconds) a write, or a tournament series' read, that lost
+its database connection (a PostgreSQL restart, connections terminated) is retried before the
+error is raised."""
 DEFAULT_RETRY_SECONDS = 60.0
 MAX_RETRY_SECONDS = 24 * 3600.0
 RETRY_FIRST_DELAY_S = 0.25
@@ -90,10 +91,9 @@ class Database:
             self._file_id = _file_id(self.path)
         self._read_engine = engine.execution_options(**{_READ_ONLY: True})
         self.retry_seconds = retry_seconds() if retry is None else retry
-        """How long :meth:`retrying` retries a write that lost its connection (seconds;
+        """How long :meth:`retrying` retries work that lost its connection (seconds;
         ``KRYT_DATABASE_RETRY_SECONDS``, default :data:`DEFAULT_RETRY_SECONDS`)."""
-        self._outage_lock = threading.Lock()
-        self._outage_since: float | None = None
+        self._notes = OutageNotes(self.display_url)
 
     @property
     def display_url(self) -> str:
@@ -142,75 +142,51 @@ class Database:
         window: float | None = None,
         cancel: threading.Event | None = None,
         sleep: Callable[[float], object] = time.sleep,
+        read: bool = False,
     ) -> T:
-        """``work(session)`` in a write transaction (:meth:`session`), tried again in a
-        fresh transaction while it fails because the connection to the database was lost
-        (:func:`lost_connection`: a PostgreSQL restart, connections terminated), for up to
-        ``window`` seconds (default :attr:`retry_seconds`) with a growing pause; then the
-        last error is raised. Any other error is raised at once: a constraint violation, a
-        lost lease, SQLite's "database is locked" or a full disk are not outages.
+        """``work(session)`` in a write transaction (:meth:`session`; ``read``: in a
+        read-only one, :meth:`read_session`), tried again in a fresh transaction while it
+        fails because the connection to the database was lost (:func:`lost_connection`: a
+        PostgreSQL restart, connections terminated), for up to ``window`` seconds (default
+        :attr:`retry_seconds`) with a growing pause; then the last error is raised. Any
+        other error is raised at once: a constraint violation, a lost lease, SQLite's
+        "database is locked" or a full disk are not outages.
 
         ``work`` must be safe to run again after a try whose commit reached the database but
         whose acknowledgement was lost: check for what it writes, or write it under a key
-        that makes the second write a no-op. ``what`` names the write in the notes: one line
-        (a warning) when the database is lost and one when it is back, once per outage for
-        every writer of this database. Setting ``cancel`` ends the pauses early and raises
-        the last error (a run that is being stopped).
+        that makes the second write a no-op (a read is always safe). ``what`` names the work
+        in the notes: one line (a warning) when the database is lost and one when it is
+        back, once per outage for every caller of this database. Setting ``cancel`` ends
+        the pauses early and raises the last error (a run that is being stopped).
         """
-        limit = self.retry_seconds if window is None else window
-        deadline: float | None = None
-        delay = RETRY_FIRST_DELAY_S
-        while True:
-            try:
-                with self.session() as session:
-                    result = work(session)
-            except (DatabaseUnavailableError, DBAPIError) as exc:
-                if not lost_connection(exc):
-                    raise
-                now = time.monotonic()
-                if deadline is None:
-                    deadline = now + limit
-                    self._lost(exc, what, limit)
-                left = deadline - now
-                if left <= 0 or (cancel is not None and cancel.is_set()):
-                    raise
-                pause = min(delay, left)
-                if cancel is not None:
-                    cancel.wait(pause)
-                else:
-                    sleep(pause)
-                delay = min(delay * 2, RETRY_MAX_DELAY_S)
-                continue
-            self._back()
-            return result
+        opened = self.read_session if read else self.session
 
-    def _lost(self, exc: BaseException, what: str, window: float) -> None:
-        """Say (once per outage) that the database cannot be reached."""
-        with self._outage_lock:
-            if self._outage_since is not None:
-                return
-            self._outage_since = time.monotonic()
-        reason = " ".join(str(getattr(_driver_error(exc), "orig", exc)).split())
-        log.warning(
-            "database %s lost while %s (%s): retrying for up to %g s",
-            self.display_url,
-            what,
-            reason,
-            round(window, 1),
+        def attempt() -> T:
+            with opened() as session:
+                return work(session)
+
+        return self.retrying_call(attempt, what=what, window=window, cancel=cancel, sleep=sleep)
+
+    def retrying_call(
+        self,
+        call: Callable[[], T],
+        *,
+        what: str,
+        window: float | None = None,
+        cancel: threading.Event | None = None,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> T:
+        """:meth:`retrying` for work that opens its own sessions of this database (a helper
+        that takes the database, not a session): ``call()`` is called again while it fails
+        with a lost connection, with the same window, pauses and notes."""
+        return retry_lost_connection(
+            call,
+            what=what,
+            window=self.retry_seconds if window is None else window,
+            notes=self._notes,
+            cancel=cancel,
+            sleep=sleep,
         )
-
-    def _back(self) -> None:
-        """Say (once) that the database answers again after an outage :meth:`_lost` told."""
-        if self._outage_since is None:  # the usual case: no lock taken
-            return
-        with self._outage_lock:
-            since, self._outage_since = self._outage_since, None
-        if since is not None:
-            log.warning(
-                "database %s is back after %.1f s; carrying on",
-                self.display_url,
-                time.monotonic() - since,
-            )
 
     def check_writable(self) -> None:
         """DatabaseUnavailableError (one line saying what to do) when the database was
@@ -326,6 +302,88 @@ def lost_connection(exc: BaseException) -> bool:
         return state.startswith("08") or state in _LOST_STATES
     message = str(orig).lower()
     return not any(words in message for words in _NOT_AN_OUTAGE)
+
+
+class OutageNotes:
+    """The two notes of a database's outages: a warning when a caller first finds it lost,
+    another when a caller gets through again; one pair per outage, however many callers
+    (threads) wait for it meanwhile."""
+
+    def __init__(self, display_url: str) -> None:
+        self.display_url = display_url
+        self._lock = threading.Lock()
+        self._since: float | None = None
+
+    def lost(self, exc: BaseException, what: str, window: float) -> None:
+        """Say (once per outage) that the database cannot be reached."""
+        with self._lock:
+            if self._since is not None:
+                return
+            self._since = time.monotonic()
+        reason = " ".join(str(getattr(_driver_error(exc), "orig", exc)).split())
+        log.warning(
+            "database %s lost while %s (%s): retrying for up to %g s",
+            self.display_url,
+            what,
+            reason,
+            round(window, 1),
+        )
+
+    def back(self) -> None:
+        """Say (once) that the database answers again after an outage :meth:`lost` told."""
+        if self._since is None:  # the usual case: no lock taken
+            return
+        with self._lock:
+            since, self._since = self._since, None
+        if since is not None:
+            log.warning(
+                "database %s is back after %.1f s; carrying on",
+                self.display_url,
+                time.monotonic() - since,
+            )
+
+
+def retry_lost_connection(
+    call: Callable[[], T],
+    *,
+    what: str,
+    window: float,
+    notes: OutageNotes,
+    cancel: threading.Event | None = None,
+    sleep: Callable[[float], object] = time.sleep,
+) -> T:
+    """``call()``, called again while it fails because the connection to the database was
+    lost (:func:`lost_connection`), for up to ``window`` seconds with pauses growing from
+    :data:`RETRY_FIRST_DELAY_S` to :data:`RETRY_MAX_DELAY_S`; then the last error is
+    raised, and any other error at once. ``notes`` tells the outage (``what``: what was
+    being done). Setting ``cancel`` ends the pauses early and raises the last error.
+
+    The loop behind :meth:`Database.retrying`; called directly where there is no
+    :class:`Database` yet (opening one, see :func:`open_database`)."""
+    deadline: float | None = None
+    delay = RETRY_FIRST_DELAY_S
+    while True:
+        try:
+            result = call()
+        except (DatabaseUnavailableError, DBAPIError) as exc:
+            if not lost_connection(exc):
+                raise
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + window
+                notes.lost(exc, what, window)
+            left = deadline - now
+            if left <= 0 or (cancel is not None and cancel.is_set()):
+                raise
+            pause = min(delay, left)
+            if cancel is not None:
+                cancel.wait(pause)
+            else:
+                sleep(pause)
+            delay = min(delay * 2, RETRY_MAX_DELAY_S)
+            continue
+        notes.back()
+        return result
 
 
 def _driver_error(exc: BaseException) -> DBAPIError | None:

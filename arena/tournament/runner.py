@@ -8,6 +8,7 @@ Games are committed one by one as they finish, so a run stopped at any point (Ct
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import threading
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from sqlmodel import Session
 
@@ -48,7 +50,8 @@ from arena.db import (
     unfinished_series,
 )
 from arena.db import SeriesFormat as DbSeriesFormat
-from arena.db.engine import lost_connection
+from arena.db.engine import OutageNotes, lost_connection, retry_lost_connection, retry_seconds
+from arena.db.url import mask_url
 from arena.tournament.config import TournamentConfig
 from arena.tournament.gauntlet import gauntlet_pairs, gauntlet_seatings
 from arena.tournament.seats import SandboxSlot
@@ -63,13 +66,15 @@ from referee.series import (
     SeriesInterrupted,
     run_series_async,
 )
-from sandbox import choose_backend
+from sandbox import Submission, choose_backend
 from sandbox.backend import Backend
 from sandbox.errors import CleanupError
 from sandbox.submission import SubmissionError
 from sdk.examples import resolve_bot_ref
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 GameCallback = Callable[[int, int, GameRecord], None]
 """``on_game(series_id, number, record)``, called after each game is committed."""
@@ -280,12 +285,25 @@ def series_specs(config: TournamentConfig, ids: list[int], seed: int) -> list[Se
 _databases: dict[str, Database] = {}
 _backends: dict[tuple[str, bool], Backend] = {}
 _cache_lock = threading.Lock()
+# Apart from _cache_lock: opening a database may wait out an outage, and the sandbox
+# backends must not wait with it.
+_database_lock = threading.Lock()
 
 
-def _database(url: str) -> Database:
-    with _cache_lock:
+def _database(url: str, cancel: threading.Event | None = None) -> Database:
+    """This process's open database at ``url`` (opened once). Opening it is the first read
+    of a series in a fresh referee process or on a Dask worker, so a lost connection then
+    is ridden out as the series' other reads are (``KRYT_DATABASE_RETRY_SECONDS``; setting
+    ``cancel`` ends the wait and raises the error)."""
+    with _database_lock:
         if url not in _databases:
-            _databases[url] = open_database(url)
+            _databases[url] = retry_lost_connection(
+                lambda: open_database(url),
+                what="opening it",
+                window=retry_seconds(),
+                notes=OutageNotes(mask_url(url)),
+                cancel=cancel,
+            )
         return _databases[url]
 
 
@@ -326,12 +344,33 @@ class ActiveSlots:
 ACTIVE = ActiveSlots()
 
 
-def _done_games(series_id: int, db: Database) -> dict[int, GameRecord]:
-    """Counted games already in the database, in the referee's form (for resumption)."""
-    with db.read_session() as session:
-        return {
-            game.number: stored_record(game) for game in games_of_series(series_id, session=session)
-        }
+NOT_STARTED = "not started (the run stopped)"
+"""The message of a series the run stopped before its first game."""
+
+
+def stopped_reading(stop: threading.Event | None) -> bool:
+    """Whether a series' start-up read that failed was cut short by the run stopping
+    (Ctrl-C, the lease lost): the series is then interrupted, as a game write cut short by
+    a stop is, not failed by an outage."""
+    return stop is not None and stop.is_set()
+
+
+def materialize_retrying(
+    submission_id: int,
+    *,
+    db: Database,
+    store: Path,
+    series_id: int,
+    cancel: threading.Event | None = None,
+) -> Submission:
+    """:func:`~arena.tournament.store.materialize` (a series' bot, read from the database
+    when this machine does not have it yet), read across a lost connection like the
+    series' games are written (setting ``cancel`` ends the wait)."""
+    return db.retrying_call(
+        lambda: materialize(submission_id, db=db, store=store),
+        what=f"reading submission {submission_id} of series {series_id}",
+        cancel=cancel,
+    )
 
 
 class LeaseWatch:
@@ -401,9 +440,7 @@ async def play_series_tasks(
     async def one(task: SeriesTask) -> SeriesOutcome:
         async with gate:
             if stop.is_set():
-                outcome = SeriesOutcome(
-                    task.series_id, "interrupted", 0, "not started (the run stopped)"
-                )
+                outcome = SeriesOutcome(task.series_id, "interrupted", 0, NOT_STARTED)
             else:
                 outcome = await play_series_task_async(task, stop=stop, on_game=on_game)
         if on_series is not None:
@@ -448,19 +485,43 @@ async def play_series_task_async(
             task=task,
         )
         return SeriesOutcome(task.series_id, status, games, message)
-    db = _database(task.database_url)
-    store = Path(task.store)
-    with db.read_session() as session:
-        series = get_series(task.series_id, session=session)
-        already_finished = series.status == SeriesStatus.FINISHED.value
-        a_id, b_id = series.submission_a_id, series.submission_b_id
-        names = []
-        controls = []
-        for sid in (a_id, b_id):
-            row = get_submission(sid, session=session)
-            names.append(f"{row.manifest.get('name', sid)}@{row.version}")
-            controls.append(config.control_of(str(row.manifest.get("name", sid)), row.version))
-        series_config = SeriesConfig(
+    # The series' own thread for its database work: its start-up reads, game writes and
+    # statuses. One riding out a database outage waits there (up to db.retry_seconds),
+    # neither on the event loop, where the other series' bots' clocks run, nor in the
+    # loop's default threads, which start and check bots.
+    db_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kryt-s{task.series_id}-db")
+    try:
+        return await _play_pair_series(task, config, stop, on_game, db_thread)
+    finally:
+        db_thread.shutdown(wait=False)  # idle: every call was awaited
+
+
+@dataclass(frozen=True, slots=True)
+class _PairStart:
+    """What a two-player series reads before its first game."""
+
+    finished: bool
+    seats: tuple[int, int]
+    names: tuple[str, str]
+    config: SeriesConfig
+    done: dict[int, GameRecord]
+    """Counted games already stored, in the referee's form (for resumption)."""
+
+
+def _read_pair_start(task: SeriesTask, config: TournamentConfig, session: Session) -> _PairStart:
+    series = get_series(task.series_id, session=session)
+    seats = (series.submission_a_id, series.submission_b_id)
+    names = []
+    controls = []
+    for sid in seats:
+        row = get_submission(sid, session=session)
+        names.append(f"{row.manifest.get('name', sid)}@{row.version}")
+        controls.append(config.control_of(str(row.manifest.get("name", sid)), row.version))
+    return _PairStart(
+        finished=series.status == SeriesStatus.FINISHED.value,
+        seats=seats,
+        names=(names[0], names[1]),
+        config=SeriesConfig(
             games=series.games_planned,
             seed=series.seed,
             format=SeriesFormat(series.format),
@@ -468,19 +529,72 @@ async def play_series_task_async(
             turn_limit=config.turn_limit,
             seat_controls=tuple(controls),
             book=config.book,
+        ),
+        done={
+            game.number: stored_record(game)
+            for game in games_of_series(task.series_id, session=session)
+        },
+    )
+
+
+async def _play_pair_series(
+    task: SeriesTask,
+    config: TournamentConfig,
+    stop: threading.Event | None,
+    on_game: GameCallback | None,
+    db_thread: ThreadPoolExecutor,
+) -> SeriesOutcome:
+    """The two-player part of :func:`play_series_task_async`; ``db_thread`` is the series'
+    own thread for its database work."""
+    loop = asyncio.get_running_loop()
+
+    async def in_db_thread(call: Callable[[], T]) -> T:
+        return await loop.run_in_executor(db_thread, call)
+
+    # Every read before the games (opening the database in a fresh process, the series, its
+    # bots, the games stored already) rides out a lost connection as the writes do; a
+    # stopped run ends the wait, and an outage longer than the retries raises (the run
+    # ends with the resume command).
+    store = Path(task.store)
+    try:
+        db = await in_db_thread(functools.partial(_database, task.database_url, stop))
+        start = await in_db_thread(
+            lambda: db.retrying(
+                functools.partial(_read_pair_start, task, config),
+                what=f"reading series {task.series_id}",
+                read=True,
+                cancel=stop,
+            )
         )
-    if already_finished:
-        return SeriesOutcome(task.series_id, "finished", 0, "already finished")
+        if start.finished:
+            return SeriesOutcome(task.series_id, "finished", 0, "already finished")
+        submissions = [
+            await in_db_thread(
+                functools.partial(
+                    materialize_retrying,
+                    sid,
+                    db=db,
+                    store=store,
+                    series_id=task.series_id,
+                    cancel=stop,
+                )
+            )
+            for sid in start.seats
+        ]
+    except DatabaseUnavailableError:
+        if stopped_reading(stop):
+            return SeriesOutcome(task.series_id, "interrupted", 0, NOT_STARTED)
+        raise
+    a_id, b_id = start.seats
     backend = _backend(config.sandbox.backend, config.sandbox.allow_unsafe)
     trusted = bundled_hashes()
     slots = []
-    for seat, sid in enumerate((a_id, b_id)):
-        submission = await asyncio.to_thread(materialize, sid, db=db, store=store)
+    for seat, submission in enumerate(submissions):
         slots.append(
             SandboxSlot(
                 backend,
                 submission,
-                name=names[seat],
+                name=start.names[seat],
                 limits=config.sandbox.limits(submission.manifest.runtime),
                 label=series_label(task, seat),
                 trusted=submission.sha256 in trusted,
@@ -489,10 +603,6 @@ async def play_series_task_async(
     played = 0
     watch = LeaseWatch(db, task)
     outage = Outage()
-    # The series' own thread for its game writes: one riding out a database outage waits
-    # there (up to db.retry_seconds), neither on the event loop, where the other series'
-    # bots' clocks run, nor in the loop's default threads, which start and check bots.
-    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kryt-s{task.series_id}-db")
 
     async def recorder(number: int, _attempt: int, record: GameRecord) -> None:
         nonlocal played
@@ -503,17 +613,9 @@ async def play_series_task_async(
             death_of=lambda seat: slots[seat].death_description(),
         )
         write = GameWrite(db, task.series_id, number, (a_id, b_id), record, task)
-        try:
-            # Stopping the run (Ctrl-C) ends the retries: the game is stored or not, and
-            # resume sees which.
-            await asyncio.get_running_loop().run_in_executor(writer, write.commit, stop)
-        except LeaseLostError as exc:
-            watch.lose(str(exc))
-            raise
-        except DatabaseUnavailableError as exc:
-            if stop is None or not stop.is_set():  # not a write cut short by a stop
-                outage.note(exc)
-            raise
+        await in_db_thread(
+            functools.partial(commit_game, write, stop=stop, watch=watch, outage=outage)
+        )
         if not record.voided:
             played += 1
             if on_game is not None:
@@ -525,12 +627,12 @@ async def play_series_task_async(
     for slot in slots:
         ACTIVE.add(slot)
     try:
-        await asyncio.to_thread(_set_status, db, task, SeriesStatus.RUNNING)
+        await in_db_thread(functools.partial(_set_status, db, task, SeriesStatus.RUNNING))
         await run_series_async(
-            series_config,
+            start.config,
             (slots[0].aio, slots[1].aio),
             recorder=recorder,
-            done=_done_games(task.series_id, db),
+            done=start.done,
             should_stop=stopping,
             keep_records=False,  # each game is in the database: keep only winners
         )
@@ -551,7 +653,6 @@ async def play_series_task_async(
         log.error("series %s aborted: %s", task.series_id, exc)
         return SeriesOutcome(task.series_id, "aborted", played, str(exc))
     finally:
-        writer.shutdown(wait=False)  # idle: every write was awaited
         for slot in slots:
             ACTIVE.discard(slot)
             try:
@@ -559,7 +660,7 @@ async def play_series_task_async(
             except CleanupError as exc:  # ours: logged, the reaper / next sweep retries
                 log.error("cleanup after series %s: %s", task.series_id, exc)
     try:
-        await asyncio.to_thread(_set_status, db, task, SeriesStatus.FINISHED)
+        await in_db_thread(functools.partial(_set_status, db, task, SeriesStatus.FINISHED))
     except LeaseLostError as exc:
         return SeriesOutcome(task.series_id, "interrupted", played, str(exc))
     return SeriesOutcome(task.series_id, "finished", played)
@@ -575,6 +676,32 @@ def _set_status(db: Database, task: SeriesTask, status: SeriesStatus) -> None:
         set_series_status(task.series_id, status, session=session)
 
     db.retrying(write, what=f"marking series {task.series_id} {status.value}")
+
+
+def commit_game(
+    write: GameWrite,
+    *,
+    stop: threading.Event | None,
+    watch: LeaseWatch | None,
+    outage: Outage,
+) -> None:
+    """Write a game under the run's lease, noting an outage: :meth:`GameWrite.commit`
+    (retried across a lost connection until the window ends or ``stop`` is set). A record
+    refused because the run lost the lease marks ``watch`` lost, and a database that stayed
+    away longer than the retries is noted in ``outage``: the series stops on either. The
+    error is raised again in both cases. Blocking: call it off the event loop."""
+    try:
+        # Stopping the run (Ctrl-C) ends the retries: the game is stored or not, and
+        # resume sees which.
+        write.commit(stop)
+    except LeaseLostError as exc:
+        if watch is not None:
+            watch.lose(str(exc))
+        raise
+    except DatabaseUnavailableError as exc:
+        if stop is None or not stop.is_set():  # not a write cut short by a stop
+            outage.note(exc)
+        raise
 
 
 class Outage:

@@ -16,6 +16,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from sqlmodel import Session
+
 from arena.db import (
     ConflictError,
     Database,
@@ -403,10 +405,19 @@ def _charge_wall_clock(tournament_id: int, *, db: Database, runner_id: str) -> b
     return True
 
 
-def _all_finished(tournament_id: int, db: Database) -> tuple[bool, int]:
-    with db.read_session() as session:
+def _all_finished(
+    tournament_id: int, db: Database, cancel: threading.Event | None = None
+) -> tuple[bool, int]:
+    """(every series finished, how many are not), read across a lost connection as the
+    series' own reads and writes are (setting ``cancel`` ends the wait and raises)."""
+
+    def read(session: Session) -> int:
         series = series_of_tournament(tournament_id, session=session)
-        left = sum(1 for s in series if s.status != SeriesStatus.FINISHED.value)
+        return sum(1 for s in series if s.status != SeriesStatus.FINISHED.value)
+
+    left = db.retrying(
+        read, what=f"reading the series of tournament {tournament_id}", read=True, cancel=cancel
+    )
     return left == 0, left
 
 
@@ -488,13 +499,15 @@ def run_tournament(
         swept = prepared.sweep(label_prefix(db.url, tournament_id))
         if swept:
             say(f"removed {swept} sandbox(es) left over by a dead run")
-        finished, _ = _all_finished(tournament_id, db)
+        finished, _ = _all_finished(tournament_id, db, stop)
         try:
             if not finished:
                 _mark(tournament_id, TournamentStatus.RUNNING, db=db, runner_id=lease.runner_id)
             outcomes = prepared.run(tasks, stop=stop, on_game=on_game, on_series=on_series)
         finally:
-            finished, left = _all_finished(tournament_id, db)
+            # Once the run is stopped (Ctrl-C, the lease lost, a series gave up on the
+            # database) an outage here is not waited out: exit 3 with the resume command.
+            finished, left = _all_finished(tournament_id, db, stop)
             if not lease.lost:
                 try:
                     _mark(

@@ -32,10 +32,19 @@ from arena.db import (
     stored_record,
 )
 from arena.tournament.config import TournamentConfig
-from arena.tournament.runner import GameWrite, LeaseWatch, Outage, SeriesTask
+from arena.tournament.runner import (
+    NOT_STARTED,
+    GameWrite,
+    LeaseWatch,
+    Outage,
+    SeriesTask,
+    commit_game,
+    materialize_retrying,
+    stopped_reading,
+)
 from arena.tournament.seatings import seating_key, table_seatings
 from arena.tournament.seats import SandboxSlot
-from arena.tournament.store import bundled_hashes, materialize
+from arena.tournament.store import bundled_hashes
 from arena.tournament.tracebacks import with_traceback
 from referee.record import GameRecord
 from referee.series import SeriesAborted, SeriesConfig, SeriesInterrupted
@@ -43,6 +52,17 @@ from referee.table import run_table_series
 from sandbox.backend import Backend
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _TableStart:
+    """What a table series reads before its first game."""
+
+    finished: bool
+    seats: tuple[int, ...]
+    names: tuple[str, ...]
+    config: SeriesConfig
+    done: dict[int, GameRecord]
 
 
 def table_series_seed(tournament_seed: int, seats: Sequence[int]) -> int:
@@ -80,7 +100,7 @@ def play_table_series_task(
     series_id: int,
     config: TournamentConfig,
     store: Path,
-    database: Callable[[str], Database],
+    database: Callable[[str, threading.Event | None], Database],
     active_add: Callable[[SandboxSlot], None],
     active_discard: Callable[[SandboxSlot], None],
     backend_of: Callable[[str, bool], Backend],
@@ -95,9 +115,13 @@ def play_table_series_task(
     run's task for the series; a run that holds the tournament's lease (its ``runner_id``)
     records each game and status in a transaction that checks the lease, and stops between
     games once the lease is gone, as two-player series do (one owner per tournament).
+    ``database(url, stop)`` opens the database (riding out an outage until ``stop`` is set).
+
+    What the series reads before its games (opening the database, the series, its bots,
+    the games stored already) is retried across a lost connection as its writes are.
     """
-    db = database(database_url)
-    with db.read_session() as session:
+
+    def read_start(session: Session) -> _TableStart:
         series = get_series(series_id, session=session)
         already_finished = series.status == SeriesStatus.FINISHED.value
         seats = series.seat_ids
@@ -120,13 +144,27 @@ def play_table_series_task(
             g.number: stored_record(g, tuple(names))
             for g in games_of_series(series_id, session=session)
         }
-    if already_finished:
-        return "finished", 0, "already finished"
+        return _TableStart(already_finished, seats, tuple(names), series_config, done)
+
+    # In this series' thread: waiting out an outage holds up no other series.
+    try:
+        db = database(database_url, stop)
+        start = db.retrying(read_start, what=f"reading series {series_id}", read=True, cancel=stop)
+        if start.finished:
+            return "finished", 0, "already finished"
+        submissions = [
+            materialize_retrying(sid, db=db, store=store, series_id=series_id, cancel=stop)
+            for sid in start.seats
+        ]
+    except DatabaseUnavailableError:
+        if stopped_reading(stop):  # cut short by the run stopping: not an outage
+            return "interrupted", 0, NOT_STARTED
+        raise
+    seats, names = start.seats, start.names
     backend = backend_of(config.sandbox.backend, config.sandbox.allow_unsafe)
     trusted = bundled_hashes()
     slots = []
-    for seat, sid in enumerate(seats):
-        submission = materialize(sid, db=db, store=store)
+    for seat, submission in enumerate(submissions):
         slots.append(
             SandboxSlot(
                 backend,
@@ -148,18 +186,10 @@ def play_table_series_task(
             lambda seat: slots[seat].logs(),
             death_of=lambda seat: slots[seat].death_description(),
         )  # a bot's crash
-        try:
-            # Retried across a lost database connection, without storing the game twice
-            # (this runs in a thread of its own: waiting holds up no other series).
-            GameWrite(db, series_id, number, seats, record, task).commit(stop)
-        except LeaseLostError as exc:
-            if watch is not None:
-                watch.lose(str(exc))
-            raise
-        except DatabaseUnavailableError as exc:
-            if stop is None or not stop.is_set():  # not a write cut short by a stop
-                outage.note(exc)
-            raise
+        # Retried across a lost database connection, without storing the game twice
+        # (this runs in a thread of its own: waiting holds up no other series).
+        write = GameWrite(db, series_id, number, seats, record, task)
+        commit_game(write, stop=stop, watch=watch, outage=outage)
         if not record.voided:
             played += 1
             if on_game is not None:
@@ -182,10 +212,10 @@ def play_table_series_task(
     try:
         set_status(SeriesStatus.RUNNING)
         run_table_series(
-            series_config,
+            start.config,
             slots,
             recorder=recorder,
-            done=done,
+            done=start.done,
             should_stop=stopping,
         )
     except LeaseLostError as exc:
