@@ -66,6 +66,12 @@ DENIED: Final = (
     "open_by_handle_at",
     "name_to_handle_at",
     "fanotify_init",
+    # Watching files: a bot could see, through the read-only files every sandbox shares
+    # (the staged runtime, bwrap's view of /usr), when its opponent starts or imports a
+    # module; inotify instances are also a per-uid quota. No runtime needs it to play.
+    "inotify_init",
+    "inotify_init1",
+    "inotify_add_watch",
     "quotactl",
     "quotactl_fd",
     "swapon",

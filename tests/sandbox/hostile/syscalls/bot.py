@@ -1,7 +1,7 @@
 """Hostile: calls kernel interfaces that local exploits start from and a bot never needs
 (io_uring, eBPF, perf events, keyrings, userfaultfd, ptrace, process_vm_readv, the LDT,
-secret memory, NUMA placement, a 32-bit system call), and reports the errno of each (0: the
-call worked)."""
+secret memory, NUMA placement, inotify, a 32-bit system call), and reports the errno of
+each (0: the call worked)."""
 
 import ctypes
 import os
@@ -27,6 +27,8 @@ CALLS = {
     "set_mempolicy": (238, (0, 0, 0)),  # MPOL_DEFAULT
     "move_pages": (279, (0, 0, 0, 0, 0, 0)),
     "migrate_pages": (256, (0, 0, 0, 0)),
+    "inotify_init1": (294, (0,)),
+    "inotify_add_watch": (254, (0, 0, 1)),  # IN_ACCESS on a NULL path, on fd 0
 }
 
 
