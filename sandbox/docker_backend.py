@@ -70,7 +70,7 @@ from sandbox.runtimes import Runtime, RuntimeBuildError, containers, get_runtime
 from sandbox.runtimes.images import image_tag as runtime_image_tag
 from sandbox.seccomp import confined_command, filter_problem
 from sandbox.submission import Submission
-from sandbox.supervisor import TOKEN_ENV, TOKEN_SUPERVISOR, reported_signal, strip_status
+from sandbox.supervisor import TOKEN_ENV, TOKEN_SUPERVISOR, proven_signal, reported, strip_status
 from sandbox.uids import UidLease, default_pool
 
 __all__ = [
@@ -234,14 +234,18 @@ class DockerBot(RunningBot):
         code = int(state.get("ExitCode", -1))
         raw = self._raw_logs()
         # The container's init exits 128 + N for a signal, as a bot's own exit(128 + N)
-        # does: only the supervisor's signed report says a signal killed the bot.
-        sig = reported_signal(raw, self._token) if self._token and code > 128 else None
+        # does: only the supervisor's signed report says a signal killed the bot (SIGXFSZ
+        # only with a file at the file-size limit).
+        report = reported(raw, self._token) if self._token and code > 128 else None
+        if report is not None and code != 128 + report.signal:
+            report = None
+        sig, unproven = proven_signal(report, self.limits.fsize_bytes)
         return classify_exit(
             code,
-            signal_number=sig if sig is not None and code == 128 + sig else None,
+            signal_number=sig,
             oom_killed=bool(state.get("OOMKilled")),
             log_tail=strip_status(raw, self._token),
-            detail=str(detail),
+            detail="; ".join(part for part in (str(detail), unproven) if part),
         )
 
     def _kill(self) -> None:

@@ -78,7 +78,7 @@ from sandbox.reaper import start_reaper
 from sandbox.runtimes import ARTIFACT_DIR, Runtime, RuntimeBuildError, containers, get_runtime
 from sandbox.runtimes import rootfs as runtime_fs
 from sandbox.submission import Submission
-from sandbox.supervisor import SUPERVISOR, parse_report
+from sandbox.supervisor import SUPERVISOR, Report, host_report, parse_report, proven_signal
 from sandbox.uids import UidLease, default_pool
 
 __all__ = [
@@ -524,17 +524,22 @@ class LocalBot(RunningBot):
         cgroup: BotCgroup | None = None,
         log_head_bytes: int = 0,
         status_fd: int | None = None,
+        fsize_places: tuple[str, ...] = (),
         **kwargs: Any,
     ):
         """``log_head_bytes``: keep that much of the start of the output too (a build's
         first errors), for :meth:`log_excerpt`. ``status_fd``: the read end of the pipe the
         bot's supervisor reports its wait status on (:mod:`sandbox.supervisor`); the bot
-        owns it from here (closed when read or at stop)."""
+        owns it from here (closed when read or at stop). ``fsize_places``: where to look
+        for the file-size limit's evidence after a SIGXFSZ in our own child's wait status
+        (the process backend: :func:`sandbox.supervisor.host_report`)."""
         super().__init__(**kwargs)
         self.backend_name = backend_name  # type: ignore[misc]
         self.cgroup = cgroup
         self._status_fd = status_fd
+        self._fsize_places = fsize_places
         self._tree: dict[int, str | None] = {}
+        self._started = time.time()
         try:
             self.process = subprocess.Popen(
                 [*_GATE, *argv] if cgroup else argv,
@@ -597,18 +602,26 @@ class LocalBot(RunningBot):
         refused = cgroup is not None and cgroup.process_refusals() > 0
         # bwrap exits 128 + N for a signal, as for a bot's own exit(128 + N): only the
         # supervisor's report (or a negative code, the wait status of our own child) says
-        # a signal killed the bot.
+        # a signal killed the bot, and SIGXFSZ only with a file at the limit.
+        report = self._reported_signal()
+        if report is None:  # our own child's wait status, judged on the same evidence
+            limit, since = self.limits.fsize_bytes, self._started - 1.0
+            report = host_report(code, self._fsize_places, limit, since)
+        sig, detail = proven_signal(report, self.limits.fsize_bytes)
+        if detail and code < 0:
+            code = 128 - code  # no signal to classify on: the status a sandbox would give
         return classify_exit(
             code,
-            signal_number=self._reported_signal(),
+            signal_number=sig,
             oom_killed=oom,
             memory_limit_hit=full,
             process_limit_hit=refused,
             log_tail=self.logs(),
+            detail=detail,
         )
 
-    def _reported_signal(self) -> int | None:
-        """The signal the supervisor reported (once: the pipe is closed after)."""
+    def _reported_signal(self) -> Report | None:
+        """The signal death the supervisor reported (once: the pipe is closed after)."""
         fd, self._status_fd = self._status_fd, None
         if fd is None:
             return None
@@ -1418,6 +1431,9 @@ class ProcessBackend(Backend):
                 sock_dir=sock_dir,
                 expected_uid=os.geteuid(),
                 runtime=sub.manifest.runtime,
+                # Its working directory, the one place it is given (it can write anywhere
+                # its user can: only what it wrote there since it started is evidence).
+                fsize_places=(str(sub.root),),
             )
         except BaseException:
             with contextlib.suppress(CleanupError):

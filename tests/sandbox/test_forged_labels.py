@@ -1,6 +1,7 @@
 """A bot cannot choose the label of its forfeit: ``memory limit`` and ``disk limit`` rest on
 the kernel's word (a cgroup's OOM kill or limit hits, Docker's ``OOMKilled``, SIGXFSZ in a
-wait status as the supervisor saw it), never on what the bot prints or returns."""
+wait status as the supervisor saw it, with a file of the bot's at its file-size limit), never
+on what the bot prints, returns or sends itself."""
 
 from __future__ import annotations
 
@@ -45,6 +46,36 @@ def test_a_real_file_size_breach_is_a_disk_limit(any_backend: Backend, make_bot:
     death = _death_at_start(any_backend, make_bot, "fsize", fsize_bytes=2 * MiB)
     assert death.cause is DeathCause.FILE_SIZE, death
     assert death.signal == 25  # SIGXFSZ
+    assert "no evidence" not in death.describe()
+
+
+def test_raising_sigxfsz_on_itself_is_a_crash_not_a_disk_limit(
+    any_backend: Backend, make_bot: MakeBot
+) -> None:
+    """Its wait status says SIGXFSZ, as a real breach's does; but no file of its reached the
+    file-size limit: a crash, the signal named in the detail."""
+    death = _death_at_start(any_backend, make_bot, "raisexfsz")
+    assert death.cause is DeathCause.CRASHED, death
+    assert death.exit_code == SIGXFSZ_EXIT and death.signal is None
+    assert "killed by SIGXFSZ" in death.describe()
+    assert "file-size limit of 8388608 bytes" in death.describe()
+    assert "kryt-sandbox-status" not in death.log_tail
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "sparse",  # a file truncated to the limit holds none of its data
+        "lowered",  # the kernel's SIGXFSZ, at a limit the bot lowered itself
+    ],
+)
+def test_a_sigxfsz_without_a_file_filled_to_the_limit_is_a_crash(
+    any_backend: Backend, make_bot: MakeBot, how: str
+) -> None:
+    death = _death_at_start(any_backend, make_bot, how, fsize_bytes=2 * MiB)
+    assert death.cause is DeathCause.CRASHED, death
+    assert death.exit_code == SIGXFSZ_EXIT and death.signal is None
+    assert "killed by SIGXFSZ" in death.describe()
 
 
 def test_the_supervisors_report_is_not_in_the_bots_output(
