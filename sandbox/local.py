@@ -184,6 +184,17 @@ class UnsafeSandboxWarning(UserWarning):
     """An untrusted bot runs without any isolation (process backend with allow_unsafe)."""
 
 
+def _usr_local_mask(python: str) -> list[str]:
+    """bwrap options hiding the host's ``/usr/local`` behind an empty read-only tmpfs: the
+    operator's own programs and files live there (scripts in ``/usr/local/bin``, settings in
+    ``/usr/local/etc``), and a Python bot needs none of it (its packages are the staged
+    runtime's). Not when the bots' interpreter itself lives there."""
+    local = Path("/usr/local")
+    if not local.is_dir() or Path(os.path.realpath(python)).is_relative_to(local):
+        return []
+    return ["--tmpfs", str(local), "--remount-ro", str(local)]
+
+
 def bot_python() -> str:
     """The interpreter bots run with: ``KRYT_SANDBOX_PYTHON``, else the system's
     ``/usr/bin/python3.X`` of our version (readable by the sandbox uid), else ours."""
@@ -897,6 +908,7 @@ class BwrapBackend(Backend):
         if not python.startswith("/usr/"):
             prefix = str(Path(sys.base_prefix).resolve())
             cmd += ["--ro-bind", prefix, prefix]
+        cmd += _usr_local_mask(python)
         cmd += _proc_dev_tmp(limits.shm_bytes, limits.tmpfs_bytes)
         pythonpath = ["/opt/kryt/lib"]
         for dest, (fd, writable) in binds.items():

@@ -206,6 +206,10 @@ def test_snoop_sees_neither_host_nor_other_bot(sandbox_backend: Backend, make_bo
             assert not any("pytest" in cmd or "victim" in cmd for cmd in result["processes"])
             assert len(result["processes"]) <= 4
             assert result["sockets"] == []  # the victim's socket is out of reach
+            if sandbox_backend.name == "bwrap":
+                # The host's /usr/local (the operator's programs and settings) is hidden;
+                # under Docker /usr/local is the image's own.
+                assert result["usr_local"] == []
             assert report(victim)["secret_len"] > 0
         finally:
             stop_and_check_clean(snoop)

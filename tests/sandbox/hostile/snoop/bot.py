@@ -79,5 +79,6 @@ RESULT = {
     "docker_sock_exists": os.path.exists("/var/run/docker.sock"),
     "home_listing": sorted(os.listdir("/root")) if readable("/root/.bashrc") else [],
     "processes": processes(),
+    "usr_local": sorted(os.listdir("/usr/local")) if os.path.isdir("/usr/local") else [],
 }
 serve(lambda: RESULT)
