@@ -48,9 +48,9 @@ deferred (``BEGIN``), taking no write lock."""
 _READ_ONLY = READ_ONLY_OPTION
 
 RETRY_SECONDS_ENV = "KRYT_DATABASE_RETRY_SECONDS"
-"""Environment variable: how long (seconds) a write, or a tournament series' read, that lost
-its database connection (a PostgreSQL restart, connections terminated) is retried before the
-error is raised."""
+"""Environment variable: how long (seconds) a tournament run's database work (its writes, and
+the reads of its series and of its coordinator) that lost its database connection (a
+PostgreSQL restart, connections terminated) is retried before the error is raised."""
 DEFAULT_RETRY_SECONDS = 60.0
 MAX_RETRY_SECONDS = 24 * 3600.0
 RETRY_FIRST_DELAY_S = 0.25

@@ -383,18 +383,34 @@ def prepare_executor(
 # ---------------------------------------------------------------------------- running
 
 
-def _mark(tournament_id: int, status: TournamentStatus, *, db: Database, runner_id: str) -> None:
-    """Set the tournament's status, only while this run holds its lease."""
-    with db.session() as session:
+def _mark(
+    tournament_id: int,
+    status: TournamentStatus,
+    *,
+    db: Database,
+    runner_id: str,
+    cancel: threading.Event | None = None,
+) -> None:
+    """Set the tournament's status, only while this run holds its lease (checked in the same
+    transaction); retried across a lost connection (setting it twice is the same; setting
+    ``cancel`` ends the wait and raises)."""
+
+    def write(session: Session) -> None:
         hold_lease(tournament_id, runner_id, session=session)
         set_tournament_status(tournament_id, status, session=session)
 
+    db.retrying(write, what=f"marking tournament {tournament_id} {status.value}", cancel=cancel)
 
-def _charge_wall_clock(tournament_id: int, *, db: Database, runner_id: str) -> bool:
+
+def _charge_wall_clock(
+    tournament_id: int, *, db: Database, runner_id: str, cancel: threading.Event | None = None
+) -> bool:
     """Store ``time_control.clock = "wall"`` for a tournament about to be played where the
     sandbox measures no CPU time (while this run holds its lease); False when it is finished
-    (nothing will be played)."""
-    with db.session() as session:
+    (nothing will be played). Retried across a lost connection as :func:`_mark` is (storing
+    it twice is the same)."""
+
+    def write(session: Session) -> bool:
         hold_lease(tournament_id, runner_id, session=session)
         tournament = get_tournament(tournament_id, session=session)
         if tournament.status == TournamentStatus.FINISHED.value:
@@ -402,7 +418,11 @@ def _charge_wall_clock(tournament_id: int, *, db: Database, runner_id: str) -> b
         stored = dict(tournament.config)
         stored["time_control"] = dict(stored.get("time_control", {})) | {"clock": "wall"}
         update_tournament_config(tournament_id, stored, name=tournament.name, session=session)
-    return True
+        return True
+
+    return db.retrying(
+        write, what=f"storing clock wall for tournament {tournament_id}", cancel=cancel
+    )
 
 
 def _all_finished(
@@ -447,21 +467,39 @@ def run_tournament(
     is an executor checked by :func:`prepare_executor` (else one is prepared from the stored
     settings and the executor arguments, and closed at the end).
     ``say`` receives one-line notes for the organiser. Setting ``stop`` ends the run cleanly
-    (the games in progress are replayed on resume). Afterwards the tournament is
+    (the games in progress are replayed on resume). The run's own database work (reading
+    the tournament and its series, storing its status) is retried across a lost connection
+    (:meth:`~arena.db.Database.retrying`); setting ``stop`` ends such a wait with the
+    DatabaseUnavailableError. Afterwards the tournament is
     ``finished``, or ``pending`` (resumable; shown as ``stopped``, see
     :attr:`TournamentState.shown`) when series are left.
     """
-    with db.read_session() as session:
+    stop = stop or threading.Event()
+    # What the run reads and stores here, before its series start and as it ends, rides out
+    # a lost connection as the series' own reads and writes do (same window, same notes):
+    # an outage then costs nothing. Each is safe to try again (a read, or a status written
+    # under the lease). A stop (Ctrl-C, the lease lost) ends the wait and the error is
+    # raised, as after an outage longer than the window: the command exits 3 with the
+    # resume command.
+
+    def read(session: Session) -> tuple[str, dict[str, Any]]:
         tournament = get_tournament(tournament_id, session=session)
-        status, stored = tournament.status, dict(tournament.config)
+        return tournament.status, dict(tournament.config)
+
+    status, stored = db.retrying(
+        read, what=f"reading tournament {tournament_id}", read=True, cancel=stop
+    )
     if is_imported(stored):
         raise ImportedTournamentError(tournament_id, ImportedTournamentError.NOTHING_TO_RESUME)
     if is_ladder(stored):
         raise LadderTournamentError(tournament_id, LadderTournamentError.RESUME)
     if status == TournamentStatus.CANCELLED.value:
         raise TournamentError(f"tournament {tournament_id} was cancelled; it cannot be run")
-    config = runnable_config(tournament_id, db)
-    stop = stop or threading.Event()
+    config = db.retrying_call(
+        lambda: runnable_config(tournament_id, db),
+        what=f"reading the settings of tournament {tournament_id}",
+        cancel=stop,
+    )
     problems: list[str] = []
 
     def lost(reason: str) -> None:
@@ -489,20 +527,27 @@ def run_tournament(
         if (
             config.time_control.clock == "cpu"
             and prepared.cpu_clock_problem
-            and _charge_wall_clock(tournament_id, db=db, runner_id=lease.runner_id)
+            and _charge_wall_clock(tournament_id, db=db, runner_id=lease.runner_id, cancel=stop)
         ):
             say(
                 f"warning: clock cpu: {prepared.cpu_clock_problem}; this tournament"
                 " charges moves wall time from now on (clock wall)"
             )
-        tasks = tasks_for(tournament_id, db=db, store=store, runner_id=lease.runner_id)
+        runner_id = lease.runner_id
+        tasks = db.retrying_call(
+            lambda: tasks_for(tournament_id, db=db, store=store, runner_id=runner_id),
+            what=f"reading the series of tournament {tournament_id}",
+            cancel=stop,
+        )
         swept = prepared.sweep(label_prefix(db.url, tournament_id))
         if swept:
             say(f"removed {swept} sandbox(es) left over by a dead run")
         finished, _ = _all_finished(tournament_id, db, stop)
         try:
             if not finished:
-                _mark(tournament_id, TournamentStatus.RUNNING, db=db, runner_id=lease.runner_id)
+                _mark(
+                    tournament_id, TournamentStatus.RUNNING, db=db, runner_id=runner_id, cancel=stop
+                )
             outcomes = prepared.run(tasks, stop=stop, on_game=on_game, on_series=on_series)
         finally:
             # Once the run is stopped (Ctrl-C, the lease lost, a series gave up on the
@@ -514,7 +559,8 @@ def run_tournament(
                         tournament_id,
                         TournamentStatus.FINISHED if finished else TournamentStatus.PENDING,
                         db=db,
-                        runner_id=lease.runner_id,
+                        runner_id=runner_id,
+                        cancel=stop,
                     )
                 except LeaseLostError as exc:
                     problems.append(str(exc))

@@ -34,6 +34,7 @@ from rich.progress import (
 )
 from rich.table import Table
 from rich.text import Text
+from sqlmodel import Session
 
 from arena.db import (
     Database,
@@ -47,6 +48,7 @@ from arena.db import (
     submission_labels,
     unfinished_series,
 )
+from arena.db.engine import lost_connection
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
 from arena.tournament.lease import RunLease, TournamentBusyError
 from arena.tournament.runner import SeriesOutcome, TournamentError
@@ -155,21 +157,39 @@ class LiveLines:
     """What a run prints as results come in: one line per game (``verbose``: bots, game
     number, result, ending, moves, a forfeit's first line), else one line per finished
     series with its score. Bot text is printed as plain text with control characters made
-    visible (never as Rich markup). Thread-safe: games end on the executor's threads."""
+    visible (never as Rich markup). Thread-safe: games end on the executor's threads.
 
-    def __init__(self, tournament_id: int, db: Database, *, verbose: bool, console: Console):
+    Its reads (the bots' names, a series' score) ride out a lost database connection as the
+    run's own do (:meth:`~arena.db.Database.retrying`); setting ``cancel`` (the run's stop)
+    ends such a wait with the DatabaseUnavailableError."""
+
+    def __init__(
+        self,
+        tournament_id: int,
+        db: Database,
+        *,
+        verbose: bool,
+        console: Console,
+        cancel: threading.Event | None = None,
+    ):
         self.tournament_id = tournament_id
         self.db = db
         self.verbose = verbose
         self.console = console
+        self.cancel = cancel
         self._lock = threading.Lock()
-        with db.read_session() as session:
+
+        def read(session: Session) -> dict[int, tuple[str, ...]]:
             labels = submission_labels(session=session)
-            self.seats = {
+            return {
                 s.id: tuple(_label(sid, labels) for sid in s.seat_ids)
                 for s in series_of_tournament(tournament_id, session=session)
                 if s.id is not None
             }
+
+        self.seats = db.retrying(
+            read, what=f"reading the bots of tournament {tournament_id}", read=True, cancel=cancel
+        )
 
     def _names(self, series_id: int) -> tuple[str, ...]:
         return self.seats.get(series_id, ("seat 0", "seat 1"))
@@ -199,7 +219,11 @@ class LiveLines:
         if self.verbose and outcome.status == "finished":
             return  # every game was printed already
         names = self._names(outcome.series_id)
-        score = self._score(outcome.series_id)
+        score = self.db.retrying_call(
+            lambda: self._score(outcome.series_id),
+            what=f"reading the score of series {outcome.series_id}",
+            cancel=self.cancel,
+        )
         line = f"series {outcome.series_id} {outcome.status}: {score or ' vs '.join(names)}"
         with self._lock:
             self.console.print(Text(printable(line)), soft_wrap=True)
@@ -403,9 +427,12 @@ def run_tournament(
     Ctrl-C or SIGTERM stops cleanly: every bot is stopped, the games in progress are not
     recorded, and the command exits 130 with the resume command.
     """
-    config = tournament_config(tournament_id, db)
-    lines = LiveLines(tournament_id, db, verbose=verbose, console=console)
-    done, planned = progress(tournament_id, db)
+    # The run's stop: a lost lease sets it (Ctrl-C interrupts this thread), and it ends the
+    # wait of a read below that rides out a lost connection. Until service_run reports the
+    # resumed run's lease itself, its loss sets the stop directly.
+    stop = threading.Event()
+    if lease is not None:
+        lease.on_lost = lambda _reason: stop.set()
     started = time.monotonic()
     last_refit = started
     bar_columns = Progress(
@@ -423,6 +450,18 @@ def run_tournament(
     signals: list[int] = []
     try:
         with _sigterm_stops_like_ctrl_c(signals), bar_columns:
+            # In the try: an outage longer than the retries is reported as one mid-run is.
+            config = db.retrying_call(
+                lambda: tournament_config(tournament_id, db),
+                what=f"reading the settings of tournament {tournament_id}",
+                cancel=stop,
+            )
+            lines = LiveLines(tournament_id, db, verbose=verbose, console=console, cancel=stop)
+            done, planned = db.retrying_call(
+                lambda: progress(tournament_id, db),
+                what=f"reading the progress of tournament {tournament_id}",
+                cancel=stop,
+            )
             bar = bar_columns.add_task(escape(config.name), total=planned, completed=done, rate=0.0)
             played = 0
 
@@ -440,7 +479,13 @@ def run_tournament(
                     lines.series(outcome)
                 if time.monotonic() - last_refit >= REFIT_SECONDS:
                     last_refit = time.monotonic()
-                    refit_and_store(db, tournament_id=tournament_id)
+                    try:
+                        refit_and_store(db, tournament_id=tournament_id)
+                    except DatabaseUnavailableError as exc:
+                        # Ratings only, fitted again as the run ends: not worth waiting for
+                        # the database, nor retried (a retried snapshot may be stored twice).
+                        if not lost_connection(exc):
+                            raise
 
             result = service_run(
                 tournament_id,
@@ -448,6 +493,7 @@ def run_tournament(
                 prepared=prepared,
                 store=store,
                 lease=lease,
+                stop=stop,
                 on_game=on_game,
                 on_series=on_series,
                 say=lambda line: console.print(Text(line)),
