@@ -58,6 +58,7 @@ from arena.tournament.seats import SandboxSlot
 from arena.tournament.seeds import commitment, draw_seed
 from arena.tournament.store import DEFAULT_STORE, bundled_hashes, materialize, register
 from arena.tournament.tracebacks import with_traceback
+from referee.protocol.messages import TimeControl
 from referee.record import GameRecord
 from referee.series import (
     SeriesAborted,
@@ -508,15 +509,25 @@ class _PairStart:
     """Counted games already stored, in the referee's form (for resumption)."""
 
 
-def _read_pair_start(task: SeriesTask, config: TournamentConfig, session: Session) -> _PairStart:
-    series = get_series(task.series_id, session=session)
-    seats = (series.submission_a_id, series.submission_b_id)
+def seat_names_and_controls(
+    seats: Iterable[int], config: TournamentConfig, session: Session
+) -> tuple[list[str], list[TimeControl]]:
+    """Each seat's bot as ``name@version`` and its time control (its own, or the
+    tournament's), read with ``session``: what a series of pairs or tables names and plays
+    its seats by."""
     names = []
     controls = []
     for sid in seats:
         row = get_submission(sid, session=session)
         names.append(f"{row.manifest.get('name', sid)}@{row.version}")
         controls.append(config.control_of(str(row.manifest.get("name", sid)), row.version))
+    return names, controls
+
+
+def _read_pair_start(task: SeriesTask, config: TournamentConfig, session: Session) -> _PairStart:
+    series = get_series(task.series_id, session=session)
+    seats = (series.submission_a_id, series.submission_b_id)
+    names, controls = seat_names_and_controls(seats, config, session)
     return _PairStart(
         finished=series.status == SeriesStatus.FINISHED.value,
         seats=seats,

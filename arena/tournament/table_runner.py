@@ -25,7 +25,6 @@ from arena.db import (
     SeriesStatus,
     games_of_series,
     get_series,
-    get_submission,
     hold_lease,
     series_of_tournament,
     set_series_status,
@@ -40,6 +39,7 @@ from arena.tournament.runner import (
     SeriesTask,
     commit_game,
     materialize_retrying,
+    seat_names_and_controls,
     stopped_reading,
 )
 from arena.tournament.seatings import seating_key, table_seatings
@@ -125,12 +125,7 @@ def play_table_series_task(
         series = get_series(series_id, session=session)
         already_finished = series.status == SeriesStatus.FINISHED.value
         seats = series.seat_ids
-        names = []
-        controls = []
-        for sid in seats:
-            row = get_submission(sid, session=session)
-            names.append(f"{row.manifest.get('name', sid)}@{row.version}")
-            controls.append(config.control_of(str(row.manifest.get("name", sid)), row.version))
+        names, controls = seat_names_and_controls(seats, config, session)
         series_config = SeriesConfig(
             games=series.games_planned,
             seed=series.seed,

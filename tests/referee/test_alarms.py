@@ -7,25 +7,12 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from referee.alarms import keeps_our_clock, ring_at
 from referee.client import Deadline
-
-
-class CountingLoop(asyncio.SelectorEventLoop):
-    """An event loop that counts the timers scheduled on it."""
-
-    timers = 0
-
-    def call_at(  # type: ignore[override]  # counts, then calls the same method
-        self, when: float, callback: Callable[..., object], *args: Any, context: Any = None
-    ) -> asyncio.TimerHandle:
-        self.timers += 1
-        return super().call_at(when, callback, *args, context=context)
+from tests.referee.test_decision_deadline import CountingLoop
 
 
 class OwnClockLoop(CountingLoop):
@@ -107,22 +94,24 @@ async def _ring_once(after: float) -> bool:
     return await asyncio.wait_for(rung, 30)
 
 
-def test_a_pending_deadline_keeps_no_timer_in_the_loop() -> None:
-    async def scenario() -> str:
-        loop = asyncio.get_running_loop()
-        deadline = Deadline(loop)
-        deadline.start(loop.time() + 0.05)
-        try:
-            await asyncio.sleep(5.0)
-            return "done"
-        except asyncio.CancelledError:
-            return "timeout" if deadline.passed() else "cancelled"
-        finally:
-            deadline.stop()
+async def _a_deadline_ends_a_sleep() -> str:
+    """A 5 s sleep under a deadline 0.05 s away: "timeout" (or what ended it otherwise)."""
+    loop = asyncio.get_running_loop()
+    deadline = Deadline(loop)
+    deadline.start(loop.time() + 0.05)
+    try:
+        await asyncio.sleep(5.0)
+        return "done"
+    except asyncio.CancelledError:
+        return "timeout" if deadline.passed() else "cancelled"
+    finally:
+        deadline.stop()
 
+
+def test_a_pending_deadline_keeps_no_timer_in_the_loop() -> None:
     loop = CountingLoop()
     try:
-        outcome = loop.run_until_complete(scenario())
+        outcome = loop.run_until_complete(_a_deadline_ends_a_sleep())
     finally:
         loop.close()
     assert outcome == "timeout"
@@ -130,22 +119,10 @@ def test_a_pending_deadline_keeps_no_timer_in_the_loop() -> None:
 
 
 def test_a_loop_with_a_clock_of_its_own_keeps_its_deadline_timers() -> None:
-    async def scenario() -> str:
-        loop = asyncio.get_running_loop()
-        deadline = Deadline(loop)
-        deadline.start(loop.time() + 0.05)
-        try:
-            await asyncio.sleep(5.0)
-            return "done"
-        except asyncio.CancelledError:
-            return "timeout" if deadline.passed() else "cancelled"
-        finally:
-            deadline.stop()
-
     loop = OwnClockLoop()
     assert not keeps_our_clock(loop) and keeps_our_clock(CountingLoop())
     try:
-        outcome = loop.run_until_complete(scenario())
+        outcome = loop.run_until_complete(_a_deadline_ends_a_sleep())
     finally:
         loop.close()
     assert outcome == "timeout"
