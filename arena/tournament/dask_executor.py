@@ -10,6 +10,12 @@ Worker loss: the scheduler re-runs a task whose worker died on another worker, a
 :func:`play_series_task` resumes from the database, so a game committed before the loss is
 not played again (the database's unique keys are the truth) and one in progress is replayed.
 
+A lost database connection (a PostgreSQL restart): the coordinator's own reads (opening the
+database, the games already recorded as the run starts, a series' games as it ends) are
+retried as the run's other database work is (``KRYT_DATABASE_RETRY_SECONDS``, one note when it
+is lost and one when it is back; the run's stop ends the wait); a progress poll is skipped
+meanwhile instead (see :meth:`GameProgress.poll`).
+
 Ctrl-C reaches every process of the terminal's process group, the processes of a local
 cluster too (and systemd sends SIGTERM to every process of a service): the workers of a local
 cluster ignore both (:func:`dask_setup`), so only the coordinator handles them. It stops the
@@ -34,15 +40,18 @@ from urllib.parse import urlsplit
 
 import distributed
 from dask import config as _dask_config
+from sqlalchemy.exc import DBAPIError
 
 from arena.db import (
     Database,
+    DatabaseUnavailableError,
     counted_games,
     counted_numbers,
     open_database,
     running_counted_numbers,
     stored_record,
 )
+from arena.db.engine import OutageNotes, lost_connection, retry_lost_connection, retry_seconds
 from arena.db.url import backend_of, mask_url
 from arena.tournament.executors import SeriesCallback
 from arena.tournament.runner import (
@@ -281,19 +290,41 @@ def describe_sandbox(preference: str, allow_unsafe: bool) -> str:
 # ---------------------------------------------------------------------------- progress
 
 
+_ONE_TRY = threading.Event()
+_ONE_TRY.set()
+"""A ``cancel`` that is already set: :meth:`Database.retrying_call` then tries once, tells
+a lost connection as every retried read does (the database's one note per outage), and
+raises it without waiting."""
+
+
 class GameProgress:
     """Counted games of a run's series as seen in the database (workers commit them there).
 
     ``poll`` reports games of series that are running; ``close`` reports the rest of a
     series whose outcome arrived and forgets it. Each game is reported once; games that were
     already counted when the run began are not reported (as with the local executor).
+
+    The reads of the constructor and of ``close`` ride out a lost database connection
+    (:meth:`~arena.db.Database.retrying_call`; setting ``cancel``, the run's stop, ends the
+    wait with the DatabaseUnavailableError); ``poll`` is skipped while it is lost.
     """
 
-    def __init__(self, db: Database, tasks: Sequence[SeriesTask]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        tasks: Sequence[SeriesTask],
+        *,
+        cancel: threading.Event | None = None,
+    ) -> None:
         self.db = db
+        self.cancel = cancel
         self.tournaments = sorted({t.tournament_id for t in tasks})
         self.open = {t.series_id for t in tasks}
-        self.initial = self._numbers(self.open)
+        self.initial = db.retrying_call(
+            lambda: self._numbers(self.open),
+            what="reading the games already recorded in the run's series",
+            cancel=cancel,
+        )
         self.seen: dict[int, set[int]] = {sid: set(n) for sid, n in self.initial.items()}
 
     def _numbers(self, series_ids: Iterable[int]) -> dict[int, set[int]]:
@@ -319,15 +350,37 @@ class GameProgress:
                         on_game(series_id, game.number, stored_record(game, players))
 
     def poll(self, on_game: GameCallback | None) -> None:
-        """Report the games committed since the last poll in series that are running."""
-        self._report(self._running_numbers(), on_game)
+        """Report the games committed since the last poll in series that are running.
+
+        Skipped, not retried, while the database connection is lost (the database's note
+        tells the outage once): waiting would hold up the run's loop (the outcomes that
+        arrive, a stop, a lost scheduler), and nothing is lost, as the next poll or
+        :meth:`close` reports the games this one did not (each game once)."""
+        try:
+            self.db.retrying_call(
+                lambda: self._report(self._running_numbers(), on_game),
+                what="polling the run's progress (skipped until it is back)",
+                cancel=_ONE_TRY,
+            )
+        except (DatabaseUnavailableError, DBAPIError) as exc:
+            if not lost_connection(exc):
+                raise
 
     def close(self, series_id: int, on_game: GameCallback | None) -> int:
-        """Report the series' games not reported yet, forget it; return games played now."""
+        """Report the series' games not reported yet, forget it; return games played now.
+        Retried across a lost connection (reading and reporting again reports each game
+        once)."""
         if series_id not in self.open:
             return 0
-        numbers = self._numbers([series_id])
-        self._report(numbers, on_game)
+
+        def read_and_report() -> dict[int, set[int]]:
+            numbers = self._numbers([series_id])
+            self._report(numbers, on_game)
+            return numbers
+
+        numbers = self.db.retrying_call(
+            read_and_report, what=f"reading the games of series {series_id}", cancel=self.cancel
+        )
         self.open.discard(series_id)
         self.seen.pop(series_id, None)
         return len(numbers.get(series_id, set()) - self.initial.pop(series_id, set()))
@@ -503,7 +556,9 @@ class DaskExecutor:
 
         When ``stop`` is set, running series stop after their current game (which is not
         recorded) and report ``interrupted``; what has not reported within the grace period
-        is cancelled. Ctrl-C does the same without waiting and re-raises.
+        is cancelled. Ctrl-C does the same without waiting and re-raises. The coordinator's
+        database reads ride out a lost connection (:class:`GameProgress`; opening the
+        database too); setting ``stop`` ends such a wait with the DatabaseUnavailableError.
         """
         if not tasks:
             return []
@@ -519,7 +574,15 @@ class DaskExecutor:
                 f"workers of the scheduler at {self.scheduler} cannot reach the SQLite file "
                 f"{mask_url(url)}; use a PostgreSQL database for a cluster of machines"
             )
-        db = open_database(url, create=False)
+        # Retried across a lost connection as a worker's opening is (one note each way, in
+        # the notes of the database's URL); the stop ends the wait.
+        db = retry_lost_connection(
+            lambda: open_database(url, create=False),
+            what="opening it",
+            window=retry_seconds(),
+            notes=OutageNotes(mask_url(url)),
+            cancel=stop,
+        )
         try:
             return self._run(tasks, db=db, stop=stop, on_game=on_game, on_series=on_series)
         finally:
@@ -552,7 +615,7 @@ class DaskExecutor:
         on_game: GameCallback | None,
         on_series: SeriesCallback | None,
     ) -> list[SeriesOutcome]:
-        progress = GameProgress(db, tasks)
+        progress = GameProgress(db, tasks, cancel=stop)
         stop_name = f"kryt-stop-{uuid.uuid4().hex[:12]}"
         remote_stop = dask.Event(stop_name, client=self.client)
         futures, submitted = self._submit(tasks, stop_name)
