@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
 from arena.db import Database, open_database
 from tests.db.helpers import World, build_world
@@ -107,3 +108,16 @@ def db(database_url: str) -> Iterator[Database]:
 def world(db: Database) -> World:
     """Two bots with one submission each, a tournament and one series between them."""
     return build_world(db)
+
+
+@pytest.fixture
+def admin() -> Iterator[Engine]:
+    """An autocommit engine on the test PostgreSQL server's administrative database
+    (tests/db/postgres_admin.py acts through it)."""
+    url = postgres_admin_url()
+    assert url is not None  # the postgres_url fixture required it
+    engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        yield engine
+    finally:
+        engine.dispose()

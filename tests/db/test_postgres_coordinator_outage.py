@@ -21,15 +21,14 @@ from sqlalchemy.engine import Engine, make_url
 import kryt.commands.tournament as tournament_command
 from arena.tournament import runner, service
 from kryt.cli import main
+from tests.db.postgres_admin import allow_connections as _allow
+from tests.db.postgres_admin import terminate_connections as _terminate
 from tests.db.test_postgres_reconnect_reads import (
     DEADLINE_S,
     EXAMPLES,
     LostNotes,
-    _allow,
     _assert_every_game_once,
     _reopen_when,
-    _terminate,
-    admin,  # noqa: F401 (a fixture)
     lost_notes,  # noqa: F401 (a fixture)
 )
 
@@ -46,7 +45,7 @@ MOMENTS = {
 def test_the_run_waits_for_the_database_it_reads(
     moment: str,
     postgres_url: str,
-    admin: Engine,  # noqa: F811
+    admin: Engine,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     lost_notes: LostNotes,  # noqa: F811

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,8 +21,9 @@ from sqlalchemy.pool import NullPool
 from arena.db import LeaseLostError, get_lease, hold_lease, open_database
 from arena.db.engine import RETRY_SECONDS_ENV
 from arena.tournament.lease import RunLease
-from tests.db.conftest import postgres_admin_url
 from tests.db.helpers import build_world
+from tests.db.postgres_admin import allow_connections as _allow
+from tests.db.postgres_admin import terminate_connections as _terminate
 
 pytestmark = pytest.mark.postgres
 
@@ -34,34 +34,6 @@ GAMES = 600
 the outages below happen while the run is playing."""
 DEADLINE_S = 600.0
 """Generous on a busy machine: the whole run normally takes under a minute."""
-
-
-@pytest.fixture
-def admin() -> Iterator[Engine]:
-    url = postgres_admin_url()
-    assert url is not None  # the postgres_url fixture required it
-    engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-
-
-def _terminate(admin: Engine, name: str) -> None:
-    """End every connection to database ``name`` (as a restart of the server does)."""
-    with admin.connect() as conn:
-        conn.execute(
-            text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE datname = :name AND pid <> pg_backend_pid()"
-            ),
-            {"name": name},
-        )
-
-
-def _allow(admin: Engine, name: str, allowed: bool) -> None:
-    with admin.connect() as conn:
-        conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(allowed).lower()}'))
 
 
 def _games(url: str) -> list[tuple[int, int, int, bool]] | None:

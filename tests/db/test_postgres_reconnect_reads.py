@@ -33,7 +33,8 @@ from arena.tournament.config import SandboxSettings, TournamentConfig
 from arena.tournament.process_executor import ProcessExecutor
 from arena.tournament.runner import SeriesOutcome, SeriesTask, create, play_series_task, tasks_for
 from kryt.cli import main
-from tests.db.conftest import postgres_admin_url
+from tests.db.postgres_admin import allow_connections as _allow
+from tests.db.postgres_admin import terminate_connections as _terminate
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(900)]
 
@@ -43,34 +44,6 @@ DEADLINE_S = 300.0
 """Generous on a busy machine: each test normally takes well under a minute."""
 MARKERS_ENV = "KRYT_TEST_OUTAGE_MARKERS"
 """Where a referee process of the -j 2 test leaves a file once it said it lost the database."""
-
-
-@pytest.fixture
-def admin() -> Iterator[Engine]:
-    url = postgres_admin_url()
-    assert url is not None  # the postgres_url fixture required it
-    engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-
-
-def _allow(admin: Engine, name: str, allowed: bool) -> None:
-    with admin.connect() as conn:
-        conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(allowed).lower()}'))
-
-
-def _terminate(admin: Engine, name: str) -> None:
-    """End every connection to database ``name`` (as a restart of the server does)."""
-    with admin.connect() as conn:
-        conn.execute(
-            text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE datname = :name AND pid <> pg_backend_pid()"
-            ),
-            {"name": name},
-        )
 
 
 def _games(url: str) -> list[tuple[int, int, bool]] | None:
