@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
 import time
 
@@ -74,11 +75,13 @@ def test_an_alarm_of_a_closed_loop_is_dropped_and_others_still_ring() -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+@pytest.mark.timeout(300)
 def test_a_forked_child_has_a_working_alarm_thread() -> None:
     # The parent's thread is running (an alarm was set above in this process or here).
     asyncio.run(_ring_once(0.01))
     pid = os.fork()
     if pid == 0:  # the child: exit 0 only if an alarm rings within 30 s
+        signal.alarm(120)  # a child stuck on a lock inherited from another thread dies
         try:
             os._exit(0 if asyncio.run(_ring_once(0.05)) else 1)
         except BaseException:
