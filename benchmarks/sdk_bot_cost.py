@@ -11,6 +11,10 @@ read from ``/proc`` before and after; the rounds of the bots alternate, and the 
 each is kept (noise only adds). Issue 15's target: an SDK bot's CPU per decision within
 1.25x of the minimal bot's (``benchmarks/minimal_bot.py``, raw protobuf, on gRPC's threaded
 server; it is also printed on the asyncio server, as the SDK serves).
+
+It then times the same answers in this process, without gRPC: warm (request after request)
+and with the CPU caches flushed before each request (an 8 MiB buffer touched), which is
+closer to what a bot's Python work costs between the transport's own work.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from referee.protocol.messages import (  # noqa: E402
     TimeControl,
 )
 from referee.protocol.wire import PLAY_PATH, encode_referee_message  # noqa: E402
+from referee.protocol.wire import decode_referee_message, encode_bot_message  # noqa: E402
 from referee.rules import Game  # noqa: E402
 
 TARGET = 1.25
@@ -111,6 +116,42 @@ async def drive(address: str, requests: list[bytes], pid: int) -> float:
     return spent / len(requests)
 
 
+def in_process(requests: list[bytes], rounds: int = 3) -> dict[tuple[str, bool], float]:
+    """Seconds per request of the raw bot's answer and of the SDK random bot's (decode, act,
+    encode), warm and with cold caches: best of ``rounds``."""
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from minimal_bot import answer
+
+    from sdk.driver import BotDriver
+    from sdk.examples.random.bot import RandomBot
+
+    driver = BotDriver(RandomBot(seed=1), name="random", version="0")
+
+    def sdk_answer(data: bytes) -> object:
+        message = decode_referee_message(data, lazy=True)
+        reply = driver.handle(message, time.monotonic())
+        return None if reply is None else encode_bot_message(reply)
+
+    flush_buffer = np.zeros(8 << 20, dtype=np.uint8)
+    results: dict[tuple[str, bool], float] = {}
+    for name, answer_one in (("minimal", answer), ("random", sdk_answer)):
+        for cold in (False, True):
+            best = float("inf")
+            for _ in range(rounds):
+                spent = 0.0
+                for data in requests:
+                    if cold:
+                        flush_buffer[::64] += 1
+                    start = time.perf_counter()
+                    answer_one(data)
+                    spent += time.perf_counter() - start
+                best = min(best, spent / len(requests))
+            results[name, cold] = best
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=4000)
@@ -157,6 +198,14 @@ def main() -> int:
         label = f"sdk {name}"
         print(
             f"{label:<24}{best[name] * 1e6:>8.0f} µs  {ratio:.2f}x (target <= {TARGET}: {verdict})"
+        )
+    times = in_process(requests[:1000])
+    print("in this process, per request (no gRPC; best of 3 rounds of 1000):")
+    for cold in (False, True):
+        raw_us, sdk_us = times["minimal", cold] * 1e6, times["random", cold] * 1e6
+        print(
+            f"  {'cold caches' if cold else 'warm':<12} minimal {raw_us:6.1f} µs,"
+            f" sdk random {sdk_us:6.1f} µs: +{sdk_us - raw_us:.1f} µs"
         )
     return 0
 

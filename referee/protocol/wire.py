@@ -270,24 +270,28 @@ def view_from_pb(msg: pb.View) -> View:
 
 
 class _LazyView(View):
-    """A :class:`~referee.rules.View` whose card and action lists are decoded from the
-    protobuf view when first read (see :func:`lazy_view_from_pb`).
+    """A :class:`~referee.rules.View` decoded from its protobuf view as it is read (see
+    :func:`lazy_view_from_pb`).
 
-    The lists are the view's slots left unset: reading one raises ``AttributeError``, which
-    Python turns into a call of :meth:`__getattr__`, which decodes and fills the slot, so
-    every later read is a plain slot read."""
+    The fields not yet decoded are the view's slots left unset: reading one raises
+    ``AttributeError``, which Python turns into a call of :meth:`__getattr__`, which decodes
+    and fills the slot (a list alone; the small fields all at once), so every later read is
+    a plain slot read."""
 
     __slots__ = ("_source",)
     _source: pb.View
 
     def __getattr__(self, name: str) -> Any:
         what = _LAZY_FIELDS.get(name)
-        if what is None:
-            raise AttributeError(name)
-        texts = getattr(self._source, name)
-        value = _actions(texts, what) if name == "history" else _cards(texts, what)
-        object.__setattr__(self, name, value)
-        return value
+        if what is not None:
+            texts = getattr(self._source, name)
+            value = _actions(texts, what) if name == "history" else _cards(texts, what)
+            object.__setattr__(self, name, value)
+            return value
+        if name in _SCALAR_FIELDS:
+            _decode_scalars(self, self._source)
+            return object.__getattribute__(self, name)
+        raise AttributeError(name)
 
     def __eq__(self, other: object) -> bool:
         # The dataclass's __eq__ wants the same class; a lazy view equals the eager one.
@@ -314,34 +318,52 @@ _LAZY_FIELDS: Final = {
     "history": "view.history",
 }
 _VIEW_FIELDS: Final = tuple(View.__dataclass_fields__)
+_SCALAR_FIELDS: Final = frozenset(_VIEW_FIELDS) - set(_LAZY_FIELDS) - {"legal_actions"}
+
+
+def _decode_scalars(view: _LazyView, msg: pb.View) -> None:
+    """Fill every field of ``view`` that is not a list (raises :class:`MalformedMessageError`
+    naming the first one that is wrong)."""
+    put = object.__setattr__
+    values: tuple[tuple[str, object], ...]
+    try:
+        values = (
+            ("seat", _SEATS[msg.seat]),
+            ("dealer", _SEATS[msg.dealer]),
+            ("trump", _TRUMPS[msg.trump]),
+            ("face_up", _CARD_OR_NONE[msg.face_up]),
+            ("to_move", _SEATS[msg.to_move] if msg.HasField("to_move") else None),
+            ("outcome", _SEATS[msg.winner] if msg.HasField("winner") else None),
+            ("reason", _RULES_REASON_FROM_PB_OR_NONE[msg.reason]),
+            ("final_cover", _CARD_OR_NONE[msg.final_cover]),
+        )
+    except KeyError:
+        checked = _view_from_pb_checked(msg)
+        values = tuple((name, getattr(checked, name)) for name in _SCALAR_FIELDS)
+    for name, value in values:
+        put(view, name, value)
+    put(view, "stock_count", msg.stock_count)
+    put(view, "opponent_count", msg.opponent_count)
+    put(view, "turn_limit", msg.turn_limit)
+    put(view, "over", msg.over)
 
 
 def lazy_view_from_pb(msg: pb.View) -> View:
-    """Like :func:`view_from_pb`, but the hand, pile, known cards and history are decoded
-    only if the bot reads them: a bot that looks at ``legal_actions`` alone pays for that.
+    """Like :func:`view_from_pb`, but only the legal actions are decoded at once: the other
+    fields are decoded when the bot first reads them (the lists one by one, the rest
+    together), so a bot that looks at ``legal_actions`` alone pays for that.
 
-    Used by the SDK on the bot's side (a malformed list is then reported when first read);
-    the result is a ``View`` in every respect (equality, hashing, copying, pickling)."""
+    Used by the SDK on the bot's side (a malformed field other than the legal actions is
+    then reported when first read); the result is a ``View`` in every respect (equality,
+    hashing, copying, pickling)."""
     try:
-        view = object.__new__(_LazyView)
-        put = object.__setattr__
-        put(view, "_source", msg)
-        put(view, "seat", _SEATS[msg.seat])
-        put(view, "dealer", _SEATS[msg.dealer])
-        put(view, "trump", _TRUMPS[msg.trump])
-        put(view, "face_up", _CARD_OR_NONE[msg.face_up])
-        put(view, "stock_count", msg.stock_count)
-        put(view, "opponent_count", msg.opponent_count)
-        put(view, "to_move", _SEATS[msg.to_move] if msg.HasField("to_move") else None)
-        put(view, "legal_actions", tuple(map(_ACTIONS.__getitem__, msg.legal_actions)))
-        put(view, "turn_limit", msg.turn_limit)
-        put(view, "over", msg.over)
-        put(view, "outcome", _SEATS[msg.winner] if msg.HasField("winner") else None)
-        put(view, "reason", _RULES_REASON_FROM_PB_OR_NONE[msg.reason])
-        put(view, "final_cover", _CARD_OR_NONE[msg.final_cover])
-        return view
+        legal_actions = tuple(map(_ACTIONS.__getitem__, msg.legal_actions))
     except KeyError:
         return _view_from_pb_checked(msg)
+    view = object.__new__(_LazyView)
+    object.__setattr__(view, "_source", msg)
+    object.__setattr__(view, "legal_actions", legal_actions)
+    return view
 
 
 def _view_from_pb_checked(msg: pb.View) -> View:
@@ -646,11 +668,12 @@ def referee_message_from_pb(msg: pb.RefereeMessage, *, lazy: bool = False) -> Re
             view = lazy_view_from_pb(d.view) if lazy else view_from_pb(d.view)
         else:
             raise MalformedMessageError("decision_request carries no view")
+        clock = d.clock
         return DecisionRequest(
             request_id=d.request_id,
             game_number=d.game_number,
             view=view,
-            clock=Clock(move_ms=d.clock.move_ms, bank_ms=d.clock.bank_ms),
+            clock=Clock(move_ms=clock.move_ms, bank_ms=clock.bank_ms),
         )
     if which == "game_end":
         e = msg.game_end

@@ -211,8 +211,10 @@ def test_a_lazy_view_is_the_eager_view_in_every_respect(view: View) -> None:
 
     assert lazy() == view and view == lazy() and hash(lazy()) == hash(view)
     assert repr(lazy()) == repr(view)
-    for name in ("history", "hand", "pile", "own_known", "opponent_known", "legal_actions"):
-        assert getattr(lazy(), name) == getattr(view, name)
+    for name in View.__dataclass_fields__:  # each field read first, then all the others
+        first = lazy()
+        assert getattr(first, name) == getattr(view, name)
+        assert first == view and repr(first) == repr(view)
     assert pickle.loads(pickle.dumps(lazy())) == view
     assert type(copy.deepcopy(lazy())) is View
     assert dataclasses.replace(lazy(), stock_count=99) == dataclasses.replace(view, stock_count=99)
@@ -224,7 +226,6 @@ def test_a_lazy_view_is_the_eager_view_in_every_respect(view: View) -> None:
     [
         ({"hand": ["ZZ"]}, "view.hand: not a card: 'ZZ'"),
         ({"history": ["dance"]}, "view.history: malformed action 'dance'"),
-        ({"seat": 2}, "view.seat: a seat is 0 or 1, got 2"),
     ],
 )
 def test_a_lazy_view_reports_a_malformed_field_when_read(
@@ -235,3 +236,36 @@ def test_a_lazy_view_reports_a_malformed_field_when_read(
         message = wire.decode_referee_message(data, lazy=True)
         assert isinstance(message, DecisionRequest)
         message.view.hand, message.view.history  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    ("fields", "read", "error"),
+    [
+        ({"seat": 2}, "seat", "view.seat: a seat is 0 or 1, got 2"),
+        ({"trump": "X"}, "dealer", "view.trump"),  # the small fields are decoded together
+        ({"face_up": "1"}, "outcome", "view.face_up"),
+        ({"reason": pb.END_REASON_TIMEOUT}, "stock_count", "not an ending under the rules"),
+        ({"pile": ["ZZ"]}, "pile", "view.pile: not a card: 'ZZ'"),
+    ],
+)
+def test_a_lazy_view_decodes_only_the_legal_actions_until_more_is_read(
+    fields: dict[str, object], read: str, error: str
+) -> None:
+    """A bot that reads only the legal actions (the SDK's random bot) pays for nothing else:
+    a malformed field it never reads is never decoded; reading it names the field."""
+    eager = Game.new(seed=4).view(0)
+    message = wire.decode_referee_message(_request_with(**fields), lazy=True)
+    assert isinstance(message, DecisionRequest)
+    assert message.view.legal_actions == eager.legal_actions
+    assert message.view.hand == eager.hand
+    with pytest.raises(wire.MalformedMessageError, match=re.escape(error)):
+        getattr(message.view, read)
+    with pytest.raises(wire.MalformedMessageError, match=re.escape(error)):
+        getattr(message.view, read)  # still refused on a second read, never half-filled
+
+
+def test_a_lazy_view_with_malformed_legal_actions_is_refused_at_once() -> None:
+    with pytest.raises(
+        wire.MalformedMessageError, match=re.escape("view.legal_actions: malformed action 'dance'")
+    ):
+        wire.decode_referee_message(_request_with(legal_actions=["dance"]), lazy=True)
