@@ -7,6 +7,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -93,7 +94,7 @@ class Database:
         self.retry_seconds = retry_seconds() if retry is None else retry
         """How long :meth:`retrying` retries work that lost its connection (seconds;
         ``KRYT_DATABASE_RETRY_SECONDS``, default :data:`DEFAULT_RETRY_SECONDS`)."""
-        self._notes = OutageNotes(self.display_url)
+        self._notes = outage_notes(self.display_url)
 
     @property
     def display_url(self) -> str:
@@ -307,7 +308,8 @@ def lost_connection(exc: BaseException) -> bool:
 class OutageNotes:
     """The two notes of a database's outages: a warning when a caller first finds it lost,
     another when a caller gets through again; one pair per outage, however many callers
-    (threads) wait for it meanwhile."""
+    (threads) wait for it meanwhile. :func:`outage_notes` gives every caller in a process
+    that talks to the same database the same notes."""
 
     def __init__(self, display_url: str) -> None:
         self.display_url = display_url
@@ -315,19 +317,23 @@ class OutageNotes:
         self._since: float | None = None
 
     def lost(self, exc: BaseException, what: str, window: float) -> None:
-        """Say (once per outage) that the database cannot be reached."""
+        """Say (once per outage) that the database cannot be reached (``window``: how long
+        the caller retries; 0 when it does not)."""
         with self._lock:
             if self._since is not None:
                 return
             self._since = time.monotonic()
         reason = " ".join(str(getattr(_driver_error(exc), "orig", exc)).split())
-        log.warning(
-            "database %s lost while %s (%s): retrying for up to %g s",
-            self.display_url,
-            what,
-            reason,
-            round(window, 1),
-        )
+        if window > 0:
+            log.warning(
+                "database %s lost while %s (%s): retrying for up to %g s",
+                self.display_url,
+                what,
+                reason,
+                round(window, 1),
+            )
+        else:
+            log.warning("database %s lost while %s (%s)", self.display_url, what, reason)
 
     def back(self) -> None:
         """Say (once) that the database answers again after an outage :meth:`lost` told."""
@@ -341,6 +347,21 @@ class OutageNotes:
                 self.display_url,
                 time.monotonic() - since,
             )
+
+
+_notes_by_url: weakref.WeakValueDictionary[str, OutageNotes] = weakref.WeakValueDictionary()
+_notes_lock = threading.Lock()
+
+
+def outage_notes(display_url: str) -> OutageNotes:
+    """The outage notes of the database at ``display_url`` in this process, shared by all
+    that use it (a tournament's coordinator and its series each open the database: one
+    outage is told once, not once per open database)."""
+    with _notes_lock:
+        notes = _notes_by_url.get(display_url)
+        if notes is None:
+            notes = _notes_by_url[display_url] = OutageNotes(display_url)
+        return notes
 
 
 def retry_lost_connection(
@@ -371,7 +392,8 @@ def retry_lost_connection(
             now = time.monotonic()
             if deadline is None:
                 deadline = now + window
-                notes.lost(exc, what, window)
+                retried = cancel is None or not cancel.is_set()
+                notes.lost(exc, what, window if retried else 0.0)
             left = deadline - now
             if left <= 0 or (cancel is not None and cancel.is_set()):
                 raise

@@ -51,7 +51,7 @@ from arena.db import (
     running_counted_numbers,
     stored_record,
 )
-from arena.db.engine import OutageNotes, lost_connection, retry_lost_connection, retry_seconds
+from arena.db.engine import lost_connection, outage_notes, retry_lost_connection, retry_seconds
 from arena.db.url import backend_of, mask_url
 from arena.tournament.executors import SeriesCallback
 from arena.tournament.runner import (
@@ -580,7 +580,7 @@ class DaskExecutor:
             lambda: open_database(url, create=False),
             what="opening it",
             window=retry_seconds(),
-            notes=OutageNotes(mask_url(url)),
+            notes=outage_notes(mask_url(url)),
             cancel=stop,
         )
         try:

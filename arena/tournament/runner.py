@@ -50,7 +50,7 @@ from arena.db import (
     unfinished_series,
 )
 from arena.db import SeriesFormat as DbSeriesFormat
-from arena.db.engine import OutageNotes, lost_connection, retry_lost_connection, retry_seconds
+from arena.db.engine import lost_connection, outage_notes, retry_lost_connection, retry_seconds
 from arena.db.url import mask_url
 from arena.tournament.config import TournamentConfig
 from arena.tournament.gauntlet import gauntlet_pairs, gauntlet_seatings
@@ -302,7 +302,7 @@ def _database(url: str, cancel: threading.Event | None = None) -> Database:
                 lambda: open_database(url),
                 what="opening it",
                 window=retry_seconds(),
-                notes=OutageNotes(mask_url(url)),
+                notes=outage_notes(mask_url(url)),
                 cancel=cancel,
             )
         return _databases[url]

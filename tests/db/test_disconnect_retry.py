@@ -252,6 +252,67 @@ def test_a_cancelled_retry_ends_at_once(sqlite_db: Database) -> None:
     assert work.calls == 1
 
 
+def test_a_try_that_is_not_retried_says_so_in_its_note(
+    sqlite_db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    with caplog.at_level(logging.WARNING, logger="arena.db.engine"):
+        with pytest.raises(DatabaseUnavailableError):
+            sqlite_db.retrying(Flaky(TERMINATED, 1), what="polling", window=600, cancel=cancel)
+    notes = [r.getMessage() for r in caplog.records]
+    assert len(notes) == 1 and "lost while polling (" in notes[0], notes
+    assert "retrying" not in notes[0], notes
+
+
+class Outage:
+    """Work on any database that fails while the outage lasts (``down``), then returns 42."""
+
+    def __init__(self) -> None:
+        self.down = True
+        self.calls = 0
+
+    def __call__(self, session: Session) -> int:
+        self.calls += 1
+        session.execute(text("SELECT 1"))
+        if self.down:
+            raise TERMINATED
+        return 42
+
+
+def test_one_outage_is_told_once_by_all_the_open_databases_of_a_url(
+    sqlite_db: Database, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """A tournament's coordinator and its series each open the database: the outage both
+    meet is one note when it is lost and one when it is back, not a pair per database."""
+    outage = Outage()
+    series_db = open_database(sqlite_db.url)
+    elsewhere = open_database(f"sqlite:///{tmp_path}/other.db")
+
+    def coordinator_pause(seconds: float) -> None:
+        # While the coordinator waits, a series meets the same outage, which then ends.
+        def series_pause(seconds: float) -> None:
+            outage.down = False
+
+        assert series_db.retrying(outage, what="reading series", sleep=series_pause) == 42
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="arena.db.engine"):
+            got = sqlite_db.retrying(outage, what="reading settings", sleep=coordinator_pause)
+            assert got == 42
+            outage.down = True
+            with pytest.raises(DatabaseUnavailableError):
+                elsewhere.retrying(outage, what="reading elsewhere", window=0)
+    finally:
+        series_db.close()
+        elsewhere.close()
+    assert outage.calls == 5
+    notes = [r.getMessage() for r in caplog.records]
+    assert len(notes) == 3, notes
+    assert "lost while reading settings" in notes[0] and "is back after" in notes[1], notes
+    assert "other.db lost while reading elsewhere" in notes[2], notes  # another database
+
+
 @pytest.mark.parametrize("error", NOT_LOST[:4])
 def test_other_errors_are_raised_at_once(sqlite_db: Database, error: Exception) -> None:
     work = Flaky(error, 1)
