@@ -7,8 +7,8 @@ when it is back; a stop (Ctrl-C, SIGTERM, the lease lost) ends the wait at once;
 longer than the window still ends the run with exit 3 and the resume command, and the
 resume plays exactly the missing games.
 
-The lost connection is injected as in ``test_series_reads_ride_out_an_outage.py`` (SQLite
-never loses one); ``tests/db/test_postgres_coordinator_outage.py`` does it for real.
+The lost connection is injected (``tests/tournament/outage.py``: SQLite never loses one);
+``tests/db/test_postgres_coordinator_outage.py`` does it for real.
 """
 
 from __future__ import annotations
@@ -43,16 +43,12 @@ from arena.db import (
 from arena.db import games_of_series as stored_games
 from arena.db.engine import RETRY_SECONDS_ENV, lost_connection
 from arena.tournament import runner, service
-from arena.tournament.config import SandboxSettings, TournamentConfig
 from arena.tournament.lease import RunLease
-from arena.tournament.runner import create
 from kryt.cli import main
 from kryt.errors import ExitCode
-from referee.timecontrol import TimeControl
 from tests.db.test_disconnect_retry import TERMINATED, _translated_error
+from tests.tournament.outage import EXAMPLES, ROOT, Lost, greedy_vs_random, notes
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "sdk" / "examples"
 GAMES = 3
 DEADLINE_S = 120.0
 """How soon a stop must end a wait that would otherwise last the whole (300 s) window:
@@ -66,47 +62,8 @@ SESSION_LOST = _translated_error(TERMINATED)
 sessions)."""
 
 
-class Lost:
-    """``call`` that passes its first ``skip`` calls through, then fails ``times`` times as
-    a terminated connection does (``error``: TERMINATED for a function called inside a
-    session, which translates it), then passes through again. ``then(failures)`` is called
-    after each failure."""
-
-    def __init__(
-        self,
-        call: Callable[..., Any],
-        times: int,
-        *,
-        skip: int = 0,
-        error: Exception = TERMINATED,
-        then: Callable[[int], None] = lambda _failures: None,
-    ) -> None:
-        self.call = call
-        self.times = times
-        self.skip = skip
-        self.error = error
-        self.then = then
-        self.calls = 0
-        self.failed = 0
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls += 1
-        if self.calls > self.skip and self.failed < self.times:
-            self.failed += 1
-            self.then(self.failed)
-            raise self.error
-        return self.call(*args, **kwargs)
-
-
 def new_tournament(tmp_path: Path, *, clock: str = "wall") -> tuple[Database, int]:
-    db = open_database(f"sqlite:///{tmp_path / 'kryt.db'}")
-    config = TournamentConfig(
-        bots=(str(EXAMPLES / "greedy"), str(EXAMPLES / "random")),
-        games_per_pair=GAMES,
-        time_control=TimeControl(clock=clock),
-        sandbox=SandboxSettings(backend="process"),
-    )
-    return db, create(config, db=db, store=tmp_path / "store")
+    return greedy_vs_random(tmp_path, GAMES, clock=clock)
 
 
 def counted(db: Database, tournament_id: int) -> list[tuple[int, int]]:
@@ -130,10 +87,6 @@ def every_game_once(db: Database, tournament_id: int) -> bool:
 
 def status(db: Database, tournament_id: int) -> str:
     return service.tournament_state(tournament_id, db).status
-
-
-def notes(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "arena.db.engine"]
 
 
 @pytest.fixture(autouse=True)
@@ -364,7 +317,7 @@ WAITING = """
 import sys
 from arena.db import unfinished_series
 from arena.tournament import runner
-from tests.tournament.test_coordinator_rides_out_an_outage import Lost
+from tests.tournament.outage import Lost
 from kryt.cli import main
 
 runner.unfinished_series = Lost(unfinished_series, 10**6)  # the run's series: never read

@@ -4,9 +4,8 @@ out a lost database connection as the game writes do: the run carries on once th
 is back, one line when it is lost and one when it is back. A stop ends the wait (the series
 is interrupted, not failed), and an outage longer than the retries still raises.
 
-The lost connection is injected (SQLite never loses one): the read raises what psycopg
-raises for a connection ended by ``pg_terminate_backend``, inside the read's session, a
-given number of times. ``tests/db/test_postgres_reconnect_reads.py`` does it for real.
+The lost connection is injected (``tests/tournament/outage.py``: SQLite never loses one);
+``tests/db/test_postgres_reconnect_reads.py`` does it for real.
 """
 
 from __future__ import annotations
@@ -14,12 +13,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from sqlalchemy.exc import OperationalError
 
 from arena.db import (
     Database,
@@ -32,54 +28,16 @@ from arena.db import (
 from arena.db import games_of_series as stored_games
 from arena.db.engine import RETRY_SECONDS_ENV, lost_connection
 from arena.tournament import runner, service, store, table_runner
-from arena.tournament.config import SandboxSettings, TournamentConfig
-from arena.tournament.runner import SeriesTask, create, play_series_task, tasks_for
-from tests.db.test_disconnect_retry import TERMINATED
+from arena.tournament.runner import SeriesTask, play_series_task, tasks_for
+from tests.tournament.outage import Lost, LostOpen, greedy_vs_random, notes
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "sdk" / "examples"
 GAMES = 4
 
 pytestmark = pytest.mark.timeout(600)
 
 
-class Lost:
-    """``call`` that first fails ``times`` times as a terminated connection does (then
-    passes through); ``armed`` False: passes through and counts nothing."""
-
-    def __init__(self, call: Callable[..., Any], times: int, *, armed: bool = True) -> None:
-        self.call = call
-        self.times = times
-        self.armed = armed
-        self.failed = 0
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.armed and self.failed < self.times:
-            self.failed += 1
-            raise TERMINATED  # inside the read's session: a DatabaseUnavailableError there
-        return self.call(*args, **kwargs)
-
-
-class LostOpen(Lost):
-    """open_database failing ``times`` times as it does when the server is unreachable."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return super().__call__(*args, **kwargs)
-        except OperationalError as exc:  # as open_database's connection check raises it
-            raise DatabaseUnavailableError(f"cannot connect: {exc.orig}") from exc
-
-
 def tournament(tmp_path: Path, ruleset: str) -> tuple[Database, int, SeriesTask]:
-    db = open_database(f"sqlite:///{tmp_path / 'kryt.db'}")
-    config = TournamentConfig(
-        bots=(str(EXAMPLES / "greedy"), str(EXAMPLES / "random")),
-        games_per_pair=GAMES,
-        ruleset=ruleset,
-        table_size=2,
-        sandbox=SandboxSettings(backend="process"),
-    )
-    tid = create(config, db=db, store=tmp_path / "store")
+    db, tid = greedy_vs_random(tmp_path, GAMES, ruleset=ruleset)
     [task] = tasks_for(tid, db=db, store=tmp_path / "store")
     return db, tid, task
 
@@ -87,10 +45,6 @@ def tournament(tmp_path: Path, ruleset: str) -> tuple[Database, int, SeriesTask]
 def counted(db: Database, series_id: int) -> list[int]:
     with db.read_session() as session:
         return sorted(g.number for g in stored_games(series_id, session=session) if not g.voided)
-
-
-def notes(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "arena.db.engine"]
 
 
 @pytest.fixture(autouse=True)
