@@ -334,16 +334,19 @@ def import_entries(entries: Sequence[GameEntry], *, session: Session) -> ImportS
                     entry,
                 )
             if seat.sha256 not in submission_ids:
-                result = submit(
-                    NewSubmission(
-                        bot_name=seat.bot,
-                        version=seat.version,
-                        sha256=seat.sha256,
-                        submitted_by=IMPORTED_BY,
-                        status=SubmissionStatus.ACTIVE,
-                    ),
-                    session=session,
-                )
+                try:
+                    result = submit(
+                        NewSubmission(
+                            bot_name=seat.bot,
+                            version=seat.version,
+                            sha256=seat.sha256,
+                            submitted_by=IMPORTED_BY,
+                            status=SubmissionStatus.ACTIVE,
+                        ),
+                        session=session,
+                    )
+                except ConflictError as exc:  # stored under another name: say which record
+                    raise _located(exc, entry) from None
                 assert result.submission.id is not None
                 submission_ids[seat.sha256] = result.submission.id
     tournament_ids: dict[tuple[str, int], int] = {}

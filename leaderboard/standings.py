@@ -356,6 +356,25 @@ def boards_with_games(*, session: Session, tournament_id: int | None = None) -> 
     return sorted(found, key=lambda b: (b.ruleset != DEFAULT_RULESET, b.ruleset, b.table_size))
 
 
+def voided_games(*, session: Session, tournament_id: int | None, kind: tuple[str, int]) -> int:
+    """How many voided games the board ``kind`` (ruleset, table size) holds in the
+    tournament (or in all): one count over the games."""
+    query = (
+        select(func.count())
+        .select_from(Game)
+        .where(
+            col(Game.voided).is_(True),
+            col(Game.ruleset) == kind[0],
+            col(Game.players) == kind[1],
+        )
+    )
+    if tournament_id is not None:
+        query = query.join(Series, col(Series.id) == col(Game.series_id)).where(
+            col(Series.tournament_id) == tournament_id
+        )
+    return int(session.connection().execute(query).scalar_one())
+
+
 def _board(
     session: Session,
     tournament_id: int | None,
@@ -389,9 +408,15 @@ def _board(
         if c.games
     }
     if not mapping:
-        return Leaderboard(
-            [], None, "no games recorded yet", ruleset=kind[0], table_size=kind[1], games=0
+        voided = voided_games(session=session, tournament_id=tournament_id, kind=kind)
+        # Voided games are recorded: "none recorded yet" would hide that all of them were.
+        note = (
+            f"no counted games: the {voided} game{'s' if voided != 1 else ''} recorded on this"
+            f" board {'were' if voided != 1 else 'was'} voided"
+            if voided
+            else "no games recorded yet"
         )
+        return Leaderboard([], None, note, ruleset=kind[0], table_size=kind[1], games=0)
     live = elo_board(session=session, tournament_id=tournament_id, ruleset=kind[0], players=kind[1])
     if live.games != counted:
         # The stored state does not account for every counted game (rows written around

@@ -506,6 +506,11 @@ def fit_bayeselo(
         )
     if not (0.0 < confidence < 1.0):
         raise RatingsError(f"confidence must be between 0 and 1, got {confidence!r}")
+    if 0.5 + confidence / 2.0 >= 1.0:  # the normal quantile of 1.0 is infinite
+        raise RatingsError(
+            f"confidence must be between 0 and 1, got {confidence!r}: so close to 1 that"
+            " its intervals would be infinite in double precision"
+        )
     if not (math.isfinite(offset) and math.isfinite(advantage) and math.isfinite(drawelo)):
         raise RatingsError(f"non-finite offset/advantage/drawelo: {offset}, {advantage}, {drawelo}")
     # A fixed parameter beyond what a fit may reach (DIVERGENCE_ELO) means nothing, and the

@@ -2,18 +2,27 @@
 
 ``first`` moved first and ``result`` is from his side: ``1-0``, ``0-1`` or ``1/2-1/2``. Any
 malformed row stops the read with a :class:`CsvFormatError` naming the line, so a typo can
-never silently drop a game from a rating.
+never silently drop a game from a rating; so does a name holding a control or format
+character (ESC, a bidi override), which the ratings table would print as it is.
 """
 
 from __future__ import annotations
 
 import csv
+import unicodedata
 from pathlib import Path
 
 from leaderboard.ratings.errors import CsvFormatError, EmptyResultsError, InvalidGameError
 from leaderboard.ratings.games import Game, Outcome
 
 HEADER = ("first", "second", "result")
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def _hidden(char: str) -> bool:
+    """A control, format or separator character (an escape sequence, a bidi override, a
+    tab): never part of a bot's name, and printed as it is it rewrites the terminal."""
+    return unicodedata.category(char) in _HIDDEN
 
 
 def parse_games_csv(text: str, *, source: str = "<csv>") -> list[Game]:
@@ -39,6 +48,14 @@ def parse_games_csv(text: str, *, source: str = "<csv>") -> list[Game]:
             continue
         if len(cells) != 3:
             raise CsvFormatError(source, number, line, f"expected 3 fields, found {len(cells)}")
+        hidden = next((char for name in cells[:2] for char in name if _hidden(char)), None)
+        if hidden is not None:
+            raise CsvFormatError(
+                source,
+                number,
+                line,
+                f"a name may not hold control or format characters (U+{ord(hidden):04X})",
+            )
         try:
             games.append(Game(cells[0], cells[1], Outcome.parse(cells[2])))
         except InvalidGameError as exc:

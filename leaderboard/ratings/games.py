@@ -18,6 +18,20 @@ from leaderboard.ratings.errors import EmptyResultsError, InvalidCountsError, In
 
 IntArray = NDArray[np.int64]
 
+MAX_COUNT = 2**53
+"""The most games one count may hold: every count up to it is exact as the float the fit
+computes with, and a count beyond it is no tournament's (nor fits NumPy's int64 at all)."""
+
+
+def _natural(value: object) -> bool:
+    """Whether ``value`` is a count of games: a whole number (``3`` or ``3.0``) from 0 to
+    :data:`MAX_COUNT`; NaN, infinity, ``None`` or ``2**70`` is not (and raises nothing)."""
+    try:
+        whole = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return bool(whole == value) and 0 <= whole <= MAX_COUNT
+
 
 class Outcome(enum.Enum):
     """Result of one game, seen from the first mover; values are the usual PGN tokens."""
@@ -121,8 +135,10 @@ class PairCounts:
         for (a, b), wdl in counts.items():
             if a == b:
                 raise InvalidCountsError(f"pair ({a!r}, {b!r}) has the same bot on both sides")
-            if len(wdl) != 3 or any(int(x) != x or x < 0 for x in wdl):
-                raise InvalidCountsError(f"counts for ({a!r}, {b!r}) must be 3 naturals: {wdl!r}")
+            if len(wdl) != 3 or not all(_natural(x) for x in wdl):
+                raise InvalidCountsError(
+                    f"counts for ({a!r}, {b!r}) must be 3 naturals up to {MAX_COUNT}: {wdl!r}"
+                )
         names = tuple(sorted({name for pair in counts for name in pair}))
         index = {name: i for i, name in enumerate(names)}
         pairs = sorted(counts)  # sorted so the arrays never depend on insertion order
