@@ -204,6 +204,28 @@ def check_storable(record: GameRecord) -> None:
         math.isfinite(record.started) and math.isfinite(record.finished),
         f"started/finished must be finite timestamps, got {record.started!r}",
     )
+    forfeit = record.forfeit
+    texts = {
+        "forfeit offending_input": "" if forfeit is None else forfeit.offending_input,
+        "forfeit detail": "" if forfeit is None else forfeit.detail,
+        "void_reason": record.void_reason,
+        "double_forfeit_detail": record.double_forfeit_detail,
+    }
+    for name, value in texts.items():
+        _check(
+            isinstance(value, str) and _utf8(value),
+            f"{name} must be text UTF-8 can hold (no lone surrogate), got {value!r}",
+        )
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (a lone surrogate, say ``"\\ud800"`` from a JSON
+    escape, does not: the database would fail with an encoding error)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def controls_text(controls: Sequence[TimeControl]) -> str | None:

@@ -351,6 +351,20 @@ _BAD_MOVE = Move(0, "take", 0.1)
         ({}, {"number": -1}, "number must be"),
         ({}, {"attempt": 0}, "attempt must be"),
         ({}, {"seats": (1, 1)}, "two different"),
+        (
+            {"winner": None, "ending": GameEndReason.VOID, "void_reason": "cut \ud800"},
+            {},
+            "void_reason must be text UTF-8 can hold",
+        ),
+        (
+            {
+                "winner": 1,
+                "ending": GameEndReason.CRASH,
+                "forfeit": Forfeit(0, GameEndReason.CRASH, "", "bad \udcff"),
+            },
+            {},
+            "forfeit detail must be text UTF-8 can hold",
+        ),
     ],
 )
 def test_invalid_game_records_store_nothing(
