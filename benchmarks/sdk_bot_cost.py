@@ -49,8 +49,12 @@ from referee.protocol.messages import (  # noqa: E402
     Shutdown,
     TimeControl,
 )
-from referee.protocol.wire import PLAY_PATH, encode_referee_message  # noqa: E402
-from referee.protocol.wire import decode_referee_message, encode_bot_message  # noqa: E402
+from referee.protocol.wire import (  # noqa: E402
+    PLAY_PATH,
+    decode_referee_message,
+    encode_bot_message,
+    encode_referee_message,
+)
 from referee.rules import Game  # noqa: E402
 
 TARGET = 1.25

@@ -257,9 +257,11 @@ def test_a_try_that_is_not_retried_says_so_in_its_note(
 ) -> None:
     cancel = threading.Event()
     cancel.set()
-    with caplog.at_level(logging.WARNING, logger="arena.db.engine"):
-        with pytest.raises(DatabaseUnavailableError):
-            sqlite_db.retrying(Flaky(TERMINATED, 1), what="polling", window=600, cancel=cancel)
+    with (
+        caplog.at_level(logging.WARNING, logger="arena.db.engine"),
+        pytest.raises(DatabaseUnavailableError),
+    ):
+        sqlite_db.retrying(Flaky(TERMINATED, 1), what="polling", window=600, cancel=cancel)
     notes = [r.getMessage() for r in caplog.records]
     assert len(notes) == 1 and "lost while polling (" in notes[0], notes
     assert "retrying" not in notes[0], notes

@@ -32,7 +32,8 @@ from arena.tournament.runner import tasks_for
 from referee.record import GameRecord
 from tests.db.test_disconnect_retry import TERMINATED
 from tests.scaling.helpers import all_games, check_complete, make_tournament
-from tests.tournament.test_coordinator_rides_out_an_outage import SESSION_LOST, Lost
+from tests.tournament.outage import Lost
+from tests.tournament.test_coordinator_rides_out_an_outage import SESSION_LOST
 
 GAMES = 4
 BOTS = ("random", "greedy", "mc")
