@@ -152,6 +152,13 @@ class Problem(Exception):
         self.retry_after = retry_after
 
 
+HTTP_METHODS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+)
+"""Methods ``/metrics`` counts by name; any other (a client may send any token as its
+method) is counted as ``OTHER``, so clients cannot add series to it without bound."""
+
+
 @dataclass
 class Metrics:
     """Counters for ``/metrics`` (in memory, since the start of this process)."""
@@ -161,8 +168,11 @@ class Metrics:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self, method: str, status: int) -> None:
+        """Count one answer of ``status`` to a ``method`` request (unknown methods as
+        ``OTHER``)."""
+        shown = method if method in HTTP_METHODS else "OTHER"
         with self.lock:
-            self.requests[(method, status)] += 1
+            self.requests[(shown, status)] += 1
 
 
 @dataclass
@@ -695,18 +705,21 @@ def _write_problem(db: Database) -> str | None:
 # ---------------------------------------------------------------------------- JSON API
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: Request, limit: int, what: str = "uploads") -> bytes:
+    """The request body, or a 413 saying ``{what} are limited to {limit} bytes`` once it is (or
+    its ``Content-Length`` says it is) larger."""
+    too_large = Problem(413, "Payload too large", f"{what} are limited to {limit} bytes")
     declared = request.headers.get("content-length")
     if declared is not None and (
         not (declared.isascii() and declared.isdigit()) or int(declared) > limit
     ):
-        raise Problem(413, "Payload too large", f"uploads are limited to {limit} bytes")
+        raise too_large
     chunks = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise Problem(413, "Payload too large", f"uploads are limited to {limit} bytes")
+            raise too_large
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -805,7 +818,7 @@ def _add_api(app: FastAPI, service: Service) -> None:
 
     @app.post("/api/register", status_code=201)
     async def register(request: Request) -> JSONResponse:
-        body = await _read_body(request, 16 * 1024)
+        body = await _read_body(request, 16 * 1024, "registration requests")
         fields = _json_body(body)
         if not isinstance(fields, dict) or not all(
             isinstance(fields.get(k, ""), str) for k in ("invite", "name", "password")
@@ -1086,7 +1099,7 @@ def _add_pages(app: FastAPI, service: Service) -> None:
 
     async def checked_form(request: Request) -> dict[str, str]:
         """The posted form, when its CSRF token matches the caller's cookie; else 403."""
-        body = await _read_body(request, 64 * 1024)
+        body = await _read_body(request, 64 * 1024, "forms")
         form = _form(body)
         if not signer.csrf_ok(csrf_binding(request), form.get("csrf")):
             author_id = await run_in_threadpool(session_author, request)
@@ -1119,7 +1132,7 @@ def _add_pages(app: FastAPI, service: Service) -> None:
         wait = service.failures.blocked(remote)
         if wait:
             raise Problem(429, "Too many requests", "too many failed sign-ins", retry_after=wait)
-        body = await _read_body(request, 16 * 1024)
+        body = await _read_body(request, 16 * 1024, "forms")
         form = _form(body)
         if not signer.csrf_ok(request.cookies.get(CSRF_COOKIE), form.get("csrf")):
             raise Problem(
@@ -1206,7 +1219,7 @@ def _add_pages(app: FastAPI, service: Service) -> None:
 
     @app.post("/register")
     async def register_post(request: Request) -> Response:
-        body = await _read_body(request, 16 * 1024)
+        body = await _read_body(request, 16 * 1024, "forms")
         form = _form(body)
         if not signer.csrf_ok(request.cookies.get(CSRF_COOKIE), form.get("csrf")):
             raise Problem(

@@ -155,7 +155,7 @@ class Signer:
     def session_valid(self, claim: SessionClaim, credential: str) -> bool:
         """Whether the claim's cookie was signed by us for that credential (constant-time)."""
         body, _, mac = claim.cookie.rpartition(".")
-        return hmac.compare_digest(mac, self._session_mac(body, credential))
+        return _same(mac, self._session_mac(body, credential))
 
     def end(self, claim: SessionClaim) -> None:
         """Sign a session out: this process refuses its cookie (copies too) until it expires.
@@ -178,7 +178,16 @@ class Signer:
         """True when ``presented`` is the CSRF token of ``binding`` (constant-time)."""
         if not binding or not presented:
             return False
-        return hmac.compare_digest(presented, self.csrf_for(binding))
+        return _same(presented, self.csrf_for(binding))
+
+
+def _same(presented: str, expected: str) -> bool:
+    """Whether a client's ``presented`` text equals ``expected`` (constant-time). Compared as
+    UTF-8 bytes: :func:`hmac.compare_digest` raises on a text with non-ASCII characters (a
+    cookie or form field holding ``é``), which must be a mismatch, not a 500."""
+    return hmac.compare_digest(
+        presented.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
+    )
 
 
 @dataclass
