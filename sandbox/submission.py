@@ -70,7 +70,14 @@ _MAX_NAME_BYTES = 255  # one path component, as on every common file system
 _MAX_PATH_BYTES = 1024  # a whole relative path or symlink target: well inside PATH_MAX
 #: What a corrupt or unsupported compressed member raises while it is read (zlib, lzma and
 #: bz2 data errors, an encrypted or unknown zip method, a stream that ends too early).
-_DECODE_ERRORS = (OSError, EOFError, RuntimeError, zlib.error, lzma.LZMAError)
+_DECODE_ERRORS = (
+    OSError,
+    EOFError,
+    RuntimeError,
+    zlib.error,
+    lzma.LZMAError,
+    UnicodeDecodeError,  # a zip member's name flagged as UTF-8 that is not
+)
 
 
 class SubmissionError(ValueError):
@@ -623,6 +630,8 @@ def _precheck_zip(zf: zipfile.ZipFile, limits: SubmissionLimits) -> dict[str, st
     declared = 0
     links: dict[str, str] = {}
     for info in members:
+        if not info.filename:  # ZipInfo.is_dir() would fail on it
+            raise UnsafePathError("an archive member has an empty name", "")
         if info.is_dir() and _is_top(info.filename):
             continue
         rel = _member_path(info.filename, limits)

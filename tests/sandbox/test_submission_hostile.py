@@ -239,3 +239,50 @@ def test_a_symlink_target_empty_or_too_long_is_named(
     archive = _tar(tmp_path / "links.tar", [*_basic(), _link("link.py", target)])
     error = _rejects(archive, tmp_path, UnsafePathError, message)
     assert error.path == "link.py" and "corrupt" not in str(error)
+
+
+def _zip_with(path: Path, odd_name: str) -> bytes:
+    """A zip of a valid bot plus a member called ``odd_name``."""
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("bot.toml", MANIFEST)
+        zf.writestr("bot.py", "print(1)\n")
+        zf.writestr(zipfile.ZipInfo(odd_name), "x")
+    return path.read_bytes()
+
+
+def test_a_zip_member_with_an_empty_name_is_refused(tmp_path: Path) -> None:
+    archive = tmp_path / "empty-name.zip"
+    _zip_with(archive, "")
+    _rejects(archive, tmp_path, SubmissionError, "archive member")
+
+
+def _utf8_flag_on_a_name_that_is_not(data: bytes, header: bytes, flags_at: int) -> bytes:
+    """``data`` with the member named AAAA.txt renamed to bytes that are not UTF-8 in the
+    headers starting with ``header``, whose general-purpose flags (at ``flags_at``) then
+    claim a UTF-8 name (bit 11)."""
+    out = bytearray(data)
+    start = out.find(header)
+    while start != -1:
+        name_at = out.find(b"AAAA.txt", start)
+        if name_at != -1 and name_at - start < 64:
+            flags = int.from_bytes(out[start + flags_at : start + flags_at + 2], "little")
+            out[start + flags_at : start + flags_at + 2] = (flags | 0x800).to_bytes(2, "little")
+            out[name_at : name_at + 8] = b"\xff\xfeAA.txt"
+        start = out.find(header, start + 4)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    ("header", "flags_at", "match"),
+    [
+        (b"PK\x01\x02", 8, "not a readable zip archive"),  # the central directory
+        (b"PK\x03\x04", 6, "cannot unpack"),  # the member's own header only
+    ],
+)
+def test_a_zip_name_flagged_utf8_that_is_not_is_refused(
+    tmp_path: Path, header: bytes, flags_at: int, match: str
+) -> None:
+    archive = tmp_path / "flagged.zip"
+    data = _zip_with(archive, "AAAA.txt")
+    archive.write_bytes(_utf8_flag_on_a_name_that_is_not(data, header, flags_at))
+    _rejects(archive, tmp_path, SubmissionError, match)
