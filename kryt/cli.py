@@ -198,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return ExitCode.UNAVAILABLE
     warnings.showwarning = _show_warning
+    _escape_unencodable_output()
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
     _state["verbose"] = False  # set by the root's own --verbose/-v (a command's -v is its own)
@@ -240,6 +241,18 @@ def main(argv: list[str] | None = None) -> int:
         # Nothing is claimed: a command that keeps its work says so itself (Interrupted).
         typer.echo(f"interrupted{interrupted_by()}", err=True)
     return code
+
+
+def _escape_unencodable_output() -> None:
+    """Let standard output and error show what their encoding cannot (a suit symbol, ``±``,
+    a box line on an ASCII or Latin-1 terminal, ``PYTHONIOENCODING=ascii``) as a backslash
+    escape: a table or a replay is printed, not a ``UnicodeEncodeError`` traceback. A UTF-8
+    stream is left as it is."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        reconfigure = getattr(stream, "reconfigure", None)
+        if encoding not in ("utf8", "") and callable(reconfigure):
+            reconfigure(errors="backslashreplace")
 
 
 def _empty_argument(args: list[str]) -> str | None:

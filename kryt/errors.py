@@ -194,6 +194,22 @@ def classify(exc: BaseException) -> UserError | None:
         return UserError(str(exc), code=ExitCode.UNAVAILABLE)
     if isinstance(exc, SandboxError):
         return UserError(str(exc))
+    return _dask_problem(exc)
+
+
+def _dask_problem(exc: BaseException) -> UserError | None:
+    """The user-facing form of a Dask executor set up wrongly (``kryt arena serve`` with
+    ``--scheduler garbage``: exit 2) or a scheduler that does not answer (exit 3); None
+    otherwise. The module is looked up, not imported: without it (Dask is slow to import)
+    no such error can have been raised."""
+    dask_executor = sys.modules.get("arena.tournament.dask_executor")
+    if dask_executor is None:
+        return None
+    hint = "check --scheduler (or KRYT_ARENA_LADDER_SCHEDULER); see docs/scaling.md"
+    if isinstance(exc, dask_executor.SchedulerUnavailableError):
+        return UserError(str(exc).splitlines()[0], code=ExitCode.UNAVAILABLE, hint=hint)
+    if isinstance(exc, dask_executor.DaskExecutorError):
+        return UserError(str(exc).splitlines()[0], hint=hint)
     return None
 
 

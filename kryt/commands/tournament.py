@@ -321,8 +321,16 @@ def _check_executor_flags(
     executor: ExecutorName, scheduler: str | None, worker_store: str | None
 ) -> None:
     """``--scheduler`` and ``--worker-store`` are for the Dask executor: with the local one
-    they would be ignored, so they are refused (one line, exit 2) before anything is done."""
+    they would be ignored, so they are refused (one line, exit 2) before anything is done.
+    A ``--scheduler`` that is no address (``tcp://HOST:8786``) is refused the same way: it is
+    a typo to fix, not a scheduler to start."""
     if executor is ExecutorName.dask:
+        if scheduler is not None and "://" not in scheduler:
+            raise UserError(
+                f"--scheduler {scheduler!r} is not a Dask scheduler address:"
+                " write it as tcp://HOST:8786",
+                hint="see docs/scaling.md",
+            )
         return
     given = [
         flag

@@ -1,0 +1,67 @@
+"""What a hostile audit of the command line found (2026-12-04): a terminal that cannot show
+a suit symbol, and a Dask scheduler address that is no address."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+from kryt.cli import main
+from kryt.errors import ExitCode
+from tests.cli.helpers import finished_games_db, kryt
+
+
+def test_replay_on_an_ascii_terminal_escapes_the_suit_instead_of_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``PYTHONIOENCODING=ascii`` (or a Latin-1 terminal): ``kryt replay`` raised
+    UnicodeEncodeError on the trump's suit symbol, a traceback and exit 1."""
+    db = finished_games_db(tmp_path)
+    raw = io.BytesIO()
+    ascii_out = io.TextIOWrapper(raw, encoding="ascii", write_through=True)
+    monkeypatch.setattr(sys, "stdout", ascii_out)
+    code = main(["replay", "1", "-d", str(db)])
+    ascii_out.flush()
+    err = capsys.readouterr().err
+    assert code == ExitCode.OK, err
+    shown = raw.getvalue().decode("ascii")
+    assert "Game 1:" in shown
+    assert "trump \\u" in shown  # the suit, escaped
+    assert "Traceback" not in err
+
+
+def test_tournament_run_refuses_a_scheduler_that_is_no_address_as_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--executor dask --scheduler garbage`` exited 3 (a service unavailable) with the hint
+    "start the scheduler": it is a typo, exit 2, and nothing is stored."""
+    db = tmp_path / "kryt.db"
+    code, _, err = kryt(
+        capsys, "tournament", "run", "builtin:random", "builtin:greedy", "--games", "2",
+        "--backend", "process", "--executor", "dask", "--scheduler", "garbage",
+        "-d", str(db),
+    )  # fmt: skip
+    assert code == ExitCode.BAD_INPUT, err
+    assert "'garbage'" in err and "tcp://HOST:8786" in err
+    assert "start the scheduler" not in err
+    assert "Traceback" not in err
+    assert not db.exists()
+
+
+def test_arena_serve_with_a_scheduler_that_is_no_address_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kryt arena serve --executor dask --scheduler garbage`` ended in a traceback of
+    DaskExecutorError (exit 1)."""
+    code, _, err = kryt(
+        capsys, "arena", "serve", "--executor", "dask", "--scheduler", "garbage",
+        "--port", "0", "-d", str(tmp_path / "arena.db"),
+    )  # fmt: skip
+    assert code == ExitCode.BAD_INPUT, err
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("error: ") and "'garbage'" in lines[0], err
+    assert "tcp://HOST:8786" in lines[0]
+    assert "Traceback" not in err
