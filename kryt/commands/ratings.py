@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kryt.errors import echo_error
-from leaderboard.formatting import confidence_percent, tenths
+from leaderboard.formatting import confidence_percent, tenths, visible
 from leaderboard.ratings import (
     BayesEloFit,
     PairCounts,
@@ -69,7 +69,7 @@ def _table(fit: BayesEloFit, paired: PairedIntervals | None) -> Table:
     for row in fit.table():
         cells: list[str | Text] = [
             str(row.rank),
-            Text(row.name),
+            Text(visible(row.name)),
             f"{row.rating:.1f}",
             f"{row.interval:.1f}",
         ]
@@ -104,7 +104,7 @@ def _pentanomial_table(paired_games: PairedIntervals, pentanomials: list[Pentano
     table.add_column("Score %", justify="right")
     for p in pentanomials:
         table.add_row(
-            Text(f"{p.player} v {p.opponent}"), *map(str, p.counts), f"{100 * p.score:.1f}"
+            Text(visible(f"{p.player} v {p.opponent}")), *map(str, p.counts), f"{100 * p.score:.1f}"
         )
     return table
 

@@ -65,3 +65,19 @@ def test_arena_serve_with_a_scheduler_that_is_no_address_is_one_line(
     assert lines[0].startswith("error: ") and "'garbage'" in lines[0], err
     assert "tcp://HOST:8786" in lines[0]
     assert "Traceback" not in err
+
+
+def test_the_ratings_table_escapes_a_name_it_is_given() -> None:
+    """The CSV reader refuses names with control characters; the table escapes them all the
+    same, for fits made from other sources (an API caller's counts)."""
+    from rich.console import Console
+
+    from kryt.commands.ratings import _table
+    from leaderboard.ratings import PairCounts, fit_bayeselo
+
+    counts = PairCounts.from_mapping({("\x1b[2Jevil\u202e", "plain"): (3, 1, 2)})
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(_table(fit_bayeselo(counts), None))
+    shown = out.getvalue()
+    assert "\x1b" not in shown and "\u202e" not in shown
+    assert "\\x1b[2Jevil\\u202e" in shown
