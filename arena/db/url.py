@@ -58,6 +58,7 @@ def normalize_url(raw: str | os.PathLike[str]) -> str:
     text = os.fspath(raw).strip()
     if not text:
         raise DatabaseURLError(f"empty database URL; {_HELP}")
+    _refuse_undecodable(text)
     if "://" not in text:
         # A bare path: the SQLite file it names (resolved so the URL survives a chdir).
         _refuse_nul(text, text.replace("\x00", "%00"))
@@ -111,6 +112,24 @@ def _file_path(name: str, shown: str) -> Path:
     except RuntimeError:  # ~user of a user that does not exist
         raise DatabaseURLError(
             f"database path in {shown!r} starts with a home folder that does not exist; {_HELP}"
+        ) from None
+
+
+def _refuse_undecodable(text: str) -> None:
+    """DatabaseURLError when ``text`` is not UTF-8 text: a path of bytes that are not
+    (``\\xff`` reaches Python as a lone surrogate), which no URL and no database's record of
+    its own file can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        try:  # the path's own bytes, as the file system has them (\xff)
+            safe = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            safe = text.encode("utf-8", "backslashreplace").decode("utf-8")
+        shown = mask_url(safe) if "://" in safe else safe
+        raise DatabaseURLError(
+            f"database URL or path '{shown}' is not UTF-8 text (character {exc.start + 1} is"
+            f" not); rename the file or choose another path; {_HELP}"
         ) from None
 
 

@@ -25,6 +25,9 @@ from kryt.errors import ExitCode
         ("postgresql://kryt:s3cret@dbhost/kr%00yt", "NUL byte"),
         ("~no-such-user-kryt/k.db", "home folder that does not exist"),
         ("sqlite:///~no-such-user-kryt/k.db", "home folder that does not exist"),
+        ("/tmp/x\udcffy.db", r"'/tmp/x\\xffy.db' is not UTF-8 text"),  # the byte 0xff
+        ("postgresql://kryt:s3cret@dbhost/kr\udcffyt", "is not UTF-8 text"),
+        ("/tmp/x\ud800y.db", "is not UTF-8 text"),  # a lone surrogate from elsewhere
     ],
 )
 def test_a_malformed_url_is_a_url_error_without_the_password(raw: str, fragment: str) -> None:
@@ -48,6 +51,7 @@ def test_masking_an_unparseable_url_hides_everything_that_may_be_the_password() 
         "postgresql://kryt:s3cret@dbhost:5432x/kryt",
         "postgresql://[::1",
         "sqlite:////tmp/x%00y.db",
+        "/tmp/x\udcffy.db",  # as Python reads a command-line argument holding byte 0xff
     ],
 )
 def test_the_cli_prints_one_line_and_exits_2(capsys: pytest.CaptureFixture[str], raw: str) -> None:
