@@ -875,7 +875,16 @@ def _check_copy(copy: Path, submission: Submission) -> None:
 
 def _make_store(store_path: Path) -> None:
     """Create the submission store folder, or SubmissionError naming it and why it cannot be
-    (a file in its place or on its path, a folder that cannot hold one, no permission)."""
+    (a file in its place or on its path, a folder that cannot hold one, no permission, a
+    path that is not UTF-8 text: the database records where each submission is stored)."""
+    try:
+        str(store_path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise SubmissionError(
+            f"cannot use the submission store {_quoted(str(store_path))}: its path is not"
+            " UTF-8 text, which the database cannot record; choose another --store",
+            str(store_path),
+        ) from None
     try:
         store_path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

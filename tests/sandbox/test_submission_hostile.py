@@ -286,3 +286,15 @@ def test_a_zip_name_flagged_utf8_that_is_not_is_refused(
     data = _zip_with(archive, "AAAA.txt")
     archive.write_bytes(_utf8_flag_on_a_name_that_is_not(data, header, flags_at))
     _rejects(archive, tmp_path, SubmissionError, match)
+
+
+def test_a_store_whose_path_is_not_utf8_is_refused_before_anything_is_made(
+    tmp_path: Path,
+) -> None:
+    """``--store`` with byte 0xff in its name: the database could not record where the
+    submission lies (a UnicodeEncodeError traceback from the driver before)."""
+    _, submission = _validated_folder(tmp_path)
+    store = tmp_path / "st\udcff"  # how Python reads such a name from the command line
+    with pytest.raises(SubmissionError, match=r"not UTF-8 text.*choose another --store"):
+        store_submission(submission, store)
+    assert not os.path.lexists(os.fsencode(store))
