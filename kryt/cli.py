@@ -199,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.UNAVAILABLE
     warnings.showwarning = _show_warning
     _escape_unencodable_output()
+    stdout_was_devnull = _stdout_is_devnull()
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
     _state["verbose"] = False  # set by the root's own --verbose/-v (a command's -v is its own)
@@ -226,6 +227,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         typer.echo(f"interrupted{interrupted_by()}", err=True)
         return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        # The reader of our output went away (`kryt replay 1 | head -2`): it had what it
+        # wanted; nothing failed. Later writes (and the exit's flush) go nowhere.
+        _silence_stdout()
+        return ExitCode.OK
+    except SystemExit as exc:
+        # Rich answers a closed pipe the same way, with SystemExit(1) after pointing
+        # standard output at /dev/null: not "found problems" either.
+        if exc.code == 1 and not stdout_was_devnull and _stdout_is_devnull():
+            return ExitCode.OK
+        raise
     except Exception as exc:
         known = classify(exc)
         if known is None:
@@ -241,6 +253,25 @@ def main(argv: list[str] | None = None) -> int:
         # Nothing is claimed: a command that keeps its work says so itself (Interrupted).
         typer.echo(f"interrupted{interrupted_by()}", err=True)
     return code
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null (its reader is gone)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's captured stream)
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _stdout_is_devnull() -> bool:
+    """Whether standard output's file descriptor is /dev/null."""
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
+    except (OSError, ValueError, AttributeError):  # no descriptor (a test's captured stream)
+        return False
 
 
 def _escape_unencodable_output() -> None:

@@ -81,3 +81,28 @@ def test_the_ratings_table_escapes_a_name_it_is_given() -> None:
     shown = out.getvalue()
     assert "\x1b" not in shown and "\u202e" not in shown
     assert "\\x1b[2Jevil\\u202e" in shown
+
+
+@pytest.mark.parametrize("command", [["replay", "1"], ["games", "list"], ["leaderboard"]])
+def test_a_reader_that_went_away_is_no_failure(tmp_path: Path, command: list[str]) -> None:
+    """``kryt replay 1 | head -2``: the reader closed the pipe. Rich answered with exit 1
+    ("found problems") where the commands that print without it exit 0."""
+    import os
+    import subprocess
+
+    db = finished_games_db(tmp_path)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # gone before the first write: every write meets a closed pipe
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "kryt", *command, "-d", str(db)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
