@@ -190,6 +190,9 @@ class Service:
     background: bool = True
     """Whether validations run (as uploads arrive); without it they stay pending until a
     server that runs them starts (``Validator.resume``)."""
+    startup_problem: Exception | None = None
+    """Why the server could not start (the ladder's Dask scheduler cannot be reached...), for
+    :func:`arena.service.server.serve` to say in one line."""
 
 
 def _remote(request: Request) -> str:
@@ -227,7 +230,11 @@ def create_service_app(
             if resumed:
                 log.info("resuming %d validation(s) left pending", resumed)
             if service.ladder is not None:
-                service.ladder.start()
+                try:
+                    service.ladder.start()
+                except Exception as exc:
+                    service.startup_problem = exc
+                    raise
         try:
             yield
         finally:

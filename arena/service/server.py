@@ -16,6 +16,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,11 @@ class ServeError(RuntimeError):
     """The server cannot start: its address cannot be listened on (``unavailable``) or its
     port file cannot be written. The message is one line."""
 
-    def __init__(self, message: str, *, unavailable: bool) -> None:
+    def __init__(self, message: str, *, unavailable: bool, hint: str | None = None) -> None:
         super().__init__(message)
         self.unavailable = unavailable
+        self.hint = hint
+        """What to do about it, when it is not the address (None: choose another one)."""
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -98,9 +101,46 @@ def serve(db: Database, settings: ServiceSettings, *, port_file: Path | None = N
         server = uvicorn.Server(config)
         shown = f"[{settings.host}]" if ":" in settings.host else settings.host
         print(f"kryt arena listening on http://{shown}:{port}", flush=True)
-        server.run(sockets=[sock])
+        service = app.state.service
+        # A failed start is said once, below: not also as uvicorn's traceback of it.
+        uvicorn_log = logging.getLogger("uvicorn.error")
+        quiet = _Quiet(lambda: service.startup_problem is not None)
+        uvicorn_log.addFilter(quiet)
+        try:
+            server.run(sockets=[sock])
+        except SystemExit:  # uvicorn's exit when the application did not start
+            if service.startup_problem is None:
+                raise
+            raise _startup_error(service.startup_problem) from None
+        finally:
+            uvicorn_log.removeFilter(quiet)
     finally:
         sock.close()
+
+
+class _Quiet(logging.Filter):
+    """Drops every record once ``muted()`` says so."""
+
+    def __init__(self, muted: Callable[[], bool]) -> None:
+        super().__init__()
+        self.muted = muted
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not self.muted()
+
+
+def _startup_error(problem: Exception) -> ServeError:
+    """The one-line :class:`ServeError` of what kept the application from starting."""
+    first = str(problem).strip().splitlines()
+    message = f"the server could not start: {first[0] if first else type(problem).__name__}"
+    dask_executor = sys.modules.get("arena.tournament.dask_executor")
+    if dask_executor is not None:
+        hint = "check --scheduler (or KRYT_ARENA_LADDER_SCHEDULER); see docs/scaling.md"
+        if isinstance(problem, dask_executor.SchedulerUnavailableError):
+            return ServeError(message, unavailable=True, hint=hint)
+        if isinstance(problem, dask_executor.DaskExecutorError):
+            return ServeError(message, unavailable=False, hint=hint)
+    return ServeError(message, unavailable=True, hint="see the server's log above")
 
 
 class ClientError(RuntimeError):

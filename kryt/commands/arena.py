@@ -94,9 +94,11 @@ def serve(
     except ServeError as exc:
         if exc.unavailable:
             raise UserError(
-                str(exc), code=ExitCode.UNAVAILABLE, hint="choose another --port (or --host)"
+                str(exc),
+                code=ExitCode.UNAVAILABLE,
+                hint=exc.hint or "choose another --port (or --host)",
             ) from None
-        raise UserError(str(exc)) from None
+        raise UserError(str(exc), hint=exc.hint or "") from None
 
 
 @author_app.command("add")

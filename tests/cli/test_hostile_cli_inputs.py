@@ -106,3 +106,27 @@ def test_a_reader_that_went_away_is_no_failure(tmp_path: Path, command: list[str
         os.close(write_end)
     assert done.returncode == ExitCode.OK, done.stderr
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+
+
+def test_arena_serve_with_no_scheduler_listening_is_one_line_not_uvicorns_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ladder's scheduler refuses connections: uvicorn printed the traceback of the
+    failed start and "Application startup failed" (exit 3, but no line of ours)."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    code, _, err = kryt(
+        capsys, "arena", "serve", "--executor", "dask", "--scheduler",
+        f"tcp://127.0.0.1:{free}", "--port", "0", "-d", str(tmp_path / "arena.db"),
+    )  # fmt: skip
+    assert code == ExitCode.UNAVAILABLE, err
+    assert "Traceback" not in err and "Application startup failed" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        f"error: the server could not start: no Dask scheduler listens at"
+        f" tcp://127.0.0.1:{free}: Connection refused (tried for 2 s)"
+    ], err
+    assert "hint: check --scheduler" in err
