@@ -969,8 +969,8 @@ def from_json(text: str, *, source: str = "<json>") -> list[GameEntry]:
 def load_games(data: bytes, *, source: str, json_name: bool = False) -> list[GameEntry]:
     """The games of a game file's bytes: JSON when ``json_name`` (a ``.json`` file) or when
     the text starts like a JSON array, else the text format. GameFileError for a file that is
-    not UTF-8 text, or (see :func:`parse_games`) not a valid game file, or whose free text
-    (a forfeit's detail, say) no database can store."""
+    not UTF-8 text, or (see :func:`parse_games`) not a valid game file (which includes free
+    text no database can store: a lone surrogate escape in a forfeit's detail, say)."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -978,33 +978,8 @@ def load_games(data: bytes, *, source: str, json_name: bool = False) -> list[Gam
             f"{source}: not a UTF-8 text file (byte {exc.start} is {data[exc.start]:#04x})"
         ) from None
     if json_name or re.match(r"\s*\[\s*[{\]]", text):
-        entries = from_json(text, source=source)
-    else:
-        entries = parse_games(text, source=source)
-    for entry in entries:
-        _check_encodable(entry)
-    return entries
-
-
-def _check_encodable(entry: GameEntry) -> None:
-    """GameFieldError when a free-text header of ``entry`` holds half of a surrogate pair:
-    a JSON escape such as ``\\ud800`` reads as a string that no UTF-8 text can hold, so
-    the database refuses it with an encoding error instead of a message."""
-    record, forfeit = entry.record, entry.record.forfeit
-    texts = {
-        "ForfeitInput": "" if forfeit is None else forfeit.offending_input,
-        "ForfeitDetail": record.double_forfeit_detail if forfeit is None else forfeit.detail,
-        "VoidReason": entry.voided_after or record.void_reason,
-        "FinalCover": record.final_cover or "",
-    }
-    for key, value in texts.items():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise GameFieldError(
-                f"{entry.where}: {key} holds a lone surrogate (U+{ord(value[exc.start]):04X}),"
-                f" which is no character of UTF-8 text, got {shown(value)}"
-            ) from None
+        return from_json(text, source=source)
+    return parse_games(text, source=source)
 
 
 CSV_COLUMNS: Final = (

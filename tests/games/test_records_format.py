@@ -164,8 +164,8 @@ def test_a_bad_quoted_action_is_refused_with_its_line(line: str, message: str) -
 
 
 @pytest.mark.parametrize(
-    "text", ["a\u2028b", "a\u2029b", "a\x85b", "a\u202eb", "a\x1bb\x7f", "tag\U000e0041", "\ud800"]
-)
+    "text", ["a\u2028b", "a\u2029b", "a\x85b", "a\u202eb", "a\x1bb\x7f", "tag\U000e0041"]
+)  # a lone surrogate ("\ud800") is written escaped too, but no database can store it: refused
 def test_a_header_value_cannot_split_or_reorder_its_line(text: str) -> None:
     """JSON leaves U+2028, U+0085 or a bidi override as they are; str.splitlines splits at the
     first two, an editor reorders at the last. Every control, format or separator character

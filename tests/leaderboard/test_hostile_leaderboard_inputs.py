@@ -84,18 +84,22 @@ def refused_import(
 # ------------------------------------------------------------------ game files
 
 
-@pytest.mark.parametrize("key", ["ForfeitDetail", "ForfeitInput"])
+@pytest.mark.parametrize(
+    ("key", "field"),
+    [("ForfeitDetail", "forfeit detail"), ("ForfeitInput", "forfeit offending_input")],
+)
 def test_a_lone_surrogate_in_a_header_is_refused_naming_the_record(
-    key: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    key: str, field: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     # "\ud800" is a valid JSON escape but no character: it used to pass the checks and
     # reach the database, whose UTF-8 encoding raised UnicodeEncodeError (a traceback).
     text = with_header(forfeit_game_file(), key, '"a\\ud800b"')
     file = tmp_path / "lone.kgn"
     file.write_text(text, encoding="utf-8")
-    with pytest.raises(GameFieldError, match=rf"lone\.kgn:1: {key} holds a lone surrogate"):
+    refusal = rf"lone\.kgn:1: {field} must be text UTF-8 can hold \(no lone surrogate\)"
+    with pytest.raises(GameFieldError, match=refusal):
         load_games(file.read_bytes(), source="lone.kgn")
-    refused_import(capsys, tmp_path, file, f"lone.kgn:1: {key}", "U+D800")
+    refused_import(capsys, tmp_path, file, f"lone.kgn:1: {field}", "\\ud800")
 
 
 def test_a_lone_surrogate_in_a_json_game_is_refused_with_its_index(tmp_path: Path) -> None:
@@ -103,7 +107,7 @@ def test_a_lone_surrogate_in_a_json_game_is_refused_with_its_index(tmp_path: Pat
     games = json.loads(to_json(entries))
     games[0]["ForfeitDetail"] = "x\udfffy"
     data = json.dumps(games).encode()  # ASCII: the surrogate is written \udfff
-    with pytest.raises(GameFieldError, match=r"g\.json\[0\]: ForfeitDetail holds a lone"):
+    with pytest.raises(GameFieldError, match=r"g\.json\[0\]: forfeit detail must be text UTF-8"):
         load_games(data, source="g.json", json_name=True)
 
 
