@@ -8,7 +8,7 @@ function takes the session as the keyword-only argument ``session``. See docs/da
 
 from __future__ import annotations
 
-from arena.db._util import MAX_ID
+from arena.db._util import MAX_ID, is_utf8
 from arena.db.bots import (
     SubmitResult,
     bot_of,
@@ -211,6 +211,7 @@ __all__ = [
     "get_submission",
     "get_tournament",
     "hold_lease",
+    "is_utf8",
     "latest_rating_snapshot",
     "latest_submission",
     "list_bots",

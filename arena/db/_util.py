@@ -22,6 +22,16 @@ def storable(text: str) -> str:
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8: a lone surrogate (JSON's ``"\\ud800"`` decodes to
+    one) does not, and no database, hash or file can take it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def get_or_raise(session: Session, model: type[RowT], key: int, what: str) -> RowT:
     """The row of ``model`` with primary key ``key``, or :class:`NotFoundError` (also for a
     key no row can have, which the database driver would refuse with an OverflowError)."""

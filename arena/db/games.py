@@ -13,7 +13,7 @@ from sqlalchemy import case
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from arena.db._util import get_or_raise, storable
+from arena.db._util import get_or_raise, is_utf8, storable
 from arena.db.elo import rebuild_elo_of, record_elo
 from arena.db.enums import GameResult, SeriesStatus, TournamentStatus
 from arena.db.errors import ConflictError, InvalidRecordError
@@ -213,19 +213,9 @@ def check_storable(record: GameRecord) -> None:
     }
     for name, value in texts.items():
         _check(
-            isinstance(value, str) and _utf8(value),
+            isinstance(value, str) and is_utf8(value),
             f"{name} must be text UTF-8 can hold (no lone surrogate), got {value!r}",
         )
-
-
-def _utf8(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8 (a lone surrogate, say ``"\\ud800"`` from a JSON
-    escape, does not: the database would fail with an encoding error)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def controls_text(controls: Sequence[TimeControl]) -> str | None:

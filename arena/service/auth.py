@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from arena.db import MAX_ID
+from arena.db import MAX_ID, is_utf8
 
 SESSION_COOKIE = "kryt_session"
 CSRF_COOKIE = "kryt_csrf"
@@ -51,24 +51,14 @@ def hash_password(password: str) -> str:
             f"a password needs {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters, "
             f"got {len(password)}"
         )
-    if not _utf8(password):
+    if not is_utf8(password):
         raise PasswordError("a password must be text (it has an unpaired surrogate character)")
     return _hasher.hash(password)
 
 
-def _utf8(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8 (JSON's ``"\\ud800"`` decodes to a lone surrogate,
-    which does not)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def verify_password(password_hash: str | None, password: str) -> bool:
     """True when ``password`` matches; False for no hash, a wrong or malformed one."""
-    if password_hash is None or len(password) > MAX_PASSWORD_CHARS or not _utf8(password):
+    if password_hash is None or len(password) > MAX_PASSWORD_CHARS or not is_utf8(password):
         return False
     try:
         return _hasher.verify(password_hash, password)
