@@ -34,6 +34,7 @@ from arena.db import (
     SeriesStatus,
     SubmissionStatus,
     TournamentStatus,
+    VersionReusedError,
     ensure_series,
     find_games,
     find_or_create_tournament,
@@ -345,6 +346,9 @@ def import_entries(entries: Sequence[GameEntry], *, session: Session) -> ImportS
                         ),
                         session=session,
                     )
+                except VersionReusedError as exc:  # not a bot.toml's: say whose content
+                    clash = f"{exc}; the file's is sha256 {seat.sha256}"
+                    raise _located(VersionReusedError(clash), entry) from None
                 except ConflictError as exc:  # stored under another name: say which record
                     raise _located(exc, entry) from None
                 assert result.submission.id is not None
@@ -408,7 +412,7 @@ def import_entries(entries: Sequence[GameEntry], *, session: Session) -> ImportS
 
 def _located(exc: ConflictError, entry: GameEntry) -> ConflictError:
     """``exc`` naming the file's record it comes from, when the entry was read from one."""
-    return ConflictError(f"{entry.where}: {exc}") if entry.where else exc
+    return type(exc)(f"{entry.where}: {exc}") if entry.where else exc
 
 
 def _settle_statuses(

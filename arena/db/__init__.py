@@ -47,6 +47,7 @@ from arena.db.errors import (
     SchemaError,
     SchemaOutdatedError,
     SchemaTooNewError,
+    VersionReusedError,
 )
 from arena.db.games import (
     GamePlace,
@@ -185,6 +186,7 @@ __all__ = [
     "TournamentLease",
     "TournamentSpec",
     "TournamentStatus",
+    "VersionReusedError",
     "acquire_lease",
     "add_series",
     "all_leases",

@@ -9,7 +9,7 @@ from sqlmodel import Session, col, select
 
 from arena.db._util import get_or_raise
 from arena.db.enums import SubmissionStatus
-from arena.db.errors import ConflictError, InvalidRecordError, NotFoundError
+from arena.db.errors import ConflictError, InvalidRecordError, NotFoundError, VersionReusedError
 from arena.db.models import Bot, Submission, SubmissionArchive
 from arena.db.records import BOT_NAME_RE, NewSubmission
 from arena.db.types import utcnow
@@ -63,8 +63,8 @@ def submit(new: NewSubmission, *, session: Session) -> SubmitResult:
 
     Submitting content already stored under the same bot and version returns the stored
     row (``created=False``). The same content under another name or version, or another
-    content under an existing name and version, raises :class:`ConflictError`: versions
-    are immutable.
+    content under an existing name and version, raises :class:`ConflictError` (the latter
+    :class:`VersionReusedError`, whose caller says how to mend it): versions are immutable.
     """
     existing = _matching_submission(new, session=session)
     if existing is not None:
@@ -117,10 +117,10 @@ def _matching_submission(new: NewSubmission, *, session: Session) -> Submission 
             )
         ).first()
         if same_version is not None:
-            raise ConflictError(
+            raise VersionReusedError(
                 f"{new.bot_name} {new.version} already exists with different content "
                 f"(sha256 {same_version.sha256}, submission {same_version.id}); versions are "
-                "immutable: bump the version in bot.toml"
+                "immutable"
             )
     return None
 

@@ -47,5 +47,11 @@ class ConflictError(DatabaseError, ValueError):
     """A write would contradict what is stored (no silent overwrite of recorded data)."""
 
 
+class VersionReusedError(ConflictError):
+    """A bot's name and version are stored with other content: versions are immutable. How
+    to mend it depends on where the version came from (a ``bot.toml``, a game file), so the
+    message says what clashes and the caller says what to do."""
+
+
 class InvalidRecordError(DatabaseError, ValueError):
     """A record handed to the database layer is malformed (bad card, seat, status...)."""

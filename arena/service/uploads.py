@@ -30,7 +30,7 @@ from arena.db.models import SubmissionCheck
 from arena.service.play import ValidationUnavailable, validate_submission
 from arena.service.settings import ServiceSettings
 from arena.tournament.seeds import draw_seed
-from arena.tournament.store import materialize, pack, stored_for_recording
+from arena.tournament.store import conflict_message, materialize, pack, stored_for_recording
 from sandbox import SubmissionError, load_submission
 from sandbox.death import printable
 from sandbox.source_check import check_python_sources
@@ -213,7 +213,7 @@ def _record_upload(
             )
         raise
     except ConflictError as exc:  # a version reused with other content, or a lost race
-        raise UploadError(str(exc), status=409) from None
+        raise UploadError(conflict_message(exc), status=409) from None
 
 
 def _needs_validation(row: Submission, *, session: Session) -> bool:

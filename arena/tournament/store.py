@@ -21,6 +21,7 @@ from arena.db import (
     ConflictError,
     Database,
     NewSubmission,
+    VersionReusedError,
     get_submission,
     load_archive,
     submit,
@@ -106,7 +107,8 @@ def register(
     """Validate the bot folder or archive at ``path`` and store it as an immutable version.
 
     Submitting identical content again is a no-op; other content under an existing name and
-    version is refused (ConflictError): bump the version in ``bot.toml``.
+    version is refused (:class:`VersionReusedError`, whose message says to bump the version
+    in ``bot.toml``).
     """
     if Path(path).is_dir():
         submission = load_submission(path)
@@ -141,24 +143,36 @@ def stored_for_recording(submission: Submission, store: Path) -> Iterator[Path]:
         raise
 
 
+def conflict_message(exc: ConflictError) -> str:
+    """What to tell the author of a bot folder whose version the database refused: a version
+    reused with other content is mended in ``bot.toml`` (the database's own message does not
+    say so: a game file's import meets the same refusal, with no bot.toml involved)."""
+    if isinstance(exc, VersionReusedError):
+        return f"{exc}: bump the version in bot.toml"
+    return str(exc)
+
+
 def _record(
     submission: Submission, stored: Path, archive: bytes, *, db: Database, submitted_by: str
 ) -> Registered:
     """Store the version of ``submission`` (its files at ``stored``) in the database."""
     manifest = {k: v for k, v in asdict(submission.manifest).items() if v is not None}
     with db.session() as session:
-        result = submit(
-            NewSubmission(
-                bot_name=submission.manifest.name,
-                version=submission.manifest.version,
-                sha256=submission.sha256,
-                submitted_by=submitted_by,
-                manifest=manifest,
-                storage_path=str(stored.resolve()),
-                archive=archive,
-            ),
-            session=session,
-        )
+        try:
+            result = submit(
+                NewSubmission(
+                    bot_name=submission.manifest.name,
+                    version=submission.manifest.version,
+                    sha256=submission.sha256,
+                    submitted_by=submitted_by,
+                    manifest=manifest,
+                    storage_path=str(stored.resolve()),
+                    archive=archive,
+                ),
+                session=session,
+            )
+        except VersionReusedError as exc:
+            raise VersionReusedError(conflict_message(exc)) from None
         row = result.submission
         assert row.id is not None
         return Registered(

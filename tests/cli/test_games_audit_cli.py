@@ -88,6 +88,30 @@ def test_a_game_file_giving_one_version_two_contents_is_refused_whole(
     assert not target.exists()
 
 
+def test_a_version_stored_with_other_content_names_both_and_no_bot_toml(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A game file bringing a bot version the database holds with other content: no
+    bot.toml is involved, so the refusal names both contents, not a manifest to edit."""
+    target = tmp_path / "f4b.db"
+    first = tmp_path / "first.kgn"
+    first.write_text(format_games([entry(1)]), encoding="utf-8")
+    code, out, err = kryt(capsys, "games", "import", str(first), "-d", str(target))
+    assert code == ExitCode.OK, (out, err)
+    before = table_counts(target)
+    other = Seat(ALPHA.bot, ALPHA.version, "c" * 64)
+    second = tmp_path / "second.kgn"
+    second.write_text(format_games([entry(1, (other, BETA))]), encoding="utf-8")
+    code, _, err = kryt(capsys, "games", "import", str(second), "-d", str(target))
+    assert code == ExitCode.BAD_INPUT
+    line = only_error_line(err)
+    assert "second.kgn:1: alpha 1.0 already exists with different content" in line, line
+    assert f"(sha256 {'a' * 64}, submission 1)" in line, line
+    assert f"versions are immutable; the file's is sha256 {'c' * 64}" in line, line
+    assert "bot.toml" not in err
+    assert table_counts(target) == before  # nothing written
+
+
 def test_import_entries_refuses_a_second_name_for_one_content(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -31,7 +31,9 @@ def test_a_refused_version_leaves_nothing_in_the_store(
     (folder / "bot.py").write_text((folder / "bot.py").read_text() + "\n# changed\n")
     code, out, err = kryt(capsys, "submit", str(folder))
     assert code == ExitCode.BAD_INPUT, (out, err)
-    assert "version" in err and "Traceback" not in err
+    assert "mine 1.0.0 already exists with different content" in err, err
+    assert "versions are immutable: bump the version in bot.toml" in err, err
+    assert "Traceback" not in err
     assert sorted(p.name for p in store.iterdir()) == before
     # The same content again is a no-op that keeps its folder.
     (folder / "bot.py").write_text((ROOT / "sdk" / "examples" / "random" / "bot.py").read_text())

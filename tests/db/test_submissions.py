@@ -12,6 +12,7 @@ from arena.db import (
     NotFoundError,
     Submission,
     SubmissionStatus,
+    VersionReusedError,
     find_submission_by_sha256,
     get_bot,
     get_or_create_bot,
@@ -69,8 +70,11 @@ def test_versions_are_immutable(db: Database) -> None:
     with db.session() as s:
         submit(new_submission("greedy"), session=s)
     changed = NewSubmission("greedy", "1.0.0", sha("other content"), "tester")
-    with pytest.raises(ConflictError, match="bump the version"), db.session() as s:
+    with pytest.raises(VersionReusedError, match=r"immutable$") as refused, db.session() as s:
         submit(changed, session=s)
+    # The database says what clashes; the caller says how to mend it (a bot.toml or a file).
+    assert "bot.toml" not in str(refused.value)
+    assert isinstance(refused.value, ConflictError)
     with db.read_session() as s:
         (only,) = list_submissions(session=s)
         assert only.sha256 == sha("greedy@1.0.0")

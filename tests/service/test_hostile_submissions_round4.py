@@ -182,7 +182,10 @@ def test_refused_uploads_leave_nothing_in_the_store(arena: Arena) -> None:
     assert len(kept) == 1
     # another author's bot name: 403; the same version with other content: 409
     _problem(arena.http.post(URL, content=_bot(version="2.0"), headers=arena.bob), 403)
-    _problem(arena.http.post(URL, content=_bot(body=BOT + b"# 2\n"), headers=arena.alice), 409)
+    reused = _problem(
+        arena.http.post(URL, content=_bot(body=BOT + b"# 2\n"), headers=arena.alice), 409
+    )
+    assert reused.endswith("versions are immutable: bump the version in bot.toml"), reused
     assert _stored(arena) == kept
     assert arena.rows("select count(*) from submissions") == [(1,)]
 
