@@ -5,10 +5,12 @@ resume command, and the resume completes it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -91,16 +93,31 @@ def _assert_every_game_once(url: str) -> None:
     assert len(set(counted)) == len(counted), "a game is stored twice"
 
 
-def test_a_run_rides_out_terminated_connections_and_a_short_outage(
-    postgres_url: str, admin: Engine, tmp_path: Path
-) -> None:
-    name = make_url(postgres_url).database
+@contextlib.contextmanager
+def _run_with_outages(
+    url: str, admin: Engine, tmp_path: Path, retry_seconds: str
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A run of random against greedy and the name of its database, in which the block makes
+    outages; afterwards the database accepts connections again and the run is gone."""
+    name = make_url(url).database
     assert name is not None
     run = _start(
-        postgres_url, tmp_path, "300",
+        url, tmp_path, retry_seconds,
         "run", "builtin:random", "builtin:greedy", "--games", str(GAMES), "--backend", "process",
     )  # fmt: skip
     try:
+        yield run, name
+    finally:
+        _allow(admin, name, True)
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+
+def test_a_run_rides_out_terminated_connections_and_a_short_outage(
+    postgres_url: str, admin: Engine, tmp_path: Path
+) -> None:
+    with _run_with_outages(postgres_url, admin, tmp_path, "300") as (run, name):
         assert _wait_for_games(postgres_url, 20, run), "the run ended before any outage"
         _terminate(admin, name)  # a blip: every connection dropped at once
         assert _wait_for_games(postgres_url, _counted(postgres_url) + 20, run), "ended early"
@@ -112,11 +129,6 @@ def test_a_run_rides_out_terminated_connections_and_a_short_outage(
         if _wait_for_games(postgres_url, _counted(postgres_url) + 20, run):
             _terminate(admin, name)  # once more
         code, err = _finish(run, tmp_path)
-    finally:
-        _allow(admin, name, True)
-        if run.poll() is None:
-            run.kill()
-            run.wait()
     assert code == 0, err
     assert "lost while" in err and "is back after" in err, err
     _assert_every_game_once(postgres_url)
@@ -125,22 +137,11 @@ def test_a_run_rides_out_terminated_connections_and_a_short_outage(
 def test_an_outage_longer_than_the_retries_ends_the_run_and_resume_completes_it(
     postgres_url: str, admin: Engine, tmp_path: Path
 ) -> None:
-    name = make_url(postgres_url).database
-    assert name is not None
-    run = _start(
-        postgres_url, tmp_path, "1",
-        "run", "builtin:random", "builtin:greedy", "--games", str(GAMES), "--backend", "process",
-    )  # fmt: skip
-    try:
+    with _run_with_outages(postgres_url, admin, tmp_path, "1") as (run, name):
         assert _wait_for_games(postgres_url, 20, run), "the run ended before the outage"
         _allow(admin, name, False)
         _terminate(admin, name)
         code, err = _finish(run, tmp_path)
-    finally:
-        _allow(admin, name, True)
-        if run.poll() is None:
-            run.kill()
-            run.wait()
     assert code == 3, err
     assert "lost while" in err, err
     hints = [line for line in err.splitlines() if line.startswith("hint:")]
