@@ -9,14 +9,16 @@ number, from :data:`DEFAULT_FIRST_UID` to ``DEFAULT_FIRST_UID + DEFAULT_COUNT - 
 systemd's dynamic users (61184-65519), ``nobody`` (65534) and systemd-nspawn's container
 range (524288-1879048191), and below 2^31 (some tools read uids as signed).
 
-A lease is an exclusive ``flock`` on ``<runtime dir>/uids/<uid>.lock``, held by this
-process for the bot's life: unique across the bots of every referee process of the machine
-that shares the runtime directory, and gone with its holder (a runner killed by
-``kill -9`` leaks no uid). The lock files themselves are never deleted (deleting a locked
-file would let a second process lock a new file of the same name). A uid is handed out only
-when no process runs as it (uid or gid, any of real/effective/saved/filesystem): a bot whose
-processes outlived their stop, or a container of a dead runner the reaper has not removed
-yet, keeps its uid out of the pool until it is gone.
+A lease is an exclusive ``flock`` on ``<lock dir>/<uid>.lock``, held by this process for
+the bot's life, and gone with its holder (a runner killed by ``kill -9`` leaks no uid). As
+root the lock directory is :data:`MACHINE_LOCK_DIR`, whatever runtime directory a runner
+uses, so leases are unique across every referee process of the machine; otherwise (Docker
+bots of a user in the docker group) it is ``<runtime dir>/uids``, per user. The lock
+files themselves are never deleted (deleting a locked file would let a second process lock
+a new file of the same name). A uid is handed out only when no process runs as it (uid or
+gid, any of real/effective/saved/filesystem): a bot whose processes outlived their stop, or
+a container of a dead runner the reaper has not removed yet, keeps its uid out of the pool
+until it is gone.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from sandbox.errors import SandboxInfrastructureError
 __all__ = [
     "DEFAULT_COUNT",
     "DEFAULT_FIRST_UID",
+    "MACHINE_LOCK_DIR",
     "UIDS_ENV",
     "UidLease",
     "UidPool",
@@ -47,6 +50,10 @@ UIDS_ENV = "KRYT_SANDBOX_UIDS"
 """Environment variable naming the pool's range, ``FIRST-LAST`` (inclusive)."""
 DEFAULT_FIRST_UID = 1_990_000_000
 DEFAULT_COUNT = 1000
+MACHINE_LOCK_DIR = Path("/run/kryt-sandbox-uids")
+"""Where root's referees lease uids: one directory for the machine, not one per runtime
+directory (two runners given different ``KRYT_SANDBOX_RUNTIME_DIR`` would otherwise each
+hand out the same uid, and their bots could signal each other and share per-uid quotas)."""
 
 
 def ids_in_use() -> set[int]:
@@ -92,7 +99,7 @@ class UidLease:
 
 class UidPool:
     """``count`` uids from ``first``, leased through lock files in ``lock_dir`` (default:
-    ``<runtime dir>/uids``)."""
+    :data:`MACHINE_LOCK_DIR` as root, else ``<runtime dir>/uids``)."""
 
     def __init__(self, first: int, count: int, lock_dir: Path | None = None) -> None:
         if first < 1 or count < 1 or first + count - 1 > 0xFFFF_FFFE:
@@ -118,11 +125,19 @@ class UidPool:
     def lock_dir(self) -> Path:
         """The directory of the lock files (made on first use: mode 0700, ours)."""
         if self._lock_dir is None:
-            from sandbox.backend import runtime_dir
+            if os.geteuid() == 0:
+                self._lock_dir = MACHINE_LOCK_DIR
+            else:
+                from sandbox.backend import runtime_dir
 
-            self._lock_dir = runtime_dir() / "uids"
+                self._lock_dir = runtime_dir() / "uids"
         path = self._lock_dir
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SandboxInfrastructureError(
+                f"cannot make the sandbox uid lock directory {str(path)!r}: {exc}"
+            ) from exc
         info = os.lstat(path)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
             raise SandboxInfrastructureError(f"{str(path)!r} is not a directory owned by us")

@@ -16,7 +16,7 @@ import pytest
 
 from sandbox.backend import Backend
 from sandbox.errors import SandboxInfrastructureError
-from sandbox.uids import UidPool, default_pool
+from sandbox.uids import MACHINE_LOCK_DIR, UidPool, default_pool
 from tests.sandbox.conftest import MakeBot, roomy
 from tests.sandbox.test_hostile import report, stop_and_check_clean
 
@@ -174,6 +174,27 @@ def test_concurrent_leases_from_several_processes_never_share_a_uid(tmp_path: Pa
                 assert holder.stdin is not None
                 holder.stdin.close()
                 holder.wait(timeout=60)
+
+
+def test_root_leases_from_one_directory_whatever_the_runtime_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runners given different runtime directories still never hand out one uid."""
+    if os.geteuid() != 0:
+        pytest.skip("the machine-wide lock directory is root's (others lease per user)")
+    first = 2_000_000_300
+    monkeypatch.setenv("KRYT_SANDBOX_RUNTIME_DIR", str(tmp_path / "one"))
+    one = UidPool(first, 2)
+    held = one.lease()
+    try:
+        monkeypatch.setenv("KRYT_SANDBOX_RUNTIME_DIR", str(tmp_path / "two"))
+        other = UidPool(first, 2)
+        assert other.lock_dir() == one.lock_dir() == MACHINE_LOCK_DIR
+        second = other.lease()
+        assert second.uid != held.uid
+        second.release()
+    finally:
+        held.release()
 
 
 def test_the_pool_range_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
