@@ -15,8 +15,11 @@ from referee.rules.errors import quote
 from referee.rules.viewcheck import view_cards
 
 
-class InconsistentViewError(ValueError):
-    """A view's counts do not add up to 36 cards (a corrupted or hand-made view)."""
+class InconsistentViewError(InvalidViewError):
+    """A view's counts do not add up to 36 cards (a corrupted or hand-made view). An
+    :class:`~referee.rules.InvalidViewError` (so an ``InvalidDeckError`` and a
+    ``ValueError``), as ``Game.from_view`` refuses such a view: ``sample_game``, which asks
+    the tracker first, raises what the guide promises."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,11 +17,13 @@ from referee.client import (
     BotCrashedError,
     BotFault,
     BotReportedError,
+    MalformedReplyError,
     Reply,
     check_handshake_reply,
 )
 from referee.match import Player
 from referee.protocol.messages import (
+    MAX_REPLY_BYTES,
     AnyView,
     BotError,
     Clock,
@@ -33,6 +35,7 @@ from referee.protocol.messages import (
     RefereeMessage,
     TimeControl,
 )
+from referee.protocol.wire import encode_bot_message
 from referee.rules import CLASSIC_TURN_LIMIT, DEFAULT_TURN_LIMIT
 from referee.series import BotStartError, SeriesConfig, SeriesFormat, SeriesResult
 from referee.series import run_series as referee_series
@@ -105,10 +108,25 @@ class LocalPlayer:
         reply = self._driver.handle(request, start)
         elapsed = time.monotonic() - start
         if isinstance(reply, Decision):
+            self._refuse_oversized(reply)
             return Reply(action=reply.action, elapsed=elapsed, request_id=self._ids)
         if isinstance(reply, BotError):
             raise BotReportedError.of(reply)
         raise BotCrashedError(f"{self.name}: {reply!r}", repr(reply))
+
+    def _refuse_oversized(self, reply: Decision) -> None:
+        """Over gRPC a reply over :data:`MAX_REPLY_BYTES` never reaches the referee: gRPC
+        refuses it, and the arena forfeits the bot for a malformed reply. Only text can be
+        that long, so only long text is encoded to be measured."""
+        action = reply.action
+        if not isinstance(action, str) or len(action) * 4 < MAX_REPLY_BYTES - 64:
+            return  # at most 4 bytes a character: far below the limit
+        size = len(encode_bot_message(reply))
+        if size > MAX_REPLY_BYTES:
+            raise MalformedReplyError(
+                f"{self.name}: sent a message over the {MAX_REPLY_BYTES}-byte limit ({size} bytes)",
+                offending=f"<message over {MAX_REPLY_BYTES} bytes>",
+            )
 
 
 MoveHook = Callable[[int, int, Reply], None]

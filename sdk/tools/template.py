@@ -78,7 +78,7 @@ from bot import $cls
 
 def test_plays_only_legal_actions() -> None:
     result = play_local($cls(), RandomBot(seed=1), games=20, seed=1)
-    assert not result.forfeits, [g.detail for g in result.forfeits]
+    assert not result.forfeits, [g.forfeit.detail for g in result.forfeits if g.forfeit]
 
 
 def test_beats_random() -> None:

@@ -19,7 +19,8 @@ const char kVersion[] = "1.0.0";
 
 std::string Choose(const kryt::v1::View& view) {
   for (const std::string& action : view.legal_actions()) {
-    if (action != "take") return action;
+    // "take" and "swap take" both take: any other legal action first.
+    if (action != "take" && action != "swap take") return action;
   }
   return view.legal_actions_size() > 0 ? view.legal_actions(0) : "take";
 }

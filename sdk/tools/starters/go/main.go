@@ -29,7 +29,8 @@ type bot struct {
 
 func choose(view *pb.View) string {
 	for _, action := range view.GetLegalActions() {
-		if action != "take" {
+		// "take" and "swap take" both take: any other legal action first.
+		if action != "take" && action != "swap take" {
 			return action
 		}
 	}

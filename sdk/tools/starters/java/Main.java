@@ -23,7 +23,8 @@ public final class Main {
 
   static String choose(View view) {
     for (String action : view.getLegalActionsList()) {
-      if (!action.equals("take")) {
+      // "take" and "swap take" both take: any other legal action first.
+      if (!action.equals("take") && !action.equals("swap take")) {
         return action;
       }
     }

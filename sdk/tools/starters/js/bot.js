@@ -29,7 +29,8 @@ const VERSION = "1.0.0";
 
 function choose(view) {
   const legal = view.legal_actions;
-  return legal.find((action) => action !== "take") || legal[0];
+  // "take" and "swap take" both take: any other legal action first.
+  return legal.find((action) => action !== "take" && action !== "swap take") || legal[0];
 }
 
 function play(call) {
