@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import sys
 
 from sdk.bot import Bot
@@ -30,6 +31,15 @@ def load_bot(spec: str) -> Bot:
     cls = getattr(module, class_name, None)
     if not (isinstance(cls, type) and issubclass(cls, Bot)):
         raise BotSpecError(f"{spec!r} is not a subclass of sdk.Bot (found {cls!r})")
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(cls.__abstractmethods__))
+        raise BotSpecError(f"{spec!r} cannot be served: it does not implement {missing}")
+    try:
+        inspect.signature(cls).bind()
+    except TypeError as exc:  # checked before the call: an error in __init__ keeps its traceback
+        raise BotSpecError(f"{spec!r} must be constructible without arguments: {exc}") from None
+    except ValueError:  # no signature to read (a C-level __init__): let the call tell
+        pass
     return cls()
 
 
