@@ -704,7 +704,8 @@ class AsyncBotClient:
         deadline = self._deadline
         deadline.start(sent + timeout)
         try:
-            at, item = await self._send_then_next(data)
+            await self._write(self._open(), data)  # _send_then_next, a coroutine less
+            at, item = await self._next()
             while True:
                 message = self._decode(item)
                 if isinstance(message, Decision) and message.request_id == request_id:

@@ -83,6 +83,8 @@ class GameClock:
         self.controls: tuple[TimeControl, ...] = controls
         self.banks = [c.bank_seconds for c in controls]
         self.graces = [c.grace_seconds for c in controls]
+        self._told: list[Clock | None] = [None] * seats
+        """Each seat's last :meth:`wire_clock`, given again while its bank is unchanged."""
 
     def allowance(self, seat: int) -> float:
         """Seconds ``seat`` may spend on its next move (on its control's clock)."""
@@ -101,7 +103,10 @@ class GameClock:
     def wire_clock(self, seat: int) -> Clock:
         """What ``seat`` is told with its next decision request: its move limit and bank."""
         bank_ms = min(MAX_TIME_MS, round(self.banks[seat] * 1000))
-        return Clock(move_ms=self.controls[seat].move_ms, bank_ms=bank_ms)
+        told = self._told[seat]
+        if told is None or told.bank_ms != bank_ms:  # a Clock is immutable: one may be reused
+            told = self._told[seat] = Clock(move_ms=self.controls[seat].move_ms, bank_ms=bank_ms)
+        return told
 
     def charge(self, seat: int, elapsed: float, cpu: float | None = None) -> bool:
         """Charge a move to ``seat``: ``elapsed`` wall seconds, or its ``cpu`` seconds under

@@ -58,6 +58,8 @@ _GO_OUT = int(ActionKind.COVER_AND_GO_OUT)
 _TAKE = int(ActionKind.TAKE)
 _TAKE_CODE = encode(_TAKE)
 _CARDS = Card.all()
+_SUITS: Final = tuple(Suit)
+"""The suits by index: a tuple lookup, not an enum call, for the view asked every decision."""
 _T = TypeVar("_T")
 
 
@@ -485,7 +487,7 @@ class Game:
     @property
     def trump(self) -> Suit:
         """The trump suit (suit of the card turned face up at the deal)."""
-        return Suit(self._trump)
+        return _SUITS[self._trump]
 
     @property
     def face_up(self) -> Card | None:
@@ -562,7 +564,7 @@ class Game:
             dealer=self._dealer,
             hand=cards_of(self._hands[seat]),
             pile=self.pile,
-            trump=Suit(self._trump),
+            trump=_SUITS[self._trump],
             face_up=self.face_up,
             stock_count=len(self._stock),
             opponent_count=self._hands[other].bit_count(),

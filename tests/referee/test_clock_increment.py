@@ -46,6 +46,26 @@ def test_the_increment_is_added_to_the_bank_after_each_move_in_time() -> None:
     assert clock.wire_clock(0) == Clock(move_ms=100, bank_ms=300)
 
 
+def test_the_wire_clock_follows_each_seats_bank_move_by_move() -> None:
+    """What a seat is told is its own bank after its last charge, whatever was told before
+    (the clock object is reused only while the bank is unchanged)."""
+    clock = GameClock(
+        (
+            TimeControl(move_ms=100, bank_ms=1000, grace_ms=0),
+            TimeControl(move_ms=200, bank_ms=500, grace_ms=0, increment_ms=5),
+        )
+    )
+    assert clock.wire_clock(0) == Clock(move_ms=100, bank_ms=1000)
+    assert clock.wire_clock(1) == Clock(move_ms=200, bank_ms=500)
+    assert clock.charge(0, 0.05)  # in time, no increment: the bank stays
+    assert clock.wire_clock(0) == Clock(move_ms=100, bank_ms=1000)
+    assert clock.charge(0, 0.35)  # 250 ms over
+    assert clock.wire_clock(0) == Clock(move_ms=100, bank_ms=750)
+    assert clock.charge(1, 0.1)  # in time: +5 ms
+    assert clock.wire_clock(1) == Clock(move_ms=200, bank_ms=505)
+    assert clock.wire_clock(0) == Clock(move_ms=100, bank_ms=750)
+
+
 def test_a_move_too_late_earns_no_increment_and_time_still_adds_up() -> None:
     control = TimeControl(move_ms=100, bank_ms=50, grace_ms=20, increment_ms=10)
     clock = GameClock(control)

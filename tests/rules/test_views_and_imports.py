@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+import random
 import subprocess
 import sys
 from pathlib import Path
 
-from referee.rules import Card
+from referee.rules import Card, Game, Suit
 from tests.rules.helpers import cards, hand, position
 
 RULES = Path(__file__).resolve().parents[2] / "referee" / "rules"
@@ -67,3 +68,43 @@ def test_importing_the_rules_core_loads_no_heavy_or_io_package() -> None:
     loaded = set(subprocess.check_output([sys.executable, "-c", code], text=True).split())
     forbidden = {"grpc", "docker", "sqlmodel", "sqlalchemy", "typer", "google", "numpy", "rich"}
     assert not forbidden & {m.split(".")[0] for m in loaded}
+
+
+def _assert_views_agree_with_properties(game: Game) -> None:
+    for seat in (0, 1):
+        view = game.view(seat)
+        assert view.seat == seat and view.dealer == game.dealer
+        assert view.hand == game.hands[seat]
+        assert view.pile == game.pile
+        assert view.trump is game.trump and type(view.trump) is Suit
+        assert view.face_up == game.face_up
+        assert view.stock_count == len(game.stock)
+        assert view.opponent_count == len(game.hands[1 - seat])
+        assert view.opponent_known == game.known_cards(1 - seat)
+        assert view.own_known == game.known_cards(seat)
+        assert view.to_move == game.to_move
+        mine = game.to_move == seat
+        assert view.legal_actions == (tuple(game.legal_actions()) if mine else ())
+        assert view.history == game.history
+        assert view.turn_limit == game.turn_limit
+        assert view.over == game.over
+        assert view.outcome == game.outcome and view.reason == game.reason
+        assert view.final_cover == game.final_cover
+
+
+def test_every_view_agrees_with_the_games_properties() -> None:
+    """Each field of ``Game.view`` is what the game's property of the same meaning says (the
+    trump a ``Suit``, the legal actions only for the seat to move), at every step of random
+    games (swaps, takes, the end of the stock, wins) and after a draw by final answer."""
+    rng = random.Random(2026)
+    for number in range(60):
+        game = Game.new(f"view-vs-properties-{number}", dealer=number % 2)
+        _assert_views_agree_with_properties(game)
+        while not game.over:
+            game.play(rng.choice(game.legal_actions()))
+            _assert_views_agree_with_properties(game)
+    drawn = position(trump="H", mover="9D 7C", other="8C", pile="8D")
+    _assert_views_agree_with_properties(drawn)
+    drawn.play("cover 9D 7C")
+    assert drawn.final_cover is not None
+    _assert_views_agree_with_properties(drawn)
