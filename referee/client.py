@@ -410,6 +410,10 @@ class AsyncBotClient:
         """The latest requests answered, each with its game: a duplicate reply is named as one
         (within its game it is a fault), and one to an earlier game's request is dropped;
         bounded, so a long series' connection does not grow."""
+        self._forgiven: set[int] = set()
+        """Answered requests whose one second reply, after their game was over, was dropped:
+        another copy is a fault (a bot flooding its stream with stale copies would otherwise
+        have every one kept and logged). Bounded with :attr:`_answered`."""
         self._deadline = Deadline(self._loop)
         """The decisions' deadline: one alarm for all of them (see :class:`Deadline`)."""
         self.discarded: list[Decision] = []
@@ -654,7 +658,10 @@ class AsyncBotClient:
             self._abandoned.discard(request_id)
         elif game_number is None or self._answered.get(request_id, game_number) >= game_number:
             return False
+        elif request_id in self._forgiven:
+            return False  # one late copy is forgiven, not a flood
         else:
+            self._forgiven.add(request_id)
             log.warning(
                 "bot at %s sent a second reply to request %s after game %s was over: dropped",
                 self.address,
@@ -664,11 +671,19 @@ class AsyncBotClient:
         self.discarded.append(message)
         return True
 
+    def _another_reply(self, request_id: int) -> str:
+        """How a fault names a reply to a request already answered."""
+        if request_id in self._forgiven:
+            return f"a third reply to request {request_id} (a late second one was dropped)"
+        return f"a second reply to request {request_id}"
+
     def _answer(self, request_id: int, game_number: int) -> None:
         answered = self._answered
         answered[request_id] = game_number
         if len(answered) > ANSWERED_KEPT:
-            del answered[next(iter(answered))]
+            oldest = next(iter(answered))
+            del answered[oldest]
+            self._forgiven.discard(oldest)
 
     async def decide(
         self, view: AnyView, clock: Clock, *, game_number: int, timeout: float
@@ -695,7 +710,7 @@ class AsyncBotClient:
                 # both ways it is named the same.
                 first = stray[0]
                 what = (
-                    f"a second reply to request {first.request_id}"
+                    self._another_reply(first.request_id)
                     if isinstance(first, Decision) and first.request_id in self._answered
                     else f"{len(stray)} message(s) nobody asked for"
                 )
@@ -730,7 +745,7 @@ class AsyncBotClient:
         finally:
             deadline.stop()
         if isinstance(message, Decision) and message.request_id in self._answered:
-            what = f"a second reply to request {message.request_id}"
+            what = self._another_reply(message.request_id)
         elif isinstance(message, Decision):
             what = f"a reply to request {message.request_id}, not to the pending {request_id}"
         else:
