@@ -35,6 +35,7 @@ import tarfile
 import threading
 import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -808,7 +809,7 @@ def _build_context(submission: Submission, base_image: str, runtime: Runtime) ->
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         build = containers.needs_build(runtime, submission)
         # The build runs the author's code too: under the filter wherever there is one.
-        confine = confined_command if filter_problem() is None else list
+        confine = partial(confined_command, build=True) if filter_problem() is None else list
         files = {
             "Dockerfile": containers.dockerfile(
                 runtime,

@@ -1256,7 +1256,7 @@ class BwrapBackend(Backend):
                     copy = f"/tmp/kryt-{key.lower()}"
                     script = f"cp -R {value} {copy} && export {key}={copy}\n{script}"
             if self.seccomp_problem is None:
-                seccomp_fd = seccomp.filter_fd()
+                seccomp_fd = seccomp.filter_fd(build=True)
             popen: dict[str, Any] = {
                 "env": {"PATH": "/usr/bin:/bin"},
                 "cwd": "/",

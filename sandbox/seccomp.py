@@ -111,11 +111,20 @@ DENIED: Final = (
 """System calls the filter refuses with EPERM (names this architecture does not have are
 skipped)."""
 
+LOCK_COMMANDS: Final = (5, 6, 7, 36, 37, 38)
+"""``fcntl`` commands of file locks (``F_GETLK``, ``F_SETLK``, ``F_SETLKW`` and their
+open-file-description forms ``F_OFD_*``), refused to a running bot with ``flock``. Two bots
+under bwrap share the inodes of the host's ``/usr`` and of the staged runtime (read-only,
+but a read-only file can be locked): one locking a file and the other testing the lock was a
+channel between two bots of one author at one table (found by a hostile review, 2026-12-05).
+Builds keep their locks (Go's build cache, for one, locks its files) and run alone."""
+
 
 @functools.cache
-def compiled_filter() -> bytes | str:
+def compiled_filter(build: bool = False) -> bytes | str:
     """The filter as classic BPF (what ``bwrap --seccomp`` reads), or why it cannot be made
-    here (one line). Made once a process."""
+    here (one line). A running bot's also refuses file locks (:data:`LOCK_COMMANDS`); a
+    ``build``'s does not. Made once a process."""
     try:
         import pyseccomp
     except (ImportError, RuntimeError, OSError) as exc:  # RuntimeError: no libseccomp
@@ -131,6 +140,13 @@ def compiled_filter() -> bytes | str:
             if number < 0:  # not a system call of this architecture
                 continue
             rules.add_rule(pyseccomp.ERRNO(errno.EPERM), number)
+        if not build:
+            rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "flock")
+            for command in LOCK_COMMANDS:
+                # The kernel reads the command as a 32-bit int: compare only those bits, so
+                # that a caller setting the upper half of the register cannot slip past.
+                lock = pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFF_FFFF, command)
+                rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "fcntl", lock)
         with os.fdopen(os.memfd_create("kryt-seccomp", os.MFD_CLOEXEC), "w+b") as scratch:
             rules.export_bpf(scratch)
             scratch.seek(0)
@@ -166,16 +182,21 @@ def kernel_refusal(program: bytes) -> str | None:
 
 
 def filter_problem() -> str | None:
-    """Why bots here run without the filter (one line), or None."""
-    made = compiled_filter()
-    return made if isinstance(made, str) else None
+    """Why bots here run without the filter (one line), or None (then both the running
+    bots' and the builds' filters are made)."""
+    for build in (False, True):
+        made = compiled_filter(build)
+        if isinstance(made, str):
+            return made
+    return None
 
 
-def filter_fd() -> int:
-    """A new descriptor, at offset 0, holding the compiled filter for one bwrap to read
-    (``--seccomp FD``; the caller passes it to the child and closes it after the start).
-    RuntimeError when there is no filter (check :func:`filter_problem` first)."""
-    made = compiled_filter()
+def filter_fd(build: bool = False) -> int:
+    """A new descriptor, at offset 0, holding the compiled filter (a running bot's, or a
+    ``build``'s) for one bwrap to read (``--seccomp FD``; the caller passes it to the child
+    and closes it after the start). RuntimeError when there is no filter (check
+    :func:`filter_problem` first)."""
+    made = compiled_filter(build)
     if isinstance(made, str):
         raise RuntimeError(made)
     fd = os.memfd_create("kryt-seccomp", os.MFD_CLOEXEC)
@@ -234,11 +255,11 @@ ignore the signals the kernel sends it by default (``SIGXFSZ`` at its file-size 
 LAUNCHER_FAILED: Final = 125
 
 
-def confined_command(argv: Sequence[str]) -> list[str]:
-    """``argv`` run under the filter by the image's ``python3`` (Docker's bots and builds):
-    the container's command. RuntimeError when there is no filter here (check
-    :func:`filter_problem` first)."""
-    made = compiled_filter()
+def confined_command(argv: Sequence[str], build: bool = False) -> list[str]:
+    """``argv`` run under the filter (a running bot's, or a ``build``'s) by the image's
+    ``python3`` (Docker's bots and builds): the container's command. RuntimeError when there
+    is no filter here (check :func:`filter_problem` first)."""
+    made = compiled_filter(build)
     if isinstance(made, str):
         raise RuntimeError(made)
     if not argv:

@@ -371,7 +371,7 @@ def test_bwrap_without_a_seccomp_filter_refuses_untrusted_bots(
         seccomp.compiled_filter.cache_clear()
     assert problem is not None and "libseccomp" in problem and "\n" not in problem
     with pytest.raises(RuntimeError, match="libseccomp"):
-        monkeypatch.setattr(seccomp, "compiled_filter", lambda: problem)
+        monkeypatch.setattr(seccomp, "compiled_filter", lambda build=False: problem)
         seccomp.filter_fd()
     monkeypatch.setattr(bwrap_backend, "seccomp_problem", problem)
     assert "cannot filter bots' system calls" in str(bwrap_backend.untrusted_problem())

@@ -7,6 +7,7 @@ import errno
 import json
 import platform
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,7 @@ def test_a_filter_the_kernel_refuses_stops_the_start_with_one_line(
     """The bot never runs unfiltered: the launcher exits 125 with one line instead."""
     marker = tmp_path / "ran"
     # One BPF instruction that is not a return: the kernel refuses the program (EINVAL).
-    monkeypatch.setattr(seccomp, "compiled_filter", lambda: b"\x00" * 8)
+    monkeypatch.setattr(seccomp, "compiled_filter", lambda build=False: b"\x00" * 8)
     done = run_confined(["/bin/sh", "-c", f"touch {marker}"], tmp_path)
     assert done.returncode == seccomp.LAUNCHER_FAILED
     assert done.stderr.strip().count("\n") == 0
@@ -88,7 +89,9 @@ def test_a_filter_the_kernel_refuses_stops_the_start_with_one_line(
 
 
 def test_no_filter_no_confined_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(seccomp, "compiled_filter", lambda: "no seccomp filter: libseccomp")
+    monkeypatch.setattr(
+        seccomp, "compiled_filter", lambda build=False: "no seccomp filter: libseccomp"
+    )
     with pytest.raises(RuntimeError, match="libseccomp"):
         seccomp.confined_command(["/bin/true"])
 
@@ -117,3 +120,86 @@ def test_a_kernel_that_refuses_the_filter_is_known_before_any_bot_starts() -> No
     refusal = seccomp.kernel_refusal(b"\x00" * 8)
     assert refusal is not None and "\n" not in refusal
     assert "kernel refuses it" in refusal and "could not load its seccomp filter" in refusal
+
+
+LOCKS = """\
+import ctypes, errno, fcntl, json, os, struct
+FLOCK = "hhqqi4x"  # struct flock: type, whence, (padding), start, len, pid, (padding)
+found = {}
+with open(os.path.realpath(os.__file__), "rb") as shared:  # a read-only file of /usr
+    for name, lock in (
+        ("flock", lambda: fcntl.flock(shared, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+        ("setlk", lambda: fcntl.lockf(shared, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+        ("getlk", lambda: fcntl.fcntl(shared, fcntl.F_GETLK, struct.pack(FLOCK, 1, 0, 0, 0, 0))),
+        ("ofd", lambda: fcntl.fcntl(shared, 37, struct.pack(FLOCK, 0, 0, 0, 0, 0))),
+    ):
+        try:
+            lock()
+            found[name] = 0
+        except OSError as exc:
+            found[name] = exc.errno
+    # The same command with the upper half of the register set: the kernel reads an int.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    flock = ctypes.create_string_buffer(struct.pack(FLOCK, 0, 0, 0, 0, 0))
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(72), ctypes.c_long(shared.fileno()),
+                          ctypes.c_long((1 << 32) | fcntl.F_SETLK), flock)
+    found["setlk_high_bits"] = 0 if result >= 0 else ctypes.get_errno()
+    found["plain_fcntl"] = fcntl.fcntl(shared, fcntl.F_GETFD) >= 0
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the probe's numbers are x86-64's")
+@pytest.mark.parametrize("build", [False, True])
+def test_a_running_bot_gets_no_file_lock_and_a_build_does(tmp_path: Path, build: bool) -> None:
+    """A lock on a file every sandbox shares was a channel between two running bots: their
+    filter refuses flock() and fcntl()'s lock commands (also with the register's upper half
+    set), and nothing else of fcntl; a build (Go's cache locks its files) keeps them."""
+    probe = tmp_path / "locks.py"
+    probe.write_text(LOCKS)
+    done = subprocess.run(
+        seccomp.confined_command(["/usr/bin/python3", str(probe)], build=build),
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["plain_fcntl"] is True
+    expected = 0 if build else errno.EPERM
+    assert found == {
+        "flock": expected,
+        "setlk": expected,
+        "getlk": expected,
+        "ofd": expected,
+        "setlk_high_bits": expected,
+        "plain_fcntl": True,
+    }, found
+
+
+def test_docker_builds_run_under_the_builds_filter(tmp_path: Path) -> None:
+    """The backend's build stage is confined by the build's program (locks allowed), its
+    bots by the running bots' (no locks): two different programs."""
+    from sandbox.docker_backend import _build_context  # needs the docker package
+    from sandbox.submission import load_submission
+
+    folder = tmp_path / "gobot"
+    folder.mkdir()
+    (folder / "bot.toml").write_text(
+        'name = "gobot"\nversion = "1"\nruntime = "go"\nentry = "main.go"\n'
+    )
+    (folder / "main.go").write_text("package main\nfunc main() {}\n")
+    context = _build_context(load_submission(folder), "base:1", REGISTRY["go"])
+    with tarfile.open(fileobj=context) as tar:
+        member = tar.extractfile("Dockerfile")
+        assert member is not None
+        text = member.read().decode()
+    run = next(line for line in text.splitlines() if "kryt-build.sh" in line and "RUN" in line)
+    argv = json.loads(run.removeprefix("RUN "))
+    assert argv == seccomp.confined_command(["/bin/sh", "/kryt-build.sh"], build=True)
+    assert argv != seccomp.confined_command(["/bin/sh", "/kryt-build.sh"])
