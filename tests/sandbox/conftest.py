@@ -32,20 +32,24 @@ def roomy(**fields: Any) -> SandboxLimits:
     return SandboxLimits(**fields)
 
 
+def stage_hostile_bot(source: Path, dest: Path, extra: dict[str, str] | None = None) -> Path:
+    """The hostile bot folder ``source`` copied to ``dest`` with the shared ``_serve.py`` and
+    the ``extra`` files, readable by the bwrap sandbox uid and the container's uid."""
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(HOSTILE / "_serve.py", dest / "_serve.py")
+    for rel, text in (extra or {}).items():
+        (dest / rel).write_text(text)
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return dest
+
+
 @pytest.fixture
 def make_bot(tmp_path: Path) -> MakeBot:
     """``make_bot("forkbomb", extra={"file": "text"})`` -> a bot folder ready to start."""
 
     def make(name: str, extra: dict[str, str] | None = None) -> Path:
-        dest = tmp_path / name
-        shutil.copytree(HOSTILE / name, dest, ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy(HOSTILE / "_serve.py", dest / "_serve.py")
-        for rel, text in (extra or {}).items():
-            (dest / rel).write_text(text)
-        # Readable by the bwrap sandbox uid and the container's uid.
-        for path in [dest, *dest.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        return dest
+        return stage_hostile_bot(HOSTILE / name, tmp_path / name, extra)
 
     return make
 

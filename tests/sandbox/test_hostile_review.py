@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,7 @@ from sandbox.death import DeathCause
 from sandbox.errors import BotCrashedError
 from sandbox.limits import MiB
 from tests.protocol.helpers import raw_server
-from tests.sandbox.conftest import HOSTILE, roomy
+from tests.sandbox.conftest import roomy, stage_hostile_bot
 from tests.sandbox.test_hostile import PATIENT, call, report, stop_and_check_clean, wait_death
 
 pytestmark = pytest.mark.timeout(300)
@@ -57,14 +56,7 @@ def make_review_bot(tmp_path: Path) -> MakeReviewBot:
     ``hostile_review/`` (with the shared ``_serve.py``) ready to start."""
 
     def make(name: str, extra: dict[str, str] | None = None, folder: str | None = None) -> Path:
-        dest = tmp_path / (folder or name)
-        shutil.copytree(REVIEW / name, dest, ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy(HOSTILE / "_serve.py", dest / "_serve.py")
-        for rel, text in (extra or {}).items():
-            (dest / rel).write_text(text)
-        for path in [dest, *dest.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        return dest
+        return stage_hostile_bot(REVIEW / name, tmp_path / (folder or name), extra)
 
     return make
 
