@@ -279,8 +279,9 @@ _LIVE: weakref.WeakSet[RunningBot] = weakref.WeakSet()
 
 
 @atexit.register
-def _stop_all_at_exit() -> None:
-    """Stop bots the caller forgot, so a normal exit leaves no container or socket dir."""
+def stop_live_bots() -> None:
+    """Stop every bot of this process still running (run at exit, so that a normal exit
+    leaves no container or socket dir behind even for bots the caller forgot)."""
     for bot in list(_LIVE):
         with contextlib.suppress(Exception):
             bot.stop()

@@ -308,6 +308,13 @@ def _database(url: str, cancel: threading.Event | None = None) -> Database:
         return _databases[url]
 
 
+def close_databases() -> None:
+    """Close the connections of every database this process opened for its series."""
+    with _database_lock:
+        for database in _databases.values():
+            database.engine.dispose()
+
+
 def _backend(preference: str, allow_unsafe: bool) -> Backend:
     with _cache_lock:
         key = (preference, allow_unsafe)
