@@ -8,6 +8,7 @@ table's unique keys make a game recorded twice impossible).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
@@ -108,8 +109,11 @@ def add_ladder_series(
     return row
 
 
-def claim_orphan(*, session: Session, claimed_by: str, lease: timedelta) -> int | None:
-    """Claim one unfinished ladder series whose lease ran out; its id, or None.
+def claim_orphan(
+    *, session: Session, claimed_by: str, lease: timedelta, playing: Collection[int] = ()
+) -> int | None:
+    """Claim one unfinished ladder series whose lease ran out; its id, or None. The series
+    in ``playing`` (the caller's own, late to renew) are never claimed.
 
     The claim is a conditional update (the lease must still be the expired one read), so two
     servers never both win the same series.
@@ -124,6 +128,8 @@ def claim_orphan(*, session: Session, claimed_by: str, lease: timedelta) -> int 
         )
         .order_by(col(LadderSeries.series_id))
     )
+    if playing:
+        query = query.where(col(LadderSeries.series_id).not_in(list(playing)))
     for series_id, old_lease in session.exec(query).all():
         condition = (
             col(LadderSeries.lease_until).is_(None)

@@ -35,6 +35,7 @@ def play_ladder_on_worker(
     settings: ServiceSettings,
     label_prefix: str,
     stop_name: str,
+    claimed_by: str | None = None,
 ) -> LadderOutcome:
     """The Dask task: play what is missing of one ladder series on this worker.
 
@@ -47,7 +48,12 @@ def play_ladder_on_worker(
         db = open_database(database_url, create=False)
         try:
             return play_ladder_series(
-                series_id, db=db, settings=settings, label_prefix=label_prefix, stop=stop
+                series_id,
+                db=db,
+                settings=settings,
+                label_prefix=label_prefix,
+                stop=stop,
+                claimed_by=claimed_by,
             )
         finally:
             db.close()
@@ -56,11 +62,21 @@ def play_ladder_on_worker(
 class DaskLadder:
     """Submits ladder series to a Dask cluster and reports each outcome to a callback."""
 
-    def __init__(self, settings: ServiceSettings, *, database_url: str, label_prefix: str) -> None:
+    def __init__(
+        self,
+        settings: ServiceSettings,
+        *,
+        database_url: str,
+        label_prefix: str,
+        claimed_by: str | None = None,
+    ) -> None:
+        """``claimed_by``: the server holding the series' leases (its games are recorded
+        only while it does, see :func:`~arena.service.play.play_ladder_series`)."""
         ladder = settings.ladder
         self._settings = settings
         self._url = database_url
         self._label = label_prefix
+        self._claimed_by = claimed_by
         self.executor = DaskExecutor(
             ladder.scheduler or None, workers=ladder.dask_workers, retries=2
         )
@@ -91,6 +107,7 @@ class DaskLadder:
             self._settings,
             self._label,
             self._stop_name,
+            self._claimed_by,
             key=f"ladder-series-{series_id}-{threading.get_native_id()}-{id(self):x}",
             pure=False,
             retries=2,

@@ -168,6 +168,9 @@ class Ladder:
             max_workers=settings.ladder.concurrency, thread_name_prefix="kryt-ladder"
         )
         self._thread = threading.Thread(target=self._loop, name="kryt-ladder", daemon=True)
+        self._renewer = threading.Thread(
+            target=self._keep_leases, name="kryt-ladder-leases", daemon=True
+        )
         self.scheduled = 0
         self.games_played = 0
         self._dask: DaskLadder | None = None
@@ -175,7 +178,9 @@ class Ladder:
             # Imported here: distributed is slow to import and only this executor needs it.
             from arena.service.dask_ladder import DaskLadder
 
-            self._dask = DaskLadder(settings, database_url=db.url, label_prefix=label_prefix)
+            self._dask = DaskLadder(
+                settings, database_url=db.url, label_prefix=label_prefix, claimed_by=self.instance
+            )
 
     def start(self) -> None:
         """Start scheduling in the background (on Dask: connect and check the workers, and
@@ -184,6 +189,7 @@ class Ladder:
             swept = self._dask.prepare()
             if swept:
                 log.warning("removed %d sandbox(es) left on the Dask workers", swept)
+        self._renewer.start()
         self._thread.start()
 
     def wake(self) -> None:
@@ -201,6 +207,7 @@ class Ladder:
         self._wake.set()
         self._thread.join(timeout)
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self._renewer.join(timeout)
         if self._dask is not None:
             self._dask.stop(timeout)
         with self._db.session() as session:
@@ -221,6 +228,18 @@ class Ladder:
             self._wake.wait(self._settings.ladder.poll_seconds)
             self._wake.clear()
 
+    def _keep_leases(self) -> None:
+        """Renew the leases of the series this server plays three times a lease, whatever
+        the scheduler is doing (waiting out its poll interval, or a slow database): a live
+        server's series must never look abandoned to another server. Each game recorded
+        renews its series' lease too."""
+        period = self._settings.ladder.lease_seconds / 3
+        while not self._stop.wait(period):
+            try:
+                self._heartbeat()
+            except Exception:  # a database hiccup: the next renewal may get through
+                log.exception("ladder: renewing the leases failed; retrying")
+
     def _free(self) -> bool:
         with self._lock:
             return len(self._running) < self._settings.ladder.concurrency
@@ -235,7 +254,12 @@ class Ladder:
         """An orphaned series to resume, else a new one for the most instructive pair."""
         budget = self._settings.ladder.budget_games
         with self._db.session() as session:
-            orphan = claim_orphan(session=session, claimed_by=self.instance, lease=self._lease)
+            orphan = claim_orphan(
+                session=session,
+                claimed_by=self.instance,
+                lease=self._lease,
+                playing=self.running(),
+            )
             if orphan is not None:
                 log.info("ladder: resuming series %s", orphan)
                 return orphan
@@ -323,6 +347,7 @@ class Ladder:
                 label_prefix=self._label,
                 stop=self._stop,
                 on_game=self._counted,
+                claimed_by=self.instance,
             )
             self._after(series_id, outcome)
         except Exception:

@@ -8,6 +8,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from arena.db import (
@@ -22,7 +23,7 @@ from arena.db import (
     set_series_status,
     stored_record,
 )
-from arena.db.ladder import store_game_log
+from arena.db.ladder import renew_leases, store_game_log
 from arena.service.settings import ServiceSettings
 from arena.tournament.seats import NO_OUTPUT_YET, OutputMark, SandboxSlot
 from arena.tournament.store import EXAMPLES, bundled_hashes, materialize
@@ -92,6 +93,10 @@ def _slot(
     )
 
 
+class LeaseLostError(Exception):
+    """The server no longer holds the lease of the ladder series it plays."""
+
+
 @dataclass(frozen=True, slots=True)
 class LadderOutcome:
     """How a ladder series run ended: ``finished``, ``interrupted`` or ``aborted``."""
@@ -110,8 +115,14 @@ def play_ladder_series(
     label_prefix: str,
     stop: threading.Event,
     on_game: Callable[[int], None] = lambda _n: None,
+    claimed_by: str | None = None,
 ) -> LadderOutcome:
-    """Play what is missing of a ladder series, committing each game with both bots' logs."""
+    """Play what is missing of a ladder series, committing each game with both bots' logs.
+
+    With ``claimed_by`` (the server holding the series' lease), each game is committed in
+    the same transaction as a renewal of that lease, and only while the server still holds
+    it: a server whose lease ran out (another server took the series over) records nothing
+    more and stops the series as ``interrupted``."""
     with db.read_session() as session:
         series = get_series(series_id, session=session)
         if series.status == SeriesStatus.FINISHED.value:
@@ -140,11 +151,20 @@ def play_ladder_series(
     ]
     tails = [LogTail(slot) for slot in slots]
     played = 0
+    lease_lost = threading.Event()
+    lease = timedelta(seconds=settings.ladder.lease_seconds)
 
     def recorder(number: int, _attempt: int, record: GameRecord) -> None:
         nonlocal played
         outputs = [tail.new_output() for tail in tails]
         with db.session() as session:
+            # First in the transaction: on PostgreSQL the update locks the lease's row, so a
+            # server claiming the series waits for this commit and then finds it renewed.
+            if claimed_by is not None and not renew_leases(
+                [series_id], session=session, claimed_by=claimed_by, lease=lease
+            ):
+                lease_lost.set()
+                raise LeaseLostError(f"ladder series {series_id}: another server holds it now")
             attempt = next_attempt(series_id, number, session=session)
             stored = record_game(
                 record, GamePlace(series_id, number, attempt, seats), session=session
@@ -171,9 +191,20 @@ def play_ladder_series(
         with db.session() as session:
             set_series_status(series_id, SeriesStatus.RUNNING, session=session)
         run_series(
-            config, (slots[0], slots[1]), recorder=recorder, done=done, should_stop=stop.is_set
+            config,
+            (slots[0], slots[1]),
+            recorder=recorder,
+            done=done,
+            should_stop=lambda: stop.is_set() or lease_lost.is_set(),
         )
     except SeriesInterrupted as exc:
+        if lease_lost.is_set():
+            log.warning(
+                "ladder series %s: its lease ran out and another server took it over;"
+                " this server stopped playing it (the game in progress was not recorded)",
+                series_id,
+            )
+            return LadderOutcome(series_id, "interrupted", played, "taken over by another server")
         return LadderOutcome(series_id, "interrupted", played, str(exc))
     except SeriesAborted as exc:
         log.error("ladder series %s aborted: %s", series_id, exc)
