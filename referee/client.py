@@ -144,11 +144,17 @@ def check_handshake_reply(handshake: Handshake, reply: HandshakeReply) -> Handsh
     (over gRPC or in process) checks a reply here, so a bot is refused alike everywhere."""
     if reply.protocol_version != handshake.protocol_version:
         unset = " (0: the reply does not set protocol_version)" * (not reply.protocol_version)
+        advice = (
+            f"upgrade the bot's SDK: {reply.sdk or 'unknown SDK'}"
+            if reply.protocol_version < handshake.protocol_version
+            else "this referee is older than the bot: run it with a release of Kryt Arena"
+            f" that speaks version {reply.protocol_version}, or build the bot with an SDK"
+            f" for version {handshake.protocol_version}"
+        )
         raise IncompatibleProtocolError(
             f"bot {reply.name!r} {reply.version} speaks protocol version "
             f"{reply.protocol_version}{unset}; this referee speaks"
-            f" {handshake.protocol_version} (upgrade the bot's SDK:"
-            f" {reply.sdk or 'unknown SDK'})",
+            f" {handshake.protocol_version} ({advice})",
             repr(reply),
         )
     if not reply.plays(handshake.ruleset):

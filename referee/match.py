@@ -288,7 +288,8 @@ def _game_start(
         turn_limit=game.turn_limit,
     )
     if isinstance(game, ClassicGame):
-        # Only a table says so: the default game's message stays what version-1 bots know.
+        # A table names its ruleset, size and seats; the default game's message keeps the
+        # defaults ("default", 2 players) that bots written before the table assume.
         start = replace(start, ruleset=CLASSIC_RULESET, players=len(names), seat_names=names)
     return start
 

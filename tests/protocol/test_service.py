@@ -176,6 +176,8 @@ def test_referee_rejects_a_bot_speaking_another_version() -> None:
         client.handshake(_handshake(), timeout=PATIENT)
     text = str(err.value)
     assert "speaks protocol version 99" in text and f"referee speaks {PROTOCOL_VERSION}" in text
+    # The bot is the newer side: upgrading its SDK is no advice.
+    assert "this referee is older than the bot" in text and "upgrade" not in text, text
     assert err.value.reason is GameEndReason.STARTUP_FAILURE and "old" in err.value.offending
 
 
@@ -183,9 +185,10 @@ def test_sdk_bot_answers_with_its_version_so_a_newer_referee_rejects_it() -> Non
     with (
         served(GreedyBot(), "uds") as (address, _),
         BotClient(address) as client,
-        pytest.raises(IncompatibleProtocolError, match="speaks protocol version 1"),
+        pytest.raises(IncompatibleProtocolError, match="speaks protocol version 1") as err,
     ):
         client.handshake(_handshake(version=2), timeout=PATIENT)
+    assert "(upgrade the bot's SDK: kryt-sdk-python" in str(err.value), str(err.value)
 
 
 def test_messages_over_the_size_limit_are_refused() -> None:
