@@ -96,7 +96,7 @@ class GameEndReason(Enum):
 
 
 _CLASSIC_ENDINGS: Final = {
-    ClassicEndReason.LOSER: GameEndReason.LAST_HOLDER,
+    ClassicEndReason.LAST_HOLDER: GameEndReason.LAST_HOLDER,
     ClassicEndReason.ALL_OUT: GameEndReason.ALL_OUT,
     ClassicEndReason.TURN_LIMIT: GameEndReason.TURN_LIMIT,
 }

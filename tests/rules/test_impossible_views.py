@@ -103,7 +103,7 @@ def _table_changes(view: ClassicView) -> dict[str, tuple[dict[str, Any], str]]:
         "a seat out holding cards": ({"out": out_with_cards}, "is out but holds"),
         "no face-up card under a stock": ({"face_up": None}, "no face-up card"),
         "a loser while running": ({"loser": 1}, "loser is 1 while the game runs"),
-        "a reason while running": ({"reason": ClassicEndReason.LOSER}, "reason"),
+        "a reason while running": ({"reason": ClassicEndReason.LAST_HOLDER}, "reason"),
         "movers not matching the history": ({"movers": view.movers[:-1]}, "movers"),
         "a turn limit already reached": ({"turn_limit": 5}, "turn limit of 5"),
     }

@@ -618,7 +618,7 @@ class ClassicGame:
             if not self._stock and len(holding) <= 1:
                 self._over = True
                 self._loser = holding[0] if holding else None
-                self._reason = ClassicEndReason.LOSER if holding else ClassicEndReason.ALL_OUT
+                self._reason = ClassicEndReason.LAST_HOLDER if holding else ClassicEndReason.ALL_OUT
                 return
             self._leader = self._next_playing(next_from)
             self._defender = self._next_playing(self._leader + 1)

@@ -12,14 +12,16 @@ from referee.rules.classic.actions import ClassicAction
 class ClassicEndReason(Enum):
     """Why a game of the classic table ended."""
 
-    LOSER = "loser"
-    """The stock is empty and exactly one player still holds cards: he lost."""
+    LAST_HOLDER = "last holder"
+    """The stock is empty and exactly one player still holds cards: he lost (``loser``)."""
     ALL_OUT = "all out"
     """[ruling] The last lead was covered with the defender's last cards: nobody holds cards,
     the game is a draw."""
     TURN_LIMIT = "turn limit"
     """[ruling] The game reached the turn limit: seats that are out beat those that are not,
     who draw with each other."""
+    LOSER = "last holder"
+    """The former name of :attr:`LAST_HOLDER` (an alias: the same member)."""
 
 
 @dataclass(frozen=True, slots=True)

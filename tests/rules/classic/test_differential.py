@@ -134,7 +134,7 @@ class Table:
             if not self.stock and len(holding) <= 1:
                 self.over = True
                 self.loser = holding[0] if holding else None
-                self.reason = "loser" if holding else "all out"
+                self.reason = "last holder" if holding else "all out"
                 return
             if words[0] == "cover":
                 self.leader = defender if not self.out[defender] else self.playing_after(defender)

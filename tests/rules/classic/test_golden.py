@@ -20,7 +20,7 @@ GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.json"))
 def test_golden_files_cover_every_table_size_and_both_endings() -> None:
     data = [json.loads(p.read_text()) for p in GOLDEN]
     assert {d["players"] for d in data} == {2, 3, 4}
-    assert {d["reason"] for d in data} == {"loser", "all out"}
+    assert {d["reason"] for d in data} == {"last holder", "all out"}
     assert all(d["ruleset"] == "classic" for d in data)
 
 

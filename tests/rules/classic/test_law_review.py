@@ -138,7 +138,7 @@ def test_four_players_the_last_holder_loses_to_all_three() -> None:
     game = position(trump="H", hands=["", "7C", "8C 9C", ""], leader=1, out=[0, 3])
     game.play("lead 7C")
     game.play("cover 7C:9C")
-    assert game.over and game.loser == 2 and game.reason is ClassicEndReason.LOSER
+    assert game.over and game.loser == 2 and game.reason is ClassicEndReason.LAST_HOLDER
     assert set(game.pairwise_results()) == {(0, 2), (1, 2), (3, 2)}
 
 
@@ -149,7 +149,7 @@ def test_a_game_ending_trick_at_the_turn_limit_is_a_loss_not_a_limit_draw() -> N
     game = position(trump="H", hands=["", "7C", "8C 6D"], leader=1, out=[0], turn_limit=2)
     game.play("lead 7C")
     game.play("cover 7C:8C")
-    assert game.loser == 2 and game.reason is ClassicEndReason.LOSER
+    assert game.loser == 2 and game.reason is ClassicEndReason.LAST_HOLDER
 
 
 def test_turn_limit_with_four_players_out_seats_win_the_others_draw() -> None:

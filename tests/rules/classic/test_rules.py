@@ -193,7 +193,7 @@ def test_the_defender_answers_even_the_last_lead_and_the_last_holder_loses() -> 
     game.play("lead 7C")
     assert not game.over and game.to_move == 1  # the game ends after the trick, not the lead
     game.play("cover 7C:8C")
-    assert game.over and game.loser == 1 and game.reason is ClassicEndReason.LOSER
+    assert game.over and game.loser == 1 and game.reason is ClassicEndReason.LAST_HOLDER
     assert game.pairwise_results() == ((0, 1),)
     assert game.to_move is None and game.leader is None and game.defender is None
 
