@@ -13,6 +13,7 @@ is the other seat at a table of two and ``None`` at a larger table.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -227,6 +228,35 @@ class GameRecord:
         if self.winner is None:
             return 0.5
         return 1.0 if self.winner == seat else 0.0
+
+
+_ALSO: Final = re.compile(r"; ([^;\n]*?) \(seat (\d+)\) also: ")
+"""Where a further offender's part starts in the detail of a game several bots forfeited."""
+
+
+def joint_forfeit_detail(first: str, others: Iterable[tuple[str, int, str]]) -> str:
+    """The forfeit detail of a table game that several bots could not start: the first
+    offender's own detail, then each other's ``(name, seat, detail)`` as ``; NAME (seat N)
+    also: DETAIL`` (read back by :func:`offender_detail`)."""
+    also = "".join(f"; {name} (seat {seat}) also: {detail}" for name, seat, detail in others)
+    return clip(first + also)
+
+
+def offender_detail(detail: str, seat: int, forfeit_seat: int | None) -> str:
+    """The part of a game's forfeit ``detail`` about ``seat``: all of it for a single
+    offender; at a table where several bots could not start, the forfeit's own part for
+    ``forfeit_seat`` and the ``also:`` part of any other offender (see
+    :func:`joint_forfeit_detail`)."""
+    parts = list(_ALSO.finditer(detail))
+    if not parts:
+        return detail
+    if seat == forfeit_seat:
+        return detail[: parts[0].start()]
+    for index, part in enumerate(parts):
+        if int(part.group(2)) == seat:
+            end = parts[index + 1].start() if index + 1 < len(parts) else len(detail)
+            return detail[part.end() : end]
+    return detail
 
 
 def seat_outcome(pairwise: Iterable[Sequence[int]], seat: int) -> str:

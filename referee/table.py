@@ -38,7 +38,7 @@ from referee.protocol.messages import (
     SeriesScore,
     TimeControl,
 )
-from referee.record import REFEREE_VERSION, Forfeit, GameRecord, clip
+from referee.record import REFEREE_VERSION, Forfeit, GameRecord, clip, joint_forfeit_detail
 from referee.rules import (
     CLASSIC_RULESET,
     Card,
@@ -326,8 +326,10 @@ def _unplayed(
         seats = len(names)
         ordered = sorted(failures.failures, key=lambda f: (f.seat - dealer - 1) % seats)
         first, rest = ordered[0], ordered[1:]
-        also = "; ".join(f"{names[f.seat]} (seat {f.seat}) also: {f.detail}" for f in rest)
-        forfeit = dataclasses.replace(first, detail=clip(f"{first.detail}; {also}"))
+        detail = joint_forfeit_detail(
+            first.detail, ((names[f.seat], f.seat, f.detail) for f in rest)
+        )
+        forfeit = dataclasses.replace(first, detail=detail)
         return _forfeited(config, deck, dealer, names, forfeit, [f.seat for f in rest])
     now = time.time()
     return GameRecord(

@@ -13,6 +13,7 @@ from sqlmodel import select as select_rows
 from arena.db.elo import board_tallies
 from arena.db.models import Game, Series
 from arena.db.records import GameOutcome, PairCounts
+from referee.record import offender_detail
 
 # The first mover's submission and score, computed in SQL so 10^6 games aggregate in the
 # database instead of in Python. Multi-column queries use SQLAlchemy Core on the session's
@@ -363,7 +364,8 @@ def never_played(tournament_id: int, *, session: Session) -> dict[int, str]:
             failed = {game.forfeit_seat} | {int(x) for _, x in game.pairwise or ()}
             mine = any(seat in failed for seat, sid in enumerate(seats) if sid == sub)
             if game.end_reason == "startup failure" and mine:
-                details.append(game.forfeit_detail or "")
+                own = next(seat for seat, sid in enumerate(seats) if sid == sub and seat in failed)
+                details.append(offender_detail(game.forfeit_detail or "", own, game.forfeit_seat))
             elif game.end_reason == "double forfeit":
                 details.append(game.forfeit_detail or "")  # both bots' failures
             else:

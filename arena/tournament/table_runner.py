@@ -46,7 +46,7 @@ from arena.tournament.seatings import seating_key, table_seatings
 from arena.tournament.seats import SandboxSlot
 from arena.tournament.store import bundled_hashes
 from arena.tournament.tracebacks import with_traceback
-from referee.record import GameRecord
+from referee.record import GameRecord, seat_outcome
 from referee.series import SeriesAborted, SeriesConfig, SeriesInterrupted
 from referee.table import run_table_series
 from sandbox.backend import Backend
@@ -269,11 +269,13 @@ def table_tallies(tournament_id: int, db: Database) -> list[TableTally]:
                     series.status,
                     len(games),
                     tuple(
-                        sum(1 for g in games if g.loser_seat == s)
-                        + sum(
+                        # The loser, and every seat that lost a pair: at the turn limit (no
+                        # loser) and where several bots could not start (only the first of
+                        # them is the game's loser).
+                        sum(
                             1
                             for g in games
-                            if g.loser_seat is None and s in {x for _, x in g.pairwise or ()}
+                            if g.loser_seat == s or seat_outcome(g.pairwise or (), s) == "loss"
                         )
                         for s in range(len(seats))
                     ),

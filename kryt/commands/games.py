@@ -44,7 +44,9 @@ ResultFilter = Annotated[
     typer.Option(
         "--result",
         "-r",
-        help="seat0, seat1, draw or void; with --bot also win or loss (from that bot's side).",
+        help="seat0, seat1, draw or void (seat0 and seat1: two-player games; a table game is"
+        " a draw or, with --bot, a win or loss); with --bot also win or loss (from that bot's"
+        " side).",
     ),
 ]
 ReasonFilter = Annotated[
