@@ -6,21 +6,11 @@ import os
 from pathlib import Path
 
 from sandbox.backend import RunningBot
+from tests.procfs import process_stats
 
 
 def _ppid_map() -> dict[int, int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may contain spaces; split after the last ')'.
-        fields = stat.rsplit(")", 1)[1].split()
-        parents[int(entry.name)] = int(fields[1])
-    return parents
+    return {pid: int(fields[1]) for pid, fields in process_stats()}
 
 
 def _start_time(pid: int) -> str | None:

@@ -44,6 +44,7 @@ from leaderboard.ratings import EloTracker, PairCounts, RatingsError, fit_bayese
 from leaderboard.ratings.games import Game as RatedGame
 from leaderboard.ratings.games import Outcome
 from referee.series import first_dealer
+from tests.procfs import process_stats
 from tests.service.conftest import CRASHING_BOT, make_bot
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -88,19 +89,8 @@ def _stored(db: Database, folder: Path, store: Path) -> int:
 
 def _children() -> set[int]:
     """Living (not zombie) child processes of this process."""
-    found = set()
     me = str(os.getpid())
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[1] == me and fields[0] != "Z":
-            found.add(int(entry.name))
-    return found
+    return {pid for pid, fields in process_stats() if fields[1] == me and fields[0] != "Z"}
 
 
 def _wait(predicate: Any, what: str, timeout: float = WAIT_S) -> None:

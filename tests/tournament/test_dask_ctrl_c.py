@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.procfs import process_stats
 from tests.scaling.helpers import processes_in, wait_no_processes_in
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,18 +47,9 @@ def counted(db: Path) -> list[tuple[int, int]]:
 
 def in_session(session: int) -> list[int]:
     """Pids of the live processes of a session (the run and everything it started)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
-        if fields[0] != "Z" and int(fields[3]) == session:
-            found.append(int(entry.name))
-    return found
+    return [
+        pid for pid, fields in process_stats() if fields[0] != "Z" and int(fields[3]) == session
+    ]
 
 
 def wait_session_empty(session: int, seconds: float = 60.0) -> list[int]:
