@@ -39,7 +39,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TextIO
 
 from arena.tournament.runner import (
     ACTIVE,
@@ -57,6 +58,7 @@ WATCH_SECONDS = 0.1
 # Set in each worker by _start_worker (module globals are per process).
 _stop_flag: ctypes.c_bool | None = None
 _games: Any = None
+_queue: Any = None
 _local_stop = threading.Event()
 
 
@@ -164,8 +166,18 @@ def _outcomes(
         ]
 
 
+@dataclass(frozen=True, slots=True)
+class _WarningLine:
+    """A warning a worker raised, for this process to show (once, whichever worker sent it:
+    every worker that starts a bot warns about it, as a single process does once)."""
+
+    message: str
+
+
 def _relay_games(games: Any, on_game: GameCallback | None) -> None:
-    """Hand the workers' finished games to ``on_game`` in this process, until told to end."""
+    """Hand the workers' finished games to ``on_game`` in this process and show their
+    warnings, each once, until told to end."""
+    shown: set[str] = set()
     while True:
         try:
             item = games.get()
@@ -173,7 +185,11 @@ def _relay_games(games: Any, on_game: GameCallback | None) -> None:
             return
         if item is None:
             return
-        if on_game is not None:
+        if isinstance(item, _WarningLine):
+            if item.message not in shown:
+                shown.add(item.message)
+                show_warning_line(item.message, UserWarning, "", 0)
+        elif on_game is not None:
             on_game(*item)
 
 
@@ -196,13 +212,14 @@ def _start_resource_tracker() -> None:
 
 def _start_worker(stop_flag: ctypes.c_bool, games: Any, parent: int, report_games: bool) -> None:
     """Runs once in each worker process before its first task."""
-    global _stop_flag, _games
+    global _stop_flag, _games, _queue
     # The parent decides, through stop_flag (it stops on each of these as on Ctrl-C).
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, signal.SIG_IGN)
-    warnings.showwarning = show_warning_line  # one warning: line, as the runner prints
+    warnings.showwarning = _send_warning  # shown by the runner, once for all workers
     _stop_flag = stop_flag
     _games = games if report_games else None
+    _queue = games
     threading.Thread(
         target=_watch, args=(stop_flag, parent), name="kryt-worker-watch", daemon=True
     ).start()
@@ -237,6 +254,21 @@ def _watch(stop_flag: ctypes.c_bool, parent: int) -> None:
             ACTIVE.close_all()
             os._exit(1)
         time.sleep(WATCH_SECONDS)
+
+
+def _send_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """This worker's :data:`warnings.showwarning`: the runner shows it (see _WarningLine)."""
+    if _queue is None or file is not None:
+        show_warning_line(message, category, filename, lineno, file, line)
+        return
+    _queue.put(_WarningLine(str(message)))
 
 
 def _report_game(series_id: int, number: int, record: object) -> None:
