@@ -93,6 +93,10 @@ class _Tally:
         from sandbox.death import printable as visible
 
         with self.lock:
+            if self.decided:
+                # A game another series ended while the deciding one was being counted: the
+                # SPRT has stopped the run, and games in progress are dropped (docs/ratings.md).
+                return
             score = 0.5 if record.winner is None else 1.0 - record.winner
             self.scores[(series, number)] = score
             self.records[(series, number)] = record
