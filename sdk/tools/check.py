@@ -146,8 +146,9 @@ def _run_entry(
     runtime = submission.manifest.runtime
     if runtime != "python":  # this path runs the entry with Python: say so, do not try
         raise SandboxNeededError(
-            f"a {runtime} bot is built and run by a sandbox: check it with --backend bwrap or"
-            " --backend docker (the check without a sandbox runs Python bots only)"
+            f"a {runtime} bot is built and run by a sandbox: check it with `kryt bot check"
+            " FOLDER --backend bwrap` or `--backend docker` (the check without a sandbox runs"
+            " Python bots only)"
         )
     tmp = Path(tempfile.mkdtemp(prefix="kryt-check-"))
     address = f"unix://{tmp / 'bot.sock'}"

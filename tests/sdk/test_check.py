@@ -177,7 +177,7 @@ def test_a_bot_of_another_runtime_needs_a_sandbox_to_be_checked(tmp_path: Path) 
     assert main(["bot", "new", "jsbot", "--dir", str(tmp_path), "--language", "node"]) == 0
     report = check_bot(tmp_path / "jsbot", games=1, startup_timeout=STARTUP)
     (problem,) = report.problems
-    assert problem.kind == "sandbox" and "--backend bwrap or --backend docker" in problem.detail
+    assert problem.kind == "sandbox" and "kryt bot check FOLDER --backend bwrap" in problem.detail
 
 
 def test_a_problem_of_several_lines_keeps_its_lines() -> None:
