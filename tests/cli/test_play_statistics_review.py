@@ -28,7 +28,7 @@ from pathlib import Path
 from statistics import NormalDist
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
@@ -214,6 +214,7 @@ def test_pentanomial_figures_match_fastchess(counts: list[int]) -> None:
 
 @settings(max_examples=150, deadline=None, database=None)
 @given(wins=small_or_huge, draws=small_or_huge, losses=small_or_huge)
+@example(wins=0, draws=43786325, losses=1)  # the score is 0.5 less 1e-8: rounding shows
 def test_the_figures_are_from_bot_a_and_mirror_when_the_seats_swap(
     wins: int, draws: int, losses: int
 ) -> None:
@@ -224,7 +225,9 @@ def test_the_figures_are_from_bot_a_and_mirror_when_the_seats_swap(
     assert b.elo == -a.elo or b.elo == pytest.approx(-a.elo, rel=1e-9, abs=1e-3)
     assert ref_score(b.elo_low) == pytest.approx(1 - ref_score(a.elo_high), abs=1e-9)
     assert ref_score(b.elo_high) == pytest.approx(1 - ref_score(a.elo_low), abs=1e-9)
-    assert a.los + b.los == pytest.approx(1.0, abs=1e-9)
+    # A score within 1e-8 of a half over ~1e-8 of spread: the z-score carries float rounding
+    # of a few 1e-9 (each side's LOS rounds on its own), far below any printed digit.
+    assert a.los + b.los == pytest.approx(1.0, abs=1e-7)
     if wins > losses:
         assert a.elo > 0 and a.los > 0.5
 
