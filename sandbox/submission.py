@@ -472,9 +472,15 @@ def _validate_folder(root: Path, limits: SubmissionLimits) -> Submission:
         )
     # An entry its runtime cannot start or build from (``bot.py`` for go) is refused here,
     # not at the first game: cpp and go never read it, so nothing else would say so.
-    problem = get_runtime(manifest.runtime).entry_problem(manifest.entry)
+    runtime = get_runtime(manifest.runtime)
+    problem = runtime.entry_problem(manifest.entry)
     if problem is not None:
         raise InvalidManifestError(f"{MANIFEST_NAME}: {problem}", MANIFEST_NAME)
+    if runtime.reads_entry_source:
+        source = Path(entry_real).read_text(encoding="utf-8", errors="replace")
+        problem = runtime.entry_source_problem(manifest.entry, source)
+        if problem is not None:
+            raise InvalidManifestError(f"{MANIFEST_NAME}: {problem}", MANIFEST_NAME)
     return Submission(root=root, manifest=manifest, sha256=sha, files=files, total_bytes=total)
 
 

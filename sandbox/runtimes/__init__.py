@@ -169,6 +169,32 @@ class Runtime:
             f"{where}{meaning}"
         )
 
+    @property
+    def reads_entry_source(self) -> bool:
+        """True when :meth:`entry_source_problem` looks into the entry (java: its package)."""
+        return self.name == "java"
+
+    def entry_source_problem(self, entry: str, source: str) -> str | None:
+        """Why the entry's ``source`` cannot start as this runtime starts it, as one line;
+        None when it can (or cannot be told before the build). java starts the class its
+        path names (:func:`java_main_class`): a package clause that says otherwise compiles,
+        and every start would fail with ``ClassNotFoundException``."""
+        if self.name != "java":
+            return None
+        declared = java_package(source)
+        if declared is None:
+            return None
+        expected = ".".join(PurePosixPath(entry).parent.parts)
+        if declared == expected:
+            return None
+        says = f"package {declared}" if declared else "no package (the default package)"
+        fix = f"'package {expected};'" if expected else "no package clause"
+        return (
+            f"entry {entry!r} declares {says}, but runtime 'java' starts the class its path"
+            f" names, {java_main_class(entry)}: the entry needs {fix} (or move it to the"
+            " folders of its package)"
+        )
+
     def launch_script(self, entry: str, memory_bytes: int) -> str:
         """The shell text that starts the bot (``$0`` is ``entry`` when run by the backend)."""
         return self.run.format(
@@ -187,14 +213,53 @@ def java_main_class(entry: str) -> str:
     return ".".join([*path.parent.parts, path.name.removesuffix(".java")])
 
 
+# Before a Java file's package clause there are only comments and white space (annotations
+# too, but only in package-info.java, which is no main class).
+_JAVA_SKIP = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
+_JAVA_PACKAGE = re.compile(r"package\s+([A-Za-z_$][\w$]*(?:\s*\.\s*[A-Za-z_$][\w$]*)*)\s*;")
+_JAVA_FIRST_WORD = re.compile(r"[A-Za-z_$][\w$-]*")
+# The words a compilation unit without a package clause can begin with (a class's
+# modifiers, or an import): anything else is not for this check to judge.
+_JAVA_UNIT_STARTS = frozenset(
+    {"import", "public", "protected", "private", "abstract", "final", "static", "strictfp",
+     "sealed", "non-sealed", "class", "interface", "enum", "record"}
+)  # fmt: skip
+
+
+def java_package(source: str) -> str | None:
+    """The package a Java source declares (``""``: none, the default package); None when it
+    cannot be told without a compiler (a unicode escape, an annotation, a syntax error):
+    the build then decides."""
+    text = source.removeprefix("\ufeff")
+    head = _JAVA_SKIP.match(text)
+    rest = text[head.end() if head else 0 :]
+    declared = _JAVA_PACKAGE.match(rest)
+    if declared is not None:
+        return re.sub(r"\s+", "", declared.group(1))
+    first = _JAVA_FIRST_WORD.match(rest)
+    if first is None or first.group() not in _JAVA_UNIT_STARTS:
+        return None
+    # import, public, class, final, ...: the compilation unit has no package clause.
+    return ""
+
+
 # The sources go to the compiler as whole words (find -print0 | xargs -0): a file name with
 # spaces or an "@file" in it must not become a compiler option (g++ -wrapper, javac
 # -processor would run the submission's own program in the build).
+# xargs reports any failure of its command as status 123: the compiler's own status is said
+# first, on a line with the build's failure mark (the reason the report quotes). A compiler
+# killed by a signal is only mentioned: the build script's summary says why (the time limit's
+# SIGTERM, the OOM killer). The command exits 1 either way (xargs turns 255 into 124, which
+# would read as the time limit). Only files (-type f): a folder "lib.cc/" is no source.
 _BUILD_C = (
-    'find . \\( -name "*.cc" -o -name "*.cpp" \\) -print0 | sort -z | xargs -0 sh -c'
-    ' \'exec g++ -std=c++17 -O2 -pipe -I/opt/kryt/cpp/include "$@"'
+    'find . -type f \\( -name "*.cc" -o -name "*.cpp" \\) -print0 | sort -z | xargs -0 sh -c'
+    ' \'g++ -std=c++17 -O2 -pipe -I/opt/kryt/cpp/include "$@"'
     " -o /artifact/bot -L/opt/kryt/cpp/lib -lkryt_proto"
-    " $(pkg-config --libs grpc++ protobuf) -lpthread' g++"
+    " $(pkg-config --libs grpc++ protobuf) -lpthread"
+    ' || { status=$?; if [ "$status" -gt 128 ]; then'
+    ' printf "\\ng++ was killed by signal %s\\n" "$((status - 128))"; else'
+    ' printf "\\nkryt-build-failed: g++ failed with status %s\\n" "$status"; fi;'
+    " exit 1; }' g++"
 )
 # `go build -o` of a package that is not main writes the package's archive, not a program:
 # the build "succeeded" and every start failed with "Permission denied". The package clause
@@ -211,8 +276,12 @@ _BUILD_GO = (
 )
 _BUILD_JAVA = (
     "mkdir -p /artifact/classes"
-    ' && find . -name "*.java" -print0 | sort -z'
-    " | xargs -0 javac -nowarn -encoding UTF-8 -d /artifact/classes"
+    ' && find . -type f -name "*.java" -print0 | sort -z'
+    ' | xargs -0 sh -c \'javac -nowarn -encoding UTF-8 -d /artifact/classes "$@"'
+    ' || { status=$?; if [ "$status" -gt 128 ]; then'
+    ' printf "\\njavac was killed by signal %s\\n" "$((status - 128))"; else'
+    ' printf "\\nkryt-build-failed: javac failed with status %s\\n" "$status"; fi;'
+    " exit 1; }' javac"
 )
 
 #: ``npm ci`` of a submission's lock file (see files/node/build.sh); offline by default.

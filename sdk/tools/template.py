@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from string import Template
 
+from sandbox.runtimes.images import PROTO_FILES, PROTO_ROOT
 from sandbox.submission import NAME_RE, InvalidManifestError, parse_manifest
 
 
@@ -141,6 +142,11 @@ LANGUAGES = {"python": None, "node": "js", "javascript": "js", "java": "java", "
              "c++": "cpp", "go": "go"}  # fmt: skip
 """``--language`` values and the starter folder each copies (None: the Python template)."""
 
+_CARRY_PROTOS = frozenset({"js"})
+"""Starters that load the ``.proto`` files at run time (the others are built against the
+runtime image's bindings): a new bot gets its own ``proto/`` copy, so that it also runs
+outside the sandbox (``node bot.js 127.0.0.1:50051``), as docs/protocol.md says to try it."""
+
 
 def new_bot(name: str, parent: str | Path = ".", *, language: str = "python") -> Path:
     """Create ``parent/name/``: for Python ``bot.toml``, ``bot.py``, ``test_bot.py`` and
@@ -235,6 +241,10 @@ def _from_starter(name: str, parent: Path, starter: Path) -> Path:
         )
         (folder / "bot.toml").write_text(text, encoding="utf-8")
         _rename_in_code(folder, parse_manifest(manifest).name, name)
+        if starter.name in _CARRY_PROTOS and PROTO_ROOT.is_dir():
+            for rel in PROTO_FILES:
+                (folder / "proto" / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(PROTO_ROOT / rel, folder / "proto" / rel)
     return folder
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -47,8 +50,53 @@ def test_an_unknown_language_is_one_clear_error(
 def test_a_new_bots_code_names_it_as_its_bot_toml(language: str, tmp_path: Path) -> None:
     """The handshake must say the name of bot.toml: the starter's code is renamed too."""
     assert main(["bot", "new", "my-bot", "--dir", str(tmp_path), "--language", language]) == 0
-    code = "".join(p.read_text() for p in (tmp_path / "my-bot").iterdir() if p.name != "bot.toml")
+    folder = tmp_path / "my-bot"
+    code = "".join(p.read_text() for p in folder.iterdir() if p.is_file() and p.name != "bot.toml")
     assert '"my-bot"' in code and '"example-' not in code
+
+
+def test_a_new_node_bot_carries_the_protos_it_loads(tmp_path: Path) -> None:
+    """The node starter loads the .proto files at run time: a new bot gets its own copy,
+    byte for byte the checkout's, so it runs outside the sandbox too; the compiled languages
+    (built against the runtime image's bindings) get none."""
+    root = Path(__file__).resolve().parents[2] / "proto"
+    assert main(["bot", "new", "js-bot", "--dir", str(tmp_path), "--language", "node"]) == 0
+    carried = sorted(
+        p.relative_to(tmp_path / "js-bot" / "proto").as_posix()
+        for p in (tmp_path / "js-bot" / "proto").rglob("*")
+        if p.is_file()
+    )
+    assert carried == ["grpc/health/v1/health.proto", "kryt/v1/bot.proto"]
+    for rel in carried:
+        assert (tmp_path / "js-bot" / "proto" / rel).read_bytes() == (root / rel).read_bytes()
+    assert main(["bot", "new", "go-bot", "--dir", str(tmp_path), "--language", "go"]) == 0
+    assert not (tmp_path / "go-bot" / "proto").exists()
+
+
+def test_a_node_bot_without_its_protos_says_where_it_looked(tmp_path: Path) -> None:
+    """Without proto/ (and no KRYT_PROTO_DIR, no /opt/kryt/proto) the starter stops at once
+    with one line naming the folders it searched, not a TypeError from deep in proto-loader."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node on this machine")
+    assert main(["bot", "new", "js-bot", "--dir", str(tmp_path), "--language", "node"]) == 0
+    folder = tmp_path / "js-bot"
+    shutil.rmtree(folder / "proto")
+    if Path("/opt/kryt/proto/kryt/v1/bot.proto").exists():
+        pytest.skip("this machine has /opt/kryt/proto, which the starter would find")
+    # The two packages are not needed to reach the check: stand-ins on NODE_PATH.
+    modules = tmp_path / "node_modules"
+    for package in ("@grpc/grpc-js", "@grpc/proto-loader"):
+        (modules / package).mkdir(parents=True)
+        (modules / package / "index.js").write_text("module.exports = {};\n")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "NODE_PATH": str(modules)}
+    done = subprocess.run(
+        [node, "bot.js", "127.0.0.1:1"], cwd=folder, env=env, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done
+    assert "no kryt/v1/bot.proto in any of" in done.stderr and str(folder / "proto") in done.stderr
+    assert "KRYT_PROTO_DIR" in done.stderr and "TypeError" not in done.stderr
 
 
 @pytest.mark.parametrize("language", ["node", "go"])

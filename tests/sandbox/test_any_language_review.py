@@ -169,6 +169,7 @@ def test_type_module_with_a_lock_file_and_no_dependencies_builds_and_plays(
         'const fs = require("fs");',
         'const require = createRequire(import.meta.url);\nconst fs = require("fs");',
     )
+    edit(folder / "bot.js", 'path.join(__dirname, "proto")', '"/nowhere"')
     edit(folder / "bot.js", 'path.join(__dirname, "../../../proto")', '"/nowhere"')
     package = {"name": "typemod", "version": "1.0.0", "private": True, "type": "module"}
     (folder / "package.json").write_text(json.dumps(package), encoding="utf-8")
@@ -266,13 +267,6 @@ def local_node(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     yield starter(tmp_path / "mine", "local-bot", "node"), env
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a node starter copied by `kryt bot new` cannot run outside the sandbox: it "
-    "looks for the protos in $KRYT_PROTO_DIR (undocumented), /opt/kryt/proto or "
-    "../../../proto (the checkout's starters folder), finds none and dies with "
-    "'TypeError [ERR_INVALID_ARG_TYPE]: The \"path\" argument must be of type string'",
-)
 @pytest.mark.timeout(300)
 def test_the_node_starter_can_be_tried_locally_as_protocol_md_says(
     local_node: tuple[Path, dict[str, str]],

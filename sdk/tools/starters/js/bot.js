@@ -10,9 +10,20 @@ const path = require("path");
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
 
-// The runtime image carries the protos in /opt/kryt/proto; a checkout has them in proto/.
-const PROTO_DIRS = [process.env.KRYT_PROTO_DIR, "/opt/kryt/proto", path.join(__dirname, "../../../proto")];
-const protoDir = PROTO_DIRS.find((dir) => dir && fs.existsSync(path.join(dir, "kryt/v1/bot.proto")));
+// The protos: $KRYT_PROTO_DIR if set, else the bot's own proto/ folder (`kryt bot new` copies
+// it in, so the bot runs anywhere), else the runtime image's /opt/kryt/proto, else the
+// checkout's proto/ (this starter in place).
+const PROTO_DIRS = [
+  process.env.KRYT_PROTO_DIR,
+  path.join(__dirname, "proto"),
+  "/opt/kryt/proto",
+  path.join(__dirname, "../../../proto"),
+].filter(Boolean);
+const protoDir = PROTO_DIRS.find((dir) => fs.existsSync(path.join(dir, "kryt/v1/bot.proto")));
+if (protoDir === undefined) {
+  console.error(`no kryt/v1/bot.proto in any of ${PROTO_DIRS.join(", ")}: copy the arena's proto/ folder into the bot's folder, or set KRYT_PROTO_DIR`);
+  process.exit(2);
+}
 // longs: String keeps the 64-bit request_id exact (a JavaScript number would round it).
 const definition = protoLoader.loadSync(["kryt/v1/bot.proto", "grpc/health/v1/health.proto"], {
   includeDirs: [protoDir],
