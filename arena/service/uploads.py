@@ -292,7 +292,16 @@ class Validator:
         A failure on the server's side (a setting, the sandbox, an aborted series, the
         database) is no verdict: the version and its check stay pending, the check's message
         says why, and the validation runs again when the server restarts or the same content
-        is uploaded again. Returns the check's status (PENDING after such a failure)."""
+        is uploaded again. Returns the check's status (PENDING after such a failure).
+
+        A check already decided is not played again, and of two runs of one check (the same
+        content uploaded twice at once, to one server or two) only the first verdict is
+        recorded: the later run's would replace the games and message the version's status
+        was decided on."""
+        with self._db.read_session() as session:
+            decided = get_check(submission_id, session=session)
+            if decided is not None and decided.status != CheckStatus.PENDING.value:
+                return CheckStatus(decided.status)
         try:
             submission = materialize(submission_id, db=self._db, store=self._settings.store)
             verdict = validate_submission(
@@ -313,6 +322,21 @@ class Validator:
         status = CheckStatus.PASSED if passed else CheckStatus.FAILED
         target = SubmissionStatus.ACTIVE if passed else SubmissionStatus.REJECTED
         with self._db.session() as session:
+            # Claims the check (on PostgreSQL a concurrent claim waits for this transaction,
+            # then finds the check decided): only the first verdict is recorded.
+            claimed = session.execute(
+                update(SubmissionCheck)
+                .where(
+                    col(SubmissionCheck.submission_id) == submission_id,
+                    col(SubmissionCheck.status) == CheckStatus.PENDING.value,
+                )
+                .values(status=status.value)
+                .execution_options(synchronize_session=False)
+            )
+            if claimed.rowcount != 1:  # type: ignore[attr-defined]
+                log.info("validation of submission %s: decided by another run", submission_id)
+                first = get_check(submission_id, session=session)
+                return CheckStatus(first.status) if first is not None else status
             changed = session.execute(
                 update(Submission)
                 .where(
