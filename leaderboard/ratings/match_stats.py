@@ -15,13 +15,15 @@ Two models of the same numbers:
 Both reduce to the mean ``x`` and variance ``v`` of a per-unit score in [0, 1] (a pair's
 points are halved) over ``n`` units. Then, with ``elo(s) = -400 log10(1/s - 1)``:
 
-* Elo difference ``elo(x)``, interval ``[elo(x - 1.96 sqrt(v / n)), elo(x + 1.96 sqrt(v / n))]``
-  (lopsided: ``elo`` is not its midpoint, so both bounds are printed);
-* LOS ``Φ((x - ½) / sqrt(v / n))``;
-* a sample without spread (every unit scored the same: one game, a sweep, all draws) has no
-  variance to estimate: its interval is the Wilson score interval with the largest variance
-  a unit of that mean can have, ``x (1 - x)``, and its LOS ``Φ(±sqrt(n))`` (the variance
-  about ½; one win: 84.1%, as cutechess counts it);
+* Elo difference ``elo(x)``;
+* trinomial: the Wilson score interval of ``x`` with the variance ``s (1 - s)`` (the largest a
+  game of mean ``s`` can have), symmetric about ``elo(x)`` in Elo, and cutechess's LOS
+  ``Φ((W - L) / sqrt(W + L))``: both rise whenever a loss or a draw becomes a win (the Wald
+  interval ``x ± z sqrt(v / n)`` does not, and claims a certainty for a sweep);
+* pentanomial, as fastchess: interval ``[elo(x - 1.96 sqrt(v / n)), elo(x + 1.96 sqrt(v /
+  n))]`` (lopsided, so both bounds are printed) and LOS ``Φ((x - ½) / sqrt(v / n))``; pairs
+  that all scored the same have no variance to estimate: the Wilson interval, LOS
+  ``Φ(±sqrt(n))``; no complete pair: nothing known (``[-inf, +inf]``, LOS ½);
 * SPRT in the logistic Elo model, the generalized SPRT of engine-testing tools (fastchess's
   ``logistic`` model, after Michel Van den Bergh): ``s_i = 1 / (1 + 10^(-elo_i / 400))`` for
   the two hypotheses; ``p_i`` the maximum-likelihood distribution of a unit's score whose
@@ -133,14 +135,14 @@ class MatchStats:
 
     @property
     def elo_margin(self) -> float:
-        """Half the width of the 95% interval (``inf`` when it is unbounded). The interval is
-        lopsided (``elo`` is not its midpoint), so :meth:`format` prints its bounds."""
+        """Half the width of the 95% interval (``inf`` when it is unbounded). The pentanomial's
+        is lopsided (``elo`` is not its midpoint), so :meth:`format` prints the bounds."""
         return (self.elo_high - self.elo_low) / 2
 
     def format(self) -> str:
         """One line: ``Elo +35.2 [-5.1, +76.9] (95%, trinomial), LOS 91.2%, draw ratio
-        10.0%``. The bounds are printed, not a ± margin: the logistic curve makes the
-        interval lopsided (+398.4 has [+284.4, +671.7]), and an unbounded end is ``inf``."""
+        10.0%``. The bounds are printed, not a ± margin: a sweep's interval is unbounded on
+        one side (``inf``), and the pentanomial's is lopsided."""
         return (
             f"Elo {_signed(self.elo)} [{_signed(self.elo_low)}, {_signed(self.elo_high)}] (95%, "
             f"{self.model}), LOS {100 * self.los:.1f}%, draw ratio {100 * self.draw_ratio:.1f}%"
@@ -166,24 +168,43 @@ def pentanomial_sample(counts: Sequence[int]) -> ScoreSample:
     return ScoreSample.from_frequencies({k / 4: c for k, c in enumerate(counts)})
 
 
-def _stats(sample: ScoreSample) -> tuple[float, float, float, float]:
+def _wilson(x: float, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a mean score ``x`` over ``n`` units, in score, with
+    the largest variance a unit of mean ``s`` can have, ``s (1 - s)``. Each bound rises with
+    ``x`` for a given ``n``; a sweep's open end is exactly 0 or 1."""
+    z2 = Z95 * Z95
+    centre = (x + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z95 / (1 + z2 / n) * math.sqrt(x * (1 - x) / n + z2 / (4 * n * n))
+    # The sum would miss a sweep's open end by a rounding.
+    return (0.0 if x == 0.0 else centre - half), (1.0 if x == 1.0 else centre + half)
+
+
+def _count(sample: ScoreSample, score: float) -> int:
+    return next((count for value, count in sample.frequencies if value == score), 0)
+
+
+def _stats(sample: ScoreSample, model: str) -> tuple[float, float, float, float]:
     """(Elo, low, high, LOS) of a sample; an empty sample says nothing."""
     if not sample.units:
         return 0.0, -math.inf, math.inf, 0.5
     x, n = sample.mean, sample.units
     elo = elo_from_score(x)
+    if model == "trinomial":
+        # Games: the Wilson interval of the score (a draw half a point), and cutechess's and
+        # fastchess's LOS from the decisive games. Both only rise when a loss or a draw
+        # becomes a win (Wald's x ± z sqrt(v/n) does not: +2 =1 -0 would claim more than
+        # +3 =0 -0, as would +9 =0 -1 over +10 =0 -0).
+        wins, losses = _count(sample, 1.0), _count(sample, 0.0)
+        low, high = _wilson(x, n)
+        decisive = wins + losses
+        los = 0.5 if decisive == 0 else _normal_cdf((wins - losses) / math.sqrt(decisive))
+        return elo, elo_from_score(low), elo_from_score(high), los
     if sample.variance == 0.0:
-        # Every unit scored the same: no spread to estimate a variance from. The Wilson
-        # interval with the largest variance a unit of mean x can have, x(1 - x) (one win:
-        # [-234, +inf], not a certainty); LOS from the variance about ½, (x - ½)².
-        z2 = Z95 * Z95
-        centre = (x + z2 / (2 * n)) / (1 + z2 / n)
-        half = Z95 / (1 + z2 / n) * math.sqrt(x * (1 - x) / n + z2 / (4 * n * n))
-        # A sweep's open end is exactly 0 or 1 (the sum would miss it by a rounding).
-        low = elo_from_score(0.0 if x == 0.0 else centre - half)
-        high = elo_from_score(1.0 if x == 1.0 else centre + half)
+        # Every pair scored the same: no spread to estimate a variance from. The Wilson
+        # interval (one pair: not a certainty); LOS from the variance about ½, (x - ½)².
+        low, high = _wilson(x, n)
         los = 0.5 if x == 0.5 else _normal_cdf(math.copysign(math.sqrt(n), x - 0.5))
-        return elo, low, high, los
+        return elo, elo_from_score(low), elo_from_score(high), los
     half = Z95 * sample.stderr
     low = elo_from_score(x - half)
     high = elo_from_score(x + half)
@@ -202,7 +223,9 @@ def match_stats(
     the pairs."""
     if min(wins, draws, losses) < 0:
         raise RatingsError(f"counts must not be negative: +{wins} ={draws} -{losses}")
-    if pentanomial is not None and sum(pentanomial) > 0:
+    if pentanomial is not None:
+        # Complete pairs only, also before the first one is (a run stopped after one game
+        # of a deal): then the figures say nothing, as the note under them says.
         sample = pentanomial_sample(pentanomial)
         model = "pentanomial"
         penta: tuple[int, int, int, int, int] | None = (
@@ -215,7 +238,7 @@ def match_stats(
     else:
         sample = trinomial_sample(wins, draws, losses)
         model, penta = "trinomial", None
-    elo, low, high, los = _stats(sample)
+    elo, low, high, los = _stats(sample, model)
     return MatchStats(wins, draws, losses, elo, low, high, los, model, penta)
 
 

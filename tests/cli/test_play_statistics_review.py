@@ -2,13 +2,13 @@
 pentanomial, SPRT), each figure recomputed here from its published definition rather than
 read from ``leaderboard/ratings/match_stats.py``:
 
-* Elo difference and interval as cutechess-cli and fastchess compute them: the mean score
-  ``x`` and the variance ``v`` of one unit's score (game, or halved deal pair) about ``x``
-  over ``n`` units; the bounds ``elo(x -/+ z sqrt(v / n))`` with ``z`` the 97.5% normal
-  quantile (fastchess ``elo_wdl.cpp`` / ``elo_pentanomial.cpp``);
-* LOS as fastchess: ``Φ((x - ½) / sqrt(v / n))``; for a sweep cutechess's
-  ``Φ((W - L) / sqrt(W + L))`` (the documented ``Φ(±sqrt(n))``);
-* a sample without spread: the Wilson score interval (docs/ratings.md);
+* games (trinomial): the Wilson score interval of the mean score ``x`` over ``n`` games, found
+  here by bisection on ``(x - s)² = z² s (1 - s) / n`` (not by the quadratic's closed form),
+  ``z`` the 97.5% normal quantile; LOS as cutechess-cli: ``Φ((W - L) / sqrt(W + L))``;
+* deal pairs (pentanomial) as fastchess ``elo_pentanomial.cpp``: the variance ``v`` of a
+  halved pair's score about ``x`` over ``n`` pairs; the bounds ``elo(x -/+ z sqrt(v / n))``;
+  LOS ``Φ((x - ½) / sqrt(v / n))``; pairs without spread: the Wilson interval and
+  ``Φ(±sqrt(n))`` (docs/ratings.md);
 * the generalized SPRT of fastchess's ``logistic`` model (Van den Bergh): the log-likelihood
   of the most likely distribution with mean ``s`` is found here through its Lagrange dual
   ``max_θ Σ p log(1 + θ (a - s))`` (a concave maximisation by golden section), not through
@@ -92,10 +92,32 @@ def moments(units: dict[Fraction, int]) -> tuple[int, Fraction, Fraction]:
     return n, mean, variance
 
 
+def _wilson_root(x: float, n: int, low: float, high: float) -> float:
+    """The root of ``(x - s)² - z² s (1 - s) / n`` between ``low`` and ``high`` (where it
+    changes sign), by bisection."""
+
+    def f(s: float) -> float:
+        return (x - s) ** 2 - Z * Z * s * (1 - s) / n
+
+    for _ in range(200):
+        mid = (low + high) / 2
+        if (f(low) > 0) == (f(mid) > 0):
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
 def ref_stats(counts: list[int]) -> tuple[float, float, float, float]:
     """``(elo, low bound as a score, high bound as a score, LOS)`` by the definitions above."""
     n, mean, variance = moments(unit_counts(counts))
     x = float(mean)
+    if len(counts) == 3:
+        losses, _, wins = counts
+        low = 0.0 if x == 0 else _wilson_root(x, n, 0.0, x)
+        high = 1.0 if x == 1 else _wilson_root(x, n, x, 1.0)
+        los = 0.5 if wins + losses == 0 else NORMAL.cdf((wins - losses) / math.sqrt(wins + losses))
+        return ref_elo(x), low, high, los
     if variance == 0:
         # Wilson score interval with the variance x(1 - x) (docs/ratings.md).
         z2 = Z * Z
@@ -186,12 +208,10 @@ def test_the_interval_is_at_95_percent() -> None:
 
 @settings(max_examples=300, deadline=None, database=None)
 @given(wins=small_or_huge, draws=small_or_huge, losses=small_or_huge)
-def test_trinomial_figures_match_cutechess_and_fastchess(
-    wins: int, draws: int, losses: int
-) -> None:
-    """cutechess-cli / fastchess EloWDL: mean x = (W + D/2)/N, variance about x per game,
-    bounds elo(x ∓ 1.96 sqrt(v/N)); LOS Φ((x - ½) / sqrt(v/N)); zero games, one game,
-    sweeps and huge counts included (no NaN, no traceback)."""
+def test_trinomial_figures_are_wilson_and_cutechess(wins: int, draws: int, losses: int) -> None:
+    """docs/ratings.md: mean x = (W + D/2)/N, the Wilson interval with variance s(1 - s); LOS
+    Φ((W - L)/sqrt(W + L)) (cutechess-cli); zero games, one game, sweeps and huge counts
+    included (no NaN, no traceback)."""
     assume(wins + draws + losses > 0)
     stats = match_stats(wins, draws, losses)
     assert stats.model == "trinomial"
@@ -260,7 +280,7 @@ def test_zero_games_say_nothing() -> None:
             0.5,
         )
         assert stats.format() == (
-            "Elo +0.0 [-inf, +inf] (95%, trinomial), LOS 50.0%, draw ratio 0.0%"
+            f"Elo +0.0 [-inf, +inf] (95%, {stats.model}), LOS 50.0%, draw ratio 0.0%"
         )
     sprt = Sprt()
     for sample in (trinomial_sample(0, 0, 0), pentanomial_sample([0, 0, 0, 0, 0])):
@@ -268,14 +288,15 @@ def test_zero_games_say_nothing() -> None:
         assert sprt.decide(sprt.llr(sample)) is SprtDecision.CONTINUE
 
 
-def test_the_los_follows_fastchess_not_cutechess_when_there_is_spread() -> None:
-    """docs/ratings.md: LOS ``Φ((x - ½) / sqrt(v/n))`` (fastchess), variance about the mean;
-    cutechess-cli's ``Φ((W - L)/sqrt(W + L))`` (variance about ½) differs (+9 =0 -1: 99.999%
-    here, 99.43% in cutechess). Only the sweep follows cutechess ("one win: 84.1%")."""
-    stats = match_stats(9, 0, 1)
-    x, v = 0.9, 0.09
-    assert stats.los == pytest.approx(NORMAL.cdf((x - 0.5) / math.sqrt(v / 10)), abs=1e-12)
-    assert NORMAL.cdf(8 / math.sqrt(10)) == pytest.approx(0.99430, abs=1e-5)
+def test_the_los_of_games_is_cutechess_and_of_pairs_fastchess() -> None:
+    """docs/ratings.md: games' LOS ``Φ((W - L)/sqrt(W + L))`` as cutechess counts it (+9 =0
+    -1: 99.43%, where the Wald form ``Φ((x - ½)/sqrt(v/n))`` says 99.999%); deal pairs' LOS
+    ``Φ((x - ½) / sqrt(v/n))`` as fastchess."""
+    assert match_stats(9, 0, 1).los == pytest.approx(0.99430, abs=1e-5)
+    pairs = match_stats(0, 0, 0, pentanomial=[0, 1, 2, 3, 0])
+    x = (1 * 0.25 + 2 * 0.5 + 3 * 0.75) / 6
+    v = (1 * (0.25 - x) ** 2 + 2 * (0.5 - x) ** 2 + 3 * (0.75 - x) ** 2) / 6
+    assert pairs.los == pytest.approx(NORMAL.cdf((x - 0.5) / math.sqrt(v / 6)), abs=1e-12)
 
 
 def _fmt(elo: float) -> str:
@@ -286,16 +307,16 @@ def _fmt(elo: float) -> str:
 @pytest.mark.parametrize(
     ("wins", "draws", "losses", "said"),
     [
-        (17, 2, 3, "+261.3 [+122.9, +584.2]"),
-        (9, 0, 1, "+381.7 [+159.0, +inf]"),
+        (17, 2, 3, "+261.3 [+81.2, +441.3]"),
+        (9, 0, 1, "+381.7 [+67.4, +696.0]"),
         (1, 0, 0, "+inf [-233.8, +inf]"),
         (0, 30, 0, "+0.0 [-121.8, +121.8]"),
-        (54, 1, 5, "Elo +398.4 [+284.4, +671.7] (95%, trinomial), LOS 100.0%, draw ratio 1.7%"),
+        (54, 1, 5, "Elo +398.4 [+250.6, +546.2] (95%, trinomial), LOS 100.0%, draw ratio 1.7%"),
     ],
 )
 def test_the_worked_examples_of_the_docs(wins: int, draws: int, losses: int, said: str) -> None:
-    """docs/ratings.md's examples ("17 wins, 2 draws and 3 losses give +261.3 [+122.9,
-    +584.2]; 9 wins in 10 +381.7 [+159.0, +inf]", "one win: +inf [-233.8, +inf]; 30 draws:
+    """docs/ratings.md's examples ("17 wins, 2 draws and 3 losses give +261.3 [+81.2,
+    +441.3]; 9 wins in 10 +381.7 [+67.4, +696.0]; one win +inf [-233.8, +inf]; 30 draws
     +0.0 [-121.8, +121.8]", the +54 =1 -5 line): recomputed from the definitions, and the
     module prints the same."""
     doc = (ROOT / "docs" / "ratings.md").read_text(encoding="utf-8")
@@ -312,21 +333,36 @@ def test_the_worked_examples_of_the_docs(wins: int, draws: int, losses: int, sai
     assert mine in match_stats(wins, draws, losses).format()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: LOS and the interval are not monotone in the results: a sample without "
-    "spread switches to Φ(sqrt n) and the Wilson interval, a sample with spread uses the "
-    "Wald ones, so +3 =0 -0 gets LOS 95.8% [-42.9, +inf] while +2 =1 -0 gets 99.3% "
-    "[+46.6, +inf] (and +10 =0 -0 99.92% < +9 =0 -1 99.999%)",
-)
 def test_turning_a_draw_into_a_win_never_lowers_los_or_the_low_bound() -> None:
     """LOS is "the likelihood that A is stronger" (docs/ratings.md): a win in place of a
     draw (or a loss) is better evidence, so neither it nor the interval's low end may go
-    down."""
+    down. (The Wald figures gave +3 =0 -0 LOS 95.8% [-42.9, +inf] and +2 =1 -0 99.3%
+    [+46.6, +inf]; +10 =0 -0 99.92% and +9 =0 -1 99.999%.)"""
     three_wins, two_wins_a_draw = match_stats(3, 0, 0), match_stats(2, 1, 0)
     assert three_wins.los >= two_wins_a_draw.los
     assert three_wins.elo_low >= two_wins_a_draw.elo_low
     assert match_stats(10, 0, 0).los >= match_stats(9, 0, 1).los
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    counts=st.lists(small_or_huge, min_size=3, max_size=3),
+    better=st.sampled_from(["draw", "loss"]),
+)
+def test_any_better_result_raises_los_and_both_bounds(counts: list[int], better: str) -> None:
+    """The same for any counts: a draw or a loss turned into a win never lowers the LOS nor
+    either end of the interval (in score; equal allowed)."""
+    losses, draws, wins = counts
+    if better == "draw":
+        assume(draws > 0)
+        after = match_stats(wins + 1, draws - 1, losses)
+    else:
+        assume(losses > 0)
+        after = match_stats(wins + 1, draws, losses - 1)
+    before = match_stats(wins, draws, losses)
+    assert after.los >= before.los - 1e-12
+    assert ref_score(after.elo_low) >= ref_score(before.elo_low) - 1e-12
+    assert ref_score(after.elo_high) >= ref_score(before.elo_high) - 1e-12
 
 
 # --------------------------------------------------------------------------------------------
@@ -522,13 +558,6 @@ def test_split_games_keeps_deal_pairs_whole(units: int, jobs: int, duplicate: bo
             split_games(2 * units + 1, jobs, fmt)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: kryt/commands/play.py: a duplicate run with no complete deal pair (Ctrl-C "
-    "or a series error after one game) prints the note 'Elo, interval and LOS from the 0 "
-    "complete deal pairs' while match_stats falls back to the trinomial of the games "
-    "('Elo +inf [-233.8, +inf] (95%, trinomial), LOS 84.1%')",
-)
 def test_the_left_out_note_agrees_with_the_figures_when_no_pair_is_complete() -> None:
     """unpaired_note: "the score line counts every game, the Elo, its interval and LOS only
     complete pairs": with 0 complete pairs the figures must be those of no pair at all (or

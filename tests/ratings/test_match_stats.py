@@ -39,29 +39,38 @@ def test_trinomial_sample_by_hand() -> None:
 
 def test_match_stats_by_hand() -> None:
     stats = match_stats(60, 20, 20)
-    # Elo(0.7) = -400 log10(3/7) = 147.19; interval Elo(0.7 ± 1.96 * 0.04).
+    # Elo(0.7) = -400 log10(3/7) = 147.19. Wilson, z² = 3.8415, n = 100: the bounds are the
+    # roots of (x - s)² = z² s (1 - s) / n, i.e. 103.8415 s² - 143.8415 s + 49 = 0:
+    # s = (143.8415 ± sqrt(143.8415² - 4 · 103.8415 · 49)) / (2 · 103.8415) = 0.6042, 0.7810.
     assert stats.elo == pytest.approx(147.19, abs=0.01)
-    assert stats.elo_low == pytest.approx(elo_from_score(0.7 - 1.959964 * 0.04), abs=1e-3)
-    assert stats.elo_high == pytest.approx(elo_from_score(0.7 + 1.959964 * 0.04), abs=1e-3)
-    # Elo(0.6216) = -400 log10(0.3784 / 0.6216) = 86.23
-    assert stats.elo_low == pytest.approx(86.23, abs=0.01)
+    z2 = 1.959964**2
+    a, b, c = 100 + z2, 2 * 100 * 0.7 + z2, 100 * 0.49
+    root = math.sqrt(b * b - 4 * a * c)
+    assert stats.elo_low == pytest.approx(elo_from_score((b - root) / (2 * a)), abs=1e-3)
+    assert stats.elo_high == pytest.approx(elo_from_score((b + root) / (2 * a)), abs=1e-3)
+    # Elo(0.6042) = -400 log10(0.3958 / 0.6042) = 73.44
+    assert stats.elo_low == pytest.approx(73.44, abs=0.01)
     assert stats.draw_ratio == pytest.approx(0.2)
-    # LOS = Phi(0.2 / 0.04) = Phi(5) = 0.9999997
-    assert stats.los == pytest.approx(0.9999997, abs=1e-7)
+    # LOS = Phi((60 - 20) / sqrt(80)) = Phi(4.4721) = 0.9999961 (cutechess)
+    assert stats.los == pytest.approx(0.9999961, abs=1e-7)
     assert "draw ratio 20.0%" in stats.format() and "trinomial" in stats.format()
 
 
-def test_the_printed_interval_is_the_real_lopsided_one() -> None:
-    # 9 wins in 10 games: Elo(0.9) = +381.7, the interval [Elo(0.9 - 1.96 * 0.0949), +inf]
-    # is far from symmetric; a "± half-width" would claim [+159, +604] or the like.
+def test_the_printed_interval_is_the_real_one() -> None:
+    # The games' Wilson interval is symmetric about the Elo difference (its bounds' logits
+    # add up to twice the score's), a sweep's is unbounded on one side, and the pairs' is
+    # lopsided: the bounds are printed, never a "±".
     stats = match_stats(17, 2, 3)
     low, high = stats.elo_low, stats.elo_high
-    assert high - stats.elo > stats.elo - low  # lopsided: the logistic curve stretches it
+    assert high - stats.elo == pytest.approx(stats.elo - low, abs=1e-9)
     text = stats.format()
     assert f"Elo {stats.elo:+.1f} [{low:+.1f}, {high:+.1f}] (95%, trinomial)" in text
     assert "±" not in text
-    unbounded = match_stats(9, 0, 1)
-    assert unbounded.elo_high == math.inf and "+inf]" in unbounded.format()
+    sweep = match_stats(10, 0, 0)
+    assert sweep.elo_high == math.inf and "+inf]" in sweep.format()
+    assert match_stats(9, 0, 1).elo_high < math.inf
+    pairs = match_stats(0, 0, 0, pentanomial=[0, 1, 1, 4, 2])
+    assert pairs.elo_high - pairs.elo > pairs.elo - pairs.elo_low
     # An even score prints +0.0, not -0.0 (the logit of 1/2 is -0.0 in floating point).
     assert match_stats(3, 0, 3).format().startswith("Elo +0.0 [")
 
