@@ -216,6 +216,26 @@ def _record_upload(
         raise UploadError(conflict_message(exc), status=409) from None
 
 
+def _move_status(
+    session: Session,
+    table: type[Submission] | type[SubmissionCheck],
+    key: int,
+    old: SubmissionStatus | CheckStatus,
+    new: SubmissionStatus | CheckStatus,
+) -> bool:
+    """Set the status of row ``key`` of ``table`` from ``old`` to ``new`` in one conditional
+    update (on PostgreSQL a concurrent one waits for this transaction, then finds the status
+    changed); True when it was ``old``."""
+    column = SubmissionCheck.submission_id if table is SubmissionCheck else Submission.id
+    moved = session.execute(
+        update(table)
+        .where(col(column) == key, col(table.status) == old.value)
+        .values(status=new.value)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(moved.rowcount == 1)  # type: ignore[attr-defined]
+
+
 def _needs_validation(row: Submission, *, session: Session) -> bool:
     """Whether a version uploaded again still waits for its validation: its check is
     pending (the server failed to run it), or an older release stored such a failure as a
@@ -228,16 +248,9 @@ def _needs_validation(row: Submission, *, session: Session) -> bool:
         return row.status == SubmissionStatus.PENDING.value
     if check.status != CheckStatus.FAILED.value or not check.message.startswith(LEGACY_SERVER_SIDE):
         return False
-    reopened = session.execute(
-        update(Submission)
-        .where(
-            col(Submission.id) == row.id,
-            col(Submission.status) == SubmissionStatus.REJECTED.value,
-        )
-        .values(status=SubmissionStatus.PENDING.value)
-        .execution_options(synchronize_session=False)
-    )
-    if reopened.rowcount != 1:  # type: ignore[attr-defined]
+    if not _move_status(
+        session, Submission, row.id, SubmissionStatus.REJECTED, SubmissionStatus.PENDING
+    ):
         return False
     check.status = CheckStatus.PENDING.value
     check.message = ""
@@ -324,32 +337,20 @@ class Validator:
         with self._db.session() as session:
             # Claims the check (on PostgreSQL a concurrent claim waits for this transaction,
             # then finds the check decided): only the first verdict is recorded.
-            claimed = session.execute(
-                update(SubmissionCheck)
-                .where(
-                    col(SubmissionCheck.submission_id) == submission_id,
-                    col(SubmissionCheck.status) == CheckStatus.PENDING.value,
-                )
-                .values(status=status.value)
-                .execution_options(synchronize_session=False)
+            claimed = _move_status(
+                session, SubmissionCheck, submission_id, CheckStatus.PENDING, status
             )
-            if claimed.rowcount != 1:  # type: ignore[attr-defined]
+            if not claimed:
                 log.info("validation of submission %s: decided by another run", submission_id)
                 first = get_check(submission_id, session=session)
                 return CheckStatus(first.status) if first is not None else status
-            changed = session.execute(
-                update(Submission)
-                .where(
-                    col(Submission.id) == submission_id,
-                    col(Submission.status) == SubmissionStatus.PENDING.value,
-                )
-                .values(status=target.value)
-                .execution_options(synchronize_session=False)
+            changed = _move_status(
+                session, Submission, submission_id, SubmissionStatus.PENDING, target
             )
             row = get_submission(submission_id, session=session)
             check = finish_check(submission_id, status, message, games, session=session)
             detail = message
-            if changed.rowcount != 1:  # type: ignore[attr-defined]
+            if not changed:
                 detail = f"{message}; the version stays {row.status}"
             audit(
                 "validate",

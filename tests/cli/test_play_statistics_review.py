@@ -372,6 +372,18 @@ def test_any_better_result_raises_los_and_both_bounds(counts: list[int], better:
 elo_bound = st.floats(-2000, 2000, allow_nan=False)
 
 
+def _sprt_or_reject(elo0: float, width: float) -> tuple[Sprt, float]:
+    """The SPRT of ``[elo0, elo0 + width]`` (capped at 2000), or the example rejected when
+    the settings are refused (bounds too close to tell apart)."""
+    elo1 = min(elo0 + width, 2000.0)
+    assume(elo1 > elo0)
+    try:
+        return Sprt(elo0=elo0, elo1=elo1), elo1
+    except SprtSettingsError:
+        assume(False)
+        raise
+
+
 @settings(max_examples=150, deadline=None, database=None)
 @given(
     counts=st.lists(small_or_huge, min_size=3, max_size=3),
@@ -382,13 +394,8 @@ def test_trinomial_llr_is_the_logistic_gsprt(counts: list[int], elo0: float, wid
     """fastchess SPRT::getLLR (logistic): LLR = N Σ p (log p1 - log p0), p_i the most likely
     distribution of mean s_i = 1/(1 + 10^(-elo_i/400)), a count of 0 taken as 0.001; bounds
     anywhere in the accepted ±2000 Elo, counts from 0 to 10⁹."""
-    elo1 = min(elo0 + width, 2000.0)
-    assume(sum(counts) > 0 and elo1 > elo0)
-    try:
-        sprt = Sprt(elo0=elo0, elo1=elo1)
-    except SprtSettingsError:
-        assume(False)
-        raise
+    assume(sum(counts) > 0)
+    sprt, elo1 = _sprt_or_reject(elo0, width)
     losses, draws, wins = counts
     got = sprt.llr(trinomial_sample(wins, draws, losses))
     assert math.isfinite(got)
@@ -406,13 +413,8 @@ def test_pentanomial_llr_is_the_logistic_gsprt(
 ) -> None:
     """fastchess SPRT::getLLR for the pentanomial: pair scores 0, ¼, ½, ¾, 1, the same
     logistic hypotheses (not scaled by √2: that is the normalized model only)."""
-    elo1 = min(elo0 + width, 2000.0)
-    assume(sum(counts) > 0 and elo1 > elo0)
-    try:
-        sprt = Sprt(elo0=elo0, elo1=elo1)
-    except SprtSettingsError:
-        assume(False)
-        raise
+    assume(sum(counts) > 0)
+    sprt, elo1 = _sprt_or_reject(elo0, width)
     got = sprt.llr(pentanomial_sample(counts))
     assert math.isfinite(got)
     assert got == pytest.approx(ref_llr(counts, elo0, elo1), rel=1e-6, abs=1e-6)
