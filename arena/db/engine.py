@@ -624,6 +624,13 @@ def _sqlite_engine(url: str, *, create: bool, read_only: str | None = None) -> E
     database = make_url(url).database
     assert database is not None  # normalize_url guarantees a file name
     path = Path(database)
+    # A command that only reads says the database is not there, whatever is missing on the
+    # way to it (it would not create the file, nor its folder).
+    if not create and not path.exists():
+        raise DatabaseMissingError(
+            f"no database at {path}; run a tournament first, or point KRYT_DATABASE_URL "
+            "(or the -d/--database option) at an existing database"
+        )
     if not path.parent.is_dir():
         # Name what is in the way: a missing folder, or a file where a folder should be.
         blocker = next((p for p in path.parents if p.exists()), None)
@@ -635,11 +642,6 @@ def _sqlite_engine(url: str, *, create: bool, read_only: str | None = None) -> E
         raise DatabaseUnavailableError(
             f"cannot create SQLite database {path}: directory {path.parent} does not exist; "
             "create it or choose another path"
-        )
-    if not create and not path.exists():
-        raise DatabaseMissingError(
-            f"no database at {path}; run a tournament first, or point KRYT_DATABASE_URL "
-            "(or the -d/--database option) at an existing database"
         )
     if read_only is None:
         engine = create_engine(

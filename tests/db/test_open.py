@@ -149,6 +149,16 @@ def test_missing_directory(tmp_path: Path) -> None:
         open_database(tmp_path / "no" / "such" / "dir" / "k.db")
 
 
+def test_a_missing_directory_without_create_is_no_database(tmp_path: Path) -> None:
+    """A command that only reads (create=False) would not create the folder either: it says
+    the database is not there, not that it cannot create it."""
+    for path in (tmp_path / "no" / "dir" / "k.db", tmp_path / "file.txt" / "k.db"):
+        (tmp_path / "file.txt").write_text("x")
+        with pytest.raises(DatabaseMissingError, match=f"no database at {path}"):
+            open_database(path, create=False)
+    assert not (tmp_path / "no").exists()
+
+
 def test_a_file_where_the_folder_should_be_is_named(tmp_path: Path) -> None:
     (tmp_path / "text.db").write_text("a file")
     with pytest.raises(DatabaseUnavailableError, match=r"text\.db is a file, not a directory"):
