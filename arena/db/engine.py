@@ -520,7 +520,13 @@ def open_database(
     read_only: str | None = None
     if backend_of(resolved) == "sqlite":
         path = sqlite_path(resolved)
-        created = not path.exists()
+        try:
+            created = not path.exists()
+        except OSError as exc:  # a folder on the way this user may not enter
+            raise DatabaseUnavailableError(
+                f"cannot open SQLite database {path}: {exc.strerror or exc}; check the"
+                " permissions of the file and its folders, or choose another path"
+            ) from None
         if not create and check_schema and _empty_file(path):
             # SQLite would take it as a new database, and migrating it would write the
             # schema: a truncated kryt.db (a failed copy) would read as an empty arena.
@@ -698,8 +704,15 @@ def _sqlite_on_begin(connection: Any) -> None:
 
 def _check_connection(engine: Engine, where: str) -> None:
     try:
-        with engine.connect() as connection:
-            connection.exec_driver_sql("SELECT 1")
+        # In a read transaction: a writer's BEGIN IMMEDIATE would wait out the busy timeout
+        # behind another process's write (WAL lets readers through at once). SQLite reads
+        # its file only for a query of a table: the schema's, so a file that is not a
+        # database is found here.
+        probe = (
+            "SELECT count(*) FROM sqlite_master" if engine.dialect.name == "sqlite" else "SELECT 1"
+        )
+        with engine.execution_options(**{_READ_ONLY: True}).connect() as connection:
+            connection.exec_driver_sql(probe)
     except DBAPIError as exc:
         # One line: drivers break their messages over lines (psycopg: a newline and a tab).
         message = " ".join(str(exc.orig).split())
