@@ -475,7 +475,15 @@ def unpaired_note(pentanomial: list[int], games: int) -> str | None:
     if left <= 0:
         return None
     games_left = f"{left} game{'s' if left != 1 else ''} without {'its' if left == 1 else 'their'}"
-    return f"Elo, interval and LOS from the {pairs} complete deal pairs: {games_left} pair left out"
+    if pairs == 0:
+        # The figures above are then those of no sample at all (match_stats): say so rather
+        # than "from the 0 complete deal pairs", which reads as if something was measured.
+        said = "no deal pair is complete, so Elo, interval and LOS say nothing"
+    elif pairs == 1:
+        said = "Elo, interval and LOS from the 1 complete deal pair"
+    else:
+        said = f"Elo, interval and LOS from the {pairs} complete deal pairs"
+    return f"{said}: {games_left} pair left out"
 
 
 def _refuse_unrunnable(
