@@ -101,7 +101,9 @@ def test_the_health_wait_times_out_with_the_last_status(tmp_path: Path) -> None:
             BotClient(f"unix://{tmp_path}/bot.sock") as client,
             pytest.raises(BotUnreachableError, match="NOT_SERVING"),
         ):
-            client.wait_healthy(1.5, alive=lambda: True)
+            # Long enough for a loaded machine to answer one check (under CI's load a
+            # 1.5 s wait saw only its own deadline, never the status).
+            client.wait_healthy(8, alive=lambda: True)
     finally:
         server.stop(None)
 
