@@ -30,6 +30,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from kryt.cli import main
+from tests.procfs import process_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 KRYT = [sys.executable, "-m", "kryt"]
@@ -93,26 +94,18 @@ def one_error_line(err: str) -> str:
     return lines[0]
 
 
-def _stat(pid: int) -> tuple[int, int, int] | None:
-    """``(ppid, session, start time)`` of a live process, None once it is gone (or a zombie)."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[1]), int(fields[3]), int(fields[19])
+def _live_processes() -> dict[int, tuple[int, int, int]]:
+    """``(ppid, session, start time)`` of every live process (zombies left out)."""
+    return {
+        pid: (int(fields[1]), int(fields[3]), int(fields[19]))
+        for pid, fields in process_stats()
+        if fields[0] not in ("Z", "X")
+    }
 
 
 def family(leader: int) -> set[tuple[int, int]]:
     """``(pid, start time)`` of every live process of ``leader``'s session or below it."""
-    table: dict[int, tuple[int, int, int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            info = _stat(int(entry.name))
-            if info is not None:
-                table[int(entry.name)] = info
+    table = _live_processes()
     found = {pid for pid, (_, session, _) in table.items() if session == leader}
     grew = True
     while grew:
@@ -124,12 +117,10 @@ def family(leader: int) -> set[tuple[int, int]]:
 
 
 def still_alive(processes: set[tuple[int, int]]) -> set[tuple[int, int]]:
-    alive = set()
-    for pid, started in processes:
-        info = _stat(pid)
-        if info is not None and info[2] == started:
-            alive.add((pid, started))
-    return alive
+    table = _live_processes()
+    return {
+        (pid, started) for pid, started in processes if table.get(pid, (0, 0, -1))[2] == started
+    }
 
 
 class Store:
@@ -189,6 +180,23 @@ def stop(process: subprocess.Popen[str]) -> None:
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
+
+
+def run_stopped_after(
+    folder: Path, db: Path, games: str, at_least: int, stop_with: Callable[[int], None]
+) -> subprocess.Popen[str]:
+    """A ``-j 1`` run of ``games`` games a pair into ``db``, stopped by ``stop_with(pid)``
+    once ``at_least`` games are recorded; returns the ended process."""
+    run = start(folder, "tournament", "run", *BOTS, "-n", games, "-j", "1", "--db", str(db))
+    store = Store(str(db))
+    try:
+        wait_for(store, run, at_least)
+        stop_with(run.pid)
+        run.communicate(timeout=DEADLINE)
+    finally:
+        stop(run)
+        store.close()
+    return run
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -321,14 +329,8 @@ def test_a_lease_held_on_another_host_is_refused_until_it_expires(tmp_path: Path
     runs out (then the tournament is free), and ``--take-over`` takes it at once."""
     db = tmp_path / "kryt.db"
     where = ["--db", str(db)]
-    run = start(tmp_path, "tournament", "run", *BOTS, "-n", "150", "-j", "1", *where)
+    run = run_stopped_after(tmp_path, db, "150", 2, lambda pid: os.kill(pid, signal.SIGKILL))
     store = Store(str(db))
-    try:
-        wait_for(store, run, 2)
-        os.kill(run.pid, signal.SIGKILL)
-        run.communicate(timeout=DEADLINE)
-    finally:
-        stop(run)
     with sqlite3.connect(db, timeout=60) as connection:
         (leases,) = connection.execute("select count(*) from tournament_leases").fetchone()
         assert leases == 1, "the killed run's lease row is gone?"
@@ -426,15 +428,7 @@ def stopped_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite database with tournament 1 interrupted by Ctrl-C after a few games."""
     folder = tmp_path_factory.mktemp("stopped")
     db = folder / "kryt.db"
-    run = start(folder, "tournament", "run", *BOTS, "-n", "200", "-j", "1", "--db", str(db))
-    store = Store(str(db))
-    try:
-        wait_for(store, run, 3)
-        os.killpg(run.pid, signal.SIGINT)
-        run.communicate(timeout=DEADLINE)
-    finally:
-        stop(run)
-    store.close()
+    run = run_stopped_after(folder, db, "200", 3, lambda pid: os.killpg(pid, signal.SIGINT))
     assert run.returncode == 130
     return db
 
