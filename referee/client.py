@@ -769,7 +769,9 @@ class AsyncBotClient:
         call = self._open()
         async with asyncio.timeout(timeout):
             await self._write(call, data)
-            with contextlib.suppress(grpc.RpcError, asyncio.InvalidStateError):
+            # A stream that ends while it is half-closed makes gRPC's asyncio API raise its
+            # internal batch error here (not an RpcError): the bot is gone, as wanted.
+            with contextlib.suppress(grpc.RpcError, grpc.aio.BaseError, asyncio.InvalidStateError):
                 await call.done_writing()
             while True:  # until the bot ends the stream (late messages are dropped)
                 _, item = await self._next()

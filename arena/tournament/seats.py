@@ -303,23 +303,27 @@ class SandboxSlot:
         """
         self._closing = True
         client = self._client
-        if client is not None and not self._failed:
-            try:
-                client.shutdown("series over", timeout=1.0)
-            except BotFault:
-                log.debug("bot %s did not take the shutdown", self.name)
-        self._stop()
+        try:
+            if client is not None and not self._failed:
+                try:
+                    client.shutdown("series over", timeout=1.0)
+                except BotFault:
+                    log.debug("bot %s did not take the shutdown", self.name)
+        finally:  # whatever the goodbye raised, the bot does not outlive its series
+            self._stop()
 
     async def aclose(self) -> None:
         """:meth:`close` for a slot used on an event loop (its connection is of that loop)."""
         self._closing = True
         client = self._async_client
-        if client is not None and not self._failed:
-            try:
-                await client.shutdown("series over", timeout=1.0)
-            except BotFault:
-                log.debug("bot %s did not take the shutdown", self.name)
-        await asyncio.to_thread(self._stop)
+        try:
+            if client is not None and not self._failed:
+                try:
+                    await client.shutdown("series over", timeout=1.0)
+                except BotFault:
+                    log.debug("bot %s did not take the shutdown", self.name)
+        finally:  # whatever the goodbye raised, the bot does not outlive its series
+            await asyncio.to_thread(self._stop)
 
     @property
     def aio(self) -> AsyncSandboxSeat:
