@@ -613,6 +613,10 @@ class TournamentState:
             return "stopped"
         return self.status
 
+    def series_shown(self, status: str) -> str:
+        """A series' stored status as the organiser should read it (:func:`series_shown`)."""
+        return series_shown(status, stopped=self.shown == "stopped")
+
     @property
     def runner(self) -> str:
         """Who runs it (``pid 12 on host h since 12:01``), or ``-``; for a run that is over,
@@ -632,24 +636,36 @@ class TournamentState:
         return self.lease.describe()
 
 
+def series_shown(status: str, *, stopped: bool) -> str:
+    """A series' stored status as the organiser should read it: one stored as ``running``
+    of a tournament that no run plays now (``stopped``) is ``stopped`` too (its games are
+    kept and ``resume`` plays the rest)."""
+    return "stopped" if stopped and status == SeriesStatus.RUNNING.value else status
+
+
 def tournament_states(db: Database) -> dict[int, TournamentState]:
     """Every tournament's state, with its lease."""
+    with db.read_session() as session:
+        return states_in(session=session)
+
+
+def states_in(*, session: Session) -> dict[int, TournamentState]:
+    """Every tournament's state, with its lease, read in ``session``."""
     from arena.db import list_tournaments
 
-    with db.read_session() as session:
-        leases = all_leases(session=session)
-        return {
-            t.id: TournamentState(
-                t.id,
-                t.status,
-                leases.get(t.id),
-                is_imported(t.config),
-                is_ladder(t.config),
-                t.started_at is not None,
-            )
-            for t in list_tournaments(session=session)
-            if t.id is not None
-        }
+    leases = all_leases(session=session)
+    return {
+        t.id: TournamentState(
+            t.id,
+            t.status,
+            leases.get(t.id),
+            is_imported(t.config),
+            is_ladder(t.config),
+            t.started_at is not None,
+        )
+        for t in list_tournaments(session=session)
+        if t.id is not None
+    }
 
 
 def tournament_state(tournament_id: int, db: Database) -> TournamentState:

@@ -40,6 +40,7 @@ from arena.db import (
     Database,
     DatabaseUnavailableError,
     NotFoundError,
+    SeriesStatus,
     TournamentStatus,
     get_tournament,
     list_tournaments,
@@ -65,6 +66,7 @@ from arena.tournament.service import (
     prepare_executor,
     progress,
     runnable_config,
+    series_shown,
     tallies,
     tournament_config,
     tournament_ruleset,
@@ -109,14 +111,23 @@ def _label(submission_id: int, labels: dict[int, tuple[str, str]]) -> str:
     return f"{name} {version}"
 
 
-def series_table(tournament_id: int, db: Database) -> Table:
+_STATUS_WIDTH = max(len(status) for status in SeriesStatus)
+"""A series' status is never cut short on a narrow terminal (the bots' names wrap instead)."""
+
+
+def series_table(tournament_id: int, db: Database, *, stopped: bool) -> Table:
     """One row per series: the pair, games, W/D/L from the first bot's side, forfeits (at a
-    classic table: the seats in order and each seat's losses)."""
+    classic table: the seats in order and each seat's losses). ``stopped``: no run plays the
+    tournament now, so a series stored as running was interrupted (and shows so)."""
     if tournament_ruleset(tournament_id, db) != "default":
-        return _table_series_table(tournament_id, db)
+        return _table_series_table(tournament_id, db, stopped=stopped)
     table = Table(title=f"Series of tournament {tournament_id}")
     for column in ("bot A", "bot B", "games", "A wins", "draws", "B wins", "forfeits", "status"):
-        table.add_column(column, justify="left" if column.startswith("bot") else "right")
+        table.add_column(
+            column,
+            justify="left" if column.startswith("bot") else "right",
+            min_width=_STATUS_WIDTH if column == "status" else None,
+        )
     with db.read_session() as session:
         labels = submission_labels(session=session)
     for tally in tallies(tournament_id, db):
@@ -128,17 +139,21 @@ def series_table(tournament_id: int, db: Database) -> Table:
             str(tally.draws),
             str(tally.b_wins),
             str(tally.forfeits),
-            tally.status,
+            series_shown(tally.status, stopped=stopped),
         )
     return table
 
 
-def _table_series_table(tournament_id: int, db: Database) -> Table:
+def _table_series_table(tournament_id: int, db: Database, *, stopped: bool) -> Table:
     from arena.tournament.table_runner import table_tallies
 
     table = Table(title=f"Series of tournament {tournament_id} (tables)")
     for column in ("seats (clockwise)", "games", "losses by seat", "draws", "forfeits", "status"):
-        table.add_column(column, justify="left" if column.startswith("seats") else "right")
+        table.add_column(
+            column,
+            justify="left" if column.startswith("seats") else "right",
+            min_width=_STATUS_WIDTH if column == "status" else None,
+        )
     with db.read_session() as session:
         labels = submission_labels(session=session)
     for tally in table_tallies(tournament_id, db):
@@ -148,7 +163,7 @@ def _table_series_table(tournament_id: int, db: Database) -> Table:
             " ".join(str(n) for n in tally.losses),
             str(tally.draws),
             str(tally.forfeits),
-            tally.status,
+            series_shown(tally.status, stopped=stopped),
         )
     return table
 
@@ -536,7 +551,7 @@ def run_tournament(
 
 def _report(tournament_id: int, db: Database, result: RunResult) -> int:
     """Print the series and the leaderboard; the exit code matching the tournament's state."""
-    out.print(series_table(tournament_id, db))
+    out.print(series_table(tournament_id, db, stopped=True))  # the run is over
     for outcome in result.outcomes:
         if outcome.status == "aborted":
             console.print(
@@ -905,7 +920,7 @@ def status(
     db = open_db(database, create=False)
     if tournament_id is not None:
         state = tournament_state(tournament_id, db)
-        out.print(series_table(tournament_id, db))
+        out.print(series_table(tournament_id, db, stopped=state.shown == "stopped"))
         if state.imported:
             out.print(
                 Text(

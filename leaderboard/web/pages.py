@@ -37,6 +37,7 @@ from arena.db import (
     stored_record,
     submission_labels,
 )
+from arena.tournament.service import TournamentState, states_in
 from leaderboard.formatting import board_name
 from leaderboard.ratings import Game as RatedGame
 from leaderboard.ratings import Outcome
@@ -148,14 +149,42 @@ def result_text(row: GameRow | Game, labels: dict[int, tuple[str, str]]) -> str:
     return "no result"
 
 
+@dataclass(frozen=True, slots=True)
+class Statuses:
+    """Tournaments' and series' statuses as ``kryt tournament status`` shows them: a
+    tournament that a run started and none plays now (its runner died or was stopped) is
+    ``stopped``, with its series stored as running, not ``running`` forever."""
+
+    states: dict[int, TournamentState]
+
+    @classmethod
+    def read(cls, *, session: Session) -> Statuses:
+        """Every tournament's state, with its lease, read in ``session``."""
+        return cls(states_in(session=session))
+
+    def tournament(self, tournament: Tournament) -> str:
+        """The tournament's status as shown."""
+        state = self.states.get(tournament.id or 0)
+        return tournament.status if state is None or state.ladder else state.shown
+
+    def series(self, series: Series) -> str:
+        """The series' status as shown."""
+        state = self.states.get(series.tournament_id)
+        return series.status if state is None else state.series_shown(series.status)
+
+
 def _leaderboard_json(
-    board: Leaderboard, done: Progress, tournament: Tournament | None
+    board: Leaderboard, done: Progress, tournament: Tournament | None, statuses: Statuses
 ) -> dict[str, Any]:
     data = board.to_dict()
     data["tournament"] = (
         None
         if tournament is None
-        else {"id": tournament.id, "name": tournament.name, "status": tournament.status}
+        else {
+            "id": tournament.id,
+            "name": tournament.name,
+            "status": statuses.tournament(tournament),
+        }
     )
     data["progress"] = {
         "games_done": done.games_done,
@@ -181,7 +210,10 @@ def leaderboard_json(
         session=session, tournament_id=tournament_id, ruleset=ruleset, table_size=table_size
     )
     return _leaderboard_json(
-        board, progress(session=session, tournament_id=tournament_id), tournament
+        board,
+        progress(session=session, tournament_id=tournament_id),
+        tournament,
+        Statuses.read(session=session),
     )
 
 
@@ -191,11 +223,13 @@ def leaderboard_page(*, session: Session, links: Links, tournament_id: int | Non
     board = standings(session=session, tournament_id=tournament_id)
     labels = submission_labels(session=session)
     summaries = tournaments_with_progress(session=session) if tournament is None else []
-    running = [t.tournament for t in summaries] if tournament is None else [tournament]
+    listed = [t.tournament for t in summaries] if tournament is None else [tournament]
+    statuses = Statuses.read(session=session)
     # A live page follows a running tournament by itself; an exported page never changes.
     refresh = (
         RUNNING_REFRESH_S
-        if not links.static and any(t.status == TournamentStatus.RUNNING for t in running)
+        if not links.static
+        and any(statuses.tournament(t) == TournamentStatus.RUNNING.value for t in listed)
         else 0
     )
     series_rows: list[tuple[Series, int]] = []
@@ -219,6 +253,7 @@ def leaderboard_page(*, session: Session, links: Links, tournament_id: int | Non
         refresh=refresh,
         series_rows=series_rows,
         series_total=series_total,
+        statuses=statuses,
         games=recent_games(session=session, tournament_id=tournament_id, limit=RECENT_GAMES),
         labels=labels,
         result_text=result_text,
@@ -362,6 +397,7 @@ def submission_page(
         # Board names are shown as soon as there is anything but the default game.
         named_boards=any(r.table for r, _ in boards) or len(boards) > 1,
         series_rows=[(s, played.get(s.id or 0, 0), s.seat_ids) for s in all_series],
+        statuses=Statuses.read(session=session),
         games=recent_games(session=session, submission_id=submission_id, limit=BOT_RECENT_GAMES),
         elo_plot=elo_plot,
         snapshot_plots=snapshot_plots,
@@ -381,6 +417,7 @@ def series_page(series_id: int, *, session: Session, links: Links) -> str:
         title=f"Series {series_id}",
         series=series,
         tournament=get_tournament(series.tournament_id, session=session),
+        statuses=Statuses.read(session=session),
         games=games_of(series_id, session=session),
         labels=submission_labels(session=session),
         result_text=result_text,

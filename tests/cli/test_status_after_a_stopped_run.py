@@ -16,7 +16,7 @@ from sqlalchemy.exc import OperationalError
 import arena.tournament.runner as runner
 from arena.db import LeaseInfo, TournamentStatus
 from arena.db.types import utcnow
-from arena.tournament.service import TournamentState
+from arena.tournament.service import TournamentState, series_shown
 from kryt.errors import ExitCode
 from tests.cli.helpers import flat, kryt
 
@@ -83,6 +83,9 @@ def test_status_shows_a_run_that_stopped_early_as_stopped_with_the_resume_comman
     one, out, err = kryt(capsys, "tournament", "status", "1", *where)
     assert one == ExitCode.OK, err
     assert "status: stopped; runner: -; resume with: kryt tournament resume 1" in flat(out), out
+    # Its series, stored as running when the run stopped, shows stopped as its tournament.
+    (series_row,) = [line for line in out.splitlines() if "random" in line and "greedy" in line]
+    assert "stopped" in series_row and "running" not in series_row, out
 
     monkeypatch.undo()
     monkeypatch.chdir(tmp_path)
@@ -91,6 +94,7 @@ def test_status_shows_a_run_that_stopped_early_as_stopped_with_the_resume_comman
     assert _counted(path) == 4
     _, out, _ = kryt(capsys, "tournament", "status", "1", *where)
     assert "status: finished" in flat(out) and "resume with" not in out, out
+    assert "finished" in next(line for line in out.splitlines() if "random" in line), out
 
 
 def _lease(*, expired: bool) -> LeaseInfo:
@@ -123,3 +127,17 @@ def test_the_status_shown(
     held = None if lease is None else _lease(expired=lease == "expired")
     state = TournamentState(1, status.value, held, imported=imported, started=started)
     assert state.shown == shown
+
+
+@pytest.mark.parametrize(
+    ("stored", "stopped", "shown"),
+    [
+        ("running", True, "stopped"),
+        ("running", False, "running"),  # a live run plays it
+        ("pending", True, "pending"),
+        ("finished", True, "finished"),
+        ("aborted", True, "aborted"),
+    ],
+)
+def test_the_series_status_shown(stored: str, stopped: bool, shown: str) -> None:
+    assert series_shown(stored, stopped=stopped) == shown

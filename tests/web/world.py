@@ -28,6 +28,7 @@ from arena.db import (
     submit,
 )
 from arena.db.enums import SeriesStatus
+from arena.db.leases import LeaseHolder, acquire_lease
 from leaderboard.standings import refit_and_store
 from referee.protocol.messages import GameEndReason
 from referee.record import Forfeit, GameRecord, Move
@@ -37,6 +38,9 @@ T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 BOTS = ("alpha", "bravo", "charlie")
 RUNNING_NAME = "summer <cup> & co"
 """Markup in a name: pages must show it escaped."""
+
+RUNNING_HOLDER = LeaseHolder("webrun01", "another-host", 4242, None)
+"""The run that plays the second tournament of the world."""
 
 
 @dataclass(frozen=True)
@@ -233,5 +237,8 @@ def build_world(db: Database) -> World:
         _record(db, running_series.id, number, seats, play(700 + number, number % 2), at=at)
     with db.session() as s:
         set_tournament_status(running.id, TournamentStatus.RUNNING, session=s)
+        # A live run plays it (on another host, so nothing here can judge it dead): without
+        # one, the pages show it stopped, as `kryt tournament status` does.
+        acquire_lease(running.id, RUNNING_HOLDER, ttl=timedelta(days=1), session=s)
     world.planned_running, world.played_running = 6, 3
     return world
