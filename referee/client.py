@@ -499,7 +499,9 @@ class AsyncBotClient:
                     self._deliver(None)
                     return
                 self._deliver(data)
-        except grpc.RpcError as exc:
+        except (grpc.RpcError, grpc.aio.BaseError) as exc:
+            # BaseError: gRPC's own failure of a batch on a stream ending under it (seen
+            # from done_writing); told as the connection lost, never an unread task error.
             self._deliver(exc)
         except asyncio.CancelledError:
             self._deliver(ConnectionAbortedError("the stream was closed"))
@@ -550,6 +552,9 @@ class AsyncBotClient:
             # own failure to write, not how the stream ended. The reader saw that (at once:
             # the stream is over), unless the failure hid it from the reader too.
             raise await self._how_it_ended() from None
+        except grpc.aio.BaseError as exc:  # gRPC's batch failed under a stream's end
+            self.closed = True
+            raise await self._how_it_ended() from exc
         except asyncio.InvalidStateError:  # the stream had already ended: say how
             self.closed = True
             code, details = await call.code(), await call.details()

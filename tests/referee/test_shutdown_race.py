@@ -1,9 +1,11 @@
-"""The goodbye at the end of a series when the bot's stream ends under it.
+"""gRPC's internal batch errors when the bot's stream ends under a call, and the goodbye at
+the end of a series.
 
 A bot that ends its stream while the referee half-closes it makes gRPC's asyncio API raise
 its internal batch error from ``done_writing`` (not an ``RpcError``): CI saw it end a whole
 polyglot round robin. The goodbye is best effort: it must neither raise nor leave the bot
-running."""
+running. The same error from a read or a write is the connection lost (a bot fault), never an
+exception that escapes the referee."""
 
 from __future__ import annotations
 
@@ -18,20 +20,20 @@ from grpc.aio import _call as aio_call
 
 from arena.tournament.config import SandboxSettings
 from arena.tournament.seats import SandboxSlot
-from referee.client import AsyncBotClient, BotClient
+from referee.client import AsyncBotClient, BotClient, BotCrashedError
 from referee.protocol.messages import BotMessage, RefereeMessage
 from referee.series import SeriesConfig, series_handshake
 from sandbox import choose_backend, load_submission
 from sandbox.local import LocalBot
 from tests.protocol.helpers import raw_server
-from tests.protocol.test_service import PATIENT, _fine, _handshake
+from tests.protocol.test_service import PATIENT, _decide, _fine, _handshake
 
 pytestmark = pytest.mark.timeout(180)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "sdk" / "examples"
 
 
-def _stream_ended_under_it(self: object) -> NoReturn:
+def _stream_ended_under_it(self: object, *args: object) -> NoReturn:
     raise cygrpc.ExecuteBatchError('Failed "execute_batch": (SendCloseFromClientOperation,)')
 
 
@@ -58,6 +60,33 @@ def test_the_asynchronous_goodbye_takes_the_batch_error(monkeypatch: pytest.Monk
 
     with raw_server(_fine_bot) as address:
         assert asyncio.run(goodbye(address))
+
+
+def test_a_batch_error_on_a_write_is_the_connection_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    with raw_server(_fine_bot) as address, BotClient(address) as client:
+        client.handshake(_handshake(), timeout=PATIENT)
+        monkeypatch.setattr(aio_call._StreamRequestMixin, "write", _stream_ended_under_it)
+        with pytest.raises(BotCrashedError, match="connection was lost"):
+            _decide(client)
+        assert client.closed
+
+
+def test_a_batch_error_on_a_read_is_the_connection_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = aio_call._StreamResponseMixin.read
+    reads = [0]
+
+    async def read_once_then_fail(self: aio_call._StreamResponseMixin[bytes, bytes]) -> object:
+        reads[0] += 1
+        if reads[0] > 1:  # the handshake's reply is read; the stream then ends under gRPC
+            _stream_ended_under_it(self)
+        return await real(self)
+
+    monkeypatch.setattr(aio_call._StreamResponseMixin, "read", read_once_then_fail)
+    with raw_server(_fine_bot) as address, BotClient(address) as client:
+        client.handshake(_handshake(), timeout=PATIENT)
+        with pytest.raises(BotCrashedError, match="connection to bot lost: ExecuteBatchError"):
+            _decide(client)
+        assert client.closed
 
 
 def _slot(label: str) -> SandboxSlot:
