@@ -470,7 +470,38 @@ async def play_series_task_async(
     the best sandbox available (as configured), and never raises for a bot's misbehaviour.
     Other series may play on the same event loop meanwhile: the sandbox's blocking work
     runs in worker threads, the games' I/O on the loop.
+
+    A failure of ours (a bug, anything unexpected) ends only this series, ``interrupted``
+    with what failed (logged with its traceback): its recorded games are kept, the game in
+    progress is not recorded (resume plays it again), and the other series play on. A lost
+    database still ends the run (the command says how to resume).
     """
+    played = 0
+
+    def counted(series_id: int, number: int, record: GameRecord) -> None:
+        nonlocal played
+        played += 1
+        if on_game is not None:
+            on_game(series_id, number, record)
+
+    try:
+        return await _play_series(task, stop, counted)
+    except DatabaseUnavailableError:
+        raise
+    except Exception as exc:
+        log.exception("series %s failed on our side", task.series_id)
+        return SeriesOutcome(
+            task.series_id,
+            "interrupted",
+            played,
+            f"failed on our side ({type(exc).__name__}: {exc}); the games recorded are kept"
+            " and resume plays the rest",
+        )
+
+
+async def _play_series(
+    task: SeriesTask, stop: threading.Event | None, on_game: GameCallback
+) -> SeriesOutcome:
     config = TournamentConfig.from_json(dict(task.config))
     if config.ruleset != "default":  # a table of 2-4 seats
         from arena.tournament.table_runner import play_table_series_task

@@ -553,9 +553,18 @@ def _report(tournament_id: int, db: Database, result: RunResult) -> int:
     """Print the series and the leaderboard; the exit code matching the tournament's state."""
     out.print(series_table(tournament_id, db, stopped=True))  # the run is over
     for outcome in result.outcomes:
-        if outcome.status == "aborted":
+        # Why a series aborted, or why one stopped short when the run itself was not
+        # stopped (a failure of ours, the lease lost): its message may quote a bot.
+        if outcome.status in ("aborted", "interrupted") and outcome.message:
             console.print(
-                f"[red]series {outcome.series_id} aborted:[/red] {escape(outcome.message)}"
+                Text.assemble(
+                    (
+                        f"series {outcome.series_id} {outcome.status}: ",
+                        "red" if outcome.status == "aborted" else "yellow",
+                    ),
+                    printable(outcome.message),
+                ),
+                soft_wrap=True,
             )
     from kryt.commands.leaderboard import print_standings, standings_table
 
