@@ -118,7 +118,7 @@ _STATUS_WIDTH = max(len(status) for status in SeriesStatus)
 def series_table(tournament_id: int, db: Database, *, stopped: bool) -> Table:
     """One row per series: the pair, games, W/D/L from the first bot's side, forfeits (at a
     classic table: the seats in order and each seat's losses). ``stopped``: no run plays the
-    tournament now, so a series stored as running was interrupted (and shows so)."""
+    tournament now, so a series stored as running shows ``stopped`` (:func:`series_shown`)."""
     if tournament_ruleset(tournament_id, db) != "default":
         return _table_series_table(tournament_id, db, stopped=stopped)
     table = Table(title=f"Series of tournament {tournament_id}")
