@@ -79,14 +79,16 @@ def choose_backend(
     bubblewrap (``bwrap`` installed and, as root, the dedicated sandbox user existing), then
     the plain process backend, which refuses untrusted bots unless ``allow_unsafe``. An
     explicit preference that cannot run raises
-    :class:`~sandbox.errors.BackendUnavailableError` (or a subclass) saying why.
+    :class:`~sandbox.errors.BackendUnavailableError` (or a subclass) saying why; explicit
+    ``"docker"`` needs only the engine: whether the image of each runtime a run uses is
+    there is :meth:`~sandbox.backend.Backend.runtime_problem`'s answer.
     """
     check_preference(preference)
     if preference == "docker":
-        try:
-            return _docker(base_image, check_image=True)
-        except ImageBuildError as exc:  # every game would fail on our side: say so now
-            raise BackendUnavailableError(f"docker: {exc}") from None
+        # The images a run needs depend on its bots' runtimes: each command asks
+        # runtime_problem() for them before the first game (a run of Java bots needs no
+        # Python image).
+        return _docker(base_image, check_image=False)
     if preference == "bwrap":
         return _bwrap()
     if preference == "process":

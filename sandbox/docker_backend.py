@@ -67,7 +67,13 @@ from sandbox.hostfs import remove_tree
 from sandbox.limits import SandboxLimits
 from sandbox.reaper import start_reaper
 from sandbox.runner import RunnerId, RunnerState, current_runner
-from sandbox.runtimes import Runtime, RuntimeBuildError, containers, get_runtime
+from sandbox.runtimes import (
+    Runtime,
+    RuntimeBuildError,
+    UnknownRuntimeError,
+    containers,
+    get_runtime,
+)
 from sandbox.runtimes.images import image_tag as runtime_image_tag
 from sandbox.seccomp import confined_command, filter_problem
 from sandbox.submission import Submission
@@ -344,6 +350,19 @@ class DockerBackend(Backend):
                 "`python -m sandbox.base_image build` (or set KRYT_SANDBOX_BASE_IMAGE)"
             ) from exc
         return str(image.id).removeprefix("sha256:")
+
+    def runtime_problem(self, runtime: str) -> str | None:
+        """Why a bot of ``runtime`` cannot start here: the image it runs on is missing (the
+        bot base image for Python, the runtime's own image otherwise), with the command that
+        builds it; None when it is there. Asked for each runtime a run uses, so a run of
+        Java bots does not need the Python image, nor a run of Python bots the Java one."""
+        try:
+            self.image_base_id(self.runtime_image(get_runtime(runtime)))
+        except UnknownRuntimeError as exc:
+            return str(exc)
+        except ImageBuildError as exc:
+            return str(exc)
+        return None
 
     def runtime_image(self, runtime: Runtime) -> str:
         """The image bots of ``runtime`` run on: the bot base image for Python, else the

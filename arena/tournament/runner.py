@@ -234,11 +234,15 @@ def refuse_untrusted(ids: Iterable[int], problem: str, *, db: Database) -> None:
 
 
 def refuse_unrunnable(
-    ids: Iterable[int], runtime_problem: Callable[[str], str | None], *, db: Database
+    ids: Iterable[int],
+    runtime_problem: Callable[[str], str | None],
+    *,
+    db: Database,
+    stored: bool = False,
 ) -> None:
     """TournamentError naming the first submission of ``ids`` whose runtime the sandbox
-    cannot run (``runtime_problem`` says why), or nothing: every game of its would be a
-    start-up forfeit."""
+    cannot run (``runtime_problem`` says why), or nothing: every game of its would fail to
+    start. ``stored``: the tournament exists (a resume), else it is about to be created."""
     with db.read_session() as session:
         for sid in ids:
             row = get_submission(sid, session=session)
@@ -247,7 +251,11 @@ def refuse_unrunnable(
             if problem is not None:
                 raise TournamentError(
                     f"refusing bot {row.manifest.get('name', '?')}@{row.version}: {problem};"
-                    " nothing was played and no tournament was created"
+                    + (
+                        " nothing was played"
+                        if stored
+                        else " nothing was played and no tournament was created"
+                    )
                 )
 
 

@@ -35,6 +35,7 @@ from arena.db import (
     series_of_tournament,
     series_tallies,
     set_tournament_status,
+    unfinished_series,
     update_tournament_config,
 )
 from arena.db.leases import LeaseBusyError
@@ -57,6 +58,7 @@ from arena.tournament.runner import (
     TournamentError,
     create,
     label_prefix,
+    refuse_unrunnable,
     resolve_bots,
     tasks_for,
 )
@@ -539,6 +541,11 @@ def run_tournament(
             what=f"reading the series of tournament {tournament_id}",
             cancel=stop,
         )
+        if prepared.runtime_problem is not None:
+            # As for a new tournament: a bot this sandbox cannot start now (its runtime's
+            # image was removed, another backend) is refused before the first game.
+            seats = _unfinished_seats(tournament_id, db, stop)
+            refuse_unrunnable(seats, prepared.runtime_problem, db=db, stored=True)
         swept = prepared.sweep(label_prefix(db.url, tournament_id))
         if swept:
             say(f"removed {swept} sandbox(es) left over by a dead run")
@@ -567,6 +574,18 @@ def run_tournament(
     if prepared.scheduler_lost:
         problems.append(f"lost the Dask scheduler at {prepared.where}")
     return RunResult(outcomes, finished, left, problems)
+
+
+def _unfinished_seats(tournament_id: int, db: Database, stop: threading.Event) -> list[int]:
+    """The submissions that play in the tournament's unfinished series, in id order."""
+
+    def read(session: Session) -> list[int]:
+        series = unfinished_series(tournament_id, session=session)
+        return sorted({sid for s in series for sid in s.seat_ids})
+
+    return db.retrying(
+        read, what=f"reading the series of tournament {tournament_id}", read=True, cancel=stop
+    )
 
 
 # ---------------------------------------------------------------------------- managing

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kryt.errors import Interrupted, UserError
+from kryt.errors import ExitCode, Interrupted, UserError
 from kryt.options import (
     BackendAliasOption,
     BackendOption,
@@ -258,7 +258,6 @@ def play(
     from arena.tournament.config import SandboxSettings
     from arena.tournament.seats import SandboxSlot
     from arena.tournament.tracebacks import with_traceback
-    from kryt.errors import ExitCode
     from leaderboard.ratings.match_stats import Sprt, match_stats
     from referee.book import BookError, load_book
     from referee.pairing import pairing_configs, run_pairing
@@ -491,11 +490,15 @@ def _refuse_unrunnable(
 ) -> None:
     """A ``UserError`` naming the first bot (as given) whose runtime ``sandbox`` cannot run
     (:meth:`~sandbox.backend.Backend.runtime_problem`, what it checks at each start): a bot
-    of another runtime than Python on the process backend."""
+    of another runtime than Python on the process backend, or a bot whose runtime's image
+    Docker does not have (exit 3, with the command that builds it)."""
     for ref, submission in zip(refs, submissions, strict=True):
         runtime = submission.manifest.runtime
-        if sandbox.runtime_problem(runtime) is None:
+        problem = sandbox.runtime_problem(runtime)
+        if problem is None:
             continue
+        if sandbox.name != "process":
+            raise UserError(f"{ref!r}: {problem}", code=ExitCode.UNAVAILABLE)
         # Said as `kryt bot check --backend none` says it (sdk.tools.check).
         raise UserError(
             f"{ref!r}: a {runtime} bot is built and run by a sandbox: play it with"

@@ -218,14 +218,27 @@ def test_a_client_built_from_the_address_reaches_this_bot_only(
 
 
 @pytest.mark.docker
-def test_docker_asked_for_without_its_base_image_is_refused_up_front() -> None:
-    """Explicit ``docker`` with the bot base image missing: refused at once with the way
-    to build it, instead of every game failing on our side later."""
+def test_docker_without_its_base_image_refuses_python_bots_up_front_only() -> None:
+    """Explicit ``docker`` with the bot base image missing: a Python bot is refused up front
+    with the way to build the image (instead of every game failing on our side later), a bot
+    of another runtime is not (it runs on its own runtime's image)."""
     from sandbox.docker_backend import docker_client
+    from sandbox.runtimes.images import build_image
 
     try:
         docker_client(timeout=10)
     except Exception as exc:  # the engine's absence is another test's subject
         require(False, "Docker", str(exc))
-    with pytest.raises(BackendUnavailableError, match=r"python -m sandbox\.base_image build"):
-        choose_backend("docker", base_image="kryt-bot-base:no-such-tag")
+    try:
+        build_image("node")  # cached: CI provisioning built it
+    except Exception as exc:
+        require(False, "the node runtime image", str(exc))
+    backend = choose_backend("docker", base_image="kryt-bot-base:no-such-tag")
+    problem = backend.runtime_problem("python")
+    assert problem is not None
+    assert (
+        "kryt-bot-base:no-such-tag" in problem and "python -m sandbox.base_image build" in problem
+    )
+    assert backend.runtime_problem("node") is None
+    unknown = backend.runtime_problem("cobol")
+    assert unknown is not None and "cobol" in unknown
