@@ -747,9 +747,42 @@ def _check_tar_end(tf: tarfile.TarFile, archive: Path, limits: SubmissionLimits)
             )
 
 
+TAR_META_BYTES = 64 * 1024
+"""The largest extended header (a pax header, a GNU long name or link) an archive may carry:
+``tarfile`` reads one whole into memory before any other limit is checked."""
+
+_TAR_META_TYPES = {
+    tarfile.GNUTYPE_LONGNAME: "GNU long-name",
+    tarfile.GNUTYPE_LONGLINK: "GNU long-link",
+    tarfile.XHDTYPE: "pax",
+    tarfile.XGLTYPE: "pax global",
+    tarfile.SOLARIS_XHDTYPE: "Solaris extended",
+}
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A tar header that refuses, before ``tarfile`` reads it, an extended header over
+    :data:`TAR_META_BYTES` (a 64 KiB .tar.gz may declare one of gigabytes) and a GNU sparse
+    member (its extension headers are read in an unbounded loop; no bot needs one)."""
+
+    def _proc_member(self, archive: tarfile.TarFile) -> tarfile.TarInfo:
+        kind = _TAR_META_TYPES.get(self.type)
+        if kind is not None and self.size > TAR_META_BYTES:
+            raise SubmissionTooLargeError(
+                f"the archive has a {kind} header of {self.size} bytes; at most"
+                f" {TAR_META_BYTES} are accepted"
+            )
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise UnsafePathError(
+                "the archive has a GNU sparse member, not a regular file", _shown(self.name)
+            )
+        member: tarfile.TarInfo = super()._proc_member(archive)  # type: ignore[misc]
+        return member
+
+
 def _extract_tar(archive: Path, dest: Path, limits: SubmissionLimits) -> None:
-    try:
-        tf = tarfile.open(archive)  # noqa: SIM115 -- closed by the `with tf` below
+    try:  # closed by the `with tf` below
+        tf = tarfile.open(archive, tarinfo=_BoundedTarInfo)  # noqa: SIM115
     except (tarfile.TarError, *_DECODE_ERRORS) as exc:
         # tarfile lists every compression it tried, one per line: say it in one.
         raise ArchiveError(
