@@ -978,8 +978,37 @@ def load_games(data: bytes, *, source: str, json_name: bool = False) -> list[Gam
             f"{source}: not a UTF-8 text file (byte {exc.start} is {data[exc.start]:#04x})"
         ) from None
     if json_name or re.match(r"\s*\[\s*[{\]]", text):
-        return from_json(text, source=source)
-    return parse_games(text, source=source)
+        entries = from_json(text, source=source)
+    else:
+        entries = parse_games(text, source=source)
+    for entry in entries:
+        refuse_unreplayable(entry)
+    return entries
+
+
+REPLAY_PROBLEMS_SHOWN: Final = 3
+"""At most this many of a refused game's replay problems are named."""
+
+
+def refuse_unreplayable(entry: GameEntry) -> None:
+    """GameFileError naming where ``entry`` is when its moves do not replay by the rules to
+    its stored ending, or its move times do not fit its recorded clock (what ``kryt replay
+    --verify`` checks): the referee records only legal moves (an illegal reply is a
+    forfeit), so such a game was damaged or forged and is not stored, nor counted in any
+    standings."""
+    from referee.replay import verify
+
+    check = verify(entry.record)
+    if check.ok:
+        return
+    shown_problems = "; ".join(check.problems[:REPLAY_PROBLEMS_SHOWN])
+    more = len(check.problems) - REPLAY_PROBLEMS_SHOWN
+    if more > 0:
+        shown_problems += f"; and {more} more"
+    where = f"{entry.where}: " if entry.where else ""
+    raise GameFileError(
+        f"{where}game {entry.number} does not replay as recorded: {printable(shown_problems)}"
+    )
 
 
 CSV_COLUMNS: Final = (

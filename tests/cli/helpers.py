@@ -20,7 +20,7 @@ from kryt.cli import main
 from leaderboard.gamefile import GameEntry, Seat
 from referee.protocol.messages import GameEndReason
 from referee.record import GameRecord, Move
-from tests.db.helpers import build_world, game
+from tests.db.helpers import build_world, game, replayable
 
 
 def kryt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -66,7 +66,7 @@ def game_entry(
         finished=1.7e9 + 2,
     )
     return GameEntry(
-        record=record,
+        record=replayable(record),  # an import replays every game by the rules
         seats=seats,
         number=number,
         attempt=1,

@@ -52,18 +52,19 @@ def test_an_edited_move_time_the_clock_cannot_allow_fails_verification(
     edited = tmp_path / "edited.kgn"
     edited.write_text(text[: first.start(2)] + "1e308" + text[first.end(2) :])
     db = tmp_path / "imported.db"
+    # The import replays every game, its clock included (as replay --verify does): refused.
     code, _, err = kryt(capsys, "games", "import", str(edited), "-d", str(db))
-    assert code == ExitCode.OK, err
-    edited_id, other_id = game_ids(db)
-    code, out, _ = kryt(capsys, "replay", str(edited_id), "--verify", "-d", str(db))
-    assert code == ExitCode.FAILED
+    assert code == ExitCode.BAD_INPUT, err
     assert (
-        f"mismatch: move 1: seat {seat} took 1e+308 s, but its clock had at most 11.050000 s"
-        " left (control 1+10+0, grace 0.05 s, clock wall): the referee would have ended the"
-        " game there by timeout"
-    ) in flat(out)
-    assert "verified" not in out
-    # The game the edit left alone still verifies, its clock included.
+        f"edited.kgn:1: game 1 does not replay as recorded: move 1: seat {seat} took 1e+308 s,"
+        " but its clock had at most 11.050000 s left (control 1+10+0, grace 0.05 s, clock"
+        " wall): the referee would have ended the game there by timeout"
+    ) in flat(err), err
+    assert not db.exists()
+    code, _, err = kryt(capsys, "games", "import", str(audit), "-d", str(db))
+    assert code == ExitCode.OK, err
+    _, other_id = game_ids(db)
+    # The game the edit left alone verifies, its clock included.
     code, out, _ = kryt(capsys, "replay", str(other_id), "--verify", "-d", str(db))
     assert code == ExitCode.OK
     assert "verified: the rules engine reproduces the stored result and every move fits" in flat(

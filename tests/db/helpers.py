@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 from dataclasses import dataclass
@@ -164,3 +165,44 @@ def table_names(url: str) -> list[str]:
             return sorted(inspect(conn).get_table_names())
     finally:
         engine.dispose()
+
+
+def replayable(record: GameRecord) -> GameRecord:
+    """``record`` with moves the rules replay to its ending (what ``kryt games import`` and
+    ``kryt replay --verify`` check): the same deal, dealer, winner, ending and forfeit; the
+    recorded times (and CPU times) of its moves are kept in order where there are enough.
+
+    A finished game (``out``) is searched among seeded random games for one its winner
+    wins; a forfeit stops where the offender is to move; a void keeps as many legal moves
+    as the record had."""
+    from referee.replay import verify
+    from referee.rules import Game
+
+    def timed(number: int, seat: int, action: str) -> Move:
+        if number < len(record.moves):
+            old = record.moves[number]
+            return Move(seat, action, old.seconds, old.cpu_seconds)
+        return Move(seat, action, 0.01)
+
+    for attempt in range(1000):
+        rng = random.Random(attempt)
+        game = Game.from_deck(list(record.deck), record.dealer, turn_limit=record.turn_limit)
+        moves: list[Move] = []
+        while not game.over:
+            if record.forfeit is not None and game.to_move == record.forfeit.seat:
+                break
+            if record.ending is GameEndReason.VOID and len(moves) >= len(record.moves):
+                break
+            seat = game.to_move
+            assert seat is not None  # the game is not over
+            action = rng.choice(list(game.legal_actions()))
+            game.play(action)
+            moves.append(timed(len(moves), seat, str(action)))
+        final = str(game.final_cover) if game.final_cover else None
+        try:
+            candidate = dataclasses.replace(record, moves=tuple(moves), final_cover=final)
+        except ValueError:  # e.g. a final cover this ending cannot have: not this game
+            continue
+        if verify(candidate).ok:
+            return candidate
+    raise AssertionError(f"no legal game found for {record.ending} won by {record.winner}")

@@ -36,6 +36,7 @@ from referee.protocol.messages import GameEndReason
 from referee.record import Forfeit, GameRecord
 from referee.rules import shuffled_deck
 from tests.cli.helpers import game_entry, kryt, table_counts
+from tests.db.helpers import replayable
 
 DECK = tuple(str(card) for card in shuffled_deck("kryt:test:hostile-leaderboard:1"))
 SEATS = (Seat("alpha", "1.0", "a" * 64), Seat("beta", "2.0", "b" * 64))
@@ -45,10 +46,12 @@ RESULTS = [("a", "b", "1-0"), ("b", "a", "1-0"), ("a", "b", "1/2-1/2"), ("b", "a
 def forfeit_game_file() -> str:
     """One game of a file, lost by seat 0's crash: it has ForfeitInput and ForfeitDetail."""
     entry = game_entry(1, seats=SEATS, deck=DECK)
-    record = replace(
-        entry.record,
-        ending=GameEndReason.CRASH,
-        forfeit=Forfeit(0, GameEndReason.CRASH, "", "bot reported an error"),
+    record = replayable(  # an import replays every game
+        replace(
+            entry.record,
+            ending=GameEndReason.CRASH,
+            forfeit=Forfeit(0, GameEndReason.CRASH, "", "bot reported an error"),
+        )
     )
     return format_games([replace(entry, record=record)])
 
