@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import stat
 import sys
@@ -152,7 +153,7 @@ def read_token(environ: dict[str, str] | None = None, path: Path = TOKEN_FILE) -
     env = os.environ if environ is None else environ
     token = env.get(TOKEN_ENV, "").strip()
     if token:
-        return token
+        return _well_formed(token, f"${TOKEN_ENV}")
     file = path.expanduser()
     if not file.is_file():
         raise ClientError(
@@ -163,7 +164,28 @@ def read_token(environ: dict[str, str] | None = None, path: Path = TOKEN_FILE) -
         raise ClientError(
             f"{file} is readable by others (mode {mode:o}); run `chmod 600 {file}` first"
         )
-    return file.read_text(encoding="utf-8").strip()
+    try:
+        text = file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClientError(f"cannot read the API token in {file}: {exc}") from None
+    return _well_formed(text, str(file))
+
+
+_TOKEN_CHARS = re.compile(r"[!-~]+")
+"""What a token the server issues is made of: printable ASCII, no space (an HTTP header
+holds it; a line break there would add a header of the sender's choosing)."""
+
+
+def _well_formed(token: str, where: str) -> str:
+    """``token``, or a ClientError saying the one at ``where`` cannot be a token (a second
+    line, a space, a character a copy and paste brought along such as a curly quote)."""
+    if _TOKEN_CHARS.fullmatch(token):
+        return token
+    bad = next(char for char in token if not _TOKEN_CHARS.fullmatch(char))
+    raise ClientError(
+        f"the API token in {where} is malformed: it holds {bad!a}, and a token is one"
+        " word of printable ASCII; copy it again from the page that issued it"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +195,9 @@ class Client:
     base_url: str
     token: str
     timeout: float = 120.0
+
+    def __post_init__(self) -> None:
+        _well_formed(self.token, "the client")  # never sent: a header would carry it
 
     def request(
         self,

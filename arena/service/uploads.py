@@ -89,6 +89,8 @@ def archive_suffix(data: bytes, filename: str, content_type: str = "") -> str:
     if len(data) > 262 and data[257:262] == b"ustar":
         return ".tar"
     shown = repr(filename[:80])
+    if not data:
+        raise UploadError(f"upload {shown} is empty: {RAW_BODY_HINT}")
     if data.startswith(EMPTY_ZIP) or (len(data) >= 1024 and not data[:1024].strip(b"\0")):
         kind = ".zip" if data.startswith(EMPTY_ZIP) else ".tar"
         raise UploadError(f"upload {shown} is a {kind} archive with no files in it")

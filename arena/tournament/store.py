@@ -7,7 +7,10 @@ its sha256 (so the sandbox can mount it read-only).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
+import os
 import shutil
 import tarfile
 import tempfile
@@ -133,14 +136,48 @@ def stored_for_recording(submission: Submission, store: Path) -> Iterator[Path]:
     files unpacks them again. A bundled example's name with other content is refused first
     (:func:`refuse_reserved_name`): nothing is stored then."""
     refuse_reserved_name(submission)
-    new_folder = not (Path(store) / submission.sha256).is_dir()
-    stored = store_submission(submission, store)
+    # Two uploads of one content at once (one server or two): each would take the folder
+    # for its own, and the one refused would remove it from under the other, which then
+    # recorded a version whose files were gone. One at a time per content: the second finds
+    # the folder the first kept, or makes it again after the first was refused.
+    with _content_lock(Path(store), submission.sha256):
+        new_folder = not (Path(store) / submission.sha256).is_dir()
+        stored = store_submission(submission, store)
+        try:
+            yield stored
+        except BaseException:
+            if new_folder:
+                shutil.rmtree(stored, ignore_errors=True)
+            raise
+
+
+@contextmanager
+def _content_lock(store: Path, sha256: str) -> Iterator[None]:
+    """Hold the store's lock of one content while the block runs: an exclusive ``flock`` on
+    ``.<sha256>.lock`` in the store (the processes of one host and the threads of one process
+    alike), removed again by its holder, so that nothing is left in the store."""
+    store.mkdir(parents=True, exist_ok=True)
+    path = store / f".{sha256}.lock"
+    while True:
+        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:  # the holder before may have removed it meanwhile: then lock the new one
+                same = os.stat(path).st_ino == os.fstat(lock).st_ino
+            except FileNotFoundError:
+                same = False
+        except BaseException:
+            os.close(lock)
+            raise
+        if same:
+            break
+        os.close(lock)
     try:
-        yield stored
-    except BaseException:
-        if new_folder:
-            shutil.rmtree(stored, ignore_errors=True)
-        raise
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # while it is held: a waiter finds it gone and takes a new one
+        os.close(lock)
 
 
 def conflict_message(exc: ConflictError) -> str:
