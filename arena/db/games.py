@@ -378,7 +378,10 @@ def _same_or_conflict(existing: Game, values: dict[str, Any]) -> Game:
         table = Table(values["dealer"], values["turn_limit"], values["ruleset"], values["players"])
         stored, new = existing.unpacked(), unpack(values["packed"], table)
         differing |= {"deck"} if stored.deck != new.deck else set()
-        differing |= {"actions"} if stored.moves != new.moves else set()
+        if stored.moves != new.moves:
+            played = [(m.seat, m.action) for m in stored.moves]
+            same_play = played == [(m.seat, m.action) for m in new.moves]
+            differing.add("move times" if same_play else "actions")
     if differing:
         raise ConflictError(
             f"game {existing.number} of series {existing.series_id} (attempt "

@@ -787,14 +787,6 @@ def extend(tournament_id: int, games: int, db: Database) -> Extended:
     start it in between. TournamentError for a cancelled tournament or ``games`` outside
     [1, MAX_GAMES_PER_PAIR].
     """
-    from arena.db.tournaments import extend_tournament
-    from arena.tournament.extend import (
-        EXTENSIONS_KEY,
-        extension_specs,
-        extensions,
-        new_extension,
-    )
-
     if isinstance(games, bool) or not 1 <= games <= MAX_GAMES_PER_PAIR:
         raise TournamentError(
             f"--games must be in [1, {MAX_GAMES_PER_PAIR}] (games per pair to add), got {games}"
@@ -814,6 +806,23 @@ def extend(tournament_id: int, games: int, db: Database) -> Extended:
             f"tournament {tournament_id} plays the duplicate format: add an even number of"
             f" games per pair, got {games}"
         )
+    try:
+        return _extend_under_lease(tournament_id, games, db)
+    except TournamentBusyError as exc:
+        raise TournamentBusyError(
+            exc.lease, advice="extend it after that run ends, or stop that run first"
+        ) from None
+
+
+def _extend_under_lease(tournament_id: int, games: int, db: Database) -> Extended:
+    from arena.db.tournaments import extend_tournament
+    from arena.tournament.extend import (
+        EXTENSIONS_KEY,
+        extension_specs,
+        extensions,
+        new_extension,
+    )
+
     with RunLease(db, tournament_id) as lease, db.session() as session:
         hold_lease(tournament_id, lease.runner_id, session=session)
         stored = dict(get_tournament(tournament_id, session=session).config)

@@ -451,7 +451,8 @@ def import_(
         summary = import_entries(entries, session=session)
     typer.echo(
         f"imported {summary.created} new games of {summary.games} read"
-        f" ({summary.tournaments_created} new tournaments) into {db.display_url}"
+        f" ({summary.tournaments_created} new"
+        f" tournament{'' if summary.tournaments_created == 1 else 's'}) into {db.display_url}"
     )
     # Statuses the file would have moved back (or changed in a tournament run here): kept.
     for line in summary.kept[:KEPT_SHOWN]:

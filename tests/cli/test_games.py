@@ -81,7 +81,7 @@ def test_export_import_round_trips(
     fresh = tmp_path / "fresh.db"
     code, out, err = kryt(capsys, "games", "import", str(exported), "-d", str(fresh))
     assert code == 0, err
-    assert "imported 6 new games of 6 read (1 new tournaments)" in out
+    assert "imported 6 new games of 6 read (1 new tournament)" in out
     again = tmp_path / "again.kgn"
     assert kryt(capsys, "games", "export", str(again), "-d", str(fresh))[0] == 0
     assert again.read_text() == text  # the same games, ids, places and moves

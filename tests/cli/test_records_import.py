@@ -381,7 +381,7 @@ def test_a_conflict_with_a_stored_game_names_the_record(
     assert code != 0 and len(err.splitlines()) == 1
     assert (
         f"changed.kgn:{line}: game 2 of series 1 (attempt 1, game id 2) is already recorded with"
-        " different actions" in err
+        " different move times" in err
     )
     assert games(path) == before
 

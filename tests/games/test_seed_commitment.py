@@ -200,7 +200,7 @@ def test_an_import_keeps_the_commitments_and_a_re_export_is_the_same_file(
     as_json = tmp_path / "cup.json"
     assert kryt(capsys, "games", "export", str(as_json), "-d", str(extended))[0] == 0
     code, out, err = kryt(capsys, "games", "import", str(exported), "-d", target)
-    assert code == 0 and "imported 4 new games of 4 read (1 new tournaments)" in out, err
+    assert code == 0 and "imported 4 new games of 4 read (1 new tournament)" in out, err
     seed, config = stored(target)
     _, source = stored(f"sqlite:///{extended}")
     (extension,) = source["extensions"]
