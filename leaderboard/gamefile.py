@@ -22,6 +22,7 @@ import io
 import json
 import math
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -923,8 +924,15 @@ def from_json(text: str, *, source: str = "<json>") -> list[GameEntry]:
     """The games of :func:`to_json`'s output (all checked, as by :func:`parse_games`)."""
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a 5000-digit number
+    except json.JSONDecodeError as exc:
         raise GameFileError(f"{source}: not JSON: {exc}") from None
+    except ValueError:  # Python's bound on the digits of an integer it converts
+        raise GameFileError(
+            f"{source}: not JSON a game file can hold: it has a number of more than"
+            f" {sys.get_int_max_str_digits()} digits"
+        ) from None
+    except RecursionError:
+        raise GameFileError(f"{source}: not JSON a game file can hold: nested too deeply") from None
     if not isinstance(data, list):
         raise GameFileError(f"{source}: expected a JSON array of games")
     located = []
