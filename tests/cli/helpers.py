@@ -89,3 +89,11 @@ def table_counts(db: Path) -> dict[str, int]:
             t: connection.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
             for t in ("submissions", "tournaments", "series", "games")
         }
+
+
+def counted_games(db: Path) -> int:
+    """The games of the SQLite file ``db`` that count (not voided)."""
+    with sqlite3.connect(db) as connection:
+        (count,) = connection.execute("SELECT count(*) FROM games WHERE NOT voided").fetchone()
+    connection.close()
+    return int(count)

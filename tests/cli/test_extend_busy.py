@@ -3,7 +3,6 @@ that says what to do about extending (it said "resume after it ends"), and adds 
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,14 +11,7 @@ import pytest
 from arena.db import open_database
 from arena.db.leases import LeaseHolder, acquire_lease
 from kryt.errors import ExitCode
-from tests.cli.helpers import flat, kryt
-
-
-def _series(path: Path) -> int:
-    with sqlite3.connect(path) as conn:
-        (count,) = conn.execute("select count(*) from series").fetchone()
-    conn.close()
-    return int(count)
+from tests.cli.helpers import flat, kryt, table_counts
 
 
 def test_extend_while_another_run_holds_the_tournament_says_so(
@@ -38,10 +30,10 @@ def test_extend_while_another_run_holds_the_tournament_says_so(
             acquire_lease(1, holder, ttl=timedelta(days=1), session=session)
     finally:
         db.close()
-    before = _series(path)
+    before = table_counts(path)["series"]
     code, out, err = kryt(capsys, "tournament", "extend", "1", "--games", "2", *where)
     said = flat(err)
     assert code == ExitCode.UNAVAILABLE, (out, err)
     assert "tournament 1 is being run by" in said and "another-host" in said, said
     assert "extend it after that run ends" in said and "resume" not in said, said
-    assert _series(path) == before
+    assert table_counts(path)["series"] == before

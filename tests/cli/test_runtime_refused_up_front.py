@@ -14,7 +14,7 @@ import pytest
 import arena.tournament.runner as runner
 from kryt.errors import ExitCode
 from sandbox.local import ProcessBackend
-from tests.cli.helpers import flat, kryt
+from tests.cli.helpers import counted_games, flat, kryt
 from tests.services import require
 
 MISSING = "kryt-bot-base:no-such-tag"
@@ -65,13 +65,6 @@ def test_python_bots_on_docker_without_the_base_image_are_refused_before_any_gam
         conn.close()
 
 
-def _counted(path: Path) -> int:
-    with sqlite3.connect(path) as conn:
-        (count,) = conn.execute("select count(*) from games where not voided").fetchone()
-    conn.close()
-    return int(count)
-
-
 def test_resume_refuses_a_bot_whose_runtime_cannot_run_now_before_any_game(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -91,7 +84,7 @@ def test_resume_refuses_a_bot_whose_runtime_cannot_run_now_before_any_game(
     run = ["tournament", "run", "builtin:random", "builtin:greedy", "--games", "4", "-j", "1"]
     code, _out, err = kryt(capsys, *run, "--backend", "process", *where)
     assert code == ExitCode.INTERRUPTED, err
-    assert _counted(path) == 2
+    assert counted_games(path) == 2
     monkeypatch.undo()
     monkeypatch.chdir(tmp_path)
 
@@ -105,7 +98,7 @@ def test_resume_refuses_a_bot_whose_runtime_cannot_run_now_before_any_game(
     assert "Traceback" not in said
     assert "refusing bot random@1.0.0: the python toolchain is gone; nothing was played" in said
     assert "no tournament was created" not in said
-    assert _counted(path) == 2
+    assert counted_games(path) == 2
     _, out, _ = kryt(capsys, "tournament", "status", "1", *where)
     assert "status: stopped" in flat(out), out  # as it was: resumable
 
@@ -113,4 +106,4 @@ def test_resume_refuses_a_bot_whose_runtime_cannot_run_now_before_any_game(
     monkeypatch.chdir(tmp_path)
     code, out, err = kryt(capsys, "tournament", "resume", "1", *where)
     assert code == ExitCode.OK, (out, err)
-    assert _counted(path) == 4
+    assert counted_games(path) == 4

@@ -18,19 +18,12 @@ from arena.db import LeaseInfo, TournamentStatus
 from arena.db.types import utcnow
 from arena.tournament.service import TournamentState, series_shown
 from kryt.errors import ExitCode
-from tests.cli.helpers import flat, kryt
+from tests.cli.helpers import counted_games, flat, kryt
 
 RUN = [
     "tournament", "run", "builtin:random", "builtin:greedy", "--games", "4", "-j", "1",
     "--backend", "process",
 ]  # fmt: skip
-
-
-def _counted(path: Path) -> int:
-    with sqlite3.connect(path) as conn:
-        (count,) = conn.execute("select count(*) from games where not voided").fetchone()
-    conn.close()
-    return int(count)
 
 
 def _fail_from_the_third_game(monkeypatch: pytest.MonkeyPatch, failure: BaseException) -> None:
@@ -74,7 +67,7 @@ def test_status_shows_a_run_that_stopped_early_as_stopped_with_the_resume_comman
     ran, _out, err = kryt(capsys, *RUN, *where)
     assert ran == code, err
     assert "resume" in err, err
-    assert _counted(path) == 2  # what was recorded before the failure is kept
+    assert counted_games(path) == 2  # what was recorded before the failure is kept
 
     listed, out, err = kryt(capsys, "tournament", "status", *where)
     assert listed == ExitCode.OK, err
@@ -91,7 +84,7 @@ def test_status_shows_a_run_that_stopped_early_as_stopped_with_the_resume_comman
     monkeypatch.chdir(tmp_path)
     resumed, _out, err = kryt(capsys, "tournament", "resume", "1", *where)
     assert resumed == ExitCode.OK, err
-    assert _counted(path) == 4
+    assert counted_games(path) == 4
     _, out, _ = kryt(capsys, "tournament", "status", "1", *where)
     assert "status: finished" in flat(out) and "resume with" not in out, out
     assert "finished" in next(line for line in out.splitlines() if "random" in line), out
