@@ -497,6 +497,9 @@ async def play_series_task_async(
     except DatabaseUnavailableError:
         raise
     except Exception as exc:
+        if stop is not None and stop.is_set():  # the run is stopping: its loop winds down
+            log.debug("series %s ended while the run stopped: %r", task.series_id, exc)
+            return SeriesOutcome(task.series_id, "interrupted", played, "the run stopped")
         log.exception("series %s failed on our side", task.series_id)
         return SeriesOutcome(
             task.series_id,

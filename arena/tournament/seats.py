@@ -323,7 +323,10 @@ class SandboxSlot:
                 except BotFault:
                     log.debug("bot %s did not take the shutdown", self.name)
         finally:  # whatever the goodbye raised, the bot does not outlive its series
-            await asyncio.to_thread(self._stop)
+            try:
+                await asyncio.to_thread(self._stop)
+            except RuntimeError:  # the loop's threads are shut down (the run is ending)
+                self._stop()
 
     @property
     def aio(self) -> AsyncSandboxSeat:
