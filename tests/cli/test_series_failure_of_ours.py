@@ -5,8 +5,11 @@ is lost, and ``resume`` finishes the tournament. It ended the whole run with a t
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import shutil
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +75,29 @@ def test_a_failure_of_ours_ends_one_series_and_resume_plays_it(
     assert resumed == ExitCode.OK, (out, err)
     counts = _games_per_series(path)
     assert len(counts) == 3 and set(counts.values()) == {2}, counts
+
+
+@pytest.mark.parametrize("stopping", [False, True], ids=["running", "stopping"])
+def test_what_a_failure_is_told_depends_on_whether_the_run_is_stopping(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, stopping: bool
+) -> None:
+    """While the run goes on, a failure is ours, logged with its traceback; once it stops
+    (Ctrl-C winds its event loop down under the series), it is the stop, told quietly."""
+
+    async def failing(*args: Any) -> runner.SeriesOutcome:
+        raise RuntimeError("cannot schedule new futures after shutdown")
+
+    monkeypatch.setattr(runner, "_play_series", failing)
+    stop = threading.Event()
+    if stopping:
+        stop.set()
+    task = runner.SeriesTask("sqlite://", 1, 7, {}, "store")
+    with caplog.at_level(logging.DEBUG, logger="arena.tournament.runner"):
+        outcome = asyncio.run(runner.play_series_task_async(task, stop=stop))
+    assert outcome.series_id == 7 and outcome.status == "interrupted"
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    if stopping:
+        assert outcome.message == "the run stopped" and not errors
+    else:
+        assert outcome.message.startswith("failed on our side (RuntimeError: cannot schedule")
+        assert len(errors) == 1 and errors[0].exc_info is not None
