@@ -624,6 +624,11 @@ class DaskExecutor:
 
         def collect(future: Any) -> None:
             outcome = self._outcome(future, submitted[str(future.key)])
+            if outcome is None:
+                # Its result died with the worker that held it; the scheduler runs the
+                # series again (a resume: no recorded game is played twice). Wait for that.
+                pending.add(future)
+                return
             played = progress.close(outcome.series_id, on_game)
             if outcome.games_played != played:
                 # A retried task reports only its last attempt; the database has them all.
@@ -707,8 +712,18 @@ class DaskExecutor:
         except Exception:  # the scheduler may be gone; nothing is left to free then
             log.debug("could not release %s", remote_stop.name, exc_info=True)
 
-    def _outcome(self, future: Any, task: SeriesTask) -> SeriesOutcome:
-        """The task's outcome; a task that failed even after its retries is ``aborted``."""
+    def _outcome(self, future: Any, task: SeriesTask) -> SeriesOutcome | None:
+        """The task's outcome; a task that failed even after its retries is ``aborted``.
+
+        None when the result is no longer there: the worker holding it died between the
+        series' end and this read, so the future is ``lost`` (or ``pending`` again while
+        the scheduler recomputes it) and will complete once more.
+        """
+        if future.status in ("lost", "pending"):
+            log.info(
+                "series %s: its result was lost with its worker; running it again", task.series_id
+            )
+            return None
         if future.status == "finished":
             outcome = future.result()
             assert isinstance(outcome, SeriesOutcome)

@@ -153,3 +153,43 @@ def _wait_for_a_series_in_progress(
                         return str(names[address]), series_id, committed
             time.sleep(0.05)
     raise AssertionError(f"no series was caught in progress\n{cluster.log_text()}")
+
+
+def test_a_result_lost_with_its_worker_is_waited_for_not_reported_aborted(
+    db: Database, loopback_cluster: LoopbackCluster, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A series ends, and the worker holding its result dies before the coordinator reads
+    it: Dask marks the future ``lost`` and computes it again. The coordinator waits for that
+    (a resume with every game recorded, so nothing is played twice) instead of reporting the
+    series ``aborted`` with no error."""
+    tournament_id = make_tournament(db, tmp_path / "store", bots=BOTS, games=GAMES)
+    tasks = tasks_for(tournament_id, db=db, store=tmp_path / "store")
+    seen: list[tuple[int, int]] = []
+    lost: list[tuple[int, str]] = []
+    original = DaskExecutor._outcome
+
+    def lose_the_first_result(self: DaskExecutor, future: Any, task: Any) -> Any:
+        if not lost and future.status == "finished":
+            workers = self.client.scheduler_info()["workers"]
+            holders = self.client.who_has(future)[future.key]
+            assert holders, "a finished future held by no worker"
+            loopback_cluster.kill_worker(str(workers[holders[0]]["name"]))
+            deadline = time.monotonic() + 60
+            while future.status == "finished" and time.monotonic() < deadline:
+                time.sleep(0.02)
+            lost.append((task.series_id, str(future.status)))
+        return original(self, future, task)
+
+    monkeypatch.setattr(DaskExecutor, "_outcome", lose_the_first_result)
+    with DaskExecutor(loopback_cluster.address, poll_seconds=0.2) as executor:
+        outcomes = executor.run(
+            tasks,
+            stop=threading.Event(),
+            on_game=lambda series, number, record: seen.append((series, number)),
+        )
+    assert len(lost) == 1 and lost[0][1] in ("lost", "pending"), lost
+    assert sorted(o.status for o in outcomes) == ["finished"] * 3, outcomes
+    assert sorted(o.series_id for o in outcomes) == sorted(t.series_id for t in tasks)
+    assert sorted(seen) == all_games(db, tournament_id), "a game was reported twice or lost"
+    assert check_complete(db, tournament_id) == 3 * GAMES
+    assert wait_no_processes_in(tmp_path / "store") == []
