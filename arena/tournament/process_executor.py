@@ -1,8 +1,10 @@
-"""Series in worker processes: one referee process per core, so ``--concurrency N`` uses up
-to N cores (threads of one process would share one: the referee's Python work holds the GIL).
-With more series at once than cores, each process plays its share together, as tasks of one
-event loop (:func:`~arena.tournament.runner.play_series_tasks`): it is handed them in
-batches of that size.
+"""Series in referee processes: one per core, so ``--concurrency N`` uses up to N cores
+(threads of one process would share one: the referee's Python work holds the GIL). This
+process is one of them and spawns the others (workers). With more series at once than
+cores, each process plays its share together, as tasks of one event loop
+(:func:`~arena.tournament.runner.play_series_tasks`): a worker is handed them in batches of
+that size. A worker spends ~0.4 s of CPU importing before it can play, so this process
+plays up to all N series at once until the workers say they are ready.
 
 A series task is plain data that names its database (the same tasks travel to Dask workers),
 so a worker needs nothing from this process but the task. What a worker sends back:
@@ -21,11 +23,15 @@ No orphans, whatever happens to this process:
 - kill -9 of this process: each worker watches its parent and, once it is gone, stops its
   bots and exits (within about half a second).
 - a worker that dies (a crash, the OOM killer): its series come back ``interrupted`` with
-  the reason, so the run ends with the resume command instead of a traceback.
+  the reason, so the run ends with the resume command instead of a traceback; this process
+  plays the series not yet handed out.
+- this process's own series stop as with ``-j 1``: the stop flag first, then every bot of
+  this process is killed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import ctypes
@@ -36,21 +42,26 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar, cast
 
 from arena.tournament.runner import (
     ACTIVE,
+    NOT_STARTED,
     GameCallback,
     SeriesOutcome,
     SeriesTask,
     close_databases,
+    play_series_tasks,
 )
 from sandbox.backend import stop_live_bots
 from sandbox.death import show_warning_line
+
+NOT_STARTED_DEAD_REFEREE = "not started (a referee process died)"
 
 WATCH_SECONDS = 0.1
 """How often a worker looks at the stop flag and whether its parent is still there."""
@@ -91,59 +102,308 @@ class ProcessExecutor:
         on_series: Callable[[SeriesOutcome], None] | None = None,
     ) -> list[SeriesOutcome]:
         """Play the tasks; Ctrl-C sets ``stop``, every worker stops its bots, and what
-        finished is returned (see :class:`~arena.tournament.executors.Executor`)."""
+        finished is returned (see :class:`~arena.tournament.executors.Executor`).
+
+        This process is one of the referee processes, so N of them spawn N - 1 workers.
+        A worker spends ~0.4 s of CPU importing before it can play: until it is ready,
+        this process plays its series too, on an event loop of its own thread (up to the
+        whole concurrency at once); each worker that becomes ready takes its share, one
+        batch at a time, and this process keeps the rest."""
         if not tasks:
             return []
+        referees = min(self.concurrency, self.processes, len(tasks))
+        work = _Work(tasks, self.concurrency, share=self.concurrency // referees)
+        on_game = _serialised(on_game)
+        on_series = _serialised(on_series)
+        outcomes: list[SeriesOutcome] = []
+        collected = threading.Lock()
+
+        def report(outcome: SeriesOutcome) -> None:
+            with collected:
+                outcomes.append(outcome)
+            if on_series is not None:
+                on_series(outcome)
+
+        with _WarningsOnce() as shown:
+            pool = _Pool(referees - 1, work, on_game=on_game, shown=shown)
+            here: Future[None] = Future()
+            local = threading.Thread(
+                target=_play_here,
+                args=(work, stop, on_game, report, here),
+                name="kryt-series-loop",
+                daemon=True,
+            )
+            try:
+                pool.start()
+                local.start()
+                while pool.pending or not here.done():
+                    if stop.is_set():
+                        pool.stop()
+                    waiting: set[Future[Any]] = {*pool.pending}
+                    if not here.done():
+                        waiting.add(here)
+                    # Short waits while workers start: a ready one gets its batch at once.
+                    timeout = 0.5 if pool.all_ready() else 0.02
+                    done, _ = wait(waiting, timeout=timeout, return_when=FIRST_COMPLETED)
+                    for outcome in pool.collect(done):
+                        report(outcome)
+                    failure = here.exception() if here.done() else None
+                    if failure is not None:  # this process's loop: a lost database, or ours
+                        raise failure
+                    if not stop.is_set():
+                        pool.refill()
+            except BaseException:
+                stop.set()  # Ctrl-C: the games in progress are not recorded (resume replays them)
+                pool.stop()
+                # Stop first, then kill: a game disrupted by the kill sees the flag and is not
+                # recorded (it is replayed by ``resume``).
+                ACTIVE.close_all()
+                raise
+            finally:
+                if local.ident is not None:
+                    local.join()
+                pool.close()
+            # Left when the run stopped, or when the pool broke after this process's loop
+            # had ended (while that loop runs, it plays what the pool cannot).
+            why = NOT_STARTED if stop.is_set() else f"{NOT_STARTED_DEAD_REFEREE}; resume it"
+            for outcome in work.not_started(why):
+                report(outcome)
+        return outcomes
+
+
+class _Work:
+    """The series not yet handed to a referee, and how many of them this process may play
+    at once: the whole concurrency, less ``share`` for each worker ready to play (all of it
+    again once the pool has broken)."""
+
+    def __init__(self, tasks: Sequence[SeriesTask], concurrency: int, *, share: int) -> None:
+        self.concurrency = concurrency
+        self.share = share
+        self._left = deque(tasks)
+        self._ready = 0
+        self._broken = False
+        self._lock = threading.Lock()
+
+    def take(self, count: int) -> tuple[SeriesTask, ...]:
+        """Up to ``count`` series (none when none is left)."""
+        with self._lock:
+            return tuple(self._left.popleft() for _ in range(min(count, len(self._left))))
+
+    def worker_ready(self) -> None:
+        with self._lock:
+            self._ready += 1
+
+    def ready_workers(self) -> int:
+        with self._lock:
+            return 0 if self._broken else self._ready
+
+    def pool_broken(self) -> None:
+        with self._lock:
+            self._broken = True
+
+    def slots_here(self) -> int:
+        """How many series this process may play at once now."""
+        return self.concurrency - self.share * self.ready_workers()
+
+    def not_started(self, why: str) -> list[SeriesOutcome]:
+        """Every series never handed out, as ``interrupted`` for the reason ``why``."""
+        with self._lock:
+            left, self._left = list(self._left), deque()
+        return [SeriesOutcome(task.series_id, "interrupted", 0, why) for task in left]
+
+
+_Callback = TypeVar("_Callback", bound=Callable[..., None])
+
+
+def _serialised(callback: _Callback | None) -> _Callback | None:
+    """``callback`` called by one thread at a time: this process's loop and the workers'
+    relay both report, and a caller's callback need not be thread-safe."""
+    if callback is None:
+        return None
+    lock = threading.Lock()
+    inner = callback
+
+    def once_at_a_time(*args: Any) -> None:
+        with lock:
+            inner(*args)
+
+    return cast(_Callback, once_at_a_time)
+
+
+def _play_here(
+    work: _Work,
+    stop: threading.Event,
+    on_game: GameCallback | None,
+    report: Callable[[SeriesOutcome], None],
+    done: Future[None],
+) -> None:
+    """This process's referee: series from ``work`` on one event loop, as many at once as
+    :meth:`_Work.slots_here` allows, until none is left or the run stops."""
+    try:
+        asyncio.run(_serve_here(work, stop, on_game, report))
+        done.set_result(None)
+    except BaseException as exc:
+        done.set_exception(exc)
+
+
+async def _serve_here(
+    work: _Work,
+    stop: threading.Event,
+    on_game: GameCallback | None,
+    report: Callable[[SeriesOutcome], None],
+) -> None:
+    running: set[asyncio.Future[list[SeriesOutcome]]] = set()
+    while True:
+        while not stop.is_set() and len(running) < work.slots_here():
+            taken = work.take(1)
+            if not taken:
+                break
+            series = play_series_tasks(
+                taken, concurrency=1, stop=stop, on_game=on_game, on_series=report
+            )
+            running.add(asyncio.ensure_future(series))
+        if not running:
+            return
+        done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        for finished in done:
+            finished.result()  # a failure that ends the run (a lost database) is raised
+
+
+class _WarningsOnce:
+    """While a run lasts, each warning text is shown once, whichever referee process raised
+    it: every referee that starts an untrusted bot without isolation warns about it."""
+
+    def __init__(self) -> None:
+        self._shown: set[str] = set()
+        self._lock = threading.Lock()
+        self._previous: Callable[..., None] | None = None
+
+    def first_time(self, text: str) -> bool:
+        with self._lock:
+            if text in self._shown:
+                return False
+            self._shown.add(text)
+            return True
+
+    def _show(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        assert self._previous is not None
+        if file is None and not self.first_time(str(message)):
+            return
+        self._previous(message, category, filename, lineno, file, line)
+
+    def __enter__(self) -> _WarningsOnce:
+        self._previous = warnings.showwarning
+        warnings.showwarning = self._show
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if warnings.showwarning == self._show:
+            assert self._previous is not None
+            warnings.showwarning = self._previous
+
+
+class _Pool:
+    """The worker processes of a run (``size`` of them, none when 0): each, once ready,
+    is given one batch of ``work.share`` series at a time; the games they report."""
+
+    def __init__(
+        self, size: int, work: _Work, *, on_game: GameCallback | None, shown: _WarningsOnce
+    ) -> None:
+        self.size = size
+        self.work = work
+        self.pending: set[Future[list[SeriesOutcome]]] = set()
+        self._batches: dict[Future[list[SeriesOutcome]], tuple[SeriesTask, ...]] = {}
+        if size == 0:
+            return
         # spawn, not fork: the parent has gRPC and database threads that a fork would copy
         # in an unknown state.
         context = multiprocessing.get_context("spawn")
         _start_resource_tracker()
-        stop_flag = context.RawValue(ctypes.c_bool, False)
-        games = context.Queue()
-        outcomes: list[SeriesOutcome] = []
-        relay = threading.Thread(
-            target=_relay_games, args=(games, on_game), name="kryt-game-relay", daemon=True
+        self._stop_flag = context.RawValue(ctypes.c_bool, False)
+        self._games = context.Queue()
+        self._relay = threading.Thread(
+            target=_relay_games,
+            args=(self._games, on_game, shown, work),
+            name="kryt-game-relay",
+            daemon=True,
         )
-        relay.start()
-        workers = min(self.concurrency, self.processes, len(tasks))
-        each = -(-self.concurrency // workers)  # series at once in one process
-        batches = [tuple(tasks[i : i + each]) for i in range(0, len(tasks), each)]
-        pool = ProcessPoolExecutor(
-            workers,
+        self._relay.start()
+        self._executor = ProcessPoolExecutor(
+            size,
             mp_context=context,
             initializer=_start_worker,
-            initargs=(stop_flag, games, os.getpid(), on_game is not None),
+            initargs=(self._stop_flag, self._games, os.getpid(), on_game is not None),
         )
-        futures: dict[Future[list[SeriesOutcome]], tuple[SeriesTask, ...]] = {
-            pool.submit(_play, batch): batch for batch in batches
-        }
-        pending = set(futures)
-        try:
-            while pending:
-                if stop.is_set():
-                    stop_flag.value = True
-                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for future in done:
-                    for outcome in _outcomes(future, futures[future]):
-                        outcomes.append(outcome)
-                        if on_series is not None:
-                            on_series(outcome)
-        except BaseException:
-            stop.set()  # Ctrl-C: the games in progress are not recorded (resume replays them)
-            raise
-        finally:
-            if stop.is_set():
-                stop_flag.value = True
-            for future in pending:
-                future.cancel()
-            pool.shutdown(wait=True, cancel_futures=True)
-            games.put(None)
-            relay.join(timeout=10)
-            # A worker killed while writing may hold the queue's lock: never wait on the
-            # queue's feeder for it when this process exits.
-            games.cancel_join_thread()
-            games.close()
+
+    def start(self) -> None:
+        """Start every worker now (the pool starts one per task submitted): each says when
+        it is ready, through the relay."""
+        for _ in range(self.size):
+            future = self._executor.submit(_started)
+            self._batches[future] = ()
+            self.pending.add(future)
+
+    def all_ready(self) -> bool:
+        return self.work.ready_workers() >= self.size
+
+    def refill(self) -> None:
+        """Hand a batch to each ready worker without one (batches are not queued in the
+        pool: a referee that becomes free takes the next, whichever it is)."""
+        busy = sum(1 for batch in self._batches.values() if batch)
+        while busy < self.work.ready_workers():
+            batch = self.work.take(self.work.share)
+            if not batch:
+                return
+            future = self._executor.submit(_play, batch)
+            self._batches[future] = batch
+            self.pending.add(future)
+            busy += 1
+
+    def collect(self, done: Iterable[Future[Any]]) -> list[SeriesOutcome]:
+        """The outcomes of the finished batches among ``done``."""
+        outcomes: list[SeriesOutcome] = []
+        for future in done:
+            if future not in self._batches:
+                continue
+            self.pending.discard(future)
+            batch = self._batches.pop(future)
+            if not future.cancelled() and isinstance(future.exception(), BrokenProcessPool):
+                # A dead worker breaks the pool: what is left plays in this process.
+                self.work.pool_broken()
+            outcomes.extend(_outcomes(future, batch))
         return outcomes
+
+    def stop(self) -> None:
+        """Ask every worker to stop its games and bots."""
+        if self.size:
+            self._stop_flag.value = True
+
+    def close(self) -> None:
+        """Wait for the workers to end (after :meth:`stop`, at once) and the relay."""
+        if self.size == 0:
+            return
+        for future in self.pending:
+            future.cancel()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._games.put(None)
+        self._relay.join(timeout=10)
+        # A worker killed while writing may hold the queue's lock: never wait on the
+        # queue's feeder for it when this process exits.
+        self._games.cancel_join_thread()
+        self._games.close()
+
+
+def _started() -> list[SeriesOutcome]:
+    """A worker's first task: nothing (submitting it makes the pool start the worker)."""
+    return []
 
 
 def _outcomes(
@@ -174,10 +434,18 @@ class _WarningLine:
     message: str
 
 
-def _relay_games(games: Any, on_game: GameCallback | None) -> None:
-    """Hand the workers' finished games to ``on_game`` in this process and show their
-    warnings, each once, until told to end."""
-    shown: set[str] = set()
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    """A worker has imported what it needs and can play."""
+
+    pid: int
+
+
+def _relay_games(
+    games: Any, on_game: GameCallback | None, shown: _WarningsOnce, work: _Work
+) -> None:
+    """Hand the workers' finished games to ``on_game`` in this process, show their
+    warnings, each once, and count the workers ready, until told to end."""
     while True:
         try:
             item = games.get()
@@ -185,9 +453,10 @@ def _relay_games(games: Any, on_game: GameCallback | None) -> None:
             return
         if item is None:
             return
-        if isinstance(item, _WarningLine):
-            if item.message not in shown:
-                shown.add(item.message)
+        if isinstance(item, _Ready):
+            work.worker_ready()
+        elif isinstance(item, _WarningLine):
+            if shown.first_time(item.message):
                 show_warning_line(item.message, UserWarning, "", 0)
         elif on_game is not None:
             on_game(*item)
@@ -224,6 +493,8 @@ def _start_worker(stop_flag: ctypes.c_bool, games: Any, parent: int, report_game
         target=_watch, args=(stop_flag, parent), name="kryt-worker-watch", daemon=True
     ).start()
     atexit.register(_exit_without_teardown)  # registered last, so it runs first
+    if games is not None:
+        games.put(_Ready(os.getpid()))
 
 
 def _exit_without_teardown() -> None:
@@ -279,10 +550,6 @@ def _report_game(series_id: int, number: int, record: object) -> None:
 def _play(batch: tuple[SeriesTask, ...]) -> list[SeriesOutcome]:
     """A batch of series in a worker, all at once on its event loop (imported there by name:
     module-level, picklable)."""
-    import asyncio
-
-    from arena.tournament.runner import play_series_tasks
-
     return asyncio.run(
         play_series_tasks(batch, concurrency=len(batch), stop=_local_stop, on_game=_report_game)
     )

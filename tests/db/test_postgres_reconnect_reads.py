@@ -182,20 +182,26 @@ def test_a_series_starting_in_an_outage_waits_for_the_database(
 
 
 def _start_worker_noting_outages(*args: Any) -> None:
-    """The initializer of a referee process of the -j 2 test (pickled by name, imported in
+    """The initializer of the referee worker of the -j 2 test (pickled by name, imported in
     the process): leaves a file in MARKERS_ENV once it says it lost the database, and
     keeps printing the database's notes on stderr, then starts as a worker does."""
-    markers = Path(os.environ[MARKERS_ENV])
-
-    class Marker(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if "lost while" in record.getMessage():
-                (markers / f"lost-{os.getpid()}").touch()
-
     logger = logging.getLogger("arena.db.engine")
-    logger.addHandler(Marker(logging.WARNING))
+    logger.addHandler(_OutageMarker(Path(os.environ[MARKERS_ENV])))
     logger.addHandler(logging.StreamHandler(sys.stderr))  # what logging's last resort did
     process_executor._start_worker(*args)
+
+
+class _OutageMarker(logging.Handler):
+    """Leaves a file named after this process in ``markers`` once it says it lost the
+    database."""
+
+    def __init__(self, markers: Path) -> None:
+        super().__init__(logging.WARNING)
+        self.markers = markers
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "lost while" in record.getMessage():
+            (self.markers / f"lost-{os.getpid()}").touch()
 
 
 def test_two_referee_processes_starting_in_an_outage_record_every_game_once(
@@ -205,10 +211,11 @@ def test_two_referee_processes_starting_in_an_outage_record_every_game_once(
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    """``kryt tournament run -j 2``: its two referee processes start while the database
-    refuses new connections (the run's own connections stay), so each one opens the
-    database and reads its first series across the outage; then every connection is
-    terminated while games are being recorded. Every game is recorded exactly once."""
+    """``kryt tournament run -j 2``: its two referee processes (the runner's own loop and
+    a worker) start while the database refuses new connections (the run's own connections
+    stay), so each one opens the database and reads its first series across the outage;
+    then every connection is terminated while games are being recorded. Every game is
+    recorded exactly once."""
     name = make_url(postgres_url).database
     assert name is not None
     games = 8
@@ -222,6 +229,8 @@ def test_two_referee_processes_starting_in_an_outage_record_every_game_once(
     monkeypatch.setenv(RETRY_SECONDS_ENV, "300")
     monkeypatch.setattr(process_executor, "available_cores", lambda: 2)
     monkeypatch.setattr(process_executor, "_start_worker", _start_worker_noting_outages)
+    here = _OutageMarker(markers)  # the runner's own referee loop opens the database too
+    logging.getLogger("arena.db.engine").addHandler(here)
     failures: list[str] = []
     threads: list[threading.Thread] = []
     ended = threading.Event()
@@ -263,6 +272,7 @@ def test_two_referee_processes_starting_in_an_outage_record_every_game_once(
             ]
         )  # fmt: skip
     finally:
+        logging.getLogger("arena.db.engine").removeHandler(here)
         ended.set()
         for thread in threads:
             thread.join(DEADLINE_S)
