@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import multiprocessing
 import os
 import resource
 import shutil
@@ -118,6 +119,26 @@ class TreeClock:
 
 
 CLOCK: TreeClock | None = None
+
+
+def _spin(rounds: int) -> float:
+    """Seconds of wall time for ``rounds`` iterations of plain Python arithmetic."""
+    start, total = time.perf_counter(), 0
+    for i in range(rounds):
+        total += i * i % 7
+    return time.perf_counter() - start
+
+
+def machine_scaling(processes: int, rounds: int = 10_000_000) -> float:
+    """How much faster ``processes`` CPU-bound Python processes get through their work than
+    one does, the machine's own bound on scaling for work that shares nothing (``processes``
+    when the cores are really separate): a floor for the concurrency ratio below."""
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(processes) as pool:
+        pool.map(_spin, [1000] * processes)  # started and warm
+        alone = min(pool.apply(_spin, (rounds,)) for _ in range(2))
+        together = min(max(pool.map(_spin, [rounds] * processes)) for _ in range(2))
+    return processes * alone / together
 
 
 @dataclass(frozen=True)
@@ -264,6 +285,11 @@ def main() -> int:
         print(
             f"CPU per decision           {best[1].cpu / best[1].actions * 1e6:8.0f} µs at"
             f" concurrency 1, {per_decision * 1e6:.0f} at {opts.concurrency}"
+        )
+        spread = min(opts.concurrency, cores)
+        print(
+            f"machine scaling            {machine_scaling(spread):8.2f}x ({spread} CPU-bound"
+            " Python processes sharing nothing / one: the cores' own bound)"
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
