@@ -37,6 +37,7 @@ import contextlib
 import ctypes
 import multiprocessing
 import os
+import queue
 import signal
 import sys
 import threading
@@ -47,7 +48,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, TextIO, TypeVar, cast
+from typing import Any, TextIO
 
 from arena.tournament.runner import (
     ACTIVE,
@@ -58,6 +59,7 @@ from arena.tournament.runner import (
     close_databases,
     play_series_tasks,
 )
+from referee.record import GameRecord
 from sandbox.backend import stop_live_bots
 from sandbox.death import show_warning_line
 
@@ -113,23 +115,25 @@ class ProcessExecutor:
             return []
         referees = min(self.concurrency, self.processes, len(tasks))
         work = _Work(tasks, self.concurrency, share=self.concurrency // referees)
-        on_game = _serialised(on_game)
-        on_series = _serialised(on_series)
+        # The callbacks run in a thread of their own, never on this process's event loop:
+        # a slow one (a refit, a database read riding out an outage) would hold up the
+        # other series' games there, and a bot's clock with them.
+        reporter = _Reporter(on_game, on_series)
+        game = reporter.game if on_game is not None else None
         outcomes: list[SeriesOutcome] = []
         collected = threading.Lock()
 
         def report(outcome: SeriesOutcome) -> None:
             with collected:
                 outcomes.append(outcome)
-            if on_series is not None:
-                on_series(outcome)
+            reporter.series(outcome)
 
-        with _WarningsOnce() as shown:
-            pool = _Pool(referees - 1, work, on_game=on_game, shown=shown)
+        with _WarningsOnce() as shown, reporter:
+            pool = _Pool(referees - 1, work, on_game=game, shown=shown)
             here: Future[None] = Future()
             local = threading.Thread(
                 target=_play_here,
-                args=(work, stop, on_game, report, here),
+                args=(work, stop, game, report, here),
                 name="kryt-series-loop",
                 daemon=True,
             )
@@ -150,6 +154,8 @@ class ProcessExecutor:
                     failure = here.exception() if here.done() else None
                     if failure is not None:  # this process's loop: a lost database, or ours
                         raise failure
+                    if reporter.failure is not None:
+                        raise reporter.failure
                     if not stop.is_set():
                         pool.refill()
             except BaseException:
@@ -168,6 +174,8 @@ class ProcessExecutor:
             why = NOT_STARTED if stop.is_set() else f"{NOT_STARTED_DEAD_REFEREE}; resume it"
             for outcome in work.not_started(why):
                 report(outcome)
+        if reporter.failure is not None:
+            raise reporter.failure
         return outcomes
 
 
@@ -212,22 +220,47 @@ class _Work:
         return [SeriesOutcome(task.series_id, "interrupted", 0, why) for task in left]
 
 
-_Callback = TypeVar("_Callback", bound=Callable[..., None])
+class _Reporter:
+    """Calls ``on_game`` and ``on_series`` in a thread of its own, in the order reported
+    (so, one at a time): the first exception one raises is kept in :attr:`failure` for the
+    run to raise, and nothing more is called after it."""
 
+    def __init__(
+        self, on_game: GameCallback | None, on_series: Callable[[SeriesOutcome], None] | None
+    ) -> None:
+        self._on_game = on_game
+        self._on_series = on_series
+        self._calls: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="kryt-reporter", daemon=True)
+        self.failure: BaseException | None = None
 
-def _serialised(callback: _Callback | None) -> _Callback | None:
-    """``callback`` called by one thread at a time: this process's loop and the workers'
-    relay both report, and a caller's callback need not be thread-safe."""
-    if callback is None:
-        return None
-    lock = threading.Lock()
-    inner = callback
+    def game(self, series_id: int, number: int, record: GameRecord) -> None:
+        on_game = self._on_game
+        if on_game is not None:
+            self._calls.put(lambda: on_game(series_id, number, record))
 
-    def once_at_a_time(*args: Any) -> None:
-        with lock:
-            inner(*args)
+    def series(self, outcome: SeriesOutcome) -> None:
+        on_series = self._on_series
+        if on_series is not None:
+            self._calls.put(lambda: on_series(outcome))
 
-    return cast(_Callback, once_at_a_time)
+    def _serve(self) -> None:
+        while (call := self._calls.get()) is not None:
+            if self.failure is None:
+                try:
+                    call()
+                except BaseException as exc:  # raised by the run, in its own thread
+                    self.failure = exc
+
+    def __enter__(self) -> _Reporter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        """Every call reported is made before the run returns; when the run raises, only
+        for a while (a callback waiting on a lost database stops with the run's stop)."""
+        self._calls.put(None)
+        self._thread.join(None if kind is None else 10.0)
 
 
 def _play_here(

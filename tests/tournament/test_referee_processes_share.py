@@ -173,3 +173,44 @@ def _games_by_series(url: str, tournament_id: int) -> dict[int, int]:
             }
     finally:
         db.close()
+
+
+def test_the_callbacks_never_run_on_the_runners_loop_so_a_slow_one_costs_no_bot_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller's callbacks (the CLI's refit and its database reads among them) run in a
+    thread of their own: run on the runner's event loop, a slow one held up the other
+    series' games there, and the bot waiting for its turn was charged the delay."""
+    url, tournament_id = _round_robin(tmp_path, bots=3, games=3)  # three series
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv(MARKS_ENV, str(marks))
+    # The worker is held back: every series plays on the runner's loop, two at once.
+    monkeypatch.setattr(process_executor, "_start_worker", _start_worker_when_released)
+    threads: set[str] = set()
+    records: list[Any] = []
+    ended: list[SeriesOutcome] = []
+
+    def on_game(series_id: int, number: int, record: Any) -> None:
+        threads.add(threading.current_thread().name)
+        records.append(record)
+        if len(records) == 1:
+            time.sleep(3.0)  # as a refit of a large tournament might
+
+    def on_series(outcome: SeriesOutcome) -> None:
+        threads.add(threading.current_thread().name)
+        ended.append(outcome)
+        if len(ended) == 3:
+            (marks / "release").touch()
+
+    db = open_database(url, create=False)
+    tasks = tasks_for(tournament_id, db=db, store=tmp_path / "store")
+    db.close()
+    outcomes = ProcessExecutor(2, processes=2).run(
+        tasks, stop=threading.Event(), on_game=on_game, on_series=on_series
+    )
+    assert sorted(o.status for o in outcomes) == ["finished"] * 3, outcomes
+    assert len(ended) == 3 and len(records) == 9  # every call made before run() returned
+    assert "kryt-series-loop" not in threads, threads
+    slowest = max(move.seconds for record in records for move in record.moves)
+    assert slowest < 1.5, f"a bot was charged {slowest:.2f} s for a move"
