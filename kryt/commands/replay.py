@@ -70,6 +70,7 @@ def replay(
             raise typer.Exit(ExitCode.FAILED) from None
         whose = _whose_seed(tournament.seed, tournament.config, chain)
         commitment_check = _commitment_check(chain, whose)
+        book = [d for d in tournament.config.get("book", []) if isinstance(d, str)]
         deal_check = deal_problems(
             tournament_seed=chain.seed,
             # Checked by _commitment_check, which names the round's seed for a round's game.
@@ -80,9 +81,10 @@ def replay(
             games_planned=series.games_planned,
             number=row.number,
             deck=record.deck,
-            book=[d for d in tournament.config.get("book", []) if isinstance(d, str)],
+            book=book,
             unknown_book=chain.imported_book is not None,
         )
+        book_decks = len(book)
         where = (
             f"series {row.series_id} game {row.number} (attempt {row.attempt}),"
             f" tournament {series.tournament_id}"
@@ -175,6 +177,14 @@ def replay(
                 f" deck of the tournament's deal book ({chain.imported_book} decks), which"
                 " stayed in the database the game was exported from: [yellow]not checked"
                 "[/yellow]"
+            )
+            return
+        if book_decks:
+            # A book's deals are its decks in order, not drawn from the seed (checked above).
+            out.print(
+                f"[green]verified[/green]: the deal is the deck the tournament's deal book"
+                f" ({book_decks} decks) gives for this game; the series seed follows from"
+                f" {seed}"
             )
             return
         out.print(f"[green]verified[/green]: the deal follows from {seed}")

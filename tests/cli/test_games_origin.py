@@ -140,10 +140,13 @@ def test_a_deal_book_tournament_verifies_what_the_file_can_show(
         assert code == 0, out
         assert "the series seed follows from the tournament's seed" in out
         assert "deal book (3 decks)" in out and "not checked" in out
-    # In the database that has the book, the deck itself is checked against it.
+    # In the database that has the book, the deck itself is checked against it (and the
+    # deal is not said to follow from the seed: a book's decks are not drawn from it).
     for game in game_ids(capsys, source, 1):
         code, out = verify(capsys, source, game)
-        assert code == 0 and "the deal follows from the tournament's seed" in out
+        assert code == 0 and "the deal is the deck the tournament's deal book (3 decks)" in out
+        assert "the series seed follows from the tournament's seed" in out
+        assert "the deal follows from" not in out
 
 
 def test_origin_headers_are_checked(

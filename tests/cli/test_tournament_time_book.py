@@ -79,6 +79,10 @@ def test_a_tournament_plays_the_book_under_each_bots_control(
         assert record.time_controls == expected
     code, out, _ = kryt(capsys, "replay", "3", "--verify")
     assert code == 0 and "verified" in out
+    said = " ".join(out.split())
+    # A book's deal is its deck, not drawn from the seed: said so, not the seed's wording.
+    assert "the deal is the deck the tournament's deal book (2 decks) gives" in said, said
+    assert "the deal follows from" not in said, said
     # The book is stored with the tournament: resuming needs no file.
     (folder / "decks.txt").unlink()
     again = TournamentConfig.from_json(dict(stored))
