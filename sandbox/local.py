@@ -75,7 +75,14 @@ from sandbox.errors import (
 from sandbox.hostfs import mount_tmpfs, remount_read_only, remove_tree
 from sandbox.limits import SandboxLimits
 from sandbox.reaper import start_reaper
-from sandbox.runtimes import ARTIFACT_DIR, Runtime, RuntimeBuildError, containers, get_runtime
+from sandbox.runtimes import (
+    ARTIFACT_DIR,
+    Runtime,
+    RuntimeBuildError,
+    UnknownRuntimeError,
+    containers,
+    get_runtime,
+)
 from sandbox.runtimes import rootfs as runtime_fs
 from sandbox.submission import Submission
 from sandbox.supervisor import SUPERVISOR, Report, host_report, parse_report, proven_signal
@@ -926,6 +933,23 @@ class BwrapBackend(Backend):
         cmd += ["--chdir", "/bot", "--remount-ro", "/", "--"]
         command = ["/bin/sh", "-c", 'umask 000 && exec "$0" -u "$1"', python, entry]
         return cmd + supervised(command, python, status_fd)
+
+    def runtime_problem(self, runtime: str) -> str | None:
+        """Why a bot of ``runtime`` cannot start here: its runtime's file system cannot be
+        made (its image is missing: the message names the command that builds it). The copy
+        a runtime's bots run in is made here when missing, once, as their first start would
+        make it; Python bots run on the host's interpreter and need none."""
+        try:
+            known = get_runtime(runtime)
+        except UnknownRuntimeError as exc:
+            return str(exc)
+        if known.name == "python":
+            return None
+        try:
+            runtime_fs.runtime_rootfs(known)
+        except runtime_fs.RootfsError as exc:
+            return str(exc)
+        return None
 
     def runtime_argv(
         self,

@@ -242,3 +242,27 @@ def test_docker_without_its_base_image_refuses_python_bots_up_front_only() -> No
     assert backend.runtime_problem("node") is None
     unknown = backend.runtime_problem("cobol")
     assert unknown is not None and "cobol" in unknown
+
+
+def test_bwrap_refuses_a_runtime_without_its_file_system_up_front(
+    bwrap_backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bwrap`` runs a compiled or JavaScript bot in a copy of its runtime's image: with no
+    copy made and the image missing, a bot of that runtime is refused before the first game
+    with the command that builds the image (as the Docker backend does); Python bots run on
+    the host's interpreter and need nothing of the kind."""
+    from sandbox.runtimes import images, rootfs
+
+    monkeypatch.setenv(rootfs.CACHE_ENV, str(tmp_path / "cache"))  # no copy made yet
+    real_tag = images.image_tag
+    monkeypatch.setattr(
+        images,
+        "image_tag",
+        lambda name, spec=None: "kryt-runtime-missing:none" if name == "node" else real_tag(name),
+    )
+    problem = bwrap_backend.runtime_problem("node")
+    assert problem is not None
+    assert "node" in problem and "kryt-runtime-missing:none" in problem, problem
+    assert bwrap_backend.runtime_problem("python") is None
+    unknown = bwrap_backend.runtime_problem("cobol")
+    assert unknown is not None and "cobol" in unknown
