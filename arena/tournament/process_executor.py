@@ -197,6 +197,11 @@ class _Work:
         with self._lock:
             return tuple(self._left.popleft() for _ in range(min(count, len(self._left))))
 
+    def give_back(self, batch: tuple[SeriesTask, ...]) -> None:
+        """Put back series taken but never started, first in line."""
+        with self._lock:
+            self._left.extendleft(reversed(batch))
+
     def worker_ready(self) -> None:
         with self._lock:
             self._ready += 1
@@ -395,7 +400,14 @@ class _Pool:
             batch = self.work.take(self.work.share)
             if not batch:
                 return
-            future = self._executor.submit(_play, batch)
+            try:
+                future = self._executor.submit(_play, batch)
+            except BrokenProcessPool:
+                # A worker died between batches (none of ours was running to say so): this
+                # batch never started, and this process plays it with the rest.
+                self.work.give_back(batch)
+                self.work.pool_broken()
+                return
             self._batches[future] = batch
             self.pending.add(future)
             busy += 1

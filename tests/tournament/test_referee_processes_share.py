@@ -20,7 +20,13 @@ from arena.db import games_of_series, open_database, series_of_tournament
 from arena.tournament import process_executor
 from arena.tournament.config import load_config
 from arena.tournament.process_executor import NOT_STARTED_DEAD_REFEREE, ProcessExecutor
-from arena.tournament.runner import SeriesOutcome, create, play_series_tasks, tasks_for
+from arena.tournament.runner import (
+    SeriesOutcome,
+    SeriesTask,
+    create,
+    play_series_tasks,
+    tasks_for,
+)
 from tests.referee.test_tournament import check_complete, verify_all
 
 pytestmark = pytest.mark.timeout(600)
@@ -214,3 +220,32 @@ def test_the_callbacks_never_run_on_the_runners_loop_so_a_slow_one_costs_no_bot_
     assert "kryt-series-loop" not in threads, threads
     slowest = max(move.seconds for record in records for move in record.moves)
     assert slowest < 1.5, f"a bot was charged {slowest:.2f} s for a move"
+
+
+def test_a_batch_the_broken_pool_refuses_is_given_back_to_this_process() -> None:
+    """A worker that dies between batches leaves nothing of ours running to report it: the
+    pool's next ``submit`` raises instead. That batch never started; it goes back first in
+    line for the runner's own loop, which now plays the whole concurrency."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from arena.tournament.process_executor import _Pool, _WarningsOnce, _Work
+
+    tasks = [
+        SeriesTask(database_url="sqlite://", tournament_id=1, series_id=n, config={}, store="")
+        for n in range(1, 5)
+    ]
+
+    class RefusingExecutor:
+        def submit(self, *args: object) -> None:
+            raise BrokenProcessPool("a worker died")
+
+    work = _Work(tasks, 2, share=1)
+    pool = _Pool(0, work, on_game=None, shown=_WarningsOnce())
+    pool.size = 1
+    pool._executor = RefusingExecutor()  # type: ignore[assignment]
+    work.worker_ready()
+    assert work.slots_here() == 1
+    pool.refill()
+    assert not pool.pending
+    assert [t.series_id for t in work.take(4)] == [1, 2, 3, 4]  # nothing lost, order kept
+    assert work.slots_here() == 2 and work.ready_workers() == 0
