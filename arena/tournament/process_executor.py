@@ -43,7 +43,7 @@ import sys
 import threading
 import time
 import warnings
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -64,6 +64,9 @@ from sandbox.backend import stop_live_bots
 from sandbox.death import show_warning_line
 
 NOT_STARTED_DEAD_REFEREE = "not started (a referee process died)"
+
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+"""What stops a run (``kryt tournament`` acts on each as on Ctrl-C); workers ignore them."""
 
 WATCH_SECONDS = 0.1
 """How often a worker looks at the stop flag and whether its parent is still there."""
@@ -169,6 +172,8 @@ class ProcessExecutor:
                 if local.ident is not None:
                     local.join()
                 pool.close()
+            for outcome in pool.lost_outcomes():
+                report(outcome)
             # Left when the run stopped, or when the pool broke after this process's loop
             # had ended (while that loop runs, it plays what the pool cannot).
             why = NOT_STARTED if stop.is_set() else f"{NOT_STARTED_DEAD_REFEREE}; resume it"
@@ -358,7 +363,10 @@ class _Pool:
         self.size = size
         self.work = work
         self.pending: set[Future[list[SeriesOutcome]]] = set()
+        self.played: Counter[int] = Counter()
+        """Games the workers recorded, by series (counted by the relay)."""
         self._batches: dict[Future[list[SeriesOutcome]], tuple[SeriesTask, ...]] = {}
+        self._lost: list[tuple[tuple[SeriesTask, ...], str]] = []
         if size == 0:
             return
         # spawn, not fork: the parent has gRPC and database threads that a fork would copy
@@ -369,7 +377,7 @@ class _Pool:
         self._games = context.Queue()
         self._relay = threading.Thread(
             target=_relay_games,
-            args=(self._games, on_game, shown, work),
+            args=(self._games, on_game, shown, work, self.played),
             name="kryt-game-relay",
             daemon=True,
         )
@@ -383,11 +391,21 @@ class _Pool:
 
     def start(self) -> None:
         """Start every worker now (the pool starts one per task submitted): each says when
-        it is ready, through the relay."""
-        for _ in range(self.size):
-            future = self._executor.submit(_started)
-            self._batches[future] = ()
-            self.pending.add(future)
+        it is ready, through the relay.
+
+        The workers are born with the signals that stop a run blocked: Ctrl-C reaches the
+        whole process group, and one that came while a worker was still importing printed
+        its KeyboardInterrupt traceback (SIGTERM, SIGHUP killed it). The worker ignores them
+        before it unblocks them; this process's mask is restored at once (a signal that
+        came meanwhile is delivered then, or to another thread)."""
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            for _ in range(self.size):
+                future = self._executor.submit(_started)
+                self._batches[future] = ()
+                self.pending.add(future)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
     def all_ready(self) -> bool:
         return self.work.ready_workers() >= self.size
@@ -420,11 +438,32 @@ class _Pool:
                 continue
             self.pending.discard(future)
             batch = self._batches.pop(future)
-            if not future.cancelled() and isinstance(future.exception(), BrokenProcessPool):
-                # A dead worker breaks the pool: what is left plays in this process.
+            error = None if future.cancelled() else future.exception()
+            if isinstance(error, BrokenProcessPool):
+                # A dead worker breaks the pool, and the pool fails the batches of every
+                # worker; the others would play theirs on (they ignore the pool's SIGTERM):
+                # they stop now, and what is left plays in this process. Their outcomes wait
+                # for the workers to end, so that every game they recorded is counted.
                 self.work.pool_broken()
+                self.stop()
+                self._lost.append((batch, str(error)))
+                continue
             outcomes.extend(_outcomes(future, batch))
         return outcomes
+
+    def lost_outcomes(self) -> list[SeriesOutcome]:
+        """After :meth:`close`: the series of the batches the broken pool failed, as
+        ``interrupted``, with the games their workers recorded."""
+        return [
+            SeriesOutcome(
+                task.series_id,
+                "interrupted",
+                self.played[task.series_id],
+                f"its referee process died ({why}); resume it",
+            )
+            for batch, why in self._lost
+            for task in batch
+        ]
 
     def stop(self) -> None:
         """Ask every worker to stop its games and bots."""
@@ -487,10 +526,15 @@ class _Ready:
 
 
 def _relay_games(
-    games: Any, on_game: GameCallback | None, shown: _WarningsOnce, work: _Work
+    games: Any,
+    on_game: GameCallback | None,
+    shown: _WarningsOnce,
+    work: _Work,
+    played: Counter[int],
 ) -> None:
-    """Hand the workers' finished games to ``on_game`` in this process, show their
-    warnings, each once, and count the workers ready, until told to end."""
+    """Count the workers' finished games (``played``) and hand them to ``on_game`` in this
+    process, show their warnings, each once, and count the workers ready, until told to
+    end."""
     while True:
         try:
             item = games.get()
@@ -503,8 +547,11 @@ def _relay_games(
         elif isinstance(item, _WarningLine):
             if shown.first_time(item.message):
                 show_warning_line(item.message, UserWarning, "", 0)
-        elif on_game is not None:
-            on_game(*item)
+        else:
+            series_id, number, record = item
+            played[series_id] += 1
+            if on_game is not None and record is not None:
+                on_game(series_id, number, record)
 
 
 def _start_resource_tracker() -> None:
@@ -527,9 +574,12 @@ def _start_resource_tracker() -> None:
 def _start_worker(stop_flag: ctypes.c_bool, games: Any, parent: int, report_games: bool) -> None:
     """Runs once in each worker process before its first task."""
     global _stop_flag, _games, _queue
-    # The parent decides, through stop_flag (it stops on each of these as on Ctrl-C).
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    # The parent decides, through stop_flag (it stops on each of these as on Ctrl-C). They
+    # were blocked from birth (see _Pool.start): ignored first, then unblocked, so one that
+    # came during the imports is discarded.
+    for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     warnings.showwarning = _send_warning  # shown by the runner, once for all workers
     _stop_flag = stop_flag
     _games = games if report_games else None
@@ -559,12 +609,13 @@ def _exit_without_teardown() -> None:
 
 
 def _watch(stop_flag: ctypes.c_bool, parent: int) -> None:
-    """Stop this worker's games and bots when the run stops or its process disappears."""
+    """Stop this worker's games and bots when the run stops or its process disappears
+    (watched after a stop too: an idle worker waits on the pool's queue for good once its
+    parent is killed)."""
     while True:
-        if stop_flag.value:
+        if stop_flag.value and not _local_stop.is_set():
             _local_stop.set()
             ACTIVE.close_all()
-            return
         if os.getppid() != parent:  # the runner was killed: leave nothing running
             _local_stop.set()
             ACTIVE.close_all()
@@ -588,8 +639,9 @@ def _send_warning(
 
 
 def _report_game(series_id: int, number: int, record: object) -> None:
-    if _games is not None:
-        _games.put((series_id, number, record))
+    """Every game is counted by the runner; its record is sent only when it wants them."""
+    if _queue is not None:
+        _queue.put((series_id, number, record if _games is not None else None))
 
 
 def _play(batch: tuple[SeriesTask, ...]) -> list[SeriesOutcome]:
