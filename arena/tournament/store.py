@@ -166,7 +166,13 @@ def _content_lock(store: Path, sha256: str) -> Iterator[None]:
         return
     path = store / f".{sha256}.lock"
     while True:
-        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:  # a store this user may read but not write: nothing to serialise
+            lock = -1
+        if lock < 0:
+            yield
+            return
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:  # the holder before may have removed it meanwhile: then lock the new one
@@ -231,10 +237,18 @@ def _record(
 
 def materialize(submission_id: int, *, db: Database, store: Path = DEFAULT_STORE) -> Submission:
     """The submission's files as a validated folder under ``store``, unpacked from the database
-    when this machine does not have them yet. The content hash is checked either way."""
+    when this machine does not have them yet. The content hash is checked either way.
+
+    Under the content's lock (as uploads store and record): an upload of the same content
+    that is being refused removes the folder it made, and this must not read it meanwhile."""
     with db.read_session() as session:
         row = get_submission(submission_id, session=session)
         sha256 = row.sha256
+    with _content_lock(store, sha256):
+        return _materialize(submission_id, sha256, db=db, store=store)
+
+
+def _materialize(submission_id: int, sha256: str, *, db: Database, store: Path) -> Submission:
     local = store / sha256
     if local.is_dir():
         submission = load_submission(local)
