@@ -22,9 +22,13 @@ No orphans, whatever happens to this process:
   runner for good (and its heartbeat kept the tournament's lease).
 - kill -9 of this process: each worker watches its parent and, once it is gone, stops its
   bots and exits (within about half a second).
-- a worker that dies (a crash, the OOM killer): its series come back ``interrupted`` with
-  the reason, so the run ends with the resume command instead of a traceback; this process
-  plays the series not yet handed out.
+- a worker that dies (a crash, the OOM killer) breaks the pool: the other workers stop
+  their games (through the stop flag), and the series of every batch the pool failed come
+  back ``interrupted`` with the reason and the games recorded, once those workers have
+  ended, so the run ends with the resume command instead of a traceback; this process plays
+  the series not yet handed out.
+- workers are born with SIGINT, SIGTERM and SIGHUP blocked (ignored, then unblocked, once
+  they start): a Ctrl-C during their imports is not theirs to act on.
 - this process's own series stop as with ``-j 1``: the stop flag first, then every bot of
   this process is killed.
 """
