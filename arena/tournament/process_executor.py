@@ -219,6 +219,10 @@ class _Work:
         with self._lock:
             return 0 if self._broken else self._ready
 
+    def broken(self) -> bool:
+        with self._lock:
+            return self._broken
+
     def pool_broken(self) -> None:
         with self._lock:
             self._broken = True
@@ -412,7 +416,8 @@ class _Pool:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
     def all_ready(self) -> bool:
-        return self.work.ready_workers() >= self.size
+        """Every worker is ready, or none ever will be (the pool is broken)."""
+        return self.work.broken() or self.work.ready_workers() >= self.size
 
     def refill(self) -> None:
         """Hand a batch to each ready worker without one (batches are not queued in the
