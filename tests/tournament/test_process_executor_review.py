@@ -26,6 +26,7 @@ from arena.tournament import process_executor
 from arena.tournament.process_executor import ProcessExecutor
 from arena.tournament.runner import SeriesOutcome, SeriesTask, play_series_tasks, tasks_for
 from tests.cli.test_interrupt import counted
+from tests.cli.test_referee_processes import alive
 from tests.referee.test_tournament import check_complete, verify_all
 from tests.scaling.helpers import processes_in, wait_no_processes_in
 from tests.tournament.test_referee_processes_share import (
@@ -371,14 +372,6 @@ def _runner_killed_after_a_stop_main() -> None:  # pragma: no cover - run in a s
     ProcessExecutor(2, processes=2).run(tasks, stop=stop, on_series=on_series)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_kill_9_of_the_runner_after_a_stop_leaves_no_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -411,13 +404,13 @@ def test_kill_9_of_the_runner_after_a_stop_leaves_no_worker(
         assert workers
         time.sleep(1.5)  # the workers see the stop flag (every 0.1 s)
         assert runner.poll() is None, "the runner ended before it could be killed"
-        assert {pid for pid in workers if _alive(pid)} == workers  # idle, waiting for work
+        assert alive(workers) == workers  # idle, waiting for work
         runner.send_signal(signal.SIGKILL)
         runner.wait(30)
         deadline = time.monotonic() + 20  # the docstring: "within about half a second"
-        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        while alive(workers) and time.monotonic() < deadline:
             time.sleep(0.1)
-        left = {pid for pid in workers if _alive(pid)}
+        left = alive(workers)
         assert left == set(), f"workers {left} outlived the runner killed with SIGKILL"
         assert processes_in(tmp_path) == []
     finally:
@@ -425,7 +418,7 @@ def test_kill_9_of_the_runner_after_a_stop_leaves_no_worker(
             runner.kill()
             runner.wait(30)
         for pid in workers:  # the orphans this test made, by id
-            if _alive(pid):
+            if alive({pid}):
                 os.kill(pid, signal.SIGKILL)
 
 
