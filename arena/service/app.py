@@ -399,6 +399,9 @@ def _body_timeout(path: str, detail: str) -> Response:
     return response
 
 
+BOTH_LENGTHS = "the request has both Content-Length and Transfer-Encoding; send one of them"
+"""The answer to a request that declares its body's length twice (RFC 9112, 6.1)."""
+
 BODY_MIN_RATE = 500
 """Bytes a second a request body must average once its first ``body_timeout_seconds`` are
 spent (as Apache's ``mod_reqtimeout`` does): a 5 MiB upload may take about three hours."""
@@ -430,6 +433,19 @@ class Edge:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        names = {name.lower() for name, _ in scope.get("headers", [])}
+        if b"content-length" in names and b"transfer-encoding" in names:
+            # A request smuggling signal (RFC 9112, 6.1): refused, and the connection closed
+            # (h11 would read the body as chunked and keep the connection for the next one).
+            response = _problem_response(400, BOTH_LENGTHS, {})
+            response.headers["Connection"] = "close"
+            await response(scope, receive, send)
+            self.metrics.count(scope["method"], 400)
+            return
+        has_body = b"transfer-encoding" in names or any(
+            name.lower() == b"content-length" and value.strip() not in (b"", b"0")
+            for name, value in scope.get("headers", [])
+        )
         started = complete = timed_out = body_done = False
 
         loop = asyncio.get_running_loop()
@@ -475,6 +491,10 @@ class Edge:
                 headers = MutableHeaders(scope=message)
                 for name, value in HARDENING:
                     headers.setdefault(name, value)
+                if has_body and not body_done:
+                    # Answered before the body was read (413, 429, 401...): the connection
+                    # closes, else the server would go on reading and dropping the body.
+                    headers["Connection"] = "close"
                 self.metrics.count(scope["method"], int(message["status"]))
             elif message["type"] == "http.response.body" and not message.get("more_body"):
                 complete = True
@@ -535,25 +555,33 @@ def _detail_of(data: object) -> str:
 def _authenticate(request: Request, service: Service, *, write: bool) -> Principal:
     """The principal of the bearer token, or a 401/429 problem (audited)."""
     remote = _remote(request)
-    wait = service.failures.blocked(remote)
+    # Counted up front and given back if it is good: attempts sent at once all count, so a
+    # burst of wrong tokens is checked no more often than the limit allows.
+    wait = service.failures.take(remote)
     if wait:
         raise Problem(429, "Too many requests", "too many refused credentials", retry_after=wait)
     header = request.headers.get("authorization", "")
     scheme, _, secret = header.partition(" ")
     principal = None
     if scheme.lower() == "bearer" and secret.strip():
-        with service.db.session() as session:
-            principal = authenticate_token(secret.strip(), session=session)
-            if principal is None:
-                audit("token", "refused", session=session, target=request.url.path, remote=remote)
+        try:
+            with service.db.session() as session:
+                principal = authenticate_token(secret.strip(), session=session)
+                if principal is None:
+                    audit(
+                        "token", "refused", session=session, target=request.url.path, remote=remote
+                    )
+        except BaseException:
+            service.failures.refund(remote)  # not a refused credential: a failure of ours
+            raise
     if principal is None:
-        service.failures.take(remote)
         detail = (
             "missing token: send Authorization: Bearer <token>"
             if not header
             else "invalid token (unknown, revoked or expired)"
         )
         raise Problem(401, "Unauthorized", detail)
+    service.failures.refund(remote)
     if write:
         wait = service.writes.take(f"token:{principal.token_id}")
         if wait:
@@ -979,7 +1007,8 @@ def _register(service: Service, fields: dict[str, str], remote: str) -> Register
     Refused codes count against the caller's address like refused tokens; a taken or
     malformed name or a bad password leaves the code unused (the transaction rolls back).
     """
-    wait = service.failures.blocked(remote)
+    # Counted up front (attempts sent at once all count), kept only for a refused code.
+    wait = service.failures.take(remote)
     if wait:
         raise Problem(429, "Too many requests", "too many refused invite codes", retry_after=wait)
     code = fields.get("invite", "").strip()
@@ -987,6 +1016,7 @@ def _register(service: Service, fields: dict[str, str], remote: str) -> Register
     try:
         password_hash = hash_password(fields.get("password", ""))
     except PasswordError as exc:
+        service.failures.refund(remote)
         raise Problem(422, "Invalid registration", str(exc)) from None
     lifetime = timedelta(days=service.settings.token_days)
     outcome, detail = "refused", ""
@@ -1005,17 +1035,19 @@ def _register(service: Service, fields: dict[str, str], remote: str) -> Register
                 target=name,
                 remote=remote,
             )
+            service.failures.refund(remote)
             return Registered(
                 author.id, name, token.secret, token.expires_at.isoformat(), token.token_id
             )
     except InviteError as exc:
-        service.failures.take(remote)
         detail = str(exc)
         problem = Problem(403, "Forbidden", detail)
     except ConflictError as exc:
+        service.failures.refund(remote)
         outcome, detail = "conflict", str(exc)
         problem = Problem(409, "Conflict", detail)
     except InvalidRecordError as exc:
+        service.failures.refund(remote)
         outcome, detail = "invalid", str(exc)
         problem = Problem(422, "Invalid registration", detail)
     with service.db.session() as session:
@@ -1145,8 +1177,17 @@ def _add_pages(app: FastAPI, service: Service) -> None:
             raise Problem(
                 403, "Forbidden", "the form's CSRF token is missing or wrong; reload the page"
             )
-        # Blocking (database, the slow password hash): in a worker thread.
-        return await run_in_threadpool(sign_in, request, form, remote)
+        # Counted up front and given back on success: sign-ins sent at once all count, so a
+        # burst of guesses gets no more password checks than the limit allows.
+        wait = service.failures.take(remote)
+        if wait:
+            raise Problem(429, "Too many requests", "too many failed sign-ins", retry_after=wait)
+        try:
+            # Blocking (database, the slow password hash): in a worker thread.
+            return await run_in_threadpool(sign_in, request, form, remote)
+        except BaseException:
+            service.failures.refund(remote)  # not a refused credential: a failure of ours
+            raise
 
     def sign_in(request: Request, form: dict[str, str], remote: str) -> Response:
         """Check the name and password (or token) of the sign-in form; audited."""
@@ -1179,7 +1220,6 @@ def _add_pages(app: FastAPI, service: Service) -> None:
                 remote=remote,
             )
         if author_id is None:
-            service.failures.take(remote)
             binding = request.cookies.get(CSRF_COOKIE) or ""
             html = render(
                 "login.html",
@@ -1189,6 +1229,7 @@ def _add_pages(app: FastAPI, service: Service) -> None:
                 error="Wrong name, password or token.",
             )
             return HTMLResponse(html, status_code=401)
+        service.failures.refund(remote)
         response = RedirectResponse("/me", status_code=303)
         response.set_cookie(
             SESSION_COOKIE,

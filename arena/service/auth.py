@@ -212,6 +212,14 @@ class RateLimiter:
                 return 0.0
             return (1.0 - bucket.tokens) / self._rate
 
+    def refund(self, key: str) -> None:
+        """Give back one request of ``key`` spent by :meth:`take` (an attempt that is counted
+        up front, while it is in flight, and only kept when it fails)."""
+        with self._lock:
+            bucket = self._buckets.get(key)
+            if bucket is not None:
+                bucket.tokens = min(self._capacity, bucket.tokens + 1.0)
+
     def blocked(self, key: str) -> float:
         """Seconds until ``key`` may try again without spending (0: not blocked)."""
         now = time.monotonic()

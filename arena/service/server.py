@@ -97,7 +97,7 @@ def serve(db: Database, settings: ServiceSettings, *, port_file: Path | None = N
             http=header_deadline_protocol(settings.header_timeout_seconds),
             log_level="warning",
             proxy_headers=True,
-            forwarded_allow_ips="127.0.0.1",
+            forwarded_allow_ips="127.0.0.1,::1",  # a proxy on either loopback
         )
         server = uvicorn.Server(config)
         shown = f"[{settings.host}]" if ":" in settings.host else settings.host
