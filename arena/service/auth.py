@@ -203,7 +203,7 @@ class RateLimiter:
             bucket = self._buckets.get(key)
             if bucket is None:
                 if len(self._buckets) >= self._max_keys:  # bounded memory under a flood
-                    self._buckets.clear()
+                    self._evict(now)
                 bucket = self._buckets[key] = _Bucket(self._capacity, now)
             bucket.tokens = min(self._capacity, bucket.tokens + (now - bucket.stamp) * self._rate)
             bucket.stamp = now
@@ -211,6 +211,23 @@ class RateLimiter:
                 bucket.tokens -= 1.0
                 return 0.0
             return (1.0 - bucket.tokens) / self._rate
+
+    def _evict(self, now: float) -> None:
+        """Make room: forget the buckets refilled by now (they hold nothing a new bucket
+        would not), then, if that was not enough, the fullest half (a client that spent
+        little). Clearing them all let a client with many addresses reset everyone's limits,
+        the blocked ones' too."""
+
+        def tokens(key: str) -> float:
+            bucket = self._buckets[key]
+            return bucket.tokens + (now - bucket.stamp) * self._rate
+
+        for key in [key for key in self._buckets if tokens(key) >= self._capacity]:
+            del self._buckets[key]
+        if len(self._buckets) >= self._max_keys:
+            fullest = sorted(self._buckets, key=tokens, reverse=True)
+            for key in fullest[: len(fullest) // 2 + 1]:
+                del self._buckets[key]
 
     def refund(self, key: str) -> None:
         """Give back one request of ``key`` spent by :meth:`take` (an attempt that is counted
