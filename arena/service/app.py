@@ -433,8 +433,12 @@ class Edge:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        names = {name.lower() for name, _ in scope.get("headers", [])}
-        if b"content-length" in names and b"transfer-encoding" in names:
+        lengths = {
+            name.lower(): value.strip()
+            for name, value in scope.get("headers", [])
+            if name.lower() in (b"content-length", b"transfer-encoding")
+        }
+        if len(lengths) == 2:
             # A request smuggling signal (RFC 9112, 6.1): refused, and the connection closed
             # (h11 would read the body as chunked and keep the connection for the next one).
             response = _problem_response(400, BOTH_LENGTHS, {})
@@ -442,10 +446,8 @@ class Edge:
             await response(scope, receive, send)
             self.metrics.count(scope["method"], 400)
             return
-        has_body = b"transfer-encoding" in names or any(
-            name.lower() == b"content-length" and value.strip() not in (b"", b"0")
-            for name, value in scope.get("headers", [])
-        )
+        declared = lengths.get(b"content-length", b"0")
+        has_body = b"transfer-encoding" in lengths or declared not in (b"", b"0")
         started = complete = timed_out = body_done = False
 
         loop = asyncio.get_running_loop()

@@ -24,38 +24,25 @@ import pytest
 from arena.db import open_database
 from arena.tournament import process_executor
 from arena.tournament.process_executor import ProcessExecutor
-from arena.tournament.runner import SeriesOutcome, SeriesTask, play_series_tasks, tasks_for
+from arena.tournament.runner import SeriesOutcome, play_series_tasks, tasks_for
 from tests.cli.test_interrupt import counted
 from tests.cli.test_referee_processes import alive
 from tests.referee.test_tournament import check_complete, verify_all
 from tests.scaling.helpers import processes_in, wait_no_processes_in
 from tests.tournament.test_referee_processes_share import (
+    MARKS_ENV,
     WAIT_S,
     _counting_local_series,
     _games_by_series,
+    _marks,
     _round_robin,
+    _tasks,
     _wait_for,
 )
 
 pytestmark = pytest.mark.timeout(240)
 
 ROOT = Path(__file__).resolve().parents[2]
-MARKS_ENV = "KRYT_TEST_REFEREE_MARKS"
-
-
-def _tasks(url: str, tournament_id: int, tmp_path: Path) -> list[SeriesTask]:
-    db = open_database(url, create=False)
-    try:
-        return tasks_for(tournament_id, db=db, store=tmp_path / "store")
-    finally:
-        db.close()
-
-
-def _marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    monkeypatch.setenv(MARKS_ENV, str(marks))
-    return marks
 
 
 class _Calls:

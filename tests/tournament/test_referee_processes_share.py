@@ -64,6 +64,22 @@ def _copies(tmp_path: Path, count: int) -> list[str]:
     return paths
 
 
+def _marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder where the test and its workers leave marks for each other."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv(MARKS_ENV, str(marks))
+    return marks
+
+
+def _tasks(url: str, tournament_id: int, tmp_path: Path) -> list[SeriesTask]:
+    db = open_database(url, create=False)
+    try:
+        return tasks_for(tournament_id, db=db, store=tmp_path / "store")
+    finally:
+        db.close()
+
+
 def _wait_for(path: Path) -> None:
     deadline = time.monotonic() + WAIT_S
     while not path.exists():
@@ -118,9 +134,7 @@ def test_the_runner_plays_at_once_up_to_the_whole_concurrency_while_workers_star
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, tournament_id = _round_robin(tmp_path, bots=3, games=2)  # three series
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    monkeypatch.setenv(MARKS_ENV, str(marks))
+    marks = _marks(tmp_path, monkeypatch)
     monkeypatch.setattr(process_executor, "_start_worker", _start_worker_when_released)
     counted, peak = _counting_local_series(play_series_tasks)
     monkeypatch.setattr(process_executor, "play_series_tasks", counted)
@@ -131,9 +145,7 @@ def test_the_runner_plays_at_once_up_to_the_whole_concurrency_while_workers_star
         if len(ended) == 3:  # every series played while the worker was held back
             (marks / "release").touch()
 
-    db = open_database(url, create=False)
-    tasks = tasks_for(tournament_id, db=db, store=tmp_path / "store")
-    db.close()
+    tasks = _tasks(url, tournament_id, tmp_path)
     outcomes = ProcessExecutor(2, processes=2).run(
         tasks, stop=threading.Event(), on_series=on_series
     )
@@ -148,16 +160,12 @@ def test_a_worker_that_dies_gives_back_its_batch_and_the_runner_plays_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, tournament_id = _round_robin(tmp_path, bots=4, games=2)  # six series
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    monkeypatch.setenv(MARKS_ENV, str(marks))
+    marks = _marks(tmp_path, monkeypatch)
     monkeypatch.setattr(process_executor, "_start_worker", _start_worker_that_dies_on_its_batch)
     # This process's series wait until the worker has taken a batch and died with it.
     counted, _ = _counting_local_series(play_series_tasks, before=lambda: _wait_for(marks / "died"))
     monkeypatch.setattr(process_executor, "play_series_tasks", counted)
-    db = open_database(url, create=False)
-    tasks = tasks_for(tournament_id, db=db, store=tmp_path / "store")
-    db.close()
+    tasks = _tasks(url, tournament_id, tmp_path)
     outcomes = ProcessExecutor(2, processes=2).run(tasks, stop=threading.Event())
     assert sorted(o.series_id for o in outcomes) == sorted(t.series_id for t in tasks)
     lost = [o for o in outcomes if o.status != "finished"]
@@ -188,9 +196,7 @@ def test_the_callbacks_never_run_on_the_runners_loop_so_a_slow_one_costs_no_bot_
     thread of their own: run on the runner's event loop, a slow one held up the other
     series' games there, and the bot waiting for its turn was charged the delay."""
     url, tournament_id = _round_robin(tmp_path, bots=3, games=3)  # three series
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    monkeypatch.setenv(MARKS_ENV, str(marks))
+    marks = _marks(tmp_path, monkeypatch)
     # The worker is held back: every series plays on the runner's loop, two at once.
     monkeypatch.setattr(process_executor, "_start_worker", _start_worker_when_released)
     threads: set[str] = set()
@@ -209,9 +215,7 @@ def test_the_callbacks_never_run_on_the_runners_loop_so_a_slow_one_costs_no_bot_
         if len(ended) == 3:
             (marks / "release").touch()
 
-    db = open_database(url, create=False)
-    tasks = tasks_for(tournament_id, db=db, store=tmp_path / "store")
-    db.close()
+    tasks = _tasks(url, tournament_id, tmp_path)
     outcomes = ProcessExecutor(2, processes=2).run(
         tasks, stop=threading.Event(), on_game=on_game, on_series=on_series
     )
