@@ -35,6 +35,7 @@ from arena.db.models import Game
 from arena.tournament.runner import GameWrite
 from tests.db.conftest import postgres_admin_url
 from tests.db.helpers import World, build_world, game, void
+from tests.db.postgres_admin import allow_connections, terminate_connections
 
 
 def _operational(orig: Exception, *, invalidated: bool = False) -> OperationalError:
@@ -387,21 +388,9 @@ def test_a_write_rides_out_terminated_connections(
             tries += 1
             session.execute(text("SELECT 1"))  # the transaction has its connection
             if tries == 1:
-                with admin.connect() as conn:
-                    conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'))
-                    conn.execute(
-                        text(
-                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                            " WHERE datname = :name AND pid <> pg_backend_pid()"
-                        ),
-                        {"name": name},
-                    )
-
-                def reopen() -> None:
-                    with admin.connect() as conn:
-                        conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
-
-                threading.Timer(1.5, reopen).start()
+                allow_connections(admin, name, False)
+                terminate_connections(admin, name)
+                threading.Timer(1.5, allow_connections, (admin, name, True)).start()
             inner(session)
 
         write._write = cut_off  # type: ignore[method-assign]
