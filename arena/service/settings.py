@@ -14,6 +14,7 @@ from typing import Any
 
 from arena.db.accounts import MAX_LIFETIME_DAYS
 from arena.tournament.config import SandboxSettings
+from arena.tournament.scheduler_address import scheduler_address_problem
 from arena.tournament.seeds import SEED_BITS
 from arena.tournament.store import EXAMPLES
 from referee.protocol.messages import TimeControl
@@ -143,6 +144,12 @@ class ServiceSettings:
         if self.ladder.scheduler and self.ladder.executor != "dask":
             raise SettingsError(
                 f"ladder.scheduler {self.ladder.scheduler!r} needs ladder.executor 'dask'"
+            )
+        problem = self.ladder.scheduler and scheduler_address_problem(self.ladder.scheduler)
+        if problem:
+            raise SettingsError(
+                f"ladder.scheduler {self.ladder.scheduler!r} is not a Dask scheduler address:"
+                f" {problem}"
             )
         if type(self.ladder.dask_workers) is not int or self.ladder.dask_workers < 1:
             raise SettingsError(

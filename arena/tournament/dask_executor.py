@@ -60,6 +60,7 @@ from arena.tournament.runner import (
     SeriesTask,
     play_series_task,
 )
+from arena.tournament.scheduler_address import scheduler_address_problem
 from sandbox import choose_backend, sweep_leftovers
 
 log = logging.getLogger(__name__)
@@ -232,6 +233,12 @@ def _connect(dask: Any, address: str, timeout: float) -> Any:
     if isinstance(result, BaseException):
         raise result
     return result
+
+
+def _first_line(error: BaseException) -> str:
+    """``Type: first line of the message`` (clipped) of a worker's error, for one line."""
+    text = (str(error).splitlines() or [""])[0][:200]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 # ---------------------------------------------------------------------------- worker side
@@ -426,10 +433,9 @@ class DaskExecutor:
         worker_store: str | None = None,
         quiet: bool = False,
     ) -> None:
-        if scheduler is not None and "://" not in scheduler:
-            raise DaskExecutorError(
-                f"scheduler address must look like tcp://HOST:8786, got {scheduler!r}"
-            )
+        problem = None if scheduler is None else scheduler_address_problem(scheduler)
+        if problem is not None:
+            raise DaskExecutorError(f"{scheduler!r} is not a Dask scheduler address: {problem}")
         for name, value in (("workers", workers), ("threads_per_worker", threads_per_worker)):
             if value < 1:
                 raise DaskExecutorError(f"{name} must be >= 1, got {value}")
@@ -525,9 +531,19 @@ class DaskExecutor:
         Raises DaskExecutorError naming every worker that cannot run the configured sandbox,
         or when no worker is connected, so a run fails before anything is submitted.
         """
-        found: dict[str, str] = self.client.run(describe_sandbox, preference, allow_unsafe)
-        if not found:
+        answers: dict[str, object] = self.client.run(
+            describe_sandbox, preference, allow_unsafe, on_error="return"
+        )
+        if not answers:
             raise DaskExecutorError(f"no Dask worker is connected to {self._where()}")
+        broken = {w: a for w, a in answers.items() if isinstance(a, BaseException)}
+        if broken:
+            lines = "; ".join(f"{w}: {_first_line(a)}" for w, a in sorted(broken.items()))
+            raise DaskExecutorError(
+                f"Dask workers of {self._where()} cannot run this project's code"
+                f" (install it on them, the same version as here): {lines}"
+            )
+        found = {w: str(a) for w, a in answers.items()}
         bad = {w: d for w, d in found.items() if d.startswith("error:")}
         if bad:
             lines = "; ".join(f"{w}: {d}" for w, d in sorted(bad.items()))
@@ -536,8 +552,14 @@ class DaskExecutor:
 
     def sweep_workers(self, label_prefix: str) -> int:
         """Remove sandboxes left on every worker by an earlier crashed run; return the count."""
-        removed: dict[str, int] = self.client.run(sweep_leftovers, label_prefix)
-        return sum(removed.values())
+        answers: dict[str, object] = self.client.run(
+            sweep_leftovers, label_prefix, on_error="return"
+        )
+        broken = {w: a for w, a in answers.items() if isinstance(a, BaseException)}
+        if broken:
+            lines = "; ".join(f"{w}: {_first_line(a)}" for w, a in sorted(broken.items()))
+            raise DaskExecutorError(f"Dask workers could not sweep their leftovers: {lines}")
+        return sum(a for a in answers.values() if isinstance(a, int))
 
     def _where(self) -> str:
         return self.scheduler or "the local cluster"
@@ -637,6 +659,20 @@ class DaskExecutor:
             if on_series is not None:
                 on_series(outcome)
 
+        def report_unfinished(reason: str) -> None:
+            # Every series gets its outcome (the Executor's promise), with the games the
+            # database holds for it.
+            reported = {o.series_id for o in outcomes}
+            for future in futures:
+                task = submitted[str(future.key)]
+                if task.series_id not in reported:
+                    played = progress.close(task.series_id, on_game)
+                    outcome = SeriesOutcome(task.series_id, "interrupted", played, reason)
+                    outcomes.append(outcome)
+                    if on_series is not None:
+                        on_series(outcome)
+
+        cancelled: str | None = None
         try:
             next_poll = time.monotonic()
             grace_until: float | None = None
@@ -652,6 +688,7 @@ class DaskExecutor:
                 if grace_until is not None and time.monotonic() > grace_until:
                     log.warning("cancelling %d series that did not stop in time", pending.count())
                     self.client.cancel(futures)
+                    cancelled = "cancelled: did not stop within the grace period"
                     break
                 if pending.has_ready():
                     for future in pending.next_batch(block=False):
@@ -669,25 +706,22 @@ class DaskExecutor:
             # comms, cancelled keys): the run says what happened in one line.
             self._silence()
             try:
+                # Left set on the scheduler (not forgotten): a series still running on a
+                # worker (cancelling does not stop a running task) must see it, and a
+                # watcher between two long polls would miss a set-then-clear.
                 remote_stop.set()
                 self.client.cancel(futures)
-            finally:
-                self._forget(remote_stop)
+            except Exception:  # the scheduler may be gone; its workers stop with it
+                log.debug("could not stop the run's series on the cluster", exc_info=True)
             raise
         if self._disconnected():
             self.scheduler_lost = True
         if self.scheduler_lost:
             log.error("lost the Dask scheduler at %s during the run", self._where())
-            reported = {o.series_id for o in outcomes}
-            for future in futures:
-                task = submitted[str(future.key)]
-                if task.series_id not in reported:
-                    played = progress.close(task.series_id, on_game)
-                    outcomes.append(
-                        SeriesOutcome(
-                            task.series_id, "interrupted", played, "lost the Dask scheduler"
-                        )
-                    )
+            report_unfinished("lost the Dask scheduler")
+        elif cancelled is not None:
+            # Cancelled series may still be running: the Event stays set (see above).
+            report_unfinished(cancelled)
         else:
             self._forget(remote_stop)
         return outcomes

@@ -340,10 +340,12 @@ def _check_executor_flags(
     A ``--scheduler`` that is no address (``tcp://HOST:8786``) is refused the same way: it is
     a typo to fix, not a scheduler to start."""
     if executor is ExecutorName.dask:
-        if scheduler is not None and "://" not in scheduler:
+        from arena.tournament.scheduler_address import scheduler_address_problem
+
+        problem = None if scheduler is None else scheduler_address_problem(scheduler)
+        if problem is not None:
             raise UserError(
-                f"--scheduler {scheduler!r} is not a Dask scheduler address:"
-                " write it as tcp://HOST:8786",
+                f"--scheduler {scheduler!r} is not a Dask scheduler address: {problem}",
                 hint="see docs/scaling.md",
             )
         return
