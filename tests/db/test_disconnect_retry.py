@@ -374,6 +374,7 @@ def test_a_write_rides_out_terminated_connections(
     admin_url = postgres_admin_url()
     assert admin_url is not None
     name = make_url(postgres_url).database
+    assert name is not None
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     database = open_database(postgres_url)
     try:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.scaling.conftest import BIN, LoopbackCluster
+from tests.scaling.helpers import wait_no_processes_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -200,6 +201,11 @@ def test_a_run_that_loses_its_scheduler_exits_non_zero_with_the_resume_command(
     assert only == (1, "pending")  # not "running": nobody runs it now
     games = counted(db)
     assert len(games) == len(set(games)) < 3 * 40
+    # The series on the workers stop at their next game (the lease is released) and the
+    # workers shut down about 30 s after losing the scheduler: no bot outlives that, and
+    # nothing is recorded after the command has ended.
+    assert wait_no_processes_in(db.parent / "store", seconds=90) == []
+    assert counted(db) == games, "games were recorded after the run had ended"
 
 
 @pytest.mark.parametrize("speaks", ["nothing", "http"])

@@ -8,8 +8,6 @@ SQLite file the loopback workers share:
   what the database holds, no bot left;
 - a run stopped whose series do not report within the grace period still reports every
   series (the :class:`~arena.tournament.executors.Executor` protocol);
-- the scheduler SIGKILLed under ``kryt tournament run``: nothing is recorded after the
-  command ends and no bot is left;
 - a worker that cannot import the project: one error line and nothing stored before a run;
   a series sent to it during a run is played elsewhere, nothing lost;
 - a scheduler address with a typo after its scheme is refused as bad input.
@@ -330,47 +328,6 @@ def run_args(path: Path, store: Path, scheduler: str, *bots: str) -> list[str]:
         "--executor", "dask", "--scheduler", scheduler,
         "--database", str(path), "--store", str(store),
     ]  # fmt: skip
-
-
-def test_after_losing_the_scheduler_nothing_more_is_recorded_and_no_bot_is_left(
-    tmp_path: Path, loopback_cluster: LoopbackCluster
-) -> None:
-    path, store = tmp_path / "kryt.db", tmp_path / "store"
-    args = run_args(path, store, loopback_cluster.address, "random", "greedy", "mc")
-    run = subprocess.Popen(
-        [*KRYT, *args, "--games", "40", "--move-seconds", "0.1"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=ENV,
-    )
-    try:
-        deadline = time.monotonic() + DEADLINE
-        while not path.exists() or sum(_counted_or_none(path).values()) < 2:
-            assert run.poll() is None, run.communicate()
-            assert time.monotonic() < deadline, loopback_cluster.log_text()
-            time.sleep(0.2)
-        os.killpg(loopback_cluster.scheduler.pid, 9)
-        out, err = run.communicate(timeout=DEADLINE)
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, 9)
-            run.wait(30)
-    assert run.returncode == 1, (out, err)
-    at_exit = counted_now(path)
-    # The series on the workers stop at their next game (the lease is released) and the
-    # workers shut down after about 30 s without a scheduler: no bot outlives that.
-    assert wait_no_processes_in(store, seconds=90) == [], "bots outlived the lost scheduler"
-    assert counted_now(path) == at_exit, "games were recorded after the run had ended"
-
-
-def _counted_or_none(path: Path) -> Counter[int]:
-    try:
-        return counted_now(path)
-    except sqlite3.OperationalError:  # the schema is not there yet
-        return Counter()
 
 
 def _broken_worker(cluster: LoopbackCluster, home: Path) -> subprocess.Popen[bytes]:
