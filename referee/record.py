@@ -27,9 +27,15 @@ MAX_TEXT: Final = 4000
 by replying with megabytes of garbage. Longer text is cut by :func:`clip` saying so."""
 
 
+_CUT_NOTE = re.compile(r"…\[[1-9][0-9]{0,18} more characters\]\Z")
+
+
 def clip(text: str) -> str:
-    """``text`` bounded to :data:`MAX_TEXT` characters, saying how much was cut."""
-    if len(text) <= MAX_TEXT:
+    """``text`` cut to its first :data:`MAX_TEXT` characters and a note of how many more
+    there were. A clipped text is returned as it is: a record is clipped where it is made,
+    again where it is stored and where it is imported, and each must keep the first note
+    (a second cut changed the text and miscounted what was cut)."""
+    if len(text) <= MAX_TEXT or _CUT_NOTE.fullmatch(text, MAX_TEXT):
         return text
     return text[:MAX_TEXT] + f"…[{len(text) - MAX_TEXT} more characters]"
 

@@ -80,3 +80,27 @@ def test_clip_keeps_short_text_and_says_how_much_was_cut() -> None:
     assert clip("x" * MAX_TEXT) == "x" * MAX_TEXT
     cut = clip("y" * (MAX_TEXT + 7))
     assert cut.startswith("y" * MAX_TEXT) and cut.endswith("…[7 more characters]")
+
+
+@pytest.mark.parametrize("more", [1, 23, 9_000, 10**6])
+def test_clipping_a_clipped_text_changes_nothing(more: int) -> None:
+    """A record is clipped where it is made, stored and imported: the first note stays,
+    with the count of what the bot really sent beyond the limit."""
+    once = clip("z" * (MAX_TEXT + more))
+    assert clip(once) == once
+    assert clip(clip(once)).endswith(f"…[{more} more characters]")
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "…[5 more characters]x",  # text after the note: not a note
+        "…[05 more characters]",  # no count of ours starts with 0
+        "…[" + "9" * 20 + " more characters]",  # longer than any count of ours
+        "[5 more characters]",  # no ellipsis
+    ],
+)
+def test_only_a_note_of_clip_s_own_shape_right_after_the_limit_is_kept(tail: str) -> None:
+    for text in ("w" * MAX_TEXT + tail, "w" * (MAX_TEXT - 1) + "…[5 more characters]"):
+        cut = len(text) - MAX_TEXT
+        assert clip(text) == text[:MAX_TEXT] + f"…[{cut} more characters]"
