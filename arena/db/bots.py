@@ -116,6 +116,10 @@ def _matching_submission(new: NewSubmission, *, session: Session) -> Submission 
                 Submission.bot_id == bot_row.id, Submission.version == new.version
             )
         ).first()
+        if same_version is not None and same_version.sha256 == new.sha256:
+            # Stored by another writer between the two reads (each statement of a
+            # READ COMMITTED transaction sees what was committed before it began).
+            return same_version
         if same_version is not None:
             raise VersionReusedError(
                 f"{new.bot_name} {new.version} already exists with different content "
