@@ -12,6 +12,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -73,9 +74,10 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """The URL of a new, empty PostgreSQL database of this test's own (dropped afterwards)."""
+@contextmanager
+def scratch_postgres_database() -> Iterator[str]:
+    """The URL of a new, empty PostgreSQL database (dropped afterwards); skipped without a
+    test server, a failure under CI (for module fixtures, or a test's second database)."""
     admin_url = postgres_admin_url()
     require(
         admin_url is not None,
@@ -84,6 +86,13 @@ def postgres_url() -> Iterator[str]:
     )
     assert admin_url is not None
     yield from _fresh_postgres_database(admin_url)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """The URL of a new, empty PostgreSQL database of this test's own (dropped afterwards)."""
+    with scratch_postgres_database() as url:
+        yield url
 
 
 @pytest.fixture

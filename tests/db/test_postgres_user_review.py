@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,9 @@ from arena.db import VersionReusedError, open_database
 from arena.db import bots as db_bots
 from arena.db.bots import submit
 from kryt.cli import main
-from tests.db.conftest import postgres_admin_url
+from tests.db.conftest import postgres_admin_url, scratch_postgres_database
 from tests.db.helpers import new_submission
+from tests.services import require
 
 pytestmark = pytest.mark.postgres
 
@@ -115,27 +116,9 @@ def rows(url: str, sql: str, **params: object) -> list[tuple[Any, ...]]:
         engine.dispose()
 
 
-@contextmanager
-def postgres_database() -> Iterator[str]:
+def postgres_database() -> AbstractContextManager[str]:
     """A new empty database on the test server (for a module fixture, or a second one)."""
-    admin_url = postgres_admin_url()
-    if admin_url is None:
-        pytest.skip("KRYT_TEST_POSTGRES_URL is not set")
-    name = f"kryt_review_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-        for _ in range(10):
-            try:
-                with admin.connect() as connection:
-                    connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-                break
-            except Exception:
-                time.sleep(0.5)
-    finally:
-        admin.dispose()
+    return scratch_postgres_database()
 
 
 def copy_of_random(folder: Path, name: str) -> Path:
@@ -626,8 +609,7 @@ def test_database_problems_are_one_line_and_leave_nothing_behind(
     resolve, a scheme typo, no database name: one ``error:`` line without the password, the
     documented exit code (3 a service, 2 bad input), and nothing created (no store, no
     ``kryt.db``, no export file) — given with ``-d`` or in ``KRYT_DATABASE_URL``."""
-    if postgres_admin_url() is None:
-        pytest.skip("KRYT_TEST_POSTGRES_URL is not set")
+    require(postgres_admin_url() is not None, "PostgreSQL", "KRYT_TEST_POSTGRES_URL is not set")
     monkeypatch.chdir(tmp_path)
     commands = [
         ["tournament", "run", "builtin:random", "builtin:greedy", *PROCESS, "-n", "1"],

@@ -30,6 +30,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from kryt.cli import main
+from tests.db.conftest import scratch_postgres_database
 from tests.procfs import process_stats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,24 +206,8 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield str(tmp_path / "kryt.db")
         return
-    admin_url = os.environ.get("KRYT_TEST_POSTGRES_URL")
-    if not admin_url:
-        pytest.skip("KRYT_TEST_POSTGRES_URL is not set")
-    name = f"kryt_review16_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-        for _ in range(10):
-            try:
-                with admin.connect() as connection:
-                    connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-                break
-            except Exception:
-                time.sleep(0.5)
-    finally:
-        admin.dispose()
+    with scratch_postgres_database() as url:
+        yield url
 
 
 # --- one owner, kill -9, Ctrl-C, resume ---------------------------------------------------
