@@ -42,7 +42,7 @@ from tests.scaling.helpers import (
     wait_no_processes_in,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "sdk" / "examples"
@@ -251,8 +251,8 @@ def test_stop_then_resume_with_a_worker_killed_keeps_every_rule(
     thread = threading.Thread(target=resume, daemon=True)
     thread.start()
     killed = _kill_a_worker_in_mid_series(loopback_cluster, path, done)
-    thread.join(DEADLINE)
-    assert not thread.is_alive(), loopback_cluster.log_text()
+    thread.join(2 * DEADLINE)  # once failed at DEADLINE under load 6+ (2 hogs beside -n 2)
+    assert not thread.is_alive(), (outcomes, counted_now(path), loopback_cluster.log_text())
     assert not errors, errors
     assert killed is not None, "no series was caught in progress on the resume"
     assert sorted(o.status for o in outcomes) == ["finished"] * len(remaining), outcomes
