@@ -17,11 +17,19 @@ ideal. And the scaling: the same round robin at concurrency 1 (one process) and 
 ``--concurrency`` (referee processes, one per core, each playing its share on its loop), best
 of ``--repeat`` runs each, games/s in ratio (issue 15: >= 1.8 at 2 on 2 cores) and per
 referee process.
+
+Two floors for that ratio, measured in the same run: ``machine scaling`` (CPU-bound Python
+processes sharing nothing, one against ``--concurrency`` at once) and ``transport scaling``:
+the transport alone in the shape of a series, a client process asking two echo servers in
+turn (gRPC asyncio over Unix sockets, each server its own process, as a referee asks its two
+bots), one such group against ``--concurrency`` groups at once. A referee that scaled as
+well as its transport would reach the second.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import compileall
 import multiprocessing
 import os
@@ -40,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from grpc_pingpong import _spawn, bare_round_trip, bare_round_trip_aio  # noqa: E402
+from referee_overhead import ECHO_SERVICE  # noqa: E402
 
 from arena.db import games_of_series, open_database, series_of_tournament  # noqa: E402
 from arena.tournament.config import load_config  # noqa: E402
@@ -141,6 +150,113 @@ def machine_scaling(processes: int, rounds: int = 10_000_000) -> float:
     return processes * alone / together
 
 
+ECHO_PAYLOAD = b"x" * 256
+"""About a decision request's size."""
+
+
+def _echo_group(
+    addresses: list[str],
+    rounds: int,
+    ready: multiprocessing.queues.Queue[None],
+    go: threading.Event,
+    done: multiprocessing.queues.Queue[tuple[float, float]],
+) -> None:
+    """A series' transport and nothing else: ask the two echo servers in turn, ``rounds``
+    round trips once ``go`` is set; report when they started and ended (the monotonic clock
+    is the machine's, so comparable between processes)."""
+    import grpc
+
+    async def run() -> None:
+        channels = [grpc.aio.insecure_channel(a) for a in addresses]
+        calls = []
+        for channel in channels:
+            await channel.channel_ready()
+            calls.append(channel.stream_stream(f"/{ECHO_SERVICE}/Play", None, None)(None))
+        for i in range(200):  # warm-up
+            await calls[i % 2].write(ECHO_PAYLOAD)
+            await calls[i % 2].read()
+        ready.put(None)
+        await asyncio.to_thread(go.wait)
+        start = time.perf_counter()
+        for i in range(rounds):
+            await calls[i % 2].write(ECHO_PAYLOAD)
+            await calls[i % 2].read()
+        done.put((start, time.perf_counter()))
+        for call in calls:
+            call.cancel()
+        for channel in channels:
+            await channel.close(None)
+
+    asyncio.run(run())
+
+
+@dataclass(frozen=True)
+class EchoRun:
+    """Groups of echo clients at once: round trips/s of them all, CPU of everything."""
+
+    rate: float
+    cpu_per_trip: float
+    busy: float
+
+
+def _echo_run(groups: int, addresses: list[str], rounds: int) -> EchoRun:
+    context = multiprocessing.get_context("spawn")
+    ready: multiprocessing.queues.Queue[None] = context.Queue()
+    done: multiprocessing.queues.Queue[tuple[float, float]] = context.Queue()
+    go = context.Event()
+    clients = [
+        context.Process(
+            target=_echo_group, args=(addresses[2 * g : 2 * g + 2], rounds, ready, go, done)
+        )
+        for g in range(groups)
+    ]
+    for client in clients:
+        client.start()
+    try:
+        for _ in clients:
+            ready.get(timeout=120)
+        assert CLOCK is not None
+        cpu = CLOCK.seconds()
+        go.set()
+        spans = [done.get(timeout=600) for _ in clients]
+        spent = CLOCK.seconds() - cpu
+    finally:
+        for client in clients:
+            client.join(30)
+            if client.is_alive():
+                client.kill()
+    wall = max(end for _, end in spans) - min(start for start, _ in spans)
+    trips = groups * rounds
+    return EchoRun(trips / wall, spent / trips, spent / wall)
+
+
+def transport_scaling(work: Path, groups: int, rounds: int, repeat: int) -> tuple[EchoRun, EchoRun]:
+    """The transport's own bound on the concurrency ratio, in the shape of a series: one
+    client asking two echo servers in turn, against ``groups`` such clients at once (each
+    with its own two servers), best of ``repeat`` each."""
+    addresses = [f"unix://{work / f'scaling-echo{i}.sock'}" for i in range(2 * groups)]
+    here = str(ROOT / "benchmarks" / "referee_overhead.py")
+    servers = [_spawn([here, "--serve-echo", address]) for address in addresses]
+    try:
+        deadline = time.monotonic() + 60
+        for address in addresses:
+            while not Path(address.removeprefix("unix://")).exists():
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"echo server did not listen on {address}")
+                time.sleep(0.05)
+        alone = max((_echo_run(1, addresses, rounds) for _ in range(repeat)), key=_rate)
+        together = max((_echo_run(groups, addresses, rounds) for _ in range(repeat)), key=_rate)
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(5)
+    return alone, together
+
+
+def _rate(run: EchoRun) -> float:
+    return run.rate
+
+
 @dataclass(frozen=True)
 class Run:
     """One round robin: games/s, games, actions, CPU seconds of everything it ran."""
@@ -218,6 +334,12 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--rounds", type=int, default=2000, help="bare ping-pong round trips")
     parser.add_argument(
+        "--scaling-rounds",
+        type=int,
+        default=20_000,
+        help="round trips of each echo client for the transport scaling",
+    )
+    parser.add_argument(
         "--repeat", type=int, default=2, help="runs at each concurrency (best kept)"
     )
     parser.add_argument(
@@ -291,6 +413,18 @@ def main() -> int:
             f"machine scaling            {machine_scaling(spread):8.2f}x ({spread} CPU-bound"
             " Python processes sharing nothing / one: the cores' own bound)"
         )
+        alone, together = transport_scaling(work, spread, opts.scaling_rounds, max(opts.repeat, 2))
+        transport = together.rate / alone.rate
+        print(
+            f"transport scaling          {transport:8.2f}x ({spread} clients each asking two"
+            " echo servers in turn / one: a series' transport and nothing else)"
+        )
+        print(
+            f"  its cores busy           {alone.busy:8.2f} with one, {together.busy:.2f} with"
+            f" {spread}; CPU per round trip {alone.cpu_per_trip * 1e6:.0f} µs, then"
+            f" {together.cpu_per_trip * 1e6:.0f}"
+        )
+        print(f"concurrency ratio          {scaling / transport:8.2f} of the transport's scaling")
     finally:
         shutil.rmtree(work, ignore_errors=True)
         CLOCK.close()
