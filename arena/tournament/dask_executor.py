@@ -531,18 +531,15 @@ class DaskExecutor:
         Raises DaskExecutorError naming every worker that cannot run the configured sandbox,
         or when no worker is connected, so a run fails before anything is submitted.
         """
-        answers: dict[str, object] = self.client.run(
-            describe_sandbox, preference, allow_unsafe, on_error="return"
+        answers = self._ask_workers(
+            describe_sandbox,
+            preference,
+            allow_unsafe,
+            failure=f"Dask workers of {self._where()} cannot run this project's code"
+            " (install it on them, the same version as here)",
         )
         if not answers:
             raise DaskExecutorError(f"no Dask worker is connected to {self._where()}")
-        broken = {w: a for w, a in answers.items() if isinstance(a, BaseException)}
-        if broken:
-            lines = "; ".join(f"{w}: {_first_line(a)}" for w, a in sorted(broken.items()))
-            raise DaskExecutorError(
-                f"Dask workers of {self._where()} cannot run this project's code"
-                f" (install it on them, the same version as here): {lines}"
-            )
         found = {w: str(a) for w, a in answers.items()}
         bad = {w: d for w, d in found.items() if d.startswith("error:")}
         if bad:
@@ -552,14 +549,25 @@ class DaskExecutor:
 
     def sweep_workers(self, label_prefix: str) -> int:
         """Remove sandboxes left on every worker by an earlier crashed run; return the count."""
-        answers: dict[str, object] = self.client.run(
-            sweep_leftovers, label_prefix, on_error="return"
+        answers = self._ask_workers(
+            sweep_leftovers, label_prefix, failure="Dask workers could not sweep their leftovers"
         )
+        return sum(a for a in answers.values() if isinstance(a, int))
+
+    def _ask_workers(
+        self, function: Callable[..., object], *args: object, failure: str
+    ) -> dict[str, object]:
+        """``function(*args)`` on every connected worker (``worker address -> answer``).
+
+        A worker that raises (one that cannot import this project, say) is named with its
+        error in one DaskExecutorError line starting with ``failure``, rather than the first
+        error ending the run with a traceback."""
+        answers: dict[str, object] = self.client.run(function, *args, on_error="return")
         broken = {w: a for w, a in answers.items() if isinstance(a, BaseException)}
         if broken:
             lines = "; ".join(f"{w}: {_first_line(a)}" for w, a in sorted(broken.items()))
-            raise DaskExecutorError(f"Dask workers could not sweep their leftovers: {lines}")
-        return sum(a for a in answers.values() if isinstance(a, int))
+            raise DaskExecutorError(f"{failure}: {lines}")
+        return answers
 
     def _where(self) -> str:
         return self.scheduler or "the local cluster"
