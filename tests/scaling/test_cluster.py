@@ -193,3 +193,72 @@ def test_a_result_lost_with_its_worker_is_waited_for_not_reported_aborted(
     assert sorted(seen) == all_games(db, tournament_id), "a game was reported twice or lost"
     assert check_complete(db, tournament_id) == 3 * GAMES
     assert wait_no_processes_in(tmp_path / "store") == []
+
+
+@pytest.fixture
+def impatient_cluster(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> LoopbackCluster:
+    """The loopback cluster with Dask's ``allowed-failures`` at 0 instead of 3: the first
+    worker to die while running a series is the last one that series is allowed, so the
+    path a series takes after its third dead worker on a default cluster is taken at once."""
+    monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "0")
+    cluster: LoopbackCluster = request.getfixturevalue("loopback_cluster")
+    return cluster
+
+
+def test_a_series_out_of_worker_deaths_is_aborted_with_its_games_and_a_resume_finishes_it(
+    db: Database, impatient_cluster: LoopbackCluster, tmp_path: Path
+) -> None:
+    """docs/scaling.md: a series whose workers die more often than Dask allows is reported
+    ``aborted`` (with the games it committed, and why), the other series are not held up,
+    its bots die with the worker, and a resume finishes it without playing a game twice."""
+    tournament_id = make_tournament(db, tmp_path / "store", bots=BOTS, games=GAMES)
+    tasks = tasks_for(tournament_id, db=db, store=tmp_path / "store")
+    outcomes: list[SeriesOutcome] = []
+    errors: list[BaseException] = []
+
+    def coordinator() -> None:
+        try:
+            with DaskExecutor(impatient_cluster.address, poll_seconds=0.2) as executor:
+                outcomes.extend(executor.run(tasks, stop=threading.Event()))
+        except BaseException as exc:  # surfaced in the test thread below
+            errors.append(exc)
+
+    thread = threading.Thread(target=coordinator, daemon=True)
+    thread.start()
+    victim, series_id, before = _wait_for_a_series_in_progress(impatient_cluster, db)
+    impatient_cluster.kill_worker(victim)
+    thread.join(180)
+    assert not thread.is_alive(), "the run did not end after losing a worker"
+    assert not errors, errors
+    by_series = {o.series_id: o for o in outcomes}
+    assert sorted(by_series) == sorted(t.series_id for t in tasks), outcomes
+    assert by_series[series_id].status == "aborted", outcomes
+    # A series handed to the dead worker to start next counts its death too (Dask hands a
+    # one-thread worker up to two tasks): it may be aborted with it, never anything else.
+    assert {o.status for o in outcomes} <= {"aborted", "finished"}, outcomes
+    kept = {o.series_id: game_ids(db, o.series_id) for o in outcomes if o.status == "aborted"}
+    for outcome in outcomes:
+        if outcome.status == "aborted":
+            assert "KilledWorker" in outcome.message, outcome
+            assert outcome.games_played == len(kept[outcome.series_id]) < GAMES, outcome
+        else:
+            assert outcome.games_played == GAMES, outcome
+    assert {n: kept[series_id][n] for n in before} == before  # what it committed is kept
+    assert wait_no_processes_in(tmp_path / "store") == []
+
+    # The resume plays what is left of the aborted series only, on the surviving worker.
+    resumed = tasks_for(tournament_id, db=db, store=tmp_path / "store")
+    assert sorted(t.series_id for t in resumed) == sorted(kept)
+    with DaskExecutor(impatient_cluster.address, poll_seconds=0.2) as executor:
+        again = executor.run(resumed, stop=threading.Event())
+    assert sorted((o.series_id, o.status) for o in again) == [
+        (s, "finished") for s in sorted(kept)
+    ], again
+    for series, games in kept.items():
+        after = game_ids(db, series)
+        assert {n: after[n] for n in games} == games  # none of its games played again
+        assert len(after) == GAMES
+    assert check_complete(db, tournament_id) == 3 * GAMES
+    assert wait_no_processes_in(tmp_path / "store") == []
