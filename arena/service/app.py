@@ -13,16 +13,16 @@ Routes added to the leaderboard's (``/``, ``/bots/{name}``, ``/games/{id}``, ...
   forfeits, logs), ``POST /me/bots/{name}/retire``: forms carry a CSRF token.
 
 Errors of the API are JSON problem details (RFC 9457): ``type``, ``title``, ``status``,
-``detail``. Authentication fails closed: no, unknown, revoked or expired token → 401; a bot
-of another author → 403; too many tries or writes → 429 with ``Retry-After``. A method a
-path does not take (any method, ``TRACE`` and ``CONNECT`` too) is a 405 with ``Allow``
-(pages too); a malformed id in a query (``?tournament=abc``) a 422; a request body that
-stops arriving for ``body_timeout_seconds``, or trickles in below ``BODY_MIN_RATE``, a 408
-(the connection is closed). Every answer,
-a 500 of a bug too, is counted in ``/metrics`` and carries the hardening headers. Blocking
-work of the async routes (database, unpacking, password hashes) runs in worker threads, so
-one upload does not hold up other requests.
-"""
+``detail``. Authentication fails closed: no, unknown, revoked or expired token → 401; a bot of
+another author → 403; too many tries or writes → 429 with ``Retry-After``. A method a path does
+not take (any method, ``TRACE`` and ``CONNECT`` too) is a 405 with ``Allow`` (pages too; HEAD is
+answered wherever GET is, as GET without the body); ``/api/docs`` is the API's page made here
+from ``/api/openapi.json`` (nothing fetched from elsewhere); a malformed id in a query
+(``?tournament=abc``) a 422; a request body that stops arriving for ``body_timeout_seconds``, or
+trickles in below ``BODY_MIN_RATE``, a 408 (the connection is closed). Every answer, a 500 of a
+bug too, is counted in ``/metrics`` and carries the hardening headers. Blocking work of the
+async routes (database, unpacking, password hashes) runs in worker threads, so one upload does
+not hold up other requests."""
 
 from __future__ import annotations
 
@@ -111,8 +111,10 @@ from arena.service.ladder import Ladder, entrants
 from arena.service.settings import ServiceSettings
 from arena.service.uploads import ForbiddenError, UploadError, Validator, accept_upload
 from arena.tournament.runner import label_prefix
+from leaderboard.web.api_docs import api_docs_page
 from leaderboard.web.app import LINKS
 from leaderboard.web.app import create_app as create_leaderboard_app
+from leaderboard.web.http_methods import HeadAsGet, allow_header
 from leaderboard.web.pages import PageNotFoundError, parse_id
 from leaderboard.web.render import render
 from sandbox import sweep_leftovers
@@ -244,12 +246,16 @@ def create_service_app(
 
     app = FastAPI(
         title="Kryt Arena",
-        docs_url="/api/docs",
+        docs_url=None,  # FastAPI's page loads Swagger UI from a CDN: /api/docs is ours
         redoc_url=None,
         openapi_url="/api/openapi.json",
         lifespan=lifespan,
     )
     app.state.service = service
+
+    @app.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)
+    def api_docs() -> str:
+        return api_docs_page(app.openapi(), links=LINKS)
 
     @app.middleware("http")
     async def api_problems(request: Request, call_next: Callable[[Request], Any]) -> Response:
@@ -283,6 +289,8 @@ def create_service_app(
         response: Response = await call_next(request)
         return response
 
+    # HEAD as GET inside the edge, which counts it as the HEAD it was.
+    app.add_middleware(HeadAsGet)
     # The outermost layer but Starlette's own (ServerErrorMiddleware, whose 500s would be
     # neither counted nor hardened): added last.
     app.add_middleware(Edge, metrics=service.metrics, body_timeout=settings.body_timeout_seconds)
@@ -355,7 +363,7 @@ class _OtherMethods(Route):
     match nothing here, so they reach the routes after it (the mounted app's)."""
 
     def __init__(self, path: str, allowed: set[str]) -> None:
-        allow = ", ".join(sorted(allowed))
+        allow = allow_header(allowed)
         super().__init__(path, _method_not_allowed(allow), include_in_schema=False)
         self.methods = None  # any method (a function endpoint would take GET only)
         self.allowed = frozenset(allowed)

@@ -3,11 +3,12 @@
 Routes: ``/`` (overall leaderboard), ``/tournaments/{id}``, ``/submissions/{id}``,
 ``/bots/{name}``, ``/series/{id}``, ``/games/{id}`` (replay viewer),
 ``/api/leaderboard[?tournament=ID][&ruleset=NAME][&table_size=N]``, ``/api/games/{id}``,
-``/static/...``. Unknown or malformed ids give a 404 page (or a JSON error under ``/api``); a
-ruleset the rules core does not know, or a table size it cannot seat, a 422; a database that
-cannot be read gives a 503 with the reason; a game whose stored row is damaged (its deal and
-moves do not unpack) a 500 page saying ``game N is stored inconsistently: ...`` (logged as one
-line: retrying does not help, the row needs repair).
+``/static/...``, ``/api/docs`` (the API's page, made here: nothing is fetched from elsewhere)
+and ``/api/openapi.json``. HEAD is answered wherever GET is. Unknown or malformed ids give a 404
+page (or a JSON error under ``/api``); a ruleset the rules core does not know, or a table size
+it cannot seat, a 422; a database that cannot be read gives a 503 with the reason; a game whose
+stored row is damaged (its deal and moves do not unpack) a 500 page saying ``game N is stored
+inconsistently: ...`` (logged as one line: retrying does not help, the row needs repair).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from arena.db import Database, DatabaseUnavailableError, NotFoundError
 from leaderboard.standings import InvalidFilterError
+from leaderboard.web.api_docs import api_docs_page
 from leaderboard.web.bot_page import bot_page
+from leaderboard.web.http_methods import HeadAsGet, allow_header
 from leaderboard.web.pages import (
     DAMAGED_GAME_HEADING,
     DamagedGameError,
@@ -50,11 +53,17 @@ def static_dir() -> Path:
     return Path(str(files("leaderboard.web").joinpath("static")))
 
 
-def _error_response(request: Request, status: int, heading: str, message: str) -> Response:
+def _error_response(
+    request: Request,
+    status: int,
+    heading: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+) -> Response:
     if request.url.path.startswith("/api/"):
-        return JSONResponse({"error": message}, status_code=status)
+        return JSONResponse({"error": message}, status_code=status, headers=headers)
     html = render("error.html", links=LINKS, title=heading, heading=heading, message=message)
-    return HTMLResponse(html, status_code=status)
+    return HTMLResponse(html, status_code=status, headers=headers)
 
 
 def table_size_filter(table_size: str | None) -> int | None:
@@ -71,10 +80,11 @@ def create_app(db: Database) -> FastAPI:
     """The leaderboard site reading ``db`` (each request uses its own read-only session)."""
     app = FastAPI(
         title="Kryt Arena leaderboard",
-        docs_url="/api/docs",
+        docs_url=None,  # FastAPI's page loads Swagger UI from a CDN: /api/docs is ours
         redoc_url=None,
         openapi_url="/api/openapi.json",
     )
+    app.add_middleware(HeadAsGet)
     app.mount("/static", StaticFiles(directory=static_dir()), name="static")
 
     def read(build: Callable[[Session], Any]) -> Any:
@@ -90,7 +100,18 @@ def create_app(db: Database) -> FastAPI:
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404:
             return _error_response(request, 404, "Not found", f"no page at {request.url.path}")
-        return _error_response(request, exc.status_code, "Error", str(exc.detail))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405 and "Allow" in headers:
+            headers["Allow"] = allow_header({m.strip() for m in headers["Allow"].split(",")})
+            return _error_response(
+                request,
+                405,
+                "Method not allowed",
+                f"{request.method} is not allowed on {request.url.path};"
+                f" allowed: {headers['Allow']}",
+                headers,
+            )
+        return _error_response(request, exc.status_code, "Error", str(exc.detail), headers)
 
     @app.exception_handler(InvalidFilterError)
     async def invalid_filter(request: Request, exc: InvalidFilterError) -> Response:
@@ -105,6 +126,10 @@ def create_app(db: Database) -> FastAPI:
     @app.exception_handler(DatabaseUnavailableError)
     async def unavailable(request: Request, exc: DatabaseUnavailableError) -> Response:
         return _error_response(request, 503, "Database unavailable", str(exc))
+
+    @app.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)
+    def api_docs() -> str:
+        return api_docs_page(app.openapi(), links=LINKS)
 
     @app.get("/", response_class=HTMLResponse)
     def index() -> str:

@@ -62,7 +62,7 @@ def test_api_validation_errors_are_problem_documents(client: TestClient) -> None
     # A method no route of that path takes: 405 naming the ones it does.
     response = client.delete("/api/ladder")
     assert _problem(response, 405)["title"] == "Method Not Allowed"
-    assert response.headers["allow"] == "GET"
+    assert response.headers["allow"] == "GET, HEAD"
 
 
 @pytest.mark.parametrize(

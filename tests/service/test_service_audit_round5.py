@@ -175,14 +175,14 @@ def test_serve_refuses_a_too_large_upload_limit_in_one_line(
 @pytest.mark.parametrize(
     ("method", "path", "allow"),
     [
-        ("POST", "/api/me", "GET"),
+        ("POST", "/api/me", "GET, HEAD"),
         ("GET", "/api/register", "POST"),
-        ("DELETE", "/api/submissions/1", "GET"),
-        ("PUT", "/api/submissions", "GET, POST"),
-        ("OPTIONS", "/api/submissions", "GET, POST"),
+        ("DELETE", "/api/submissions/1", "GET, HEAD"),
+        ("PUT", "/api/submissions", "GET, HEAD, POST"),
+        ("OPTIONS", "/api/submissions", "GET, HEAD, POST"),
         ("GET", "/api/bots/someone/retire", "POST"),
-        ("POST", "/api/leaderboard", "GET"),
-        ("PATCH", "/api/games/1", "GET"),
+        ("POST", "/api/leaderboard", "GET, HEAD"),
+        ("PATCH", "/api/games/1", "GET, HEAD"),
     ],
 )
 def test_a_wrong_method_on_an_api_route_is_a_405_with_allow(
@@ -194,11 +194,22 @@ def test_a_wrong_method_on_an_api_route_is_a_405_with_allow(
     assert body["title"] == "Method Not Allowed" and method in body["detail"]
 
 
-def test_head_on_an_api_route_without_get_is_a_405(local: Local) -> None:
-    response = local.http.head("/api/submissions", headers=local.alice)
-    assert response.status_code == 405
-    assert response.headers["allow"] == "GET, POST"
-    assert response.headers["content-type"].startswith("application/problem+json")
+def test_head_is_answered_as_get_without_the_body(local: Local) -> None:
+    """RFC 9110 9.1: HEAD wherever GET works, with GET's headers and no body."""
+    get = local.http.get("/api/submissions", headers=local.alice)
+    head = local.http.head("/api/submissions", headers=local.alice)
+    assert get.status_code == head.status_code == 200
+    assert head.content == b"" and get.content
+    assert head.headers["content-type"] == get.headers["content-type"]
+    assert head.headers["content-length"] == str(len(get.content))
+    # Its authentication too: HEAD is no way around it.
+    refused = local.http.head("/api/submissions")
+    assert refused.status_code == 401 and refused.content == b""
+    assert local.http.head("/").status_code == 200
+    # A route without GET takes no HEAD either: 405 naming what it takes, no body.
+    post_only = local.http.head("/api/register")
+    assert post_only.status_code == 405 and post_only.content == b""
+    assert post_only.headers["allow"] == "POST"
 
 
 def test_the_right_methods_and_unknown_routes_are_unchanged(local: Local) -> None:
@@ -206,7 +217,7 @@ def test_the_right_methods_and_unknown_routes_are_unchanged(local: Local) -> Non
     assert local.http.get("/api/me", headers=local.alice).json()["author"] == "alice"
     assert _problem(local.http.post("/api/no/such/route"), 404)["title"] == "Not Found"
     page = local.http.delete("/login")  # pages too: an HTML error page with Allow
-    assert page.status_code == 405 and page.headers["allow"] == "GET, POST"
+    assert page.status_code == 405 and page.headers["allow"] == "GET, HEAD, POST"
     assert page.headers["content-type"].startswith("text/html")
 
 
@@ -316,3 +327,14 @@ def test_kryt_submit_says_an_archive_is_over_the_servers_limit(
 
 def test_the_upload_limit_is_published_on_health(local: Local) -> None:
     assert local.http.get("/health").json()["max_upload_bytes"] == 5 << 20
+
+
+def test_the_api_page_is_made_here_and_fetches_nothing_from_elsewhere(local: Local) -> None:
+    """FastAPI's Swagger page loads its scripts from a CDN: /api/docs is the arena's own."""
+    page = local.http.get("/api/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    fetched = re.findall(r'(?:src|href)\s*=\s*["\']?([^"\' >]+)', page.text)
+    assert fetched and not [url for url in fetched if re.match(r"(?:[a-z]+:)?//", url, re.I)]
+    for operation in ("POST /api/submissions", "GET /api/me", "POST /api/register"):
+        assert operation in page.text, operation
+    assert local.http.get("/api/openapi.json").json()["paths"]

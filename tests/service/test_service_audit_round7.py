@@ -573,7 +573,7 @@ def test_uvicorn_passes_trace_and_connect_to_the_app(served: Served, method: str
     received, _, _ = served.raw(request.encode())
     status, headers = _head(received)
     assert status == 405, received[:500]
-    assert headers["allow"] == "GET"
+    assert headers["allow"] == "GET, HEAD"
     assert headers["content-type"].startswith("application/problem+json")
 
 
