@@ -112,7 +112,7 @@ class GameClock:
         """Charge a move to ``seat``: ``elapsed`` wall seconds, or its ``cpu`` seconds under
         the CPU clock (the wall time when the sandbox could not measure it). False when the
         move was too late. Time over the move limit comes out of the bank, then the grace;
-        a move in time then earns the seat its increment.
+        a move in time then earns the seat its increment, up to a bank of 24 h.
         """
         control = self.controls[seat]
         spent = cpu if control.clock == "cpu" and cpu is not None else elapsed
@@ -123,7 +123,9 @@ class GameClock:
             from_bank = min(over, self.banks[seat])
             self.banks[seat] -= from_bank
             self.graces[seat] = max(0.0, self.graces[seat] - (over - from_bank))
-        self.banks[seat] += control.increment_seconds
+        # The bank stops growing at what a request can tell (24 h): the bot is told its
+        # whole bank, never less than the referee waits for.
+        self.banks[seat] = min(_WIRE_SECONDS, self.banks[seat] + control.increment_seconds)
         return True
 
 
