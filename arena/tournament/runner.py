@@ -11,6 +11,7 @@ import asyncio
 import functools
 import hashlib
 import logging
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -67,7 +68,7 @@ from referee.series import (
     SeriesInterrupted,
     run_series_async,
 )
-from sandbox import Submission, choose_backend
+from sandbox import Submission, choose_backend, load_submission
 from sandbox.backend import Backend
 from sandbox.errors import CleanupError
 from sandbox.submission import SubmissionError
@@ -179,6 +180,48 @@ def resolve_bots(refs: Iterable[str], *, db: Database, store: Path, submitted_by
     return ids
 
 
+def entered_bots(refs: Iterable[str], *, db: Database | None) -> list[tuple[str, str]] | None:
+    """``(name, version)`` of each bot reference, read without storing anything: a folder's or
+    archive's ``bot.toml`` (an archive unpacked into a temporary folder), a stored name from
+    ``db``. None when that cannot be told here: a reference that is no valid bot (storing it
+    reports why), or a stored name with no ``db`` given."""
+    entered = []
+    for ref in refs:
+        path = Path(resolve_bot_ref(ref))
+        if path.exists():
+            try:
+                with tempfile.TemporaryDirectory(prefix="kryt-manifest-") as tmp:
+                    unpack = None if path.is_dir() else Path(tmp) / "unpacked"
+                    manifest = load_submission(path, unpack_dir=unpack).manifest
+            except SubmissionError:
+                return None
+            entered.append((manifest.name, manifest.version))
+            continue
+        if db is None:
+            return None
+        name, _, version = ref.partition("@")
+        if version:
+            entered.append((name, version))
+            continue
+        with db.read_session() as session:
+            try:
+                entered.append((name, latest_submission(name, session=session).version))
+            except NotFoundError:
+                return None
+    return entered
+
+
+def check_bot_time_early(config: TournamentConfig, *, db: Database | None = None) -> None:
+    """ConfigError when ``config``'s ``[bot_time]`` names no entered bot (or one twice), told
+    before anything is stored (and, with ``db`` None, before the database is opened) where
+    the entered bots can be read; :func:`create` checks again with what it stored."""
+    if not config.bot_time:
+        return
+    entered = entered_bots(config.bots, db=db)
+    if entered is not None:
+        config.check_bot_time(entered)
+
+
 def create(
     config: TournamentConfig,
     *,
@@ -195,6 +238,7 @@ def create(
     the tournament is stored (its bots are stored: they are kept for another run).
     ``runtime_problem`` (that sandbox's :meth:`~sandbox.backend.Backend.runtime_problem`)
     refuses one with a bot whose runtime the sandbox cannot run, the same way."""
+    check_bot_time_early(config, db=db)
     ids = resolve_bots(config.bots, db=db, store=store, submitted_by=submitted_by)
     if runtime_problem is not None:
         refuse_unrunnable(ids, runtime_problem, db=db)

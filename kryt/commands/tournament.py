@@ -52,7 +52,7 @@ from arena.db import (
 from arena.db.engine import lost_connection
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
 from arena.tournament.lease import RunLease, TournamentBusyError
-from arena.tournament.runner import SeriesOutcome, TournamentError
+from arena.tournament.runner import SeriesOutcome, TournamentError, check_bot_time_early
 from arena.tournament.service import (
     ClusterUnavailableError,
     ExecutorName,
@@ -733,6 +733,9 @@ def run(
                 memory_mb=memory_mb,
                 pids=pids,
             )
+            # Bots given as folders or archives are known without the database: a [bot_time]
+            # naming none of them is refused before anything is opened or stored.
+            check_bot_time_early(config)
         except ConfigError as exc:
             raise UserError(str(exc), hint="see docs/configuration.md") from None
         db = open_db(database)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,12 +24,13 @@ from arena.db import (
     acquire_lease,
     get_lease,
     get_tournament,
+    list_submissions,
     open_database,
     update_tournament_config,
 )
-from arena.tournament.config import SandboxSettings, TournamentConfig
+from arena.tournament.config import ConfigError, SandboxSettings, TournamentConfig
 from arena.tournament.lease import TournamentBusyError, this_host
-from arena.tournament.runner import create
+from arena.tournament.runner import create, entered_bots
 from arena.tournament.service import tournament_state
 from kryt.errors import ExitCode
 from sandbox.runner import RunnerId, RunnerState, current_runner
@@ -118,6 +120,32 @@ def test_resume_and_extend_refuse_a_stored_bot_time_for_no_entered_bot(
         assert "Traceback" not in err
     with db.read_session() as session:  # extend added nothing
         assert "extensions" not in get_tournament(tid, session=session).config
+
+
+def test_a_bot_time_for_no_entered_bot_stores_no_new_bot(folder: Path) -> None:
+    """docs/configuration.md: every setting is checked before anything is stored. With a
+    stored bot named beside a folder (the database must be read to know the stored one's
+    version), a ``[bot_time]`` naming neither is refused before the folder's bot is stored;
+    one naming the stored bot's version is taken."""
+    db, _ = _pending(folder)  # greedy and mc stored
+    with db.read_session() as session:
+        before = [(s.manifest["name"], s.version) for s in list_submissions(session=session)]
+    config = TournamentConfig(
+        bots=("greedy", str(EXAMPLES / "random")),
+        games_per_pair=2,
+        sandbox=SandboxSettings(backend="process"),
+        bot_time=(("nobody", "1+1"),),
+    )
+    with pytest.raises(ConfigError, match="names 'nobody', which is not an entered bot"):
+        create(config, db=db, store=folder / "store")
+    with db.read_session() as session:
+        assert [
+            (s.manifest["name"], s.version) for s in list_submissions(session=session)
+        ] == before
+    assert entered_bots(config.bots, db=db) == [("greedy", "1.0.0"), ("random", "1.0.0")]
+    assert entered_bots(config.bots, db=None) is None  # a stored name needs the database
+    fine = replace(config, bot_time=(("greedy@1.0.0", "1+1"),))
+    create(fine, db=db, store=folder / "store")
 
 
 # ---------------------------------------------------------------------------- flags
