@@ -14,7 +14,7 @@ import pytest
 
 from arena.db import Database, open_database
 from arena.tournament.dask_executor import DaskExecutor
-from arena.tournament.runner import SeriesOutcome, tasks_for
+from arena.tournament.runner import GameCallback, SeriesOutcome, SeriesTask, tasks_for
 from tests.scaling.conftest import LoopbackCluster
 from tests.scaling.helpers import (
     all_games,
@@ -97,29 +97,12 @@ def test_a_killed_worker_loses_no_game_and_plays_none_twice(
     tournament_id = make_tournament(db, tmp_path / "store", bots=BOTS, games=GAMES)
     tasks = tasks_for(tournament_id, db=db, store=tmp_path / "store")
     seen: list[tuple[int, int]] = []
-    outcomes: list[SeriesOutcome] = []
-    errors: list[BaseException] = []
-
-    def coordinator() -> None:
-        try:
-            with DaskExecutor(loopback_cluster.address, poll_seconds=0.2) as executor:
-                outcomes.extend(
-                    executor.run(
-                        tasks,
-                        stop=threading.Event(),
-                        on_game=lambda series, number, record: seen.append((series, number)),
-                    )
-                )
-        except BaseException as exc:  # surfaced in the test thread below
-            errors.append(exc)
-
-    thread = threading.Thread(target=coordinator, daemon=True)
-    thread.start()
-    victim, series_id, before = _wait_for_a_series_in_progress(loopback_cluster, db)
-    loopback_cluster.kill_worker(victim)
-    thread.join(180)
-    assert not thread.is_alive(), "the run did not finish after losing a worker"
-    assert not errors, errors
+    outcomes, series_id, before = _run_and_kill_a_busy_worker(
+        loopback_cluster,
+        db,
+        tasks,
+        on_game=lambda series, number, record: seen.append((series, number)),
+    )
     assert sorted(o.status for o in outcomes) == ["finished"] * 3, outcomes
     assert sorted(seen) == all_games(db, tournament_id), "a game was reported twice or lost"
     assert check_complete(db, tournament_id) == 3 * GAMES
@@ -129,6 +112,34 @@ def test_a_killed_worker_loses_no_game_and_plays_none_twice(
     assert len(after) == GAMES > len(before)
     # The dead worker's bots died with it; the survivor's were closed.
     assert wait_no_processes_in(tmp_path / "store") == []
+
+
+def _run_and_kill_a_busy_worker(
+    cluster: LoopbackCluster,
+    db: Database,
+    tasks: list[SeriesTask],
+    on_game: GameCallback | None = None,
+) -> tuple[list[SeriesOutcome], int, dict[int, int]]:
+    """Run ``tasks`` on the cluster and SIGKILL the worker of a series caught in progress;
+    the run's outcomes once it has ended, that series and the games it had committed."""
+    outcomes: list[SeriesOutcome] = []
+    errors: list[BaseException] = []
+
+    def coordinator() -> None:
+        try:
+            with DaskExecutor(cluster.address, poll_seconds=0.2) as executor:
+                outcomes.extend(executor.run(tasks, stop=threading.Event(), on_game=on_game))
+        except BaseException as exc:  # surfaced in the test thread below
+            errors.append(exc)
+
+    thread = threading.Thread(target=coordinator, daemon=True)
+    thread.start()
+    victim, series_id, before = _wait_for_a_series_in_progress(cluster, db)
+    cluster.kill_worker(victim)
+    thread.join(180)
+    assert not thread.is_alive(), "the run did not end after losing a worker"
+    assert not errors, errors
+    return outcomes, series_id, before
 
 
 def _wait_for_a_series_in_progress(
@@ -215,23 +226,7 @@ def test_a_series_out_of_worker_deaths_is_aborted_with_its_games_and_a_resume_fi
     its bots die with the worker, and a resume finishes it without playing a game twice."""
     tournament_id = make_tournament(db, tmp_path / "store", bots=BOTS, games=GAMES)
     tasks = tasks_for(tournament_id, db=db, store=tmp_path / "store")
-    outcomes: list[SeriesOutcome] = []
-    errors: list[BaseException] = []
-
-    def coordinator() -> None:
-        try:
-            with DaskExecutor(impatient_cluster.address, poll_seconds=0.2) as executor:
-                outcomes.extend(executor.run(tasks, stop=threading.Event()))
-        except BaseException as exc:  # surfaced in the test thread below
-            errors.append(exc)
-
-    thread = threading.Thread(target=coordinator, daemon=True)
-    thread.start()
-    victim, series_id, before = _wait_for_a_series_in_progress(impatient_cluster, db)
-    impatient_cluster.kill_worker(victim)
-    thread.join(180)
-    assert not thread.is_alive(), "the run did not end after losing a worker"
-    assert not errors, errors
+    outcomes, series_id, before = _run_and_kill_a_busy_worker(impatient_cluster, db, tasks)
     by_series = {o.series_id: o for o in outcomes}
     assert sorted(by_series) == sorted(t.series_id for t in tasks), outcomes
     assert by_series[series_id].status == "aborted", outcomes
