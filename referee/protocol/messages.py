@@ -340,7 +340,8 @@ class GameEnd:
 
     game_number: int
     winner: int | None
-    reason: GameEndReason
+    reason: GameEndReason | None
+    """``None``: an ending this version does not know (a newer referee's; the game is over)."""
     detail: str
     view: AnyView | None
     deck: tuple[Card, ...]

@@ -9,7 +9,7 @@ input: anything a peer could send that does not make sense raises
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from google.protobuf.message import DecodeError
@@ -605,6 +605,8 @@ def referee_message_to_pb(message: RefereeMessage) -> pb.RefereeMessage:
             request.clock.bank_ms = message.clock.bank_ms
             return msg
         case GameEnd():
+            if message.reason is None:  # only a decoded GameEnd of a newer referee has none
+                raise ValueError(f"a GameEnd to send must say how the game ended: {message!r}")
             end = pb.GameEnd(
                 game_number=message.game_number,
                 reason=_REASON_TO_PB[message.reason],
@@ -677,14 +679,14 @@ def referee_message_from_pb(msg: pb.RefereeMessage, *, lazy: bool = False) -> Re
         )
     if which == "game_end":
         e = msg.game_end
+        # An ending this side does not know is still the end of the game (protocol.md: new
+        # endings may be added): None, as is the final view's reason in that case.
         reason = _REASON_FROM_PB.get(e.reason)
-        if reason is None:
-            raise MalformedMessageError(f"game_end.reason: unknown end reason {e.reason}")
         final: View | ClassicView | None = None
         if e.HasField("table_view"):
-            final = table_view_from_pb(e.table_view)
+            final = table_view_from_pb(_known_reason_only(e.table_view, _CLASSIC_REASON_FROM_PB))
         elif e.HasField("view"):
-            final = view_from_pb(e.view)
+            final = view_from_pb(_known_reason_only(e.view, _RULES_REASON_FROM_PB))
         seats = final.players if isinstance(final, ClassicView) else 4
         return GameEnd(
             game_number=e.game_number,
@@ -699,6 +701,20 @@ def referee_message_from_pb(msg: pb.RefereeMessage, *, lazy: bool = False) -> Re
     if which == "shutdown":
         return Shutdown(reason=msg.shutdown.reason)
     raise MalformedMessageError("referee message carries no body")
+
+
+_ViewPb = TypeVar("_ViewPb", pb.View, pb.TableView)
+
+
+def _known_reason_only(view: _ViewPb, known: Mapping[Any, object]) -> _ViewPb:
+    """``view`` as it is, or a copy without its ``reason`` when that is an ending this side
+    does not know (a final view's: the game is over all the same)."""
+    if not view.reason or view.reason in known:
+        return view
+    copy = type(view)()
+    copy.CopyFrom(view)
+    copy.ClearField("reason")
+    return copy
 
 
 # ---------------------------------------------------------------------------- bot → referee
