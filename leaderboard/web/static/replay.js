@@ -156,13 +156,25 @@
     return shown;
   }
 
+  // Whether card `c` is visible in the chosen view at state `s`: everywhere but in a hand
+  // the view does not show, unless that card of the hand is public.
+  function seenInView(s, c) {
+    for (var seat = 0; seat < s.hands.length; seat++) {
+      if (s.hands[seat].indexOf(c) >= 0) {
+        return state.view === "all" || String(seat) === state.view || s.known[seat].indexOf(c) >= 0;
+      }
+    }
+    return true;
+  }
+
   function render() {
     var s = steps[state.step];
     var bottom = state.view === "all" ? 0 : Number(state.view);
     var top = 1 - bottom;
     $("top-name").textContent = playerName(top) + (s.to_move === top ? " — to move" : "");
     $("bottom-name").textContent = playerName(bottom) + (s.to_move === bottom ? " — to move" : "");
-    var moved = movedAt(state.step);
+    // Only cards this view may see: a card the hidden seat drew is not named anywhere.
+    var moved = movedAt(state.step).filter(function (c) { return seenInView(s, c); });
     fill($("top-hand"), visibleHand(s, top), s.known[top], moved);
     fill($("bottom-hand"), visibleHand(s, bottom), s.known[bottom], moved);
     $("top-hand").setAttribute("data-hidden", String(visibleHand(s, top).filter(function (c) { return c === null; }).length));
