@@ -19,6 +19,7 @@ of showing the replay, and :attr:`ExportSummary.damaged` names it, so the caller
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,9 +81,14 @@ def prepare_folder(directory: Path) -> None:
 
 
 def _write(path: Path, text: str) -> None:
+    """Write a page whole or not at all: through a temporary file beside it, renamed over
+    it, so a full disk leaves the page of an earlier export as it was, never cut short."""
+    partial = path.with_name(f".{path.name}.partial")
     try:
-        path.write_text(text, encoding="utf-8")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
     except OSError as exc:
+        partial.unlink(missing_ok=True)
         raise ExportError(f"cannot write {path}: {exc.strerror}") from exc
 
 

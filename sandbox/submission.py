@@ -119,6 +119,11 @@ class SubmissionChangedError(SubmissionError):
     """The folder changed between its validation and its copy into the store."""
 
 
+class SubmissionStoreError(SubmissionError):
+    """The store cannot take the submission (not the submission's fault): its folder cannot
+    be made or written, or the disk is full."""
+
+
 @dataclass(frozen=True)
 class SubmissionLimits:
     """Upper bounds on a submission; exceeding any rejects it."""
@@ -919,7 +924,7 @@ def _make_store(store_path: Path) -> None:
     try:
         str(store_path).encode("utf-8")
     except UnicodeEncodeError:
-        raise SubmissionError(
+        raise SubmissionStoreError(
             f"cannot use the submission store {_quoted(str(store_path))}: its path is not"
             " UTF-8 text, which the database cannot record; choose another --store",
             str(store_path),
@@ -936,7 +941,7 @@ def _make_store(store_path: Path) -> None:
             why = f"no folder can be made in {_quoted(str(blocker))} ({_reason(exc)})"
         else:
             why = _reason(exc)
-        raise SubmissionError(
+        raise SubmissionStoreError(
             f"cannot create the submission store {_quoted(str(store_path))}: {why};"
             " choose another --store",
             str(store_path),
@@ -960,7 +965,7 @@ def store_submission(submission: Submission, store: str | os.PathLike[str]) -> P
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{submission.sha256[:12]}-", dir=store_path))
     except OSError as exc:  # a folder we may not write in
-        raise SubmissionError(
+        raise SubmissionStoreError(
             f"cannot store submissions in {_quoted(str(store_path))}: {_reason(exc)};"
             " choose another --store",
             str(store_path),
@@ -985,7 +990,11 @@ def store_submission(submission: Submission, store: str | os.PathLike[str]) -> P
         raise
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        if not final.is_dir():
-            raise OSError(f"could not store submission {submission.sha256}: {exc}") from exc
+        if not final.is_dir():  # a full disk, a quota, an I/O error: one line, not a trace
+            raise SubmissionStoreError(
+                f"cannot store the submission in {_quoted(str(store_path))}:"
+                f" {_reason(exc)}; free some space or choose another --store",
+                str(store_path),
+            ) from None
         shutil.rmtree(tmp, ignore_errors=True)
     return final

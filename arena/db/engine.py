@@ -558,8 +558,25 @@ def open_database(
                 _use_wal(engine)
     except BaseException:
         engine.dispose()
+        if created:
+            _remove_if_empty(sqlite_path(resolved))
         raise
     return Database(resolved, engine, created=created, read_only=read_only, retry=retry)
+
+
+def _remove_if_empty(path: Path) -> None:
+    """Remove the SQLite file this process has just failed to create (a full disk leaves
+    it at 0 bytes), with the files SQLite keeps beside it: left there, the next command
+    would find "an empty file, not a database" instead of no database. A file with
+    anything in it is left alone."""
+    try:
+        if not _empty_file(path):
+            return
+        path.unlink()
+        for side in (*_wal_files(path), path.with_name(path.name + "-journal")):
+            side.unlink(missing_ok=True)
+    except OSError:  # it stays; the error at hand is the one to report
+        log.debug("could not remove %s", path, exc_info=True)
 
 
 def _read_only_reason(path: Path) -> str | None:

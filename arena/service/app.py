@@ -109,7 +109,13 @@ from arena.service.auth import (
 )
 from arena.service.ladder import Ladder, entrants
 from arena.service.settings import ServiceSettings
-from arena.service.uploads import ForbiddenError, UploadError, Validator, accept_upload
+from arena.service.uploads import (
+    ForbiddenError,
+    StoreUnavailableError,
+    UploadError,
+    Validator,
+    accept_upload,
+)
 from arena.tournament.runner import label_prefix
 from leaderboard.web.api_docs import api_docs_page
 from leaderboard.web.app import LINKS
@@ -925,6 +931,10 @@ def _store_upload(
         )
     except ForbiddenError as exc:
         raise Problem(403, "Forbidden", str(exc)) from None
+    except StoreUnavailableError as exc:
+        raise Problem(
+            503, "Service unavailable", f"{exc}; try again later", retry_after=30
+        ) from None
     except UploadError as exc:
         with db.session() as session:
             audit(

@@ -31,7 +31,7 @@ from arena.service.play import ValidationUnavailable, validate_submission
 from arena.service.settings import ServiceSettings
 from arena.tournament.seeds import draw_seed
 from arena.tournament.store import conflict_message, materialize, pack, stored_for_recording
-from sandbox import SubmissionError, load_submission
+from sandbox import SubmissionError, SubmissionStoreError, load_submission
 from sandbox.death import printable
 from sandbox.source_check import check_python_sources
 
@@ -52,6 +52,11 @@ class UploadError(ValueError):
     def __init__(self, message: str, status: int = 422) -> None:
         super().__init__(message)
         self.status = status
+
+
+class StoreUnavailableError(RuntimeError):
+    """The arena cannot store an upload now (its store's disk is full or not writable): not
+    the author's fault, and the store's path is not theirs to see (a 503; logged)."""
 
 
 class ForbiddenError(PermissionError):
@@ -139,6 +144,9 @@ def accept_upload(
                 return _record_upload(stored, pack(unpacked), principal, db=db, remote=remote)
         except ConflictError as exc:  # a bundled bot's name (refused before storing)
             raise UploadError(str(exc), status=409) from None
+        except SubmissionStoreError as exc:
+            log.error("cannot store an upload: %s", exc)
+            raise StoreUnavailableError("the arena cannot store submissions right now") from None
         except SubmissionError as exc:  # the files changed while stored (not ours to race)
             raise UploadError(str(exc)) from None
 

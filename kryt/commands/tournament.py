@@ -526,16 +526,7 @@ def run_tournament(
     except TournamentBusyError as exc:
         raise UserError(str(exc), code=ExitCode.UNAVAILABLE) from None
     except DatabaseUnavailableError as exc:
-        # The database went away mid-run (a server restart, a full disk): what was recorded
-        # stays, and the run is resumed as after any other stop.
-        said = classify(exc) or UserError(str(exc), code=ExitCode.UNAVAILABLE)
-        resume = (
-            "the games recorded so far are saved; once the database is back: "
-            f"kryt tournament resume {tournament_id}"
-        )
-        raise UserError(
-            str(said), code=said.code, hint=f"{said.hint}; {resume}" if said.hint else resume
-        ) from None
+        raise _database_lost(exc, tournament_id) from None
     except KeyboardInterrupt:
         by = f" by {signal.Signals(signals[0]).name}" if signals else ""
         console.print(
@@ -544,11 +535,27 @@ def run_tournament(
             soft_wrap=True,
         )
         raise Interrupted from None
-    refit_and_store(db, tournament_id=tournament_id)
-    # And the board of every tournament: `kryt leaderboard` shows a stored fit whose inputs
-    # are still those of the database instead of fitting again (and loading SciPy).
-    refit_and_store(db)
+    try:
+        refit_and_store(db, tournament_id=tournament_id)
+        # And the board of every tournament: `kryt leaderboard` shows a stored fit whose
+        # inputs are still those of the database instead of fitting again (and loading SciPy).
+        refit_and_store(db)
+    except DatabaseUnavailableError as exc:  # a full disk stops the series, then this
+        raise _database_lost(exc, tournament_id) from None
     return result
+
+
+def _database_lost(exc: DatabaseUnavailableError, tournament_id: int) -> UserError:
+    """The error of a run whose database went away (a server restart, a full disk): what was
+    recorded stays, and the run is resumed as after any other stop."""
+    said = classify(exc) or UserError(str(exc), code=ExitCode.UNAVAILABLE)
+    resume = (
+        "the games recorded so far are saved; once the database is back: "
+        f"kryt tournament resume {tournament_id}"
+    )
+    return UserError(
+        str(said), code=said.code, hint=f"{said.hint}; {resume}" if said.hint else resume
+    )
 
 
 def _report(tournament_id: int, db: Database, result: RunResult) -> int:

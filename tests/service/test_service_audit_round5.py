@@ -5,6 +5,7 @@ lifetimes crashed, and NUL characters in names and headers were 500s on PostgreS
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import random
@@ -21,6 +22,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import arena.service.app as service_app
+import sandbox.submission as submission_module
 from arena.db import Database, InvalidRecordError, open_database
 from arena.db.accounts import (
     MAX_LIFETIME_DAYS,
@@ -338,3 +340,27 @@ def test_the_api_page_is_made_here_and_fetches_nothing_from_elsewhere(local: Loc
     for operation in ("POST /api/submissions", "GET /api/me", "POST /api/register"):
         assert operation in page.text, operation
     assert local.http.get("/api/openapi.json").json()["paths"]
+
+
+def test_a_store_that_cannot_take_an_upload_is_a_503_that_names_no_server_path(
+    local: Local, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under the store is the arena's problem, not the author's: a 503 to retry
+    (not a 422 "invalid submission" nor a 500), without the server's paths, audited as
+    nothing stored; once the disk has room the same upload is taken."""
+
+    def disk_full(src: Path, dest: Path, rel: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    archive = _zip([("bot.toml", _manifest("spacey")), ("bot.py", "x = 1\n")])
+    with monkeypatch.context() as patched:
+        patched.setattr(submission_module, "_copy_regular", disk_full)
+        response = local.http.post(URL, content=archive, headers=local.alice)
+    body = _problem(response, 503)
+    assert response.headers["retry-after"] == "30"
+    assert "try again later" in body["detail"] and str(tmp_path) not in body["detail"], body
+    with local.db.read_session() as session:
+        assert not [e for e in audit_entries(session=session) if e.outcome == "stored"]
+    store = tmp_path / "store"
+    assert not store.exists() or not [p for p in store.iterdir() if not p.name.startswith(".")]
+    assert local.http.post(URL, content=archive, headers=local.alice).status_code == 202
