@@ -431,11 +431,12 @@ async def _announce_end(
 ) -> None:
     detail = record.forfeit.detail if record.forfeit else record.void_reason
     for seat, player in enumerate(players):
-        # A bot that cannot take GameEnd (its stream is gone) fails its next request, which
-        # is recorded then; so does a bot that answers it with an error (a BotError it sends
-        # unasked, which its next decision finds: the next game's forfeit, also in-process,
-        # see sdk.tools.local.LocalPlayer). A GameEnd too large to send (the mover's view of
-        # a voided game) is not sent.
+        # A bot that cannot take GameEnd (it exited or closed its stream as the game ended)
+        # has left between games: its seat forfeits the next game (the arena's slots see
+        # to it); so does a bot that answers it with an error (a BotError it sends unasked,
+        # which its next decision finds: the next game's forfeit, also in-process, see
+        # sdk.tools.local.LocalPlayer). A GameEnd too large to send (the mover's view of a
+        # voided game) is not sent.
         try:
             await player.send(
                 GameEnd(

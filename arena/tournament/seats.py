@@ -25,6 +25,7 @@ from referee.protocol.messages import (
     HANDSHAKE_SECONDS,
     AnyView,
     Clock,
+    GameEnd,
     GameEndReason,
     Handshake,
     HandshakeReply,
@@ -91,6 +92,7 @@ class SandboxSlot:
         self._client: BotClient | None = None
         self._async_client: AsyncBotClient | None = None
         self._failed = False
+        self._gone_at_game_end = False
         self._closing = False
         self._lock = threading.Lock()
         self.starts = 0
@@ -98,7 +100,7 @@ class SandboxSlot:
     def player(self, handshake: Handshake) -> Player:
         """The running, handshaken bot; (re)started when it is not running or has failed."""
         if self._client is not None and not self._failed:
-            if self._alive():
+            if self._alive() and not self._gone_at_game_end:
                 return _Watched(self._client, self)
             self._died_between_games()
         self._prepare_start()
@@ -113,7 +115,7 @@ class SandboxSlot:
             raise failure from None
         self._check_identity(reply, client.close)
         self._client = client
-        self._failed = False
+        self._failed = self._gone_at_game_end = False
         return _Watched(client, self)
 
     async def start_player(self, handshake: Handshake) -> AsyncPlayer:
@@ -121,7 +123,7 @@ class SandboxSlot:
         in worker threads, and the connection is an AsyncBotClient of the running loop."""
         client = self._async_client
         if client is not None and not self._failed:
-            if await asyncio.to_thread(self._alive):
+            if not self._gone_at_game_end and await asyncio.to_thread(self._alive):
                 return _AsyncWatched(client, self)
             await asyncio.to_thread(self._died_between_games)
         await asyncio.to_thread(self._prepare_start)
@@ -137,7 +139,7 @@ class SandboxSlot:
             raise failure from None
         self._check_identity(reply, client.close)
         self._async_client = client
-        self._failed = False
+        self._failed = self._gone_at_game_end = False
         return _AsyncWatched(client, self)
 
     def _handshake_failure(self, running: RunningBot, exc: BotFault) -> BotStartError:
@@ -165,7 +167,14 @@ class SandboxSlot:
         from outside the bot (see :meth:`diagnose`): then the game is ours to replay.
         """
         self._failed = True  # whatever is raised below, the next game starts a new bot
+        self._gone_at_game_end = False
         running = self._running
+        if running is not None and running.alive():  # its connection went, not its process
+            raise BotStartError(
+                f"{self.name} closed its connection between games; it forfeits this game and"
+                " is restarted for the next",
+                reason=GameEndReason.CRASH,
+            )
         report = running.death() if running is not None else None
         verdict = self.diagnose()
         how = f" ({report.describe()})" if report is not None else ""
@@ -230,6 +239,12 @@ class SandboxSlot:
     def failed(self) -> None:
         """The bot misbehaved at the protocol level: restart it before the next game."""
         self._failed = True
+
+    def gone_at_game_end(self) -> None:
+        """The bot could not take its GameEnd: it exited or closed its stream as the game
+        ended (at a table, perhaps long after it went out and was last asked). That is
+        leaving between games: it forfeits the next game, then is restarted."""
+        self._gone_at_game_end = True
 
     def diagnose(self) -> GameEndReason | None:
         """The sandbox's verdict on a bot that died: memory or disk limit, if that is why.
@@ -350,6 +365,15 @@ class AsyncSandboxSeat:
         return await self.slot.diagnosis()
 
 
+def _send_failed(slot: SandboxSlot, message: RefereeMessage) -> None:
+    """A message the bot could not take: a GameEnd means it left as the game ended (the
+    next game is its forfeit); anything else is a fault of the game under way."""
+    if isinstance(message, GameEnd):
+        slot.gone_at_game_end()
+    else:
+        slot.failed()
+
+
 class _Watched:
     """The slot's client as a referee Player; any fault marks the slot for a restart."""
 
@@ -369,7 +393,7 @@ class _Watched:
         try:
             self._client.send(message)
         except BotFault:
-            self._slot.failed()
+            _send_failed(self._slot, message)
             raise
 
     def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
@@ -411,7 +435,7 @@ class _AsyncWatched:
         try:
             await self._client.send(message)
         except BotFault:
-            self._slot.failed()
+            _send_failed(self._slot, message)
             raise
 
     async def decide(self, view: AnyView, clock: Clock, game_number: int, timeout: float) -> Reply:
