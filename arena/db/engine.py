@@ -90,7 +90,16 @@ class Database:
         if self.backend == "sqlite":
             self.path = sqlite_path(url)
             self._file_id = _file_id(self.path)
-        self._read_engine = engine.execution_options(**{_READ_ONLY: True})
+        read_options: dict[str, Any] = {_READ_ONLY: True}
+        if self.backend == "postgresql":
+            # One snapshot per read, as SQLite's WAL gives: under READ COMMITTED each
+            # statement saw newer games, so one answer (a board and its progress, an
+            # export's pages) could count two different states of a running tournament.
+            # (Not psycopg's read_only: setting it, and SQLAlchemy setting it back to False,
+            # would make every later transaction BEGIN READ WRITE explicitly, overriding a
+            # server's default_transaction_read_only.)
+            read_options |= {"isolation_level": "REPEATABLE READ"}
+        self._read_engine = engine.execution_options(**read_options)
         self.retry_seconds = retry_seconds() if retry is None else retry
         """How long :meth:`retrying` retries work that lost its connection (seconds;
         ``KRYT_DATABASE_RETRY_SECONDS``, default :data:`DEFAULT_RETRY_SECONDS`)."""
@@ -124,7 +133,8 @@ class Database:
 
     @contextmanager
     def read_session(self) -> Iterator[Session]:
-        """A read-only unit of work (never blocks SQLite writers); nothing is committed."""
+        """A read-only unit of work (never blocks SQLite writers); nothing is committed. It
+        reads one snapshot of the database on both backends (REPEATABLE READ on PostgreSQL)."""
         with (
             _translated(self.display_url),
             Session(self._read_engine, expire_on_commit=False) as s,

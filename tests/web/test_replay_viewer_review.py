@@ -20,15 +20,12 @@ holds every state).
 from __future__ import annotations
 
 import hashlib
-import os
 import random
 import re
-import shutil
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -59,21 +56,11 @@ from referee.rules import (
     Game,
     shuffled_deck,
 )
-from tests.services import require
+from tests.web.test_browser import chromium_session
 
 BOTS = ("alpha", "bravo", "charlie", "delta")
 VERSION = "1.0.0"
 T0 = datetime(2026, 5, 1, 9, 0, 0, tzinfo=UTC)
-CHROME_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--window-size=1280,1400",
-)
 SUITS = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
 
 
@@ -613,44 +600,9 @@ def test_api_serves_every_reconstructed_step(
 # --------------------------------------------------------------------------- the browser
 
 
-def _executable(env: str, *names: str) -> str | None:
-    configured = os.environ.get(env)
-    if configured:
-        return configured if os.access(configured, os.X_OK) else None
-    return next((found for n in names if (found := shutil.which(n))), None)
-
-
-@contextmanager
-def _chromium() -> Iterator[Any]:
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        require(False, "Selenium", "pip install the 'dev' extra")
-        raise
-    chromium = _executable("KRYT_CHROMIUM", "chromium", "chromium-browser")
-    chromedriver = _executable("KRYT_CHROMEDRIVER", "chromedriver")
-    require(
-        chromium is not None and chromedriver is not None,
-        "Chromium",
-        "apt-get install chromium chromium-driver (or set KRYT_CHROMIUM/KRYT_CHROMEDRIVER)",
-    )
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(chromium)
-    for flag in CHROME_FLAGS:
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    browser = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver))
-    browser.set_page_load_timeout(60)
-    try:
-        yield browser
-    finally:
-        browser.quit()
-
-
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
-    with _chromium() as browser:
+    with chromium_session(page_load_timeout=60) as browser:
         yield browser
 
 
