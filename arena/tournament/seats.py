@@ -17,6 +17,7 @@ from referee.client import (
     BotFault,
     BotReportedError,
     IncompatibleProtocolError,
+    MalformedReplyError,
     Reply,
 )
 from referee.client import BotCrashedError as ClientCrashedError
@@ -47,6 +48,12 @@ log = logging.getLogger(__name__)
 DEATH_REPORT_WAIT = 3.0
 """Seconds to wait for the sandbox's death report after a bot's connection failed (a busy
 engine may take over a second to say the kernel's OOM killer ended the bot)."""
+
+RESTART_GOODBYE_SECONDS = 1.0
+"""Seconds a bot that still reads its stream has to take a ``Shutdown`` before it is
+restarted after a fault (so it has taken everything sent before, its ``GameEnd`` too)."""
+
+RESTART_REASON = "restarted after a fault"
 
 _VERDICTS = {
     DeathCause.OOM: GameEndReason.MEMORY_LIMIT,
@@ -92,6 +99,7 @@ class SandboxSlot:
         self._client: BotClient | None = None
         self._async_client: AsyncBotClient | None = None
         self._failed = False
+        self._listening = False
         self._gone_at_game_end = False
         self._closing = False
         self._lock = threading.Lock()
@@ -103,6 +111,7 @@ class SandboxSlot:
             if self._alive() and not self._gone_at_game_end:
                 return _Watched(self._client, self)
             self._died_between_games()
+        self._goodbye_before_restart()
         self._prepare_start()
         running = self._start(connect=True)
         client = running.client
@@ -126,6 +135,7 @@ class SandboxSlot:
             if not self._gone_at_game_end and await asyncio.to_thread(self._alive):
                 return _AsyncWatched(client, self)
             await asyncio.to_thread(self._died_between_games)
+        await self._agoodbye_before_restart()
         await asyncio.to_thread(self._prepare_start)
         running = await asyncio.to_thread(self._start, connect=False)
         with self._start_errors():
@@ -184,6 +194,26 @@ class SandboxSlot:
             reason=verdict or GameEndReason.CRASH,
         )
 
+    def _goodbye_before_restart(self) -> None:
+        """A bot restarted after a fault that left it reading its stream (a malformed
+        reply) is told ``Shutdown`` first and stopped once it ends the stream (at most
+        RESTART_GOODBYE_SECONDS): a bot stopped at once might not have taken its GameEnd."""
+        client, listening, self._listening = self._client, self._listening, False
+        if listening and client is not None and not client.closed and not self._closing:
+            try:
+                client.shutdown(RESTART_REASON, timeout=RESTART_GOODBYE_SECONDS)
+            except BotFault:
+                log.debug("bot %s did not take the shutdown before its restart", self.name)
+
+    async def _agoodbye_before_restart(self) -> None:
+        """:meth:`_goodbye_before_restart` on the connection's event loop."""
+        client, listening, self._listening = self._async_client, self._listening, False
+        if listening and client is not None and not client.closed and not self._closing:
+            try:
+                await client.shutdown(RESTART_REASON, timeout=RESTART_GOODBYE_SECONDS)
+            except BotFault:
+                log.debug("bot %s did not take the shutdown before its restart", self.name)
+
     def _prepare_start(self) -> None:
         """Refuse while closing; stop the bot that ran before (ours if that fails)."""
         if self._closing:
@@ -236,9 +266,13 @@ class SandboxSlot:
         running = self._running
         return running is not None and running.alive()
 
-    def failed(self) -> None:
-        """The bot misbehaved at the protocol level: restart it before the next game."""
+    def failed(self, *, listening: bool = False) -> None:
+        """The bot misbehaved at the protocol level: restart it before the next game.
+
+        ``listening``: it still reads its stream (a malformed reply, not a hang or a
+        crash), so it is told ``Shutdown`` before the restart."""
         self._failed = True
+        self._listening = listening
 
     def gone_at_game_end(self) -> None:
         """The bot could not take its GameEnd: it exited or closed its stream as the game
@@ -311,7 +345,8 @@ class SandboxSlot:
             running.stop()
 
     def close(self) -> None:
-        """Say goodbye (when it still listens), then stop the bot and remove its sandbox.
+        """Say goodbye (when it still listens, after a malformed reply too), then stop the
+        bot and remove its sandbox.
 
         A game broken by this close is voided (see :meth:`diagnose`); cleanup failures are
         ours and raise CleanupError after every step ran.
@@ -319,7 +354,7 @@ class SandboxSlot:
         self._closing = True
         client = self._client
         try:
-            if client is not None and not self._failed:
+            if client is not None and (not self._failed or self._listening):
                 try:
                     client.shutdown("series over", timeout=1.0)
                 except BotFault:
@@ -332,7 +367,7 @@ class SandboxSlot:
         self._closing = True
         client = self._async_client
         try:
-            if client is not None and not self._failed:
+            if client is not None and (not self._failed or self._listening):
                 try:
                     await client.shutdown("series over", timeout=1.0)
                 except BotFault:
@@ -401,10 +436,15 @@ class _Watched:
         before = running.cpu_seconds() if running is not None else None
         try:
             reply = self._client.decide(view, clock, game_number=game_number, timeout=timeout)
-        except BotFault:
-            self._slot.failed()
+        except BotFault as fault:
+            self._slot.failed(listening=_still_listening(fault, self._client.closed))
             raise
         return _with_cpu(reply, running, before)
+
+
+def _still_listening(fault: BotFault, closed: bool) -> bool:
+    """Whether a bot that failed a decision with ``fault`` still reads its open stream."""
+    return isinstance(fault, MalformedReplyError) and not closed
 
 
 def _with_cpu(reply: Reply, running: RunningBot | None, before: float | None) -> Reply:
@@ -443,7 +483,7 @@ class _AsyncWatched:
         before = running.cpu_seconds() if running is not None else None
         try:
             reply = await self._client.decide(view, clock, game_number=game_number, timeout=timeout)
-        except BotFault:
-            self._slot.failed()
+        except BotFault as fault:
+            self._slot.failed(listening=_still_listening(fault, self._client.closed))
             raise
         return _with_cpu(reply, running, before)

@@ -120,6 +120,7 @@ class Planned(Bot):
         log(event="game_start", game=game.game_number, control=control(game.time_control))
 
     def on_game_end(self, result):
+        time.sleep(PLAN.get("end_sleep", 0))  # a bot that takes its time over a result
         log(event="game_end", game=result.game_number, reason=result.reason.value)
 
     def act(self, view):
@@ -550,6 +551,24 @@ def test_a_second_answer_to_one_request_forfeits_at_the_next_request(tmp_path: P
     assert [(e["game"], e["reason"]) for e in ends] == [(1, "malformed reply")]
     assert_played_out(played.game(2))
     assert played.slots[0].starts == 2
+
+
+@pytest.mark.parametrize("games", [1, 2], ids=["last_game", "before_the_next"])
+def test_a_bot_restarted_after_a_malformed_reply_takes_its_game_end_first(
+    tmp_path: Path, games: int
+) -> None:
+    """A bot restarted after a malformed reply (it still reads its stream) is told
+    ``Shutdown`` and stopped once it ends the stream, so a bot slow over its GameEnd
+    (0.2 s here) still takes it: before the next game, and at the end of the series."""
+    control = TimeControl(move_ms=1000, bank_ms=5000)
+    plan = {"double": ["1:1:2"], "end_sleep": 0.2}
+    played = play(tmp_path, (plan, None), (control, ROOMY), games=games)
+    assert_forfeited(played.game(1), 0, GameEndReason.MALFORMED_REPLY)
+    ends = played.events(0, "game_end", start=1)
+    assert [(e["game"], e["reason"]) for e in ends] == [(1, "malformed reply")]
+    if games == 2:
+        assert_played_out(played.game(2))
+        assert played.slots[0].starts == 2
 
 
 def test_an_answer_to_another_request_id_forfeits_at_once(tmp_path: Path) -> None:
