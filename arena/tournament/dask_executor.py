@@ -649,7 +649,10 @@ class DaskExecutor:
         stop_name = f"kryt-stop-{uuid.uuid4().hex[:12]}"
         remote_stop = dask.Event(stop_name, client=self.client)
         futures, submitted = self._submit(tasks, stop_name)
-        pending = dask.as_completed(futures)
+        # On this client's loop: by default as_completed waits on the loop of the process's
+        # latest client, and another client closed meanwhile (a second executor, a check)
+        # would take every result of this run with it.
+        pending = dask.as_completed(futures, loop=self.client.loop)
         outcomes: list[SeriesOutcome] = []
 
         def collect(future: Any) -> None:
