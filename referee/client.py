@@ -649,11 +649,17 @@ class AsyncBotClient:
         requests (timed out, or pending when the bot reported an error) are not counted,
         nor, when ``game_number`` is given, second replies to a request of an earlier game:
         they go to :attr:`discarded`. Raises BotFault when the bot reported an error or the
-        connection broke."""
+        connection broke before any such message came (the first fault on the stream is the
+        one charged: a second reply, then a closed stream, is the second reply)."""
         found: list[BotMessage] = []
         while self._inbox:
             _, item = self._take()
-            message = self._decode(item)
+            try:
+                message = self._decode(item)
+            except BotFault:
+                if found:
+                    return found
+                raise
             if not self._dropped(message, game_number):
                 found.append(message)
         return found

@@ -196,8 +196,9 @@ class SandboxSlot:
 
     def _goodbye_before_restart(self) -> None:
         """A bot restarted after a fault that left it reading its stream (a malformed
-        reply) is told ``Shutdown`` first and stopped once it ends the stream (at most
-        RESTART_GOODBYE_SECONDS): a bot stopped at once might not have taken its GameEnd."""
+        reply, a reported error) is told ``Shutdown`` first and stopped once it ends the
+        stream (at most RESTART_GOODBYE_SECONDS): stopped at once, it might not have taken
+        its GameEnd."""
         client, listening, self._listening = self._client, self._listening, False
         if listening and client is not None and not client.closed and not self._closing:
             try:
@@ -269,8 +270,8 @@ class SandboxSlot:
     def failed(self, *, listening: bool = False) -> None:
         """The bot misbehaved at the protocol level: restart it before the next game.
 
-        ``listening``: it still reads its stream (a malformed reply, not a hang or a
-        crash), so it is told ``Shutdown`` before the restart."""
+        ``listening``: it still reads its stream (a malformed reply or a reported error,
+        not a hang or a crash), so it is told ``Shutdown`` before the restart."""
         self._failed = True
         self._listening = listening
 
@@ -443,8 +444,10 @@ class _Watched:
 
 
 def _still_listening(fault: BotFault, closed: bool) -> bool:
-    """Whether a bot that failed a decision with ``fault`` still reads its open stream."""
-    return isinstance(fault, MalformedReplyError) and not closed
+    """Whether a bot that failed a decision with ``fault`` still reads its open stream: it
+    sent something malformed, or reported an error (the SDK does when ``act`` raises), as
+    opposed to hanging or leaving."""
+    return isinstance(fault, MalformedReplyError | BotReportedError) and not closed
 
 
 def _with_cpu(reply: Reply, running: RunningBot | None, before: float | None) -> Reply:
