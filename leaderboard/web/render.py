@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
 from functools import cache, lru_cache
 from typing import Any
 
@@ -115,6 +116,15 @@ def fmt_time(value: datetime | None) -> str:
     return "—" if value is None else value.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def fmt_seconds(value: float | None) -> str:
+    """Seconds to the millisecond, rounded as the viewers' ``toFixed(3)`` rounds (an exact
+    tie of the binary value goes up, where ``'%.3f'`` would go to even), so a move list made
+    here and the viewer's action line show one figure; empty for no time."""
+    if value is None:
+        return ""
+    return str(Decimal(value).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+
+
 def fmt_forfeits(forfeits: dict[str, int]) -> str:
     """``{"timeout": 2, "crash": 1}`` → ``crash 1, timeout 2``."""
     return ", ".join(f"{reason.replace('_', ' ')} {n}" for reason, n in sorted(forfeits.items()))
@@ -137,6 +147,7 @@ def environment() -> Environment:
         pct=fmt_percent,
         when=fmt_time,
         forfeits=fmt_forfeits,
+        seconds=fmt_seconds,
         tenths=tenths,
         printable=printable,  # bot text: control and format characters made visible
     )
