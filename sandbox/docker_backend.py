@@ -409,10 +409,24 @@ class DockerBackend(Backend):
         from requests import RequestException
 
         labels = [f"{k}={v}" for k, v in build_stage_labels(submission).items()]
-        try:
-            self.client.images.prune(filters={"dangling": True, "label": labels})
-        except (APIError, RequestException, OSError) as exc:
-            log.warning("could not remove the build stage of %s: %s", submission.sha256, exc)
+        waits = iter(PRUNE_RETRY_WAITS)
+        while True:
+            try:
+                self.client.images.prune(filters={"dangling": True, "label": labels})
+                return
+            except APIError as exc:
+                # The engine runs one prune at a time and answers another with 409 (a build
+                # ending beside this one, an operator's `docker image prune`): wait our turn.
+                wait = next(waits, None) if exc.status_code == 409 else None
+                if wait is None:
+                    log.warning(
+                        "could not remove the build stage of %s: %s", submission.sha256, exc
+                    )
+                    return
+                time.sleep(wait)
+            except (RequestException, OSError) as exc:
+                log.warning("could not remove the build stage of %s: %s", submission.sha256, exc)
+                return
 
     def _build_image(self, submission: Submission, runtime: Runtime, base: str, tag: str) -> None:
         """Build image ``tag`` of ``submission``, streaming the engine's output and keeping
@@ -813,6 +827,9 @@ def _timed_out(exc: BaseException) -> bool:
 
 
 BUILD_STAGE = "build-stage"
+PRUNE_RETRY_WAITS = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
+"""Seconds between tries of a build stage's removal while the engine runs another prune
+(409): about a quarter of a minute in all, then the stage is left to ``kryt sandbox prune``."""
 """``MARK_KEY``'s value on a build stage's images (untagged once the build is over)."""
 
 
