@@ -11,6 +11,7 @@ scheduler; the series resumes from the database, so nothing is lost or counted t
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -82,7 +83,9 @@ class DaskLadder:
         )
         self._stop_name = f"kryt-ladder-stop-{id(self):x}-{threading.get_native_id()}"
         self._futures: dict[int, Any] = {}
+        """Series submitted whose ``done`` callback has not returned yet."""
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
 
     def prepare(self) -> int:
         """Connect, check every worker can run the sandbox, sweep what dead servers left on
@@ -98,8 +101,17 @@ class DaskLadder:
         dask.Event(self._stop_name, client=self.executor.client).clear()
         return self.executor.sweep_workers(self._label)
 
+    def reach(self) -> None:
+        """Raise when the cluster cannot be reached; a client that closed itself (its
+        scheduler stayed away longer than distributed tries to reconnect) is replaced by a
+        new connection first."""
+        self.executor.forget_closed_client()
+        self.executor.client  # noqa: B018 - connects
+
     def submit(self, series_id: int, done: Callable[[int, LadderOutcome | None], None]) -> None:
-        """Play a series on the cluster; ``done(series_id, outcome or None on failure)``."""
+        """Play a series on the cluster; ``done(series_id, outcome or None on failure)``.
+        Raises when the cluster cannot be reached (see :meth:`reach`)."""
+        self.reach()
         future = self.executor.client.submit(
             play_ladder_on_worker,
             series_id,
@@ -116,25 +128,34 @@ class DaskLadder:
             self._futures[series_id] = future
 
         def finished(f: Any) -> None:
-            with self._lock:
-                self._futures.pop(series_id, None)
             try:
                 outcome: LadderOutcome | None = f.result()
             except BaseException:
                 outcome = None
-            done(series_id, outcome)
+            try:
+                done(series_id, outcome)
+            finally:  # only now is the series settled (its end recorded): see stop()
+                with self._lock:
+                    self._futures.pop(series_id, None)
+                    self._settled.notify_all()
 
         future.add_done_callback(finished)
 
     def stop(self, timeout: float) -> None:
-        """Ask running series to stop after their current game, wait, then disconnect."""
+        """Ask running series to stop after their current game, wait (at most ``timeout``
+        seconds) until each one's end is recorded, then disconnect.
+
+        The wait is for the ``done`` callbacks, not only the tasks: distributed runs the
+        callbacks one after another on a thread of its own, and a client closed while one
+        is still queued would turn that series' outcome into a failure."""
         try:
-            dask.Event(self._stop_name, client=self.executor.client).set()
+            try:
+                dask.Event(self._stop_name, client=self.executor.client).set()
+            except Exception:  # the scheduler is gone: its series resume when the lease ends
+                return
+            deadline = time.monotonic() + timeout
             with self._lock:
-                futures = list(self._futures.values())
-            if futures:
-                dask.wait(futures, timeout=timeout)
-        except Exception:  # the scheduler is gone: its series resume when the lease runs out
-            pass
+                while self._futures and (left := deadline - time.monotonic()) > 0:
+                    self._settled.wait(left)
         finally:
             self.executor.close()

@@ -219,6 +219,9 @@ class Ladder:
             try:
                 self._heartbeat()
                 while self._free() and not self._stop.is_set():
+                    if self._dask is not None:
+                        # No series is claimed (or made) while the cluster is unreachable.
+                        self._dask.reach()
                     series_id = self._next_series()
                     if series_id is None:
                         break
@@ -310,7 +313,17 @@ class Ladder:
         if self._dask is not None:
             with self._lock:
                 self._running[series_id] = None
-            self._dask.submit(series_id, self._remote_done)
+            try:
+                self._dask.submit(series_id, self._remote_done)
+            except BaseException:
+                # Not sent (the cluster is unreachable): give the series up at once, so that
+                # this server (once the cluster is back) or another one plays it, instead of
+                # renewing the lease of a series nobody plays.
+                with self._lock:
+                    self._running.pop(series_id, None)
+                with self._db.session() as session:
+                    release(series_id, session=session, claimed_by=self.instance)
+                raise
             return
         with self._lock:
             self._running[series_id] = self._pool.submit(self._play, series_id)

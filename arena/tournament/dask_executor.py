@@ -507,6 +507,13 @@ class DaskExecutor:
                 self._restore_logs()
                 self._restore_logs = None
 
+    def forget_closed_client(self) -> None:
+        """Drop a client that closed itself (its scheduler was lost for longer than
+        distributed tries to reconnect), and its LocalCluster: the next use of
+        :attr:`client` connects (or starts one) anew."""
+        if self._client is not None and self._client.status in ("closing", "closed", "failed"):
+            self.close()
+
     def _silence(self) -> None:
         """Silence distributed's loggers in this process (until :meth:`close` unless quiet)."""
         if self._restore_logs is None:
