@@ -827,10 +827,12 @@ def _timed_out(exc: BaseException) -> bool:
 
 
 BUILD_STAGE = "build-stage"
+"""``MARK_KEY``'s value on a build stage's images (untagged once the build is over)."""
+
 PRUNE_RETRY_WAITS = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
 """Seconds between tries of a build stage's removal while the engine runs another prune
-(409): about a quarter of a minute in all, then the stage is left to ``kryt sandbox prune``."""
-"""``MARK_KEY``'s value on a build stage's images (untagged once the build is over)."""
+(409): about a quarter of a minute in all, then the stage is left to the base image's
+``prune`` (docs/sandbox.md)."""
 
 
 def build_stage_labels(submission: Submission) -> dict[str, str]:
