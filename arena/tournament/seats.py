@@ -49,11 +49,13 @@ DEATH_REPORT_WAIT = 3.0
 """Seconds to wait for the sandbox's death report after a bot's connection failed (a busy
 engine may take over a second to say the kernel's OOM killer ended the bot)."""
 
-RESTART_GOODBYE_SECONDS = 1.0
-"""Seconds a bot that still reads its stream has to take a ``Shutdown`` before it is
-restarted after a fault (so it has taken everything sent before, its ``GameEnd`` too)."""
+GOODBYE_SECONDS = 1.0
+"""Seconds a bot that still reads its stream has to take a ``Shutdown`` before it is stopped
+(restarted after a fault, or at the series' end), so it has taken everything sent before, its
+``GameEnd`` too."""
 
 RESTART_REASON = "restarted after a fault"
+SERIES_OVER_REASON = "series over"
 
 _VERDICTS = {
     DeathCause.OOM: GameEndReason.MEMORY_LIMIT,
@@ -197,23 +199,42 @@ class SandboxSlot:
     def _goodbye_before_restart(self) -> None:
         """A bot restarted after a fault that left it reading its stream (a malformed
         reply, a reported error) is told ``Shutdown`` first and stopped once it ends the
-        stream (at most RESTART_GOODBYE_SECONDS): stopped at once, it might not have taken
-        its GameEnd."""
+        stream (at most GOODBYE_SECONDS): stopped at once, it might not have taken its
+        GameEnd."""
         client, listening, self._listening = self._client, self._listening, False
-        if listening and client is not None and not client.closed and not self._closing:
-            try:
-                client.shutdown(RESTART_REASON, timeout=RESTART_GOODBYE_SECONDS)
-            except BotFault:
-                log.debug("bot %s did not take the shutdown before its restart", self.name)
+        if client is not None and self._may_say_goodbye(client.closed, listening=listening):
+            self._say_goodbye(client, RESTART_REASON)
 
     async def _agoodbye_before_restart(self) -> None:
         """:meth:`_goodbye_before_restart` on the connection's event loop."""
         client, listening, self._listening = self._async_client, self._listening, False
-        if listening and client is not None and not client.closed and not self._closing:
-            try:
-                await client.shutdown(RESTART_REASON, timeout=RESTART_GOODBYE_SECONDS)
-            except BotFault:
-                log.debug("bot %s did not take the shutdown before its restart", self.name)
+        if client is not None and self._may_say_goodbye(client.closed, listening=listening):
+            await self._asay_goodbye(client, RESTART_REASON)
+
+    def _may_say_goodbye(self, closed: bool, *, listening: bool, at_close: bool = False) -> bool:
+        """Whether the bot is told ``Shutdown``: never on a stream that is closed; at the
+        series' end when it did not fail or its fault left it reading its stream; before a
+        restart only after such a fault, and not while the slot is closing."""
+        if closed:
+            return False
+        if at_close:
+            return not self._failed or listening
+        return listening and not self._closing
+
+    def _say_goodbye(self, client: BotClient, reason: str) -> None:
+        """Send ``Shutdown`` and wait at most GOODBYE_SECONDS for the bot to end its stream;
+        a bot that does not is stopped all the same."""
+        try:
+            client.shutdown(reason, timeout=GOODBYE_SECONDS)
+        except BotFault:
+            log.debug("bot %s did not take the shutdown (%s)", self.name, reason)
+
+    async def _asay_goodbye(self, client: AsyncBotClient, reason: str) -> None:
+        """:meth:`_say_goodbye` on the connection's event loop."""
+        try:
+            await client.shutdown(reason, timeout=GOODBYE_SECONDS)
+        except BotFault:
+            log.debug("bot %s did not take the shutdown (%s)", self.name, reason)
 
     def _prepare_start(self) -> None:
         """Refuse while closing; stop the bot that ran before (ours if that fails)."""
@@ -355,11 +376,10 @@ class SandboxSlot:
         self._closing = True
         client = self._client
         try:
-            if client is not None and (not self._failed or self._listening):
-                try:
-                    client.shutdown("series over", timeout=1.0)
-                except BotFault:
-                    log.debug("bot %s did not take the shutdown", self.name)
+            if client is not None and self._may_say_goodbye(
+                client.closed, listening=self._listening, at_close=True
+            ):
+                self._say_goodbye(client, SERIES_OVER_REASON)
         finally:  # whatever the goodbye raised, the bot does not outlive its series
             self._stop()
 
@@ -368,11 +388,10 @@ class SandboxSlot:
         self._closing = True
         client = self._async_client
         try:
-            if client is not None and (not self._failed or self._listening):
-                try:
-                    await client.shutdown("series over", timeout=1.0)
-                except BotFault:
-                    log.debug("bot %s did not take the shutdown", self.name)
+            if client is not None and self._may_say_goodbye(
+                client.closed, listening=self._listening, at_close=True
+            ):
+                await self._asay_goodbye(client, SERIES_OVER_REASON)
         finally:  # whatever the goodbye raised, the bot does not outlive its series
             try:
                 await asyncio.to_thread(self._stop)

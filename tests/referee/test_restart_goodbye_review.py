@@ -4,7 +4,7 @@ and time control"), against hostile bots, with real bots over real gRPC.
 
 A bot restarted after a malformed reply or a reported error (it still reads its stream) is
 first sent ``Shutdown`` (reason ``restarted after a fault``) and killed as soon as its stream
-ends, or 1 s after (``RESTART_GOODBYE_SECONDS``), before the next game and at the end of the
+ends, or 1 s after (``GOODBYE_SECONDS``), before the next game and at the end of the
 series: it takes its ``GameEnd`` first. After any other fault (a timeout, a crash, a closed
 stream) it is killed without ``Shutdown``. A second reply followed by a closed stream is
 charged as the second reply (the first fault on the stream).
@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 
 from arena.tournament.config import SandboxSettings
-from arena.tournament.seats import RESTART_GOODBYE_SECONDS, RESTART_REASON, SandboxSlot
+from arena.tournament.seats import GOODBYE_SECONDS, RESTART_REASON, SandboxSlot
 from referee.protocol.messages import GameEndReason, TimeControl
 from referee.record import GameRecord
 from referee.series import SeriesConfig, SeriesResult, run_series, run_series_async
@@ -589,9 +589,9 @@ def test_a_malformed_reply_then_a_hostile_goodbye_costs_at_most_a_second(
     goodbye = played.slots[0].goodbyes[1]
     assert goodbye < GOODBYE_SLACK, played.slots[0].goodbyes
     if after in QUICK:
-        assert goodbye < RESTART_GOODBYE_SECONDS, played.slots[0].goodbyes
+        assert goodbye < GOODBYE_SECONDS, played.slots[0].goodbyes
     else:  # the bot never ended its stream: it had its whole second, not less
-        assert goodbye >= RESTART_GOODBYE_SECONDS - 0.05, played.slots[0].goodbyes
+        assert goodbye >= GOODBYE_SECONDS - 0.05, played.slots[0].goodbyes
     assert 0 <= gap(played) < RESTART_BOUND, gap(played)
     # The bot took its GameEnd (its stream was open), then was told Shutdown, once.
     if after != "close_now":  # it left its stream: whether GameEnd still came is a race
@@ -646,10 +646,10 @@ def test_a_malformed_reply_in_the_last_game_takes_its_game_end_then_the_series_e
     closing = played.slots[0].closing
     assert closing is not None and closing < GOODBYE_SLACK
     if after == "polite":
-        assert closing < RESTART_GOODBYE_SECONDS
+        assert closing < GOODBYE_SECONDS
         assert played.events(0, "end_hook_done", start=1, game=1)
     else:
-        assert closing >= RESTART_GOODBYE_SECONDS - 0.05
+        assert closing >= GOODBYE_SECONDS - 0.05
     assert played.took < 60
     assert_nothing_left(played)
 
@@ -694,11 +694,11 @@ def test_a_fault_that_is_not_malformed_is_killed_without_shutdown(
     if games == 2:
         assert_played_out(played.game(2))
         assert_restarted_fresh(played, 0)
-        assert played.slots[0].goodbyes[1] < RESTART_GOODBYE_SECONDS  # nothing waited for
+        assert played.slots[0].goodbyes[1] < GOODBYE_SECONDS  # nothing waited for
         assert 0 <= gap(played) < RESTART_BOUND
     else:
         closing = played.slots[0].closing
-        assert closing is not None and closing < RESTART_GOODBYE_SECONDS
+        assert closing is not None and closing < GOODBYE_SECONDS
     assert_nothing_left(played)
 
 
@@ -722,11 +722,11 @@ def test_a_bot_that_reports_an_error_takes_its_game_end_before_the_goodbye(
         assert bye["reason"] == RESTART_REASON
         assert_played_out(played.game(2))
         assert_restarted_fresh(played, 0)
-        assert RESTART_GOODBYE_SECONDS - 0.05 <= played.slots[0].goodbyes[1] < GOODBYE_SLACK
+        assert GOODBYE_SECONDS - 0.05 <= played.slots[0].goodbyes[1] < GOODBYE_SLACK
     else:
         assert bye["reason"] in (RESTART_REASON, "series over")
         closing = played.slots[0].closing
-        assert closing is not None and RESTART_GOODBYE_SECONDS - 0.05 <= closing < GOODBYE_SLACK
+        assert closing is not None and GOODBYE_SECONDS - 0.05 <= closing < GOODBYE_SLACK
     assert_nothing_left(played)
 
 
@@ -781,9 +781,9 @@ def test_a_malformed_reply_at_a_table_seat(
     assert bye["at"] >= played.got(offender, "GameEnd", 1)[0]["at"]
     goodbye = played.slots[offender].goodbyes[1]
     if after == "polite":
-        assert goodbye < RESTART_GOODBYE_SECONDS
+        assert goodbye < GOODBYE_SECONDS
     else:
-        assert RESTART_GOODBYE_SECONDS - 0.05 <= goodbye < GOODBYE_SLACK
+        assert GOODBYE_SECONDS - 0.05 <= goodbye < GOODBYE_SLACK
     assert 0 <= gap(played) < RESTART_BOUND
     assert_nothing_left(played)
 
