@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -320,10 +321,33 @@ def prune(spec: BaseImageSpec | None = None) -> list[str]:
     # and childless for a moment between two steps, and must not be taken from under it.
     stages = ["image", "prune", "--force", "--filter", f"label={MARK_KEY}={BUILD_STAGE}"]
     stages += ["--filter", "until=30m"]
-    pruned = subprocess.run([docker_cli(), *stages], capture_output=True, text=True, check=False)
-    if pruned.returncode == 0 and (count := pruned.stdout.count("deleted: ")):
+    count = _prune_build_stages([docker_cli(), *stages], removed)
+    if count:
         removed.append(f"{count} untagged build-stage layers")
     return removed
+
+
+def _prune_build_stages(cmd: list[str], removed: Sequence[str]) -> int:
+    """Run ``docker image prune`` (``cmd``) and return how many layers it deleted; while
+    the engine runs another prune (a build ending, an operator's), wait our turn as the
+    Docker backend does. Raises BaseImageError, naming what was already ``removed``, when
+    it still fails: an engine that pruned nothing must not read as one with nothing to
+    prune."""
+    from sandbox.docker_backend import PRUNE_RETRY_WAITS
+
+    waits = iter(PRUNE_RETRY_WAITS)
+    while True:
+        pruned = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if pruned.returncode == 0:
+            return pruned.stdout.count("deleted: ")
+        busy = "prune operation is already running" in pruned.stderr
+        wait = next(waits, None) if busy else None
+        if wait is None:
+            done = f" (removed before: {', '.join(removed)})" if removed else ""
+            raise BaseImageError(
+                f"could not remove the untagged build stages{done}: {pruned.stderr.strip()}"
+            )
+        time.sleep(wait)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

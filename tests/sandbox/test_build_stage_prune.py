@@ -9,6 +9,7 @@ use a stand-in engine client; tests/sandbox/test_build_failures.py checks real b
 from __future__ import annotations
 
 import logging
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from docker.errors import APIError
 from requests import Response
 
 import sandbox.docker_backend as docker_backend
-from sandbox import load_submission
+from sandbox import base_image, load_submission
 from sandbox.docker_backend import DockerBackend, build_stage_labels
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,3 +94,80 @@ def test_any_other_engine_error_is_not_tried_again(
     assert len(images.calls) == 1
     (warning,) = caplog.records
     assert "engine broke" in warning.getMessage()
+
+
+# ---------------------------------------------------- python -m sandbox.base_image prune
+
+
+class DockerCli:
+    """``subprocess.run`` of the base image's ``prune``: no tagged image to remove, and each
+    ``docker image prune`` answered with the next planned (status, stdout, stderr)."""
+
+    BUSY = (1, "", "Error response from daemon: a prune operation is already running\n")
+
+    def __init__(self, outcomes: list[tuple[int, str, str]]) -> None:
+        self.outcomes = outcomes
+        self.prunes = 0
+
+    def __call__(self, cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
+        if cmd[1:3] == ["image", "prune"]:
+            self.prunes += 1
+            status, out, err = self.outcomes.pop(0)
+            return subprocess.CompletedProcess(cmd, status, out, err)
+        # `docker image inspect` (no such base) and anything else: nothing there.
+        return subprocess.CompletedProcess(cmd, 1, b"", b"No such image")
+
+
+def base_image_prune(
+    outcomes: list[tuple[int, str, str]], monkeypatch: pytest.MonkeyPatch
+) -> tuple[DockerCli, list[str] | base_image.BaseImageError]:
+    cli = DockerCli(outcomes)
+    monkeypatch.setattr(docker_backend, "PRUNE_RETRY_WAITS", (0.0, 0.01, 0.02))
+    monkeypatch.setattr(base_image, "docker_cli", lambda: "docker")
+    monkeypatch.setattr(base_image, "run_checked", lambda cmd, **kwargs: "")
+    monkeypatch.setattr(subprocess, "run", cli)
+    try:
+        return cli, base_image.prune()
+    except base_image.BaseImageError as exc:
+        return cli, exc
+
+
+def test_the_base_images_prune_waits_for_another_prune_to_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It ran `docker image prune` once without looking at its status: an engine busy with
+    another prune removed no build stage and the command said nothing, as if none were
+    left."""
+    deleted = "Deleted Images:\ndeleted: sha256:aa\ndeleted: sha256:bb\n"
+    cli, removed = base_image_prune([DockerCli.BUSY, DockerCli.BUSY, (0, deleted, "")], monkeypatch)
+    assert cli.prunes == 3
+    assert removed == ["2 untagged build-stage layers"]
+
+
+def test_an_engine_busy_pruning_for_longer_fails_the_prune_with_its_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cli, failed = base_image_prune([DockerCli.BUSY] * 4, monkeypatch)
+    assert cli.prunes == 4  # the first try and one after each of the three waits
+    assert isinstance(failed, base_image.BaseImageError)
+    assert "could not remove the untagged build stages" in str(failed)
+    assert "a prune operation is already running" in str(failed)
+
+
+def test_any_other_failure_of_the_prune_is_not_tried_again(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli, failed = base_image_prune(
+        [(1, "", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock\n")],
+        monkeypatch,
+    )
+    assert cli.prunes == 1
+    assert isinstance(failed, base_image.BaseImageError)
+    assert "Cannot connect to the Docker daemon" in str(failed)
+    # The command line says so and fails, instead of printing nothing and exiting 0.
+    base_image_prune_cli = DockerCli(
+        [(1, "", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock\n")]
+    )
+    monkeypatch.setattr(subprocess, "run", base_image_prune_cli)
+    assert base_image.main(["prune"]) == 1
+    assert "could not remove the untagged build stages" in capsys.readouterr().err
