@@ -29,7 +29,6 @@ events comes first.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +44,7 @@ from referee.series import SeriesConfig, SeriesResult, run_series, run_series_as
 from referee.table import TableSeriesResult, run_table_series, run_table_series_async
 from sandbox import SandboxLimits, Submission, choose_backend, load_submission
 from sandbox.backend import Backend
-from tests.sdk.helpers import python_bot
+from tests.sdk.helpers import planned_bot, read_log
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -359,19 +358,6 @@ class Played:
         return self.events(seat, "got", type=message, start=start)
 
 
-def planned_bot(folder: Path, name: str, plan: dict[str, Any]) -> Path:
-    python_bot(folder, name, "1.0.0", PLANNED)
-    plan = {"log": str(folder.parent / f"{name}.log.jsonl"), **plan}
-    (folder / "plan.json").write_text(json.dumps(plan))
-    return folder
-
-
-def read_log(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 def make_slots(
     tmp_path: Path, plans: list[dict[str, Any] | None], tag: str
 ) -> tuple[list[TimedSlot], dict[int, Path]]:
@@ -383,7 +369,7 @@ def make_slots(
             name, path = "greedy", GREEDY
         else:
             name = f"planned{seat}"
-            path = planned_bot(tmp_path / name, name, plan)
+            path = planned_bot(tmp_path / name, name, PLANNED, plan)
             logs[seat] = tmp_path / f"{name}.log.jsonl"
         slots.append(
             TimedSlot(

@@ -78,13 +78,12 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     process.wait(10)
 
 
-@pytest.fixture
-def loopback_cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
-    """``dask scheduler`` and two ``dask worker`` processes (one thread each) on 127.0.0.1."""
+def start_cluster(home: Path, names: tuple[str, ...] = ("w0", "w1")) -> LoopbackCluster:
+    """A ``dask scheduler`` and one ``dask worker`` (one thread) per name on 127.0.0.1, their
+    logs and directories in ``home`` (made here); stop it with :func:`stop_cluster`."""
     client_class: Any = distributed.Client  # distributed's Client is not annotated
     dask = _script("dask")
-    home = tmp_path / "cluster"
-    home.mkdir()
+    home.mkdir(parents=True)
     scheduler_file = home / "scheduler.json"
     scheduler = _spawn(
         [
@@ -108,7 +107,7 @@ def loopback_cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
             assert scheduler.poll() is None, cluster.log_text()
             assert time.monotonic() < deadline, "the scheduler did not start"
             time.sleep(0.1)
-        for name in ("w0", "w1"):
+        for name in names:
             cluster.workers[name] = _spawn(
                 [
                     str(dask),
@@ -131,12 +130,29 @@ def loopback_cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
                 home,
             )
         with client_class(scheduler_file=str(scheduler_file), timeout=START_TIMEOUT) as client:
-            client.wait_for_workers(2, timeout=START_TIMEOUT)
+            if names:
+                client.wait_for_workers(len(names), timeout=START_TIMEOUT)
             cluster.address = str(client.scheduler.address)
+    except BaseException:
+        stop_cluster(cluster)
+        raise
+    return cluster
+
+
+def stop_cluster(cluster: LoopbackCluster) -> None:
+    """SIGKILL every process of ``cluster`` (each whole session: nannies' workers, bots)."""
+    for process in [*cluster.workers.values(), cluster.scheduler]:
+        _stop(process)
+
+
+@pytest.fixture
+def loopback_cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
+    """``dask scheduler`` and two ``dask worker`` processes (one thread each) on 127.0.0.1."""
+    cluster = start_cluster(tmp_path / "cluster")
+    try:
         yield cluster
     finally:
-        for process in [*cluster.workers.values(), scheduler]:
-            _stop(process)
+        stop_cluster(cluster)
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scaling.conftest import BIN, LoopbackCluster
+from tests.scaling.conftest import LoopbackCluster, start_cluster, stop_cluster
 from tests.scaling.helpers import wait_no_processes_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -121,40 +121,11 @@ def test_an_unreachable_scheduler_is_one_line_and_creates_nothing(tmp_path: Path
 @pytest.fixture
 def lonely_scheduler(tmp_path: Path) -> Iterator[str]:
     """A ``dask scheduler`` with no worker."""
-    home = tmp_path / "scheduler"
-    home.mkdir()
-    address_file = home / "scheduler.json"
-    with (home / "scheduler.log").open("wb") as log:
-        process = subprocess.Popen(
-            [
-                str(BIN / "dask"),
-                "scheduler",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--no-dashboard",
-                "--scheduler-file",
-                str(address_file),
-            ],
-            cwd=home,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    cluster = start_cluster(tmp_path / "scheduler", names=())
     try:
-        deadline = time.monotonic() + DEADLINE
-        while not address_file.exists():
-            assert process.poll() is None, (home / "scheduler.log").read_text()
-            assert time.monotonic() < deadline, "the scheduler did not start"
-            time.sleep(0.1)
-        import json
-
-        time.sleep(0.5)  # the file is written in one go, but give the writer its moment
-        yield str(json.loads(address_file.read_text())["address"])
+        yield cluster.address
     finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(30)
+        stop_cluster(cluster)
 
 
 def test_a_scheduler_without_workers_is_one_line_and_creates_nothing(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 
 def python_bot(folder: Path, name: str, version: str, source: str) -> Path:
@@ -28,3 +30,20 @@ def liar_bot(folder: Path, version: str) -> Path:
         "    def act(self, view):\n        return greedy_action(view.legal_actions, view.trump)"
         "\n\n\nif __name__ == '__main__':\n    serve(B())\n",
     )
+
+
+def planned_bot(folder: Path, name: str, source: str, plan: dict[str, Any]) -> Path:
+    """A Python bot (``source``) that follows ``plan``, read from its ``plan.json``; it logs
+    what it does as JSON lines to ``plan["log"]``, by default ``NAME.log.jsonl`` beside its
+    folder (read them with :func:`read_log`)."""
+    python_bot(folder, name, "1.0.0", source)
+    plan = {"log": str(folder.parent / f"{name}.log.jsonl"), **plan}
+    (folder / "plan.json").write_text(json.dumps(plan))
+    return folder
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines a planned bot logged (none when it never wrote its log)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]

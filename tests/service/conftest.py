@@ -138,43 +138,44 @@ class Arena:
     def backend(self) -> str:
         return "sqlite" if self.database.startswith("sqlite") else "postgresql"
 
+    def serve_options(self) -> list[str]:
+        """The options of ``kryt arena serve`` after its database, port and store."""
+        return ["--games-per-series", "4", "--concurrency", "1"]
+
     def start(self) -> None:
         port_file = self.workdir / "port"
         port_file.unlink(missing_ok=True)
         out = self.workdir / f"server-{len(self.log)}.log"
         self.log.append(out)
-        handle = out.open("w")
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kryt",
-                "arena",
-                "serve",
-                "--database",
-                self.database,
-                "--port",
-                "0",
-                "--port-file",
-                str(port_file),
-                "--store",
-                str(self.workdir / "store"),
-                "--games-per-series",
-                "4",
-                "--concurrency",
-                "1",
-            ],
-            cwd=self.workdir,
-            env={
-                **os.environ,
-                "PYTHONPATH": str(ROOT),
-                "KRYT_SANDBOX_RUNTIME_DIR": str(self.runtime),
-                **self.env,
-            },
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        with out.open("w") as handle:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "kryt",
+                    "arena",
+                    "serve",
+                    "--database",
+                    self.database,
+                    "--port",
+                    "0",
+                    "--port-file",
+                    str(port_file),
+                    "--store",
+                    str(self.workdir / "store"),
+                    *self.serve_options(),
+                ],
+                cwd=self.workdir,
+                env={
+                    **os.environ,
+                    "PYTHONPATH": str(ROOT),
+                    "KRYT_SANDBOX_RUNTIME_DIR": str(self.runtime),
+                    **self.env,
+                },
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
         deadline = time.monotonic() + STARTUP_S
         while not port_file.exists() or not port_file.read_text():
             if self.process.poll() is not None or time.monotonic() > deadline:

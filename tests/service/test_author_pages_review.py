@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import http.server
 import re
-import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,7 +33,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 import arena.db.accounts as accounts_module
@@ -60,6 +57,7 @@ from arena.service.settings import ServiceSettings
 from referee.protocol.messages import GameEndReason
 from tests.db.helpers import World, forfeit_game, new_submission
 from tests.web.test_browser import chromium_session
+from tests.webserver import served
 
 PASSWORD = "correct horse battery"
 SECRET = "s3cret-for-the-author-pages-review-0123456789"
@@ -244,22 +242,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     db = open_database(f"sqlite:///{tmp / 'arena.db'}")
     tokens, subs, games = _fill(db)
     app = create_service_app(db, _settings(tmp), run_background=False)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60  # a busy machine may start the server slowly
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
     try:
-        yield Site(f"http://127.0.0.1:{port}", db, tokens, subs, games)
+        with served(app) as url:
+            yield Site(url, db, tokens, subs, games)
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
         db.close()
 
 

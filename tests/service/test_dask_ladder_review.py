@@ -20,12 +20,10 @@ Every wait has a generous deadline and fails with the servers' and the cluster's
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -37,8 +35,14 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from tests.scaling.conftest import START_TIMEOUT, LoopbackCluster, _script, _spawn, _stop
-from tests.service.conftest import ROOT, STARTUP_S, Arena, kryt, make_bot, submit
+from tests.scaling.conftest import (
+    START_TIMEOUT,
+    LoopbackCluster,
+    _stop,
+    start_cluster,
+    stop_cluster,
+)
+from tests.service.conftest import Arena, kryt, make_bot, submit
 
 pytestmark = [
     pytest.mark.slow,
@@ -89,73 +93,6 @@ if __name__ == "__main__":
 # ---------------------------------------------------------------------------- cluster
 
 
-def start_cluster(home: Path, names: tuple[str, ...] = ("w0", "w1")) -> LoopbackCluster:
-    """A ``dask scheduler`` and one ``dask worker`` per name on 127.0.0.1 (as the
-    ``loopback_cluster`` fixture of tests/scaling, here so a test can start several)."""
-    import distributed
-
-    client_class: Any = distributed.Client
-    dask = _script("dask")
-    home.mkdir(parents=True)
-    scheduler_file = home / "scheduler.json"
-    scheduler = _spawn(
-        [
-            str(dask),
-            "scheduler",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--no-dashboard",
-            "--scheduler-file",
-            str(scheduler_file),
-        ],
-        home / "scheduler.log",
-        home,
-    )
-    cluster = LoopbackCluster(address="", scheduler=scheduler, logs=home)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while not scheduler_file.exists():
-            assert scheduler.poll() is None, cluster.log_text()
-            assert time.monotonic() < deadline, "the scheduler did not start"
-            time.sleep(0.1)
-        for name in names:
-            cluster.workers[name] = _spawn(
-                [
-                    str(dask),
-                    "worker",
-                    "--scheduler-file",
-                    str(scheduler_file),
-                    "--host",
-                    "127.0.0.1",
-                    "--nworkers",
-                    "1",
-                    "--nthreads",
-                    "1",
-                    "--no-dashboard",
-                    "--name",
-                    name,
-                    "--local-directory",
-                    str(home / name),
-                ],
-                home / f"{name}.log",
-                home,
-            )
-        with client_class(scheduler_file=str(scheduler_file), timeout=START_TIMEOUT) as client:
-            client.wait_for_workers(len(names), timeout=START_TIMEOUT)
-            cluster.address = str(client.scheduler.address)
-    except BaseException:
-        stop_cluster(cluster)
-        raise
-    return cluster
-
-
-def stop_cluster(cluster: LoopbackCluster) -> None:
-    for process in [*cluster.workers.values(), cluster.scheduler]:
-        _stop(process)
-
-
 def kill_scheduler(cluster: LoopbackCluster) -> None:
     """SIGKILL the scheduler (its whole session), as a lost machine."""
     _stop(cluster.scheduler)
@@ -184,61 +121,16 @@ class DaskArena(Arena):
     scheduler: str = ""
     options: list[str] = field(default_factory=list)
 
-    def start(self) -> None:
-        port_file = self.workdir / "port"
-        port_file.unlink(missing_ok=True)
-        out = self.workdir / f"server-{len(self.log)}.log"
-        self.log.append(out)
-        with out.open("w") as handle:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "kryt",
-                    "arena",
-                    "serve",
-                    "--database",
-                    self.database,
-                    "--port",
-                    "0",
-                    "--port-file",
-                    str(port_file),
-                    "--store",
-                    str(self.workdir / "store"),
-                    "--games-per-series",
-                    str(GAMES),
-                    "--executor",
-                    "dask",
-                    "--scheduler",
-                    self.scheduler,
-                    *self.options,
-                ],
-                cwd=self.workdir,
-                env={
-                    **os.environ,
-                    "PYTHONPATH": str(ROOT),
-                    "KRYT_SANDBOX_RUNTIME_DIR": str(self.runtime),
-                    **self.env,
-                },
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        deadline = time.monotonic() + STARTUP_S
-        while not port_file.exists() or not port_file.read_text():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"server did not start: {out.read_text()}")
-            time.sleep(0.1)
-        self.url = f"http://127.0.0.1:{port_file.read_text()}"
-        while True:
-            try:
-                if httpx.get(self.url + "/health", timeout=5).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server not healthy: {out.read_text()}")
-            time.sleep(0.1)
+    def serve_options(self) -> list[str]:
+        return [
+            "--games-per-series",
+            str(GAMES),
+            "--executor",
+            "dask",
+            "--scheduler",
+            self.scheduler,
+            *self.options,
+        ]
 
     def signal_stop(self, signum: int) -> int:
         """Send ``signum`` and wait (``STOP_S``) for the exit; its code (uvicorn re-raises

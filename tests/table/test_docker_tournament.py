@@ -10,17 +10,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from arena.db import games_of_series, open_database, series_of_tournament, stored_record
 from leaderboard.web import create_app
@@ -28,6 +25,7 @@ from referee.replay import verify
 from referee.series import game_deck
 from sandbox.backend import Backend
 from tests.web.test_browser import driver  # noqa: F401 - the Chromium fixture
+from tests.webserver import served
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "sdk" / "examples"
@@ -182,23 +180,10 @@ def test_leaderboard_per_ruleset_and_table_size(
 def site(tables: tuple[str, dict[int, int]]) -> Iterator[tuple[str, dict[int, int]]]:
     url, ids = tables
     db = open_database(url, create=False)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    uv = uvicorn.Server(
-        uvicorn.Config(create_app(db), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60  # a busy machine may start the server slowly
-    while not uv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}", ids
+        with served(create_app(db)) as url_:
+            yield url_, ids
     finally:
-        uv.should_exit = True
-        thread.join(timeout=20)
         db.close()
 
 

@@ -41,7 +41,7 @@ from referee.rules import ClassicGame, ClassicView
 from referee.series import SeriesConfig, game_deck
 from referee.table import TableSeriesResult, first_table_dealer, run_table_series_async
 from sandbox import choose_backend, load_submission
-from tests.sdk.helpers import python_bot
+from tests.sdk.helpers import planned_bot, read_log
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -236,20 +236,6 @@ class Played:
         ]
 
 
-def planned_bot(folder: Path, name: str, plan: dict[str, Any]) -> Path:
-    python_bot(folder, name, "1.0.0", PLANNED)
-    (folder / "plan.json").write_text(
-        json.dumps({"log": str(folder.parent / f"{name}.log.jsonl"), **plan})
-    )
-    return folder
-
-
-def read_log(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 def play(
     tmp_path: Path,
     plans: list[dict[str, Any]],
@@ -263,7 +249,7 @@ def play(
     backend = choose_backend("process", allow_unsafe=True)
     seats = len(plans)
     names = [f"seat{s}" for s in range(seats)]
-    folders = [planned_bot(tmp_path / n, n, p) for n, p in zip(names, plans, strict=True)]
+    folders = [planned_bot(tmp_path / n, n, PLANNED, p) for n, p in zip(names, plans, strict=True)]
     slots = [
         SandboxSlot(
             backend,
@@ -764,9 +750,9 @@ def test_the_board_counts_forfeits_and_start_failures_pairwise_as_documented(
     malformed at its first request, one that never starts, two and then three that never
     start at one table. The board is recounted from the games table and compared."""
     fault = {"game": 1, "when": "lead", "kind": "malformed", "start": 0}
-    bad = planned_bot(tmp_path / "bad", "bad", {"fault": fault})
+    bad = planned_bot(tmp_path / "bad", "bad", PLANNED, {"fault": fault})
     never = {"exit_at_start": list(range(1, 500))}
-    dead = [planned_bot(tmp_path / n, n, never) for n in ("dead-a", "dead-b", "dead-c")]
+    dead = [planned_bot(tmp_path / n, n, PLANNED, never) for n in ("dead-a", "dead-b", "dead-c")]
     db = tmp_path / "board.db"
     common = ["--ruleset", "classic", "--table-size", "3", "-n", "1", "--seed", "5",
               "-d", str(db), "--store", str(tmp_path / "store"), *COMMON]  # fmt: skip

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from arena.db import open_database
 from leaderboard.export import export_html
 from leaderboard.web import create_app
 from tests.services import require
 from tests.web.world import World
+from tests.webserver import served
 
 pytestmark = pytest.mark.browser
 
@@ -91,22 +89,10 @@ def server(sqlite_world: tuple[str, World]) -> Iterator[tuple[str, World]]:
     """The app over a filled database, served by uvicorn on a free port: (base URL, ids)."""
     path, world = sqlite_world
     db = open_database(path, create=False)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = uvicorn.Config(create_app(db), host="127.0.0.1", port=port, log_level="warning")
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60  # a busy machine may start the server slowly
-    while not uv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}", world
+        with served(create_app(db)) as url:
+            yield url, world
     finally:
-        uv.should_exit = True
-        thread.join(timeout=20)
         db.close()
 
 
@@ -301,7 +287,6 @@ def test_replay_highlights_moved_cards_and_autoplays(
     play.click()
     play.click()
     held = label.text
-    import time
 
     time.sleep(2.5)
     assert label.text == held

@@ -22,16 +22,12 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 from arena.db import (
@@ -57,6 +53,7 @@ from referee.rules import (
     shuffled_deck,
 )
 from tests.web.test_browser import chromium_session
+from tests.webserver import served
 
 BOTS = ("alpha", "bravo", "charlie", "delta")
 VERSION = "1.0.0"
@@ -608,24 +605,8 @@ def driver() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def server(review_db: tuple[Database, ReviewWorld]) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = uvicorn.Config(
-        create_app(review_db[0]), host="127.0.0.1", port=port, log_level="warning"
-    )
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not uv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        uv.should_exit = True
-        thread.join(timeout=20)
+    with served(create_app(review_db[0])) as url:
+        yield url
 
 
 def _wait(driver: Any, condition: Any, timeout: float = 20) -> Any:

@@ -29,11 +29,8 @@ import json
 import os
 import random
 import re
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
@@ -43,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 from arena.db import (
@@ -67,6 +63,7 @@ from referee.protocol.messages import GameEndReason
 from referee.record import Forfeit, GameRecord, Move
 from referee.rules import ClassicEndReason, ClassicGame, shuffled_deck
 from tests.web.test_browser import chromium_session
+from tests.webserver import served
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -892,22 +889,8 @@ def driver() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def server(database: Database) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = uvicorn.Config(create_app(database), host="127.0.0.1", port=port, log_level="warning")
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not uv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        uv.should_exit = True
-        thread.join(timeout=30)
+    with served(create_app(database)) as url:
+        yield url
 
 
 def _wait(driver: Any, condition: Any, timeout: float = 60) -> Any:

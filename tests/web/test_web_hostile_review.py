@@ -23,9 +23,6 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import socket
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,7 +33,6 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -61,6 +57,7 @@ from sandbox.death import printable
 from tests.db.helpers import deck
 from tests.web.test_browser import chromium_session
 from tests.web.world import PlayedGame, drawn_by_final_answer, play
+from tests.webserver import served
 
 T0 = datetime(2026, 5, 1, 9, 0, 0, tzinfo=UTC)
 
@@ -409,23 +406,10 @@ def hostile_client(hostile: Hostile) -> Iterator[TestClient]:
 def live(hostile: Hostile) -> Iterator[str]:
     """The app over the hostile database, served by uvicorn on a free port (its base URL)."""
     db = open_database(str(hostile.path), create=False)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(db), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 120  # a busy machine may start it slowly
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        with served(create_app(db)) as url:
+            yield url
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
         db.close()
 
 
