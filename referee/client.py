@@ -587,11 +587,12 @@ class AsyncBotClient:
         code = item.code().name if isinstance(item, grpc.RpcError) else type(item).__name__
         detail = item.details() if isinstance(item, grpc.RpcError) else str(item)
         if code == "RESOURCE_EXHAUSTED" and _OVER_LIMIT in (detail or ""):
-            # gRPC refused what the bot sent (over the reply limit, on either end); a bot that
-            # ends its own stream with that status otherwise crashed, as with any status.
+            # gRPC refused what the bot sent (over the reply limit, on either end). Its words
+            # are all we see, and a bot can end its stream saying the same: the evidence is
+            # the status as it came, never a size we did not measure.
             return MalformedReplyError(
                 f"{self._bot} sent a message over the {MAX_REPLY_BYTES}-byte limit: {detail}",
-                offending=f"<message over {MAX_REPLY_BYTES} bytes>",
+                offending=f"<the stream ended with {code}: {detail}>",
             )
         return BotCrashedError(f"connection to {self._bot} lost: {code}: {detail}")
 

@@ -48,11 +48,17 @@ from referee.rules import (
     View,
 )
 from referee.rules.actions import BY_CODE
+from referee.rules.errors import quote
 
 SERVICE: Final = "kryt.v1.Bot"
 """Fully qualified gRPC service name."""
 PLAY_METHOD: Final = "Play"
 PLAY_PATH: Final = f"/{SERVICE}/{PLAY_METHOD}"
+
+MAX_ERROR_CHARS: Final = 4000
+"""Longest ``BotError`` text sent (the rest is cut, saying how much): an error quoting a
+huge input must still fit the reply limit the bot's server sets, or the stream dies with it
+and the bot is never heard again."""
 """The bidirectional streaming method carrying a whole series."""
 
 
@@ -158,7 +164,7 @@ def _actions(texts: Sequence[str], what: str) -> tuple[Action, ...]:
 
 def _suit(text: str) -> Suit:
     if len(text) != 1:
-        raise MalformedMessageError(f"view.trump: expected one of C D H S, got {text!r}")
+        raise MalformedMessageError(f"view.trump: expected one of C D H S, got {quote(text)}")
     try:
         return Suit.parse(text)
     except InvalidCardError as exc:
@@ -181,7 +187,7 @@ def _ruleset(name: str, players: int, what: str) -> tuple[str, int]:
     count = players or 2
     if ruleset not in RULESETS or count not in RULESETS[ruleset]:
         raise MalformedMessageError(
-            f"{what}: unknown ruleset {ruleset!r} or table size {count} "
+            f"{what}: unknown ruleset {quote(ruleset)} or table size {count} "
             f"(known: {', '.join(f'{r} {list(n)}' for r, n in RULESETS.items())})"
         )
     return ruleset, count
@@ -444,7 +450,7 @@ def table_view_from_pb(msg: pb.TableView) -> ClassicView:
     """The engine's ClassicView of a protobuf table view (structure checked, not the game)."""
     ruleset, players = _ruleset(msg.ruleset, msg.players, "table_view")
     if ruleset != "classic":
-        raise MalformedMessageError(f"table_view.ruleset: expected 'classic', got {ruleset!r}")
+        raise MalformedMessageError(f"table_view.ruleset: expected 'classic', got {quote(ruleset)}")
 
     def seat(value: int, what: str) -> int:
         return _seat(value, f"table_view.{what}", players)
@@ -606,7 +612,7 @@ def referee_message_to_pb(message: RefereeMessage) -> pb.RefereeMessage:
             return msg
         case GameEnd():
             if message.reason is None:  # only a decoded GameEnd of a newer referee has none
-                raise ValueError(f"a GameEnd to send must say how the game ended: {message!r}")
+                raise ValueError(f"a GameEnd to send must say how the game ended: {quote(message)}")
             end = pb.GameEnd(
                 game_number=message.game_number,
                 reason=_REASON_TO_PB[message.reason],
@@ -625,7 +631,7 @@ def referee_message_to_pb(message: RefereeMessage) -> pb.RefereeMessage:
             return pb.RefereeMessage(game_end=end)
         case Shutdown():
             return pb.RefereeMessage(shutdown=pb.Shutdown(reason=message.reason))
-    raise WireError(f"not a referee message: {message!r}")
+    raise WireError(f"not a referee message: {quote(message)}")
 
 
 def referee_message_from_pb(msg: pb.RefereeMessage, *, lazy: bool = False) -> RefereeMessage:
@@ -738,8 +744,15 @@ def bot_message_to_pb(message: BotMessage) -> pb.BotMessage:
                 decision=pb.Decision(request_id=message.request_id, text=str(message.action))
             )
         case BotError():
-            return pb.BotMessage(error=pb.BotError(message=message.message))
-    raise WireError(f"not a bot message: {message!r}")
+            return pb.BotMessage(error=pb.BotError(message=_bounded(message.message)))
+    raise WireError(f"not a bot message: {quote(message)}")
+
+
+def _bounded(text: str) -> str:
+    """``text`` cut to MAX_ERROR_CHARS characters, saying how many more there were."""
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return f"{text[:MAX_ERROR_CHARS]}…[{len(text) - MAX_ERROR_CHARS} more characters]"
 
 
 def bot_message_from_pb(msg: pb.BotMessage) -> BotMessage:
