@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -328,8 +328,25 @@ def _stops_cleanly(kept: Callable[[], str]) -> Iterator[None]:
         raise Interrupted from None
 
 
-def _kept_by_run(tournament_id: int) -> str:
-    return f"the games played so far are saved; resume with: kryt tournament resume {tournament_id}"
+@dataclass
+class _Kept:
+    """What a run, resume or extend has stored so far, for the line a stop prints: the
+    tournament once it is stored (else ``nothing``), and whether it was finished (a stop
+    while its ratings are fitted or its report printed leaves nothing to resume)."""
+
+    nothing: str
+    tournament_id: int | None = None
+    finished: bool = False
+
+    def __call__(self) -> str:
+        if self.tournament_id is None:
+            return self.nothing
+        if self.finished:
+            return f"tournament {self.tournament_id} is finished and every game is saved"
+        return (
+            "the games played so far are saved; resume with: "
+            f"kryt tournament resume {self.tournament_id}"
+        )
 
 
 def _check_executor_flags(
@@ -444,10 +461,12 @@ def run_tournament(
     lease: RunLease | None = None,
     quiet: bool = False,
     verbose: bool = False,
+    kept: _Kept | None = None,
 ) -> RunResult:
     """Play every unfinished series with a progress bar, printing results as they come: one
     line per game with ``verbose``, else one line per finished series with its score.
-    ``lease``: the tournament's, already taken (else the run takes it).
+    ``lease``: the tournament's, already taken (else the run takes it). ``kept`` learns
+    whether the run finished the tournament (see :func:`_stops_cleanly`).
 
     Ctrl-C or SIGTERM stops cleanly: every bot is stopped, the games in progress are not
     recorded, and the command exits 130 with the resume command.
@@ -535,6 +554,8 @@ def run_tournament(
             soft_wrap=True,
         )
         raise Interrupted from None
+    if kept is not None:
+        kept.finished = result.finished
     try:
         refit_and_store(db, tournament_id=tournament_id)
         # And the board of every tournament: `kryt leaderboard` shows a stored fit whose
@@ -702,11 +723,7 @@ def run(
     In a round robin every pair of bots plays a series; in a gauntlet only the gauntlet bot's
     pairs do. Results go to the database and are printed as they come (each game with -v).
     """
-    created: list[int] = []  # the tournament's id, once it is stored
-
-    def kept() -> str:
-        return _kept_by_run(created[0]) if created else "nothing was stored"
-
+    kept = _Kept("nothing was stored")
     with _stops_cleanly(kept):
         _check_executor_flags(executor, scheduler, worker_store)
         move_seconds, bank_seconds, increment_seconds, bot_time = _time_flags(
@@ -773,14 +790,14 @@ def run(
                         untrusted_problem=prepared.untrusted_problem,
                         runtime_problem=prepared.runtime_problem,
                     )
-                    created.append(tournament_id)
+                    kept.tournament_id = tournament_id
             except TournamentError as exc:
                 raise UserError(str(exc)) from None
             console.print(
                 f"tournament [bold]{tournament_id}[/bold] created ({escape(config.name)})"
             )
             result = run_tournament(
-                tournament_id, db, prepared=prepared, store=store, verbose=verbose
+                tournament_id, db, prepared=prepared, store=store, verbose=verbose, kept=kept
             )
         raise typer.Exit(_report(tournament_id, db, result))
 
@@ -799,7 +816,8 @@ def resume(
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Finish an interrupted tournament: plays exactly the games that are missing."""
-    with _stops_cleanly(lambda: _kept_by_run(tournament_id)):
+    kept = _Kept("nothing was played", tournament_id)
+    with _stops_cleanly(kept):
         _check_executor_flags(executor, scheduler, worker_store)
         db = open_db(database, create=False)
         state = tournament_state(tournament_id, db)
@@ -826,6 +844,7 @@ def resume(
             take_over=take_over,
             verbose=verbose,
             store=store,
+            kept=kept,
         )
 
 
@@ -839,6 +858,7 @@ def _run_stored(
     take_over: bool,
     verbose: bool,
     store: Path,
+    kept: _Kept,
 ) -> None:
     """Run what is left of a stored tournament, report, and exit with its state's code."""
     config = runnable_config(tournament_id, db)  # a bad stored setting: one line, exit 2
@@ -862,7 +882,13 @@ def _run_stored(
             config, executor=executor, scheduler=scheduler, worker_store=worker_store
         ) as prepared:
             result = run_tournament(
-                tournament_id, db, prepared=prepared, store=store, lease=lease, verbose=verbose
+                tournament_id,
+                db,
+                prepared=prepared,
+                store=store,
+                lease=lease,
+                verbose=verbose,
+                kept=kept,
             )
     finally:
         lease.release()
@@ -896,18 +922,14 @@ def extend(
     seed whose commitment is printed; they are played like resume and the leaderboard covers
     every game.
     """
-    added: list[int] = []  # set once the extension is stored
-
-    def kept() -> str:
-        return _kept_by_run(tournament_id) if added else "nothing was added"
-
+    kept = _Kept("nothing was added")
     with _stops_cleanly(kept):
         _check_executor_flags(executor, scheduler, worker_store)
         db = open_db(database, create=False)
         try:
             with signals_held():  # a stop says whether the extension was stored
                 extension = extend_tournament(tournament_id, games, db)
-                added.append(extension.round)
+                kept.tournament_id = tournament_id
         except TournamentBusyError as exc:
             raise UserError(str(exc), code=ExitCode.UNAVAILABLE) from None
         except NotFoundError as exc:
@@ -927,6 +949,7 @@ def extend(
             take_over=False,
             verbose=verbose,
             store=store,
+            kept=kept,
         )
 
 
