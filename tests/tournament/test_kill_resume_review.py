@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -62,7 +63,19 @@ ENV = {
 GAMES = 4
 SEED = "4242"
 #: Deterministic bots: the same deal and dealer always give the same game.
-DETERMINISTIC = ["builtin:greedy", str(HELPERS / "hash_a"), str(HELPERS / "hash_b")]
+
+
+def deterministic(folder: Path) -> list[str]:
+    """greedy and two hash bots: ``hash_a`` and a copy of it named ``hash_b`` (made in
+    ``folder``), which plays otherwise since the bot salts its hash with its name."""
+    second = folder / "hash_b"
+    if not second.exists():
+        shutil.copytree(HELPERS / "hash_a", second)
+        manifest = second / "bot.toml"
+        manifest.write_text(manifest.read_text().replace('name = "hash_a"', 'name = "hash_b"'))
+    return ["builtin:greedy", str(HELPERS / "hash_a"), str(second)]
+
+
 #: Time controls no healthy bot can miss on a loaded machine (a forfeit would change a game).
 SETTINGS = ["--backend", "process", "--unsafe", "--move-seconds", "5", "--bank-seconds", "60"]
 PAIRS = 3  # three bots: a round robin of three pairs
@@ -409,7 +422,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
     """The deterministic tournament played once without a stop, in a fresh database."""
     folder = tmp_path_factory.mktemp("reference")
     place = Place(folder, str(folder / "kryt.db"))
-    done = kryt(folder, *place.run_args(DETERMINISTIC, "--seed", SEED, "-j", "1"))
+    done = kryt(folder, *place.run_args(deterministic(folder), "--seed", SEED, "-j", "1"))
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr)
     reader = Reader(place.url)
     try:
@@ -471,7 +484,7 @@ def killed_at(
     runner alone) at ``moment`` (or once ``when``); the counted games then, and whether the
     kill found the run alive."""
     reader = Reader(place.url)
-    args = place.run_args(DETERMINISTIC, "--seed", SEED, "-j", jobs, *extra)
+    args = place.run_args(deterministic(place.folder), "--seed", SEED, "-j", jobs, *extra)
     run = start(place.folder, *args)
     ready = when or MOMENTS[moment]
     try:
@@ -623,7 +636,9 @@ def test_runner_alone_killed_at_j2_and_resumed_at_once(
     run is left, and the tournament is the uninterrupted one."""
     place = Place(tmp_path, str(tmp_path / "kryt.db"))
     reader = Reader(place.url)
-    first = start(place.folder, *place.run_args(DETERMINISTIC, "--seed", SEED, "-j", "2"))
+    first = start(
+        place.folder, *place.run_args(deterministic(place.folder), "--seed", SEED, "-j", "2")
+    )
     try:
         mid = MOMENTS["mid_series"]
         assert wait_until("mid-series", lambda: mid(reader), first), first.communicate()
@@ -656,7 +671,8 @@ def test_duplicate_format_killed_between_the_two_games_of_a_deal(tmp_path: Path)
     whole = Place(tmp_path / "whole", str(tmp_path / "whole" / "kryt.db"))
     whole.folder.mkdir()
     done = kryt(
-        whole.folder, *whole.run_args(DETERMINISTIC, "--seed", SEED, "--format", "duplicate")
+        whole.folder,
+        *whole.run_args(deterministic(whole.folder), "--seed", SEED, "--format", "duplicate"),
     )
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr)
     place = Place(tmp_path / "cut", str(tmp_path / "cut" / "kryt.db"))
@@ -703,7 +719,7 @@ def sigterm_after_the_last_game(tmp_path_factory: pytest.TempPathFactory) -> Sto
     folder = tmp_path_factory.mktemp("sigterm")
     place = Place(folder, str(folder / "kryt.db"))
     reader = Reader(place.url)
-    run = start(folder, *place.run_args(DETERMINISTIC, "--seed", SEED, "-j", "1"))
+    run = start(folder, *place.run_args(deterministic(folder), "--seed", SEED, "-j", "1"))
     try:
         alive = wait_until("finished", lambda: reader.tournament_status() == "finished", run)
         if alive:
