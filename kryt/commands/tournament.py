@@ -127,6 +127,7 @@ def series_table(tournament_id: int, db: Database, *, stopped: bool) -> Table:
             column,
             justify="left" if column.startswith("bot") else "right",
             min_width=_STATUS_WIDTH if column == "status" else None,
+            overflow="fold" if column.startswith("bot") else "ellipsis",
         )
     with db.read_session() as session:
         labels = submission_labels(session=session)
@@ -144,6 +145,15 @@ def series_table(tournament_id: int, db: Database, *, stopped: bool) -> Table:
     return table
 
 
+def print_series_table(tournament_id: int, db: Database, *, stopped: bool) -> None:
+    """Print :func:`series_table`: the bots' names folded on a terminal, whole when the
+    output is piped or captured (as the standings are)."""
+    from kryt.commands.leaderboard import print_standings
+
+    table = series_table(tournament_id, db, stopped=stopped)
+    print_standings(out, lambda _width: table)
+
+
 def _table_series_table(tournament_id: int, db: Database, *, stopped: bool) -> Table:
     from arena.tournament.table_runner import table_tallies
 
@@ -153,6 +163,7 @@ def _table_series_table(tournament_id: int, db: Database, *, stopped: bool) -> T
             column,
             justify="left" if column.startswith("seats") else "right",
             min_width=_STATUS_WIDTH if column == "status" else None,
+            overflow="fold" if column.startswith("seats") else "ellipsis",
         )
     with db.read_session() as session:
         labels = submission_labels(session=session)
@@ -581,7 +592,7 @@ def _database_lost(exc: DatabaseUnavailableError, tournament_id: int) -> UserErr
 
 def _report(tournament_id: int, db: Database, result: RunResult) -> int:
     """Print the series and the leaderboard; the exit code matching the tournament's state."""
-    out.print(series_table(tournament_id, db, stopped=True))  # the run is over
+    print_series_table(tournament_id, db, stopped=True)  # the run is over
     for outcome in result.outcomes:
         # Why a series aborted, or why one stopped short when the run itself was not
         # stopped (a failure of ours, the lease lost): its message may quote a bot.
@@ -964,7 +975,7 @@ def status(
     db = open_db(database, create=False)
     if tournament_id is not None:
         state = tournament_state(tournament_id, db)
-        out.print(series_table(tournament_id, db, stopped=state.shown == "stopped"))
+        print_series_table(tournament_id, db, stopped=state.shown == "stopped")
         if state.imported:
             out.print(
                 Text(
