@@ -207,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
         echo_error(f"error: {empty} is empty (an unset shell variable?)")
         echo_error("hint: give it a value, or leave it out")
         return ExitCode.BAD_INPUT
+    if not_utf8 := _not_utf8_argument(args):
+        echo_error(f"error: {not_utf8} is not UTF-8 text")
+        echo_error("hint: give it in UTF-8 (rename the file or folder, or check the locale)")
+        return ExitCode.BAD_INPUT
     try:
         # `kryt tournament ...` stops on SIGTERM/SIGHUP as on Ctrl-C from here on, also while
         # its module is imported (a second or more): not killed silently with 143.
@@ -300,6 +304,39 @@ def _empty_argument(args: list[str]) -> str | None:
         if arg.startswith("--") and arg.endswith("="):
             return f"the value of {arg[:-1]}"
     return None
+
+
+def _not_utf8_argument(args: list[str]) -> str | None:
+    """How to name the first argument of ``args`` that is not UTF-8 (bytes a shell passed
+    through, read by Python as surrogates, shown escaped); or None. Every name,
+    path and text the commands take ends up stored, shown or sent as UTF-8: such an
+    argument made the database driver raise (a traceback) wherever it was not checked."""
+    for at, arg in enumerate(args):
+        if _is_utf8(arg):
+            continue
+        option, equals, value = arg.partition("=")
+        before = args[at - 1] if at else ""
+        if arg.startswith("--") and equals:
+            before, arg = option, value
+        elif not (before.startswith("-") and before != "--" and not before[1:2].isdigit()):
+            before = ""
+        if before in _DATABASE_FLAGS:
+            continue  # the URL's own check says it, its password masked
+        # A URL may hold a password: not shown.
+        shown = "a URL" if "://" in arg else repr(arg)
+        return f"the value of {before} ({shown})" if before else f"argument {at + 1} ({shown})"
+    return None
+
+
+_DATABASE_FLAGS = frozenset({"-d", "--database", "--db"})
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _show_warning(*args: Any, **kwargs: Any) -> None:

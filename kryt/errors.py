@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import re
 import signal
 import sys
@@ -143,6 +144,12 @@ def classify(exc: BaseException) -> UserError | None:
 
     if isinstance(exc, UserError):
         return exc
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        # pathlib's exists() and is_dir() raise it instead of answering False: wherever a
+        # path from the command line is looked at, a name no file system takes is one line.
+        name = exc.filename if isinstance(exc.filename, str) else str(exc.filename or "")
+        shown = repr(name) if len(name) <= 120 else f"{name[:120]!r}... ({len(name)} characters)"
+        return UserError(f"file name too long: {shown}")
     if isinstance(exc, DatabaseUnavailableError):
         sqlite = _sqlite_problem(exc)
         if sqlite is not None:

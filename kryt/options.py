@@ -34,6 +34,10 @@ def open_db(url: str | None, *, create: bool = True) -> Database:
     return open_database(url, create=create)
 
 
+MAX_GAMES = 1_000_000
+"""The most games of one ``kryt play`` or ``kryt bot check``: a tournament's most games per
+pair (``arena.tournament.config.MAX_GAMES_PER_PAIR``, not imported: start-up stays light)."""
+
 MAX_ID = 2**31 - 1
 """The largest id of a stored row (``arena.db._util.MAX_ID``; not imported: start-up stays
 light). Id arguments are checked against it, so a huge number is a usage error, not a

@@ -532,11 +532,20 @@ def open_database(
         path = sqlite_path(resolved)
         try:
             created = not path.exists()
+            special = not created and not path.is_file() and not path.is_dir()
         except OSError as exc:  # a folder on the way this user may not enter
             raise DatabaseUnavailableError(
                 f"cannot open SQLite database {path}: {exc.strerror or exc}; check the"
                 " permissions of the file and its folders, or choose another path"
             ) from None
+        if special:
+            # A device or a pipe (-d /dev/null): SQLite waited out its busy timeout on it,
+            # then said another writer held the lock.
+            raise DatabaseUnavailableError(
+                f"cannot open SQLite database {path}: not a regular file (a device, a pipe"
+                " or a socket); point KRYT_DATABASE_URL (or the -d/--database option) at a"
+                " database file"
+            )
         if not create and check_schema and _empty_file(path):
             # SQLite would take it as a new database, and migrating it would write the
             # schema: a truncated kryt.db (a failed copy) would read as an empty arena.

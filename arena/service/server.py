@@ -61,9 +61,17 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(db: Database, settings: ServiceSettings, *, port_file: Path | None = None) -> None:
+def serve(
+    db: Database,
+    settings: ServiceSettings,
+    *,
+    port_file: Path | None = None,
+    sock: socket.socket | None = None,
+) -> None:
     """Serve until interrupted; prints (and optionally writes) the address it listens on.
     :class:`ServeError` (before serving) when the address or the port file is unusable.
+    ``sock``: bound already by :func:`listen` (so that a command line refuses an unusable
+    address before it opens, and so creates, a database); closed at the end.
 
     A SQLite database that opening it created (no file was at its path: a wrong path, or
     the arena's file deleted or moved) is said in the log before anything else: the server
@@ -72,15 +80,17 @@ def serve(db: Database, settings: ServiceSettings, *, port_file: Path | None = N
 
     from arena.service.app import create_service_app
     from arena.service.http_protocol import header_deadline_protocol
+    from sandbox.death import printable
 
     if db.created:
         log.warning(
             "created a new, empty database at %s: there was no file at that path. If this"
             " arena has a database, stop the server and point KRYT_DATABASE_URL (or"
             " --database) at it, or restore it from a backup",
-            db.path,
+            printable(str(db.path)),
         )
-    sock = listen(settings.host, settings.port)
+    if sock is None:
+        sock = listen(settings.host, settings.port)
     try:
         port = sock.getsockname()[1]
         if port_file is not None:

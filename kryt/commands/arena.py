@@ -61,7 +61,7 @@ def serve(
     """Serve the leaderboard, the authors' API and pages, and run the ladder."""
     from dataclasses import replace
 
-    from arena.service.server import ServeError
+    from arena.service.server import ServeError, listen
     from arena.service.server import serve as run_server
     from arena.service.settings import ServiceSettings
 
@@ -87,10 +87,16 @@ def serve(
         raise UserError(str(exc)) from None
     if backend is not None:
         settings = replace(settings, sandbox=replace(settings.sandbox, backend=backend))
-    db = open_db(database)
-    out.print(f"database {db.display_url}", highlight=False)
     try:
-        run_server(db, settings, port_file=port_file)
+        # The address first: a typo in --host must not leave a new, empty database behind.
+        sock = listen(settings.host, settings.port)
+        try:
+            db = open_db(database)
+        except BaseException:
+            sock.close()
+            raise
+        out.print(f"database {db.display_url}", highlight=False)
+        run_server(db, settings, port_file=port_file, sock=sock)
     except ServeError as exc:
         if exc.unavailable:
             raise UserError(

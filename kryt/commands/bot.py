@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kryt.errors import ExitCode, UserError
-from kryt.options import BackendAliasOption, backend_choice
+from kryt.options import MAX_GAMES, BackendAliasOption, backend_choice
 
 app = typer.Typer(help="Write and check bots.", no_args_is_help=True)
 
@@ -57,7 +57,9 @@ def new(
 @app.command("check")
 def check(
     target: Annotated[str, typer.Argument(help="Bot folder (with bot.toml) or its address.")],
-    games: Annotated[int, typer.Option("--games", "-n", min=1, help="Games to play.")] = 10,
+    games: Annotated[
+        int, typer.Option("--games", "-n", min=1, max=MAX_GAMES, help="Games to play.")
+    ] = 10,
     seed: Annotated[str, typer.Option(help="Series seed (decks and first dealer).")] = "0",
     backend: Annotated[
         str,

@@ -7,6 +7,7 @@ stores everything in ``./kryt.db``, prints the leaderboard and writes the web pa
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -52,11 +53,17 @@ def demo(
     )
     from leaderboard.export import ExportError, export_html, prepare_folder
 
+    made = not html.exists()
     try:  # before any game is played: a folder that cannot be written is one line, exit 2
         prepare_folder(html)
     except ExportError as exc:
         raise UserError(str(exc)) from None
-    db = open_db(database)
+    try:
+        db = open_db(database)
+    except BaseException:
+        if made:  # a refused database leaves no empty site behind
+            shutil.rmtree(html, ignore_errors=True)
+        raise
     err.print(f"database: {db.display_url}")
     with _prepare(
         config, executor=ExecutorName.local, scheduler=None, worker_store=None

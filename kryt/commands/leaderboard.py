@@ -313,9 +313,10 @@ def _export(directory: Path, database: str | None) -> None:
             assert known is not None
             raise _fail(known) from None
     typer.echo(
-        f"wrote {summary.pages} pages to {summary.directory} ({summary.tournaments} tournaments, "
-        f"{summary.submissions} submissions, {summary.series} series, {summary.games} games); "
-        f"open {summary.directory / 'index.html'}"
+        f"wrote {summary.pages} pages to {visible(str(summary.directory))} ("
+        f"{summary.tournaments} tournaments, {summary.submissions} submissions, "
+        f"{summary.series} series, {summary.games} games); "
+        f"open {visible(str(summary.directory / 'index.html'))}"
     )
     for problem in summary.damaged:  # its page says so instead of the replay
         echo_error(f"warning: {problem}; its page shows this instead of the replay")

@@ -23,6 +23,7 @@ import typer
 
 from kryt.errors import ExitCode, Interrupted, UserError
 from kryt.options import (
+    MAX_GAMES,
     BackendAliasOption,
     BackendOption,
     backend_choice,
@@ -43,9 +44,6 @@ if TYPE_CHECKING:
     from sandbox import Backend, Submission
 
 SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
-MAX_GAMES = 1_000_000
-"""The most games of one run: a tournament's most games per pair
-(``arena.tournament.config.MAX_GAMES_PER_PAIR``, not imported here: start-up stays light)."""
 
 
 @dataclass(slots=True)

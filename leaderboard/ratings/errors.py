@@ -24,6 +24,11 @@ class InvalidCountsError(RatingsError):
     """Aggregated per-pair counts are inconsistent (shapes, indices, negative counts)."""
 
 
+LINE_SHOWN = 200
+"""At most this many characters of a bad line's quoted form are shown (a binary file has
+lines of any length)."""
+
+
 class CsvFormatError(RatingsError):
     """A results CSV file cannot be read; carries the source, line number and line text."""
 
@@ -32,7 +37,10 @@ class CsvFormatError(RatingsError):
         self.line_number = line_number
         self.line = line
         self.reason = reason
-        super().__init__(f"{source}:{line_number}: {reason}: {line!r}")
+        shown = repr(line)
+        if len(shown) > LINE_SHOWN:  # the quoted form: a binary line is mostly escapes
+            shown = f"{shown[:LINE_SHOWN]}... ({len(line)} characters)"
+        super().__init__(f"{source}:{line_number}: {reason}: {shown}")
 
 
 class EmptyResultsError(RatingsError):

@@ -14,8 +14,8 @@ from arena.db._util import MAX_ID, get_or_raise
 from arena.db.errors import NotFoundError
 from arena.db.models import Game as GameRow
 from arena.tournament.config import MAX_GAMES_PER_PAIR
-from kryt.commands.play import MAX_GAMES
 from kryt.errors import ExitCode
+from kryt.options import MAX_GAMES
 from kryt.options import MAX_ID as CLI_MAX_ID
 from leaderboard.web.pages import MAX_ID as WEB_MAX_ID
 from tests.cli.helpers import kryt
