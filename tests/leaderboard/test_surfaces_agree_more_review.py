@@ -58,7 +58,7 @@ from tests.leaderboard.test_surfaces_agree_review import (
     forfeits_text,
     html_row,
     parse,
-    rating_text,
+    table_cells,
 )
 
 pytestmark = pytest.mark.timeout(600)
@@ -537,22 +537,7 @@ def test_the_plain_table_prints_the_json_numbers(
             args += ["--table-size", str(board[1])]
             args += [] if tournament is None else ["-t", str(tournament)]
             shown, caption = _plain_table(cli(capsys, *args))
-            want = [
-                [
-                    str(r["rank"]),
-                    r["bot"],
-                    r["version"],
-                    rating_text(r["rating"]),
-                    rating_text(r["interval"]),
-                    f"{r['elo']:.0f}" + ("*" if r["elo_provisional"] else ""),
-                    str(r["games"]),
-                    f"{r['wins']}/{r['draws']}/{r['losses']}",
-                    f"{100 * r['score']:.1f}",
-                    "" if r["los_next"] is None else f"{r['los_next']:.2f}",
-                    forfeits_text(r["forfeits"]),
-                ]
-                for r in data["rows"]
-            ]
+            want = [table_cells(r) for r in data["rows"]]
             assert shown == want, (tournament, board)
             if data["model"] is not None:
                 assert f"intervals {data['intervals']}" in caption, (tournament, board)

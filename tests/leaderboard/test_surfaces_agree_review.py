@@ -614,6 +614,24 @@ def rating_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.0f}"
 
 
+def table_cells(row: dict[str, Any]) -> list[str]:
+    """The cells of ``kryt leaderboard``'s plain table for one row of its JSON, as
+    docs/leaderboard.md says they are rounded."""
+    return [
+        str(row["rank"]),
+        row["bot"],
+        row["version"],
+        rating_text(row["rating"]),
+        rating_text(row["interval"]),
+        f"{row['elo']:.0f}" + ("*" if row["elo_provisional"] else ""),
+        str(row["games"]),
+        f"{row['wins']}/{row['draws']}/{row['losses']}",
+        f"{100 * row['score']:.1f}",
+        "" if row["los_next"] is None else f"{row['los_next']:.2f}",
+        forfeits_text(row["forfeits"]),
+    ]
+
+
 def html_row(row: dict[str, Any]) -> list[str]:
     """A JSON row as the standings table of the web page shows it."""
     rating = rating_text(row["rating"])
@@ -799,22 +817,7 @@ def test_the_plain_table_prints_the_json_numbers(
             args += [] if tournament is None else ["-t", str(tournament)]
             args += ["--ruleset", board[0], "--table-size", str(board[1])]
             rows, caption = _plain_table(cli(capsys, *args))
-            want = [
-                [
-                    str(r["rank"]),
-                    r["bot"],
-                    r["version"],
-                    rating_text(r["rating"]),
-                    rating_text(r["interval"]),
-                    f"{r['elo']:.0f}" + ("*" if r["elo_provisional"] else ""),
-                    str(r["games"]),
-                    f"{r['wins']}/{r['draws']}/{r['losses']}",
-                    f"{100 * r['score']:.1f}",
-                    "" if r["los_next"] is None else f"{r['los_next']:.2f}",
-                    forfeits_text(r["forfeits"]),
-                ]
-                for r in data["rows"]
-            ]
+            want = [table_cells(r) for r in data["rows"]]
             assert rows == want, (tournament, board)
             done = data["progress"]
             assert f"{done['games_done']}/{done['games_planned']} games played" in caption
