@@ -45,6 +45,15 @@ class LoopbackCluster:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(10)
 
+    def freeze_worker(self, name: str) -> None:
+        """SIGSTOP the worker's process group: it commits nothing more until thawed or
+        killed (a test reads the database in between without a race)."""
+        os.killpg(self.workers[name].pid, signal.SIGSTOP)
+
+    def thaw_worker(self, name: str) -> None:
+        """SIGCONT a worker stopped by :meth:`freeze_worker`."""
+        os.killpg(self.workers[name].pid, signal.SIGCONT)
+
     def log_text(self) -> str:
         """Everything the scheduler and workers printed (for failure messages)."""
         return "\n".join(

@@ -121,7 +121,8 @@ def _run_and_kill_a_busy_worker(
     on_game: GameCallback | None = None,
 ) -> tuple[list[SeriesOutcome], int, dict[int, int]]:
     """Run ``tasks`` on the cluster and SIGKILL the worker of a series caught in progress;
-    the run's outcomes once it has ended, that series and the games it had committed."""
+    the run's outcomes once it has ended, that series and the games it had committed when
+    its worker was stopped."""
     outcomes: list[SeriesOutcome] = []
     errors: list[BaseException] = []
 
@@ -134,7 +135,18 @@ def _run_and_kill_a_busy_worker(
 
     thread = threading.Thread(target=coordinator, daemon=True)
     thread.start()
-    victim, series_id, before = _wait_for_a_series_in_progress(cluster, db)
+    for _ in range(20):
+        victim, series_id, _sampled = _wait_for_a_series_in_progress(cluster, db)
+        # The sample may be stale by now (a busy machine can finish the series between the
+        # poll and the kill): freeze the worker, then read what the series committed. Fewer
+        # than all its games means the frozen worker is still in the middle of it.
+        cluster.freeze_worker(victim)
+        before = game_ids(db, series_id)
+        if len(before) < GAMES:
+            break
+        cluster.thaw_worker(victim)
+    else:
+        raise AssertionError(f"no series was frozen in progress\n{cluster.log_text()}")
     cluster.kill_worker(victim)
     thread.join(180)
     assert not thread.is_alive(), "the run did not end after losing a worker"
