@@ -204,4 +204,7 @@ def parse_time_assignment(
         raise TimeControlError(
             f"expected BOT=MOVE+BANK[+INCREMENT] (e.g. mybot=1+10+0.1), got {text!r}"
         )
-    return key, parse_time_spec(spec, base, setting=setting)
+    try:
+        return key, parse_time_spec(spec, base, setting=setting)
+    except TimeControlError as exc:  # the whole assignment: which bot's control is bad
+        raise TimeControlError(f"{text!r} (the control of bot {key!r}): {exc}") from None

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DatabaseError as DriverDatabaseError
 from sqlalchemy.exc import (
@@ -237,6 +237,35 @@ class Database:
     def close(self) -> None:
         """Release every pooled connection."""
         self.engine.dispose()
+
+    def discard_if_unused(self) -> bool:
+        """Close, and remove the SQLite file opening it created when it still holds no
+        tournament and no game: a command refused before it stored one (a misspelt bot
+        name, a file with no games) leaves no empty arena behind, where the next command
+        would find a database instead of none. True when the file was removed; any other
+        database (PostgreSQL, a file that was there before, one now in use) is only closed.
+        """
+        try:
+            if not self.created or self.path is None or self.read_only is not None:
+                return False
+            if self.file_problem() is not None:  # no longer the file it created
+                return False
+            with self.read_session() as session:
+                used = session.execute(
+                    text("select exists(select 1 from tournaments) or exists(select 1 from games)")
+                ).scalar()
+            if used:
+                return False
+            self.close()
+            self.path.unlink()
+            for side in (*_wal_files(self.path), self.path.with_name(self.path.name + "-journal")):
+                side.unlink(missing_ok=True)
+            return True
+        except (OSError, DBAPIError, DatabaseError):  # it stays; the error at hand is reported
+            log.debug("could not remove %s", self.path, exc_info=True)
+            return False
+        finally:
+            self.close()
 
     def __enter__(self) -> Database:
         return self

@@ -447,8 +447,16 @@ def import_(
     except GameFileError as exc:
         raise UserError(printable(str(exc))) from None
     db = open_db(database)
-    with db.session() as session:
-        summary = import_entries(entries, session=session)
+    try:
+        with db.session() as session:
+            summary = import_entries(entries, session=session)
+    except BaseException:
+        db.discard_if_unused()  # a database this import created, and failed to fill
+        raise
+    if summary.games == 0 and db.discard_if_unused():
+        # A file with no games (an empty file, /dev/null): it creates no empty arena.
+        typer.echo(f"{_shown_path(file)} holds no games: nothing imported, no database created")
+        return
     typer.echo(
         f"imported {summary.created} new games of {summary.games} read"
         f" ({summary.tournaments_created} new"

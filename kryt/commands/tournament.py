@@ -360,6 +360,19 @@ class _Kept:
         )
 
 
+@contextmanager
+def _discarded_unless_stored(db: Database, kept: _Kept) -> Iterator[None]:
+    """A run refused or stopped before its tournament is stored (a misspelt bot name, an
+    invalid bot folder, no sandbox) removes the SQLite file it created itself: a typo
+    leaves no empty arena behind (:meth:`Database.discard_if_unused`)."""
+    try:
+        yield
+    except BaseException:
+        if kept.tournament_id is None:
+            db.discard_if_unused()
+        raise
+
+
 def _check_executor_flags(
     executor: ExecutorName, scheduler: str | None, worker_store: str | None
 ) -> None:
@@ -777,9 +790,12 @@ def run(
         db.check_writable()  # a read-only file: one line before the sandbox is probed
         # Check the sandbox / the cluster before storing anything: a missing engine, an
         # unreachable scheduler or a cluster without workers leaves no tournament behind.
-        with _prepare(
-            config, executor=executor, scheduler=scheduler, worker_store=worker_store
-        ) as prepared:
+        with (
+            _discarded_unless_stored(db, kept),
+            _prepare(
+                config, executor=executor, scheduler=scheduler, worker_store=worker_store
+            ) as prepared,
+        ):
             if config.time_control.clock == "cpu" and prepared.cpu_clock_problem:
                 # Charged on the wall clock anyway: the stored config and every record say so.
                 config = replace(config, time_control=replace(config.time_control, clock="wall"))

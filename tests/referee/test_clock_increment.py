@@ -143,6 +143,14 @@ def test_an_assignment_needs_a_bot() -> None:
         parse_time_assignment("=1+2")
 
 
+@pytest.mark.parametrize("text", ["X=", "X= ", "X=1", "X=1+a"])
+def test_a_bad_assignment_names_the_whole_of_it_and_the_bot(text: str) -> None:
+    """Naming only the control's part (``''``) leaves the user to guess which --time."""
+    with pytest.raises(TimeControlError) as caught:
+        parse_time_assignment(text, setting=True)
+    assert str(caught.value).startswith(f"{text!r} (the control of bot 'X'): time control")
+
+
 def test_the_wire_carries_the_increment_and_reads_an_old_referee_as_none() -> None:
     control = TimeControl(move_ms=700, bank_ms=3000, increment_ms=250)
     handshake = Handshake(PROTOCOL_VERSION, "ref", 4, "them", control)
