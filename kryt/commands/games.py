@@ -411,7 +411,9 @@ def _result_cell(game: Game) -> str:
     if game.ruleset == "default":
         return {"seat0": "1-0", "seat1": "0-1", "draw": "½-½"}.get(game.result or "", "?")
     if game.loser_seat is not None:
-        return f"s{game.loser_seat} lost"
+        # Several bots that could not start all lost: the forfeit's seat first.
+        others = sorted({x for _, x in game.pairwise or ()} - {game.loser_seat})
+        return ",".join(f"s{x}" for x in (game.loser_seat, *others)) + " lost"
     return "limit" if game.pairwise else "draw"
 
 

@@ -259,7 +259,9 @@ def _result_text(record: GameRecord, result_code: str | None, names: tuple[str, 
         won = {"seat0": f"{names[0]} wins", "seat1": f"{names[1]} wins"}
         return won.get(result_code, "draw")
     if record.loser is not None:
-        return f"{names[record.loser]} loses"
+        # Several bots that could not start all lost: the forfeit's seat first.
+        others = sorted({x for _, x in record.pairwise} - {record.loser})
+        return "; ".join(f"{names[x]} loses" for x in (record.loser, *others))
     if record.pairwise:
         return "; ".join(f"{names[w]} beats {names[x]}" for w, x in record.pairwise)
     return "draw"

@@ -131,11 +131,15 @@ def _label(labels: dict[int, tuple[str, str]], submission_id: int) -> str:
 
 def result_text(row: GameRow | Game, labels: dict[int, tuple[str, str]]) -> str:
     """``greedy 1.0.0 won`` / ``draw`` / ``voided``, for game lists and the game page
-    (a table game: ``mc 1.0.0 lost`` or the turn limit's pairwise results)."""
+    (a table game: ``mc 1.0.0 lost``, every bot that could not start when several did not,
+    or the turn limit's pairwise results)."""
     seats = row.seats if isinstance(row, GameRow) else row.seat_ids
     if row.ruleset != "default" and not row.voided:
         if row.loser_seat is not None:
-            return f"{_label(labels, seats[row.loser_seat])} lost"
+            # Several bots that could not start all lost: the forfeit's seat first.
+            also = {x for _, x in row.pairwise or ()} - {row.loser_seat}
+            losers = [row.loser_seat, *sorted(also)]
+            return ", ".join(f"{_label(labels, seats[x])} lost" for x in losers)
         if row.pairwise:
             beaten = sorted({x for _, x in row.pairwise})
             return "turn limit: " + ", ".join(f"{_label(labels, seats[x])} lost" for x in beaten)
