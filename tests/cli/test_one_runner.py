@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.kryt_subprocess import run_kryt, start_kryt
 from tests.scaling.helpers import wait_no_processes_in
 from tests.services import require
 
@@ -63,21 +64,11 @@ def voids_without_reason(db: Path) -> int:
 
 
 def kryt(tmp: Path, *args: str, timeout: float = DEADLINE) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*KRYT, *args], cwd=tmp, capture_output=True, text=True, timeout=timeout, env=ENV
-    )
+    return run_kryt(tmp, *args, env=ENV, timeout=timeout)
 
 
 def start(tmp: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*KRYT, *args],
-        cwd=tmp,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=ENV,
-    )
+    return start_kryt(tmp, *args, env=ENV)
 
 
 def wait_for_games(db: Path, process: subprocess.Popen[str], at_least: int) -> None:

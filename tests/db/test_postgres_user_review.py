@@ -34,6 +34,7 @@ from arena.db.bots import submit
 from kryt.cli import main
 from tests.db.conftest import postgres_admin_url, scratch_postgres_database
 from tests.db.helpers import new_submission
+from tests.kryt_subprocess import clean_env, run_kryt, start_kryt
 from tests.services import require
 
 pytestmark = pytest.mark.postgres
@@ -41,12 +42,7 @@ pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parents[2]
 KRYT = [sys.executable, "-m", "kryt"]
 DEADLINE = 300.0  # generous: another session shares the machine
-ENV = {
-    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-    "HOME": os.environ.get("HOME", "/tmp"),
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONPATH": str(ROOT),
-}
+ENV = clean_env()
 PROCESS = ["--backend", "process"]
 # What a terminal must never receive raw from bot-controlled text.
 RAW = ("\x00", "\x07", "\x1b", "\u202e", "\u202c")
@@ -59,28 +55,14 @@ def kryt(
     cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = DEADLINE
 ) -> subprocess.CompletedProcess[str]:
     """``kryt ARGS`` in ``cwd`` as a subprocess: its status and output."""
-    return subprocess.run(
-        [*KRYT, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        errors="surrogateescape",
-        timeout=timeout,
-        env={**ENV, **(env or {})},
+    return run_kryt(
+        cwd, *args, env={**ENV, **(env or {})}, timeout=timeout, errors="surrogateescape"
     )
 
 
 def start(cwd: Path, *args: str) -> subprocess.Popen[str]:
     """``kryt ARGS`` started in a session of its own (so its group can be signalled)."""
-    return subprocess.Popen(
-        [*KRYT, *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=ENV,
-    )
+    return start_kryt(cwd, *args, env=ENV)
 
 
 def finish(process: subprocess.Popen[str]) -> tuple[str, str]:

@@ -31,18 +31,14 @@ from sqlalchemy.engine import make_url
 
 from kryt.cli import main
 from tests.db.conftest import scratch_postgres_database
+from tests.kryt_subprocess import clean_env, run_kryt, start_kryt
 from tests.procfs import process_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 KRYT = [sys.executable, "-m", "kryt"]
 DEADLINE = 240.0  # generous: a loaded machine
 HOST = socket.gethostname()
-ENV = {
-    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-    "HOME": os.environ.get("HOME", "/tmp"),
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONPATH": str(ROOT),
-}
+ENV = clean_env()
 BOTS = ["builtin:random", "builtin:greedy", "--backend", "process"]
 
 
@@ -52,29 +48,11 @@ BOTS = ["builtin:random", "builtin:greedy", "--backend", "process"]
 def kryt(
     cwd: Path, *args: str, timeout: float = DEADLINE, user: int | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*KRYT, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=ENV,
-        user=user,
-        group=user,
-        extra_groups=[] if user is not None else None,
-    )
+    return run_kryt(cwd, *args, env=ENV, timeout=timeout, user=user)
 
 
 def start(cwd: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*KRYT, *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=ENV,
-    )
+    return start_kryt(cwd, *args, env=ENV)
 
 
 def flat(value: str) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import sqlite3
@@ -27,16 +26,12 @@ from typing import Any
 
 import pytest
 
+from tests.kryt_subprocess import clean_env, run_kryt
+
 ROOT = Path(__file__).resolve().parents[2]
 KRYT = [sys.executable, "-m", "kryt"]
 DEADLINE = 240.0
-ENV = {
-    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-    "HOME": os.environ.get("HOME", "/tmp"),
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONPATH": str(ROOT),
-    "COLUMNS": "200",
-}
+ENV = clean_env(COLUMNS="200")
 PROCESS = ["--backend", "process"]
 DECK1 = (
     "9D TD AC KH TS KD AH JC 7C QS 6H 8S 7D QH 9C 6S JD 8C "
@@ -53,9 +48,7 @@ HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
 
 
 def kryt(cwd: Path, *args: str, timeout: float = DEADLINE) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*KRYT, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=ENV
-    )
+    return run_kryt(cwd, *args, env=ENV, timeout=timeout)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:

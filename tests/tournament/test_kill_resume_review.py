@@ -48,18 +48,14 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
 from tests.db.conftest import scratch_postgres_database
+from tests.kryt_subprocess import clean_env, run_kryt, start_kryt
 from tests.scaling.helpers import wait_no_processes_in
 
 ROOT = Path(__file__).resolve().parents[2]
 HELPERS = Path(__file__).resolve().parent / "kill_resume_bots"
 KRYT = [sys.executable, "-m", "kryt"]
 DEADLINE = 240.0  # generous: a loaded two-core machine
-ENV = {
-    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-    "HOME": os.environ.get("HOME", "/tmp"),
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONPATH": str(ROOT),
-}
+ENV = clean_env()
 GAMES = 4
 SEED = "4242"
 #: Deterministic bots: the same deal and dealer always give the same game.
@@ -87,22 +83,12 @@ pytestmark = pytest.mark.timeout(900)
 
 
 def kryt(cwd: Path, *args: str, timeout: float = DEADLINE) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*KRYT, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=ENV
-    )
+    return run_kryt(cwd, *args, env=ENV, timeout=timeout)
 
 
 def start(cwd: Path, *args: str) -> subprocess.Popen[str]:
     """``kryt ARGS`` leading a session and process group of its own."""
-    return subprocess.Popen(
-        [*KRYT, *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=ENV,
-    )
+    return start_kryt(cwd, *args, env=ENV)
 
 
 def kill_group(process: subprocess.Popen[str]) -> str:
