@@ -47,6 +47,7 @@ from referee.rules import (
     InvalidActionError,
     View,
 )
+from referee.rules.errors import quote
 from referee.synchronous import drive
 from referee.timecontrol import GameClock
 
@@ -422,6 +423,19 @@ def final_view(game: AnyGame, record: GameRecord, seat: int) -> AnyView:
     )
 
 
+def end_detail(record: GameRecord, seat: int) -> str:
+    """The ``GameEnd.detail`` ``seat`` is sent: the record's, except that another seat is
+    told of an illegal action only what was sent and by whom. The record's detail goes on
+    with why it was illegal and the offender's legal actions: cards of its hand that the
+    others never saw (the record is for people, after the game; a bot sees its own)."""
+    forfeit = record.forfeit
+    if forfeit is None:
+        return record.void_reason
+    if forfeit.reason is GameEndReason.ILLEGAL_ACTION and seat != forfeit.seat:
+        return f"illegal action {quote(forfeit.offending_input)} for seat {forfeit.seat}"
+    return forfeit.detail
+
+
 async def _announce_end(
     players: Sequence[AsyncPlayer],
     game: AnyGame,
@@ -429,7 +443,6 @@ async def _announce_end(
     number: int,
     scores: Sequence[SeriesScore],
 ) -> None:
-    detail = record.forfeit.detail if record.forfeit else record.void_reason
     for seat, player in enumerate(players):
         # A bot that cannot take GameEnd (it exited or closed its stream as the game ended)
         # has left between games: its seat forfeits the next game (the arena's slots see
@@ -443,9 +456,12 @@ async def _announce_end(
                     game_number=number,
                     winner=record.winner,
                     reason=record.ending,
-                    detail=detail,
+                    detail=end_detail(record, seat),
                     view=final_view(game, record, seat),
-                    deck=game.deck or (),
+                    # Never the deal: rules.md reveals nothing of another hand or the stock
+                    # "at any time", and a deal is played again (a void's replay, the
+                    # second game of a duplicate pair) by bots that would know it all.
+                    deck=(),
                     score=_after(scores[seat], record, seat),
                     loser=record.loser,
                 )

@@ -11,11 +11,11 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import partial
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from referee.client import IncompatibleProtocolError
 from referee.match import AsyncDiagnose, AsyncPlayer, Blocking, Player, play_game_async
@@ -252,12 +252,36 @@ class AsyncBotSlot(Protocol):
         ...
 
 
+@runtime_checkable
+class ForgettingSlot(Protocol):
+    """A slot whose bot can be made to forget what it has seen: before a game dealt from a
+    deck its bot was already dealt (the second game of a duplicate pair, the replay of a
+    voided game), it is stopped and the game starts on a fresh bot. rules.md reveals nothing
+    of another hand or the stock "at any time": a bot that remembered the deal would know
+    them. A slot without this method (an in-process player the caller keeps) plays on."""
+
+    def forget(self) -> None:
+        """Start the bot afresh for the next game (it is told ``Shutdown`` first)."""
+        ...
+
+
+def forget_seen_deal(slots: Sequence[object]) -> None:
+    """Every bot that can forget (:class:`ForgettingSlot`) starts afresh for the next game."""
+    for slot in slots:
+        if isinstance(slot, ForgettingSlot):
+            slot.forget()
+
+
 class BlockingSlot:
     """A blocking :class:`BotSlot` as an :class:`AsyncBotSlot` that never suspends."""
 
     def __init__(self, slot: BotSlot) -> None:
         self.slot = slot
         self.name = slot.name
+
+    def forget(self) -> None:
+        """The slot's bot starts afresh for the next game, when the slot can do that."""
+        forget_seen_deal([self.slot])
 
     async def player(self, handshake: Handshake) -> AsyncPlayer:
         """The slot's player."""
@@ -441,6 +465,7 @@ async def run_series_async(
     previous = result.winners
     refusals = Refusals()
     last: tuple[int, int] | None = None  # (number, dealer) of the game just played: O(1)
+    dealt: set[tuple[Card, ...]] = set()  # decks these bot processes were dealt
     for number in range(1, config.games + 1):
         if number in result.winners:
             continue
@@ -452,6 +477,9 @@ async def run_series_async(
             dealer = planned_dealer(config, number, previous)
         last = (number, dealer)
         deck = series_deck(config, deal_number(config, number))
+        if deck in dealt:  # the second game of a duplicate pair (or a book's repeated deal)
+            forget_seen_deal(slots)
+        dealt.add(deck)
         record = await play_with_retries(
             config,
             number,
@@ -462,6 +490,7 @@ async def run_series_async(
             give_up=partial(_double_forfeit, config, deck, dealer, result.names),
             recorder=recorder,
             stopping=stopping,
+            forget=partial(forget_seen_deal, slots),
         )
         result.add(number, record, keep=keep_records)
     return result
@@ -478,16 +507,21 @@ async def play_with_retries(
     give_up: Callable[[InfrastructureError], GameRecord],
     recorder: Recorder | None,
     stopping: Callable[[], bool],
+    forget: Callable[[], None] = lambda: None,
 ) -> GameRecord:
     """Play game ``number`` (of any table size) until it counts, recording every attempt.
 
     A game voided by a failure on our side is replayed with the same deal, up to
-    ``config.max_attempts`` times, then :class:`SeriesAborted` is raised (resumable). When
+    ``config.max_attempts`` times, on fresh bots (``forget()`` before every attempt after
+    the first: the bots may have seen the deal), then :class:`SeriesAborted` is raised
+    (resumable). When
     bots keep failing to start (``start_failure``), the last attempt is scored by
     ``give_up``. ``kind`` and ``described`` name the game in logs and in the abort message.
     """
     last = ""
     for attempt in range(1, config.max_attempts + 1):
+        if attempt > 1:
+            forget()
         try:
             record = await play_once()
         except InfrastructureError as exc:

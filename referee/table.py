@@ -56,6 +56,7 @@ from referee.series import (
     SeriesConfig,
     SeriesConfigError,
     SeriesInterrupted,
+    forget_seen_deal,
     game_deck,
     play_with_retries,
 )
@@ -232,6 +233,7 @@ async def run_table_series_async(
             give_up=partial(_unplayed, config, deck, dealer, result.names),
             recorder=recorder,
             stopping=stopping,
+            forget=partial(forget_seen_deal, slots),
         )
         result.games[number] = record
     return result

@@ -45,8 +45,9 @@ GameContext = GameStart
 
 @dataclass(frozen=True, slots=True)
 class GameResult:
-    """How a game ended, for ``Bot.on_game_end``. ``deck`` is the full deal (top first) when
-    the referee reveals it, else empty; ``score`` already counts this game. At a table,
+    """How a game ended, for ``Bot.on_game_end``. ``deck`` is empty: this arena never
+    reveals the deal (an older referee sent it whole, top first); ``score`` already counts
+    this game. At a table,
     ``loser`` is the seat that lost (``winner`` is ``None`` when more than two sit).
     ``reason`` is ``None`` for an ending this SDK does not know (a newer referee may add
     endings: the game is over all the same, and ``winner``/``loser`` say who won)."""

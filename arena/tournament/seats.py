@@ -55,6 +55,7 @@ GOODBYE_SECONDS = 1.0
 ``GameEnd`` too."""
 
 RESTART_REASON = "restarted after a fault"
+FORGET_REASON = "restarted: the next game is dealt from a deck you were dealt"
 SERIES_OVER_REASON = "series over"
 
 _VERDICTS = {
@@ -102,6 +103,7 @@ class SandboxSlot:
         self._async_client: AsyncBotClient | None = None
         self._failed = False
         self._listening = False
+        self._restart_reason = RESTART_REASON
         self._gone_at_game_end = False
         self._closing = False
         self._lock = threading.Lock()
@@ -202,14 +204,16 @@ class SandboxSlot:
         stream (at most GOODBYE_SECONDS): stopped at once, it might not have taken its
         GameEnd."""
         client, listening, self._listening = self._client, self._listening, False
+        reason, self._restart_reason = self._restart_reason, RESTART_REASON
         if client is not None and self._may_say_goodbye(client.closed, listening=listening):
-            self._say_goodbye(client, RESTART_REASON)
+            self._say_goodbye(client, reason)
 
     async def _agoodbye_before_restart(self) -> None:
         """:meth:`_goodbye_before_restart` on the connection's event loop."""
         client, listening, self._listening = self._async_client, self._listening, False
+        reason, self._restart_reason = self._restart_reason, RESTART_REASON
         if client is not None and self._may_say_goodbye(client.closed, listening=listening):
-            await self._asay_goodbye(client, RESTART_REASON)
+            await self._asay_goodbye(client, reason)
 
     def _may_say_goodbye(self, closed: bool, *, listening: bool, at_close: bool = False) -> bool:
         """Whether the bot is told ``Shutdown``: never on a stream that is closed; at the
@@ -295,6 +299,16 @@ class SandboxSlot:
         not a hang or a crash), so it is told ``Shutdown`` before the restart."""
         self._failed = True
         self._listening = listening
+
+    def forget(self) -> None:
+        """The next game is dealt from a deck this bot was dealt (a duplicate pair's second
+        game, a void's replay): it is told ``Shutdown`` and started afresh, so it plays with
+        no memory of the deal (:class:`referee.series.ForgettingSlot`)."""
+        if self._client is None and self._async_client is None:
+            return  # not started: it has seen nothing
+        if not self._failed:
+            self._restart_reason = FORGET_REASON
+            self.failed(listening=True)
 
     def gone_at_game_end(self) -> None:
         """The bot could not take its GameEnd: it exited or closed its stream as the game
@@ -418,6 +432,10 @@ class AsyncSandboxSeat:
     async def diagnose(self) -> GameEndReason | None:
         """The sandbox's verdict after a failure (see :meth:`SandboxSlot.diagnose`)."""
         return await self.slot.diagnosis()
+
+    def forget(self) -> None:
+        """The bot starts afresh for the next game (see :meth:`SandboxSlot.forget`)."""
+        self.slot.forget()
 
 
 def _send_failed(slot: SandboxSlot, message: RefereeMessage) -> None:

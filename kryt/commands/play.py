@@ -533,6 +533,10 @@ class _RememberedSlot:
         """The slot's diagnosis."""
         return self.slot.diagnose()
 
+    def forget(self) -> None:
+        """The slot's bot starts afresh for the next game (a deal it has seen)."""
+        self.slot.forget()
+
     def close(self) -> None:
         """Stop the slot's bot."""
         self.slot.close()

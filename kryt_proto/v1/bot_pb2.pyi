@@ -894,7 +894,7 @@ class GameEnd(_message.Message):
 
     @_builtins.property
     def deck(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """the full deal, 36 cards, top first (may be empty)"""
+        """always empty: the deal is never revealed (older referees sent it)"""
 
     @_builtins.property
     def score(self) -> Global___SeriesScore:

@@ -140,7 +140,8 @@ def test_a_served_bot_plays_real_games(transport: str) -> None:
     assert all(s.seat == 0 and s.opponent_name == "random" for s in starts)
     assert [e.winner for e in ends] == [result.games[n].winner for n in (1, 2, 3)]
     assert ends[-1].score == result.score(0)
-    assert all(len(e.deck) == 36 and e.view is not None and e.view.over for e in ends)
+    # The deal is never revealed (rules.md: nothing of another hand or the stock, at any time).
+    assert all(e.deck == () and e.view is not None and e.view.over for e in ends)
     assert views and all(v.legal_actions and v.to_move == 0 for v in views)
 
 

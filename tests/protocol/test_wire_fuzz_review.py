@@ -63,6 +63,7 @@ from referee.protocol.wire import (
 from referee.record import MAX_TEXT, GameRecord
 from referee.replay import verify
 from referee.rules import Action, ActionKind, Game, InvalidActionError, InvalidCardError, View
+from referee.rules.errors import quote
 from sdk.bot import Bot, GameResult
 from sdk.strategy import greedy_action
 from sdk.tracker import CardTracker
@@ -236,11 +237,14 @@ def _check_forfeit(played: Played, *reasons: GameEndReason) -> GameRecord:
     # failed out of turn (referee.replay.verify is the independent replay).
     check = verify(record)
     assert check.ok, check.problems
-    # The opponent was told it won, by that reason, with the same detail.
+    # The opponent was told it won, by that reason, with the same detail; of an illegal
+    # action only what was sent (why it was illegal would show the offender's hand).
+    told = forfeit.detail
+    if forfeit.reason is GameEndReason.ILLEGAL_ACTION:
+        told = f"illegal action {quote(forfeit.offending_input)} for seat {forfeit.seat}"
+        assert "legal:" not in told
     ends = played.opponent_ends
-    assert [(e.winner, e.reason, e.detail) for e in ends] == [
-        (OPPONENT, forfeit.reason, forfeit.detail)
-    ]
+    assert [(e.winner, e.reason, e.detail) for e in ends] == [(OPPONENT, forfeit.reason, told)]
     _check_shown_escaped(record)
     return record
 
