@@ -100,6 +100,16 @@ MARK_KEY = "org.kryt.sandbox"
 RUNNER_KEY = "org.kryt.runner"
 #: The runner's host name, for people reading ``docker ps``.
 RUNNER_HOST_KEY = "org.kryt.runner.host"
+NO_DEVPTS = "ro,nosuid,nodev,noexec,size=4k,nr_inodes=1,mode=0555"
+"""The options of the empty read-only tmpfs a bot's container gets at ``/dev/pts`` in place
+of Docker's ``devpts`` (the engine drops its own mount where a user mount has the same
+destination). ``/dev/ptmx`` is a link to ``pts/ptmx`` in a container, so it now leads
+nowhere and ``openpty`` fails (ENOENT), as under bwrap. With Docker's devpts every bot
+could open pseudo-terminals, which the kernel counts for the whole machine
+(``/proc/sys/kernel/pty/nr``, no namespace apart): one bot's showed in another's count (a
+channel between two running bots) and one bot could take all of them (``kernel.pty.max``
+less the host's reserve), so that other containers' ``openpty`` failed (hostile review,
+round 10). No runtime needs a terminal to play."""
 log = logging.getLogger("sandbox")
 LOG_TAIL_LINES = 40
 LOG_TAIL_CHARS = 8192
@@ -613,7 +623,11 @@ class DockerBackend(Backend):
                 user=f"{uid}:{uid}",
                 network_mode="none",
                 read_only=True,
-                tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,size={limits.tmpfs_bytes},mode=1777"},
+                tmpfs={
+                    "/tmp": f"rw,nosuid,nodev,noexec,size={limits.tmpfs_bytes},mode=1777",
+                    # In place of Docker's devpts (no pseudo-terminal: see NO_DEVPTS).
+                    "/dev/pts": NO_DEVPTS,
+                },
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 pids_limit=limits.pids,

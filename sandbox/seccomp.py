@@ -72,6 +72,21 @@ DENIED: Final = (
     "inotify_init",
     "inotify_init1",
     "inotify_add_watch",
+    # The page cache of the files every sandbox shares (bwrap's view of the host's /usr, the
+    # staged runtime): ``cachestat`` reports which pages of a file are cached; refused here
+    # (mincore already reports every page of a file the caller may not write as resident;
+    # fadvise64 and readahead are ignored, IGNORED_ADVICE; preadv2's RWF_NOWAIT refused).
+    "cachestat",
+    # Legacy AIO: ``/proc/sys/fs/aio-nr`` counts the machine's AIO events and
+    # ``aio-max-nr`` caps them for the whole machine, no namespace apart. One bot's contexts
+    # showed in another's count (a channel) and one bot could take them all (the referee's
+    # and every other bot's io_setup then failed). No runtime needs it to play.
+    "io_setup",
+    "io_destroy",
+    "io_submit",
+    "io_cancel",
+    "io_getevents",
+    "io_pgetevents",
     "quotactl",
     "quotactl_fd",
     "swapon",
@@ -119,6 +134,24 @@ but a read-only file can be locked): one locking a file and the other testing th
 channel between two bots of one author at one table (found by a hostile review, 2026-12-05).
 Builds keep their locks (Go's build cache, for one, locks its files) and run alone."""
 
+RWF_NOWAIT: Final = 0x8
+"""``preadv2``'s flag that reads only what is in the page cache and fails with EAGAIN
+otherwise: one byte a page told another bot which pages of a shared read-only file were
+cached, exactly (found by a hostile review, round 10)."""
+
+NOWAIT_FLAGS_ARG: Final = 5
+"""The argument of ``preadv2``/``pwritev2`` holding its flags: ``(fd, iov, iovcnt, pos_l,
+pos_h, flags)`` on every 64-bit ABI the kernel has (the offset is passed split even there),
+the sixth register."""
+
+IGNORED_ADVICE: Final = ("fadvise64", "readahead")
+"""Page-cache advice a bot's call "succeeds" at without the kernel seeing it (the filter
+answers 0): ``posix_fadvise(POSIX_FADV_DONTNEED)`` dropped pages of a shared read-only file
+from the page cache, the sender's half of the channel :data:`RWF_NOWAIT` read. Advice may
+be ignored (the kernel itself ignores it for files without a backing device), so a
+program that gives it keeps working where ``EPERM`` would make Python's
+``os.posix_fadvise`` raise."""
+
 
 @functools.cache
 def compiled_filter(build: bool = False) -> bytes | str:
@@ -140,6 +173,14 @@ def compiled_filter(build: bool = False) -> bytes | str:
             if number < 0:  # not a system call of this architecture
                 continue
             rules.add_rule(pyseccomp.ERRNO(errno.EPERM), number)
+        for name in IGNORED_ADVICE:
+            rules.add_rule(pyseccomp.ERRNO(0), name)
+        for name in ("preadv2", "pwritev2"):
+            # A file system without non-blocking reads answers EOPNOTSUPP to RWF_NOWAIT
+            # (overlayfs under Docker does): a program asking for it already falls back.
+            flags = NOWAIT_FLAGS_ARG
+            nowait = pyseccomp.Arg(flags, pyseccomp.MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT)
+            rules.add_rule(pyseccomp.ERRNO(errno.EOPNOTSUPP), name, nowait)
         if not build:
             rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "flock")
             for command in LOCK_COMMANDS:

@@ -11,24 +11,27 @@ try, on Docker and bwrap (the bot folders are under ``escape_review/``).
 - The page cache of a read-only file the sandboxes share (the host's ``/usr`` under
   bwrap): one bot drops and reads pages, the other asks which are cached with
   ``preadv2(RWF_NOWAIT)``; a 64-bit secret passes exactly. Under Docker the image's files
-  sit on overlayfs, which refuses ``RWF_NOWAIT`` (there only timing would tell). FINDING
-  (bwrap).
+  sit on overlayfs, which refuses ``RWF_NOWAIT`` (there only timing would tell). Found on
+  bwrap; closed by the seccomp filter (fadvise ignored, ``RWF_NOWAIT`` refused).
 - The kernel's machine-wide object counters, which no namespace separates: legacy AIO
   contexts (``/proc/sys/fs/aio-nr``, ``io_setup``: not refused by the seccomp filter) and,
   under Docker, pseudo-terminals (``/proc/sys/kernel/pty/nr``, ``/dev/ptmx``). Two bots of
   one author at one table share a secret through them, as through the file locks the
   filter now refuses (docs/sandbox.md, "A seccomp filter"), and one bot can take them all,
-  as a bot once took every inotify instance of a shared uid ("A uid per bot"). FINDINGS,
-  marked ``xfail(strict=True)``.
+  as a bot once took every inotify instance of a shared uid ("A uid per bot"). Found on
+  both; closed: ``io_setup`` is refused and Docker bots get no devpts, so each test
+  accepts "refused" or "not seen".
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import platform
 import secrets
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,19 +56,6 @@ pytestmark = pytest.mark.timeout(400)
 REVIEW = Path(__file__).parent / "escape_review"
 MakeEscapeBot = Callable[..., Path]
 
-AIO_FINDING = (
-    "FINDING: io_setup is allowed and /proc/sys/fs/aio-nr is machine-wide: bots share a"
-    " secret through it and one bot takes every AIO context of the machine"
-)
-PAGE_CACHE_FINDING = (
-    "FINDING: bwrap bots share the host's /usr inodes; fadvise(DONTNEED) + preadv2(RWF_NOWAIT)"
-    " on one file passes 64 bits between two running bots exactly, no timing needed"
-)
-PTY_FINDING = (
-    "FINDING: Docker gives bots /dev/ptmx; /proc/sys/kernel/pty/nr is machine-wide: bots"
-    " share a secret through it and one bot takes every pseudo-terminal of other containers"
-)
-
 
 @pytest.fixture
 def make_escape_bot(tmp_path: Path) -> MakeEscapeBot:
@@ -73,7 +63,10 @@ def make_escape_bot(tmp_path: Path) -> MakeEscapeBot:
     ``escape_review/`` (with the shared ``_serve.py``) ready to start."""
 
     def make(name: str, extra: dict[str, str] | None = None, folder: str | None = None) -> Path:
-        return stage_hostile_bot(REVIEW / name, tmp_path / (folder or name), extra)
+        # A salt of its own: two tests (in two pytest workers) staging the same bot would
+        # share one Docker image, and the first to finish would remove it under the other.
+        salted = {**(extra or {}), "salt.txt": uuid.uuid4().hex}
+        return stage_hostile_bot(REVIEW / name, tmp_path / (folder or name), salted)
 
     return make
 
@@ -226,7 +219,7 @@ def test_a_bot_that_exits_leaves_no_daemon_behind(
     "backend_name",
     [
         pytest.param("docker", marks=pytest.mark.docker),
-        pytest.param("bwrap", marks=pytest.mark.xfail(strict=True, reason=PAGE_CACHE_FINDING)),
+        "bwrap",
     ],
 )
 def test_the_page_cache_of_a_shared_file_carries_no_secret_between_running_bots(
@@ -250,7 +243,6 @@ def test_the_page_cache_of_a_shared_file_carries_no_secret_between_running_bots(
 # ------------------------------------------------------- machine-wide kernel counters
 
 
-@pytest.mark.xfail(strict=True, reason=AIO_FINDING)
 def test_aio_contexts_carry_no_secret_between_running_bots(
     sandbox_backend: Backend, make_escape_bot: MakeEscapeBot
 ) -> None:
@@ -262,13 +254,15 @@ def test_aio_contexts_carry_no_secret_between_running_bots(
     receiver = make_escape_bot("counters", {"role": "receive"}, folder="receiver")
     with running(sandbox_backend, sender, "test-r10-aio-send") as sending:
         sent = report(sending)
-        assert sent["aio"] == "ok" and sent["aio_raised"] >= 448, sent
+        if sent["aio"] != "ok":  # refused (the seccomp filter): the counter cannot carry it
+            assert sent["aio"] == f"io_setup: errno {errno.EPERM}", sent
+            return
+        assert sent["aio_raised"] >= 448, sent
         with running(sandbox_backend, receiver, "test-r10-aio-recv") as receiving:
             seen = report(receiving)
     assert seen["aio_seen"] < sent["aio_raised"], (sent, seen)
 
 
-@pytest.mark.xfail(strict=True, reason=AIO_FINDING)
 def test_a_bot_cannot_take_every_aio_context_of_the_machine(
     sandbox_backend: Backend, make_escape_bot: MakeEscapeBot
 ) -> None:
@@ -279,15 +273,15 @@ def test_a_bot_cannot_take_every_aio_context_of_the_machine(
     other = make_escape_bot("counters", {"role": "receive"}, folder="other")
     with running(sandbox_backend, hog, "test-r10-aio-hog") as hogging:
         taken = report(hogging)
-        assert taken["taken"] > 0, taken
         host = host_io_setup()
         with running(sandbox_backend, other, "test-r10-aio-other") as bot:
             seen = report(bot)
-    assert (host, seen["io_setup"]) == (0, "ok"), (taken, host, seen)
+    assert host == 0, (taken, host, seen)  # the host always gets a context of its own
+    # A bot either gets no AIO context at all (refused) or the hog left it one.
+    assert taken["taken"] == 0 or seen["io_setup"] == "ok", (taken, seen)
 
 
 @pytest.mark.docker
-@pytest.mark.xfail(strict=True, reason=PTY_FINDING)
 def test_pseudo_terminals_carry_no_secret_between_running_docker_bots(
     docker_backend: Backend, make_escape_bot: MakeEscapeBot
 ) -> None:
@@ -298,14 +292,16 @@ def test_pseudo_terminals_carry_no_secret_between_running_docker_bots(
     receiver = make_escape_bot("counters", {"role": "receive"}, folder="receiver")
     with running(docker_backend, sender, "test-r10-pty-send") as sending:
         sent = report(sending)
-        assert sent["pty"] == "ok" and sent["pty_raised"] >= 13, sent
+        if sent["pty"] != "ok":  # no pseudo-terminal to open: the counter cannot carry it
+            assert sent["pty"].startswith("openpty: "), sent
+            return
+        assert sent["pty_raised"] >= 13, sent
         with running(docker_backend, receiver, "test-r10-pty-recv") as receiving:
             seen = report(receiving)
     assert seen["pty_seen"] < sent["pty_raised"], (sent, seen)
 
 
 @pytest.mark.docker
-@pytest.mark.xfail(strict=True, reason=PTY_FINDING)
 def test_a_docker_bot_cannot_take_every_pseudo_terminal(
     docker_backend: Backend, make_escape_bot: MakeEscapeBot
 ) -> None:
@@ -317,7 +313,10 @@ def test_a_docker_bot_cannot_take_every_pseudo_terminal(
     other = make_escape_bot("counters", {"role": "receive"}, folder="other")
     with running(docker_backend, hog, "test-r10-pty-hog") as hogging:
         held: dict[str, Any] = report(hogging)
-        assert held["ptys"] > 0, held
         with running(docker_backend, other, "test-r10-pty-other") as bot:
             seen = report(bot)
-    assert seen["openpty"] == "ok", (held, seen)
+        master, slave = os.openpty()  # the host's own /dev/pts still serves
+        os.close(master)
+        os.close(slave)
+    # A bot either opens none at all (no devpts) or the hog left it one.
+    assert held["ptys"] == 0 or seen["openpty"] == "ok", (held, seen)
