@@ -476,6 +476,14 @@ NEVER_PLAYED_LINES = DETAIL_LINES
 its "never played" line; ``kryt replay`` shows them all."""
 
 
+def _marked_finished(tournament_id: int, db: Database) -> bool:
+    """Whether the database holds the tournament as finished (False when it cannot say)."""
+    try:
+        return tournament_state(tournament_id, db).status == TournamentStatus.FINISHED.value
+    except Exception:  # a stop's message must not fail on a database in trouble
+        return False
+
+
 def run_tournament(
     tournament_id: int,
     db: Database,
@@ -572,11 +580,16 @@ def run_tournament(
         raise _database_lost(exc, tournament_id) from None
     except KeyboardInterrupt:
         by = f" by {signal.Signals(signals[0]).name}" if signals else ""
-        console.print(
-            f"interrupted{by}: the games played so far are saved; resume with: "
-            f"kryt tournament resume {tournament_id}",
-            soft_wrap=True,
-        )
+        if _marked_finished(tournament_id, db):
+            # The stop came as the run let go of a finished tournament (its bots were being
+            # stopped): nothing is left to resume.
+            said = f"tournament {tournament_id} is finished and every game is saved"
+        else:
+            said = (
+                "the games played so far are saved; resume with: "
+                f"kryt tournament resume {tournament_id}"
+            )
+        console.print(f"interrupted{by}: {said}", soft_wrap=True)
         raise Interrupted from None
     if kept is not None:
         kept.finished = result.finished

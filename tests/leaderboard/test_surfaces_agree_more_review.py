@@ -923,8 +923,11 @@ def test_table_forfeit_games_are_shown_as_recorded(world: World, client: TestCli
         assert [p["submission_id"] for p in data["players"]] == list(g.seats), g.id
         assert data["forfeit"]["seat"] == g.forfeit_seat, g.id
         assert data["forfeit"]["reason"] == g.reason, g.id
-        assert data["result_text"] == f"{names[g.seats[g.forfeit_seat]]} lost", g.id
         losers = {b for _, b in g.pairwise}
+        # Every seat that lost is named, the forfeit's first (several could not start).
+        named = [g.forfeit_seat, *sorted(losers - {g.forfeit_seat})]
+        shown = ", ".join(f"{names[g.seats[x]]} lost" for x in named)
+        assert data["result_text"] == shown, g.id
         assert g.forfeit_seat in losers, g.id
         beaten_by = {a for a, b in g.pairwise if b == g.forfeit_seat}
         assert beaten_by == set(range(len(g.seats))) - losers, g.id
