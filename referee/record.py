@@ -265,6 +265,12 @@ def offender_detail(detail: str, seat: int, forfeit_seat: int | None) -> str:
     return detail
 
 
+def table_losers(loser: int, pairwise: Iterable[Sequence[int]]) -> list[int]:
+    """The seats that lost a table game whose ``loser`` is set: ``loser`` first, then any
+    other seat its pairwise results beat (several bots that could not start), in seat order."""
+    return [loser, *sorted({x for _, x in pairwise} - {loser})]
+
+
 def seat_outcome(pairwise: Iterable[Sequence[int]], seat: int) -> str:
     """``win``, ``loss`` or ``draw`` of ``seat`` in a game of these ``(winner, loser)`` seat
     pairs: a loss when it lost to anyone, a win when it beat someone and lost to nobody, else

@@ -465,7 +465,7 @@ async def run_series_async(
     previous = result.winners
     refusals = Refusals()
     last: tuple[int, int] | None = None  # (number, dealer) of the game just played: O(1)
-    dealt: set[tuple[Card, ...]] = set()  # decks these bot processes were dealt
+    last_deal: int | None = None  # the deal of the game these bot processes played last
     for number in range(1, config.games + 1):
         if number in result.winners:
             continue
@@ -476,10 +476,11 @@ async def run_series_async(
         else:
             dealer = planned_dealer(config, number, previous)
         last = (number, dealer)
-        deck = series_deck(config, deal_number(config, number))
-        if deck in dealt:  # the second game of a duplicate pair (or a book's repeated deal)
+        deal = deal_number(config, number)
+        deck = series_deck(config, deal)
+        if deal == last_deal:  # the second game of a duplicate pair: its bots held this deal
             forget_seen_deal(slots)
-        dealt.add(deck)
+        last_deal = deal
         record = await play_with_retries(
             config,
             number,

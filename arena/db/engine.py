@@ -257,9 +257,7 @@ class Database:
             if used:
                 return False
             self.close()
-            self.path.unlink()
-            for side in (*_wal_files(self.path), self.path.with_name(self.path.name + "-journal")):
-                side.unlink(missing_ok=True)
+            _unlink_sqlite_files(self.path)
             return True
         except (OSError, DBAPIError, DatabaseError):  # it stays; the error at hand is reported
             log.debug("could not remove %s", self.path, exc_info=True)
@@ -620,11 +618,16 @@ def _remove_if_empty(path: Path) -> None:
     try:
         if not _empty_file(path):
             return
-        path.unlink()
-        for side in (*_wal_files(path), path.with_name(path.name + "-journal")):
-            side.unlink(missing_ok=True)
+        _unlink_sqlite_files(path)
     except OSError:  # it stays; the error at hand is the one to report
         log.debug("could not remove %s", path, exc_info=True)
+
+
+def _unlink_sqlite_files(path: Path) -> None:
+    """Remove a SQLite file with the files SQLite keeps beside it (raises OSError)."""
+    path.unlink()
+    for side in (*_wal_files(path), path.with_name(path.name + "-journal")):
+        side.unlink(missing_ok=True)
 
 
 def _read_only_reason(path: Path) -> str | None:

@@ -411,9 +411,10 @@ def _result_cell(game: Game) -> str:
     if game.ruleset == "default":
         return {"seat0": "1-0", "seat1": "0-1", "draw": "½-½"}.get(game.result or "", "?")
     if game.loser_seat is not None:
-        # Several bots that could not start all lost: the forfeit's seat first.
-        others = sorted({x for _, x in game.pairwise or ()} - {game.loser_seat})
-        return ",".join(f"s{x}" for x in (game.loser_seat, *others)) + " lost"
+        from referee.record import table_losers
+
+        losers = table_losers(game.loser_seat, game.pairwise or ())
+        return ",".join(f"s{x}" for x in losers) + " lost"
     return "limit" if game.pairwise else "draw"
 
 

@@ -26,7 +26,7 @@ from arena.tournament.seeds import deal_problems
 from arena.tournament.tracebacks import HEAD
 from kryt.errors import ExitCode
 from kryt.options import MAX_ID, DatabaseOption, open_db
-from referee.record import GameRecord
+from referee.record import GameRecord, table_losers
 from referee.replay import verify
 from referee.rules import Game
 from sandbox.death import printable
@@ -259,9 +259,7 @@ def _result_text(record: GameRecord, result_code: str | None, names: tuple[str, 
         won = {"seat0": f"{names[0]} wins", "seat1": f"{names[1]} wins"}
         return won.get(result_code, "draw")
     if record.loser is not None:
-        # Several bots that could not start all lost: the forfeit's seat first.
-        others = sorted({x for _, x in record.pairwise} - {record.loser})
-        return "; ".join(f"{names[x]} loses" for x in (record.loser, *others))
+        return "; ".join(f"{names[x]} loses" for x in table_losers(record.loser, record.pairwise))
     if record.pairwise:
         return "; ".join(f"{names[w]} beats {names[x]}" for w, x in record.pairwise)
     return "draw"

@@ -60,6 +60,7 @@ from leaderboard.web.queries import (
 from leaderboard.web.render import Links, render
 from leaderboard.web.replay import Replay, pack_steps, replay_game
 from leaderboard.web.table_replay import replay_table_game
+from referee.record import table_losers
 
 RECENT_GAMES = 20
 SERIES_ON_PAGE = 500
@@ -136,9 +137,7 @@ def result_text(row: GameRow | Game, labels: dict[int, tuple[str, str]]) -> str:
     seats = row.seats if isinstance(row, GameRow) else row.seat_ids
     if row.ruleset != "default" and not row.voided:
         if row.loser_seat is not None:
-            # Several bots that could not start all lost: the forfeit's seat first.
-            also = {x for _, x in row.pairwise or ()} - {row.loser_seat}
-            losers = [row.loser_seat, *sorted(also)]
+            losers = table_losers(row.loser_seat, row.pairwise or ())
             return ", ".join(f"{_label(labels, seats[x])} lost" for x in losers)
         if row.pairwise:
             beaten = sorted({x for _, x in row.pairwise})
