@@ -63,6 +63,8 @@ log = logging.getLogger("sandbox")
 
 SubmissionLike = Submission | str | os.PathLike[str]
 #: Where a sandboxed bot sees its socket directory, and the address it must serve on.
+BOT_HOSTNAME = "bot"
+"""The host name every backend gives a bot: never the machine's."""
 SANDBOX_SOCKET_DIR = "/run/kryt"
 SANDBOX_ADDRESS = f"unix://{SANDBOX_SOCKET_DIR}/{SOCKET_NAME}"
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.backend import (
+    BOT_HOSTNAME,
     SANDBOX_ADDRESS,
     SANDBOX_SOCKET_DIR,
     Backend,
@@ -647,7 +648,7 @@ class DockerBackend(Backend):
                 log_config=LogConfig(
                     type="json-file", config={"max-size": str(limits.log_bytes), "max-file": "1"}
                 ),
-                hostname="bot",
+                hostname=BOT_HOSTNAME,
             )
         except BaseException as exc:
             self._remove_by_name(name)

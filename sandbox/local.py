@@ -46,6 +46,7 @@ from typing import IO, Any
 
 from sandbox import seccomp
 from sandbox.backend import (
+    BOT_HOSTNAME,
     SANDBOX_ADDRESS,
     SANDBOX_SOCKET_DIR,
     Backend,
@@ -746,6 +747,9 @@ def _tree_size(root: Path) -> tuple[int, int]:
 DEV_NODES = ("null", "zero", "urandom", "random")
 
 
+BUILD_HOSTNAME = "build"
+"""The host name a build sees: never the machine's."""
+
 NO_NESTED_USERNS = ("--unshare-user", "--disable-userns")
 """bwrap flags that keep a bot from creating user namespaces of its own (bubblewrap 0.8.0+).
 
@@ -903,7 +907,8 @@ class BwrapBackend(Backend):
         cmd += ["--", self.bwrap, "--unshare-all", *self._userns_flags]
         cmd += _seccomp_option(seccomp_fd)
         cmd += _pid1_option(status_fd)
-        cmd += ["--die-with-parent", "--new-session"]
+        # The new UTS namespace starts with the host's name: the one Docker gives instead.
+        cmd += ["--die-with-parent", "--new-session", "--hostname", BOT_HOSTNAME]
         cmd += ["--clearenv", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
         for link in ("bin", "lib", "lib64", "sbin"):
             host = Path("/") / link
@@ -984,7 +989,7 @@ class BwrapBackend(Backend):
         cmd += ["--", self.bwrap, "--unshare-all", *self._userns_flags]
         cmd += _seccomp_option(seccomp_fd)
         cmd += _pid1_option(status_fd)
-        cmd += ["--die-with-parent", "--new-session"]
+        cmd += ["--die-with-parent", "--new-session", "--hostname", BUILD_HOSTNAME]
         if network:
             cmd += ["--share-net"]
         cmd += ["--clearenv", "--cap-drop", "ALL"]

@@ -161,6 +161,8 @@ def test_a_bot_reaches_no_descriptor_supervisor_mount_service_or_secret_of_ours(
     assert not [value for value in secret_values if value in repr(result)]
     assert result["uid"][0] != 0 and result["uid"][0] == result["uid"][1]
     assert len(result["pids"]) <= 3, result["pids"]
+    # The machine's name is not the bot's business (Docker and bwrap both say "bot").
+    assert result["hostname"] == "bot", result["hostname"]
 
 
 # ------------------------------------------------------------------ state that outlives
