@@ -374,12 +374,17 @@ class SeriesResult:
                 self._wins[winner] += 1
 
     def add(self, number: int, record: GameRecord, *, keep: bool = True) -> None:
-        """Count game ``number`` (kept whole only when ``keep``)."""
-        if number not in self.winners and record.winner is not None:
+        """Count game ``number`` (kept whole only when ``keep``); a number counted before
+        is counted again with this record's result (a replayed game replaces the first)."""
+        if number in self.winners and (previous := self.winners[number]) is not None:
+            self._wins[previous] -= 1
+        if record.winner is not None:
             self._wins[record.winner] += 1
         self.winners[number] = record.winner
         if keep:
             self.games[number] = record
+        else:
+            self.games.pop(number, None)
 
     def score(self, seat: int = 0) -> SeriesScore:
         """Wins, draws, losses of ``seat`` over the counted games (kept or not)."""
