@@ -13,10 +13,12 @@ Run as a module for maintenance::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -214,8 +216,50 @@ def upgrade_engine(
             " be migrated; open it once with write access (any kryt command migrates it), or"
             " copy it somewhere writable and use --database on the copy"
         )
-    with engine.begin() as connection:
-        return upgrade_connection(connection, where=where, allow=allow)
+    with engine.connect() as connection, _foreign_keys_checked_once(connection):
+        with connection.begin():
+            revision = upgrade_connection(connection, where=where, allow=allow)
+            _check_foreign_keys(connection, where=where)
+        return revision
+
+
+@contextlib.contextmanager
+def _foreign_keys_checked_once(connection: Connection) -> Iterator[None]:
+    """SQLite enforces foreign keys row by row, and a migration that rebuilds a table
+    (Alembic's batch mode: copy, drop, rename) drops rows other tables still point to
+    (a ``game_logs`` row to its game): with enforcement on, every upgrade of such a
+    database failed. It is off for the migrating connection (the pragma is ignored inside
+    a transaction, so it is set before ``BEGIN``), the whole database is checked before
+    the commit instead (:func:`_check_foreign_keys`), and it is on again after."""
+    if connection.dialect.name != "sqlite":
+        yield
+        return
+    driver = connection.connection.driver_connection
+    assert driver is not None  # a live connection of the pool
+    driver.execute("PRAGMA foreign_keys=OFF")
+    try:
+        yield
+    finally:
+        try:
+            driver.execute("PRAGMA foreign_keys=ON")
+        except Exception:  # a broken connection: never back in the pool without them
+            connection.invalidate()
+
+
+def _check_foreign_keys(connection: Connection, *, where: str) -> None:
+    """DamagedSchemaError (the transaction rolls back) when a migrated SQLite database has
+    a row that points to none."""
+    if connection.dialect.name != "sqlite":
+        return
+    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+    if broken:
+        shown = ", ".join(
+            f"{table} row {rowid} -> {parent}" for table, rowid, parent, _ in broken[:5]
+        )
+        raise DamagedSchemaError(
+            f"database {where}: migrating it would leave {len(broken)} row(s) pointing to"
+            f" nothing ({shown}); nothing was changed"
+        )
 
 
 def _next_rev_id() -> str:
