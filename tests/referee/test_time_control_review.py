@@ -513,7 +513,9 @@ def test_a_bot_that_answers_then_freezes_times_out_and_is_replaced(tmp_path: Pat
     played = play(tmp_path, ({"sigstop": ["1:1:2"]}, None), (control, ROOMY), games=2)
     record = played.game(1)
     detail = assert_forfeited(record, 0, GameEndReason.TIMEOUT)
-    assert 1 <= len(own_moves(record, 0)) <= 2
+    # Seen once under -n 2 with 3 moves, not reproduced since: what the bot and the record
+    # say, should it come again.
+    assert 1 <= len(own_moves(record, 0)) <= 2, (own_moves(record, 0), played.logs[0])
     assert played.events(0, "stopping", start=1)
     assert limit_in(detail) <= 1.25 + 1e-9
     assert_told_what_was_charged(played, 0, 1, control)
