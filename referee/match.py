@@ -239,13 +239,18 @@ async def play_game_async(
     forfeit: Forfeit | None = None
     void_reason = ""
     try:
+        not_started: tuple[int, BotFault] | None = None
         for seat, player in enumerate(players):
             try:
                 await player.send(
                     _game_start(game, names, seat, number, scores[seat], controls[seat])
                 )
             except BotFault as exc:
-                raise await faulted(seat, exc, diagnose) from None
+                # The first seat that cannot take it loses; every other seat still takes
+                # its GameStart, since each GameEnd follows its game's (protocol.md).
+                not_started = not_started or (seat, exc)
+        if not_started is not None:
+            raise await faulted(*not_started, diagnose) from None
         while not game.over:
             mover = game.to_move
             assert mover is not None
