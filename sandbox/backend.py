@@ -62,9 +62,9 @@ __all__ = [
 log = logging.getLogger("sandbox")
 
 SubmissionLike = Submission | str | os.PathLike[str]
-#: Where a sandboxed bot sees its socket directory, and the address it must serve on.
 BOT_HOSTNAME = "bot"
 """The host name every backend gives a bot: never the machine's."""
+#: Where a sandboxed bot sees its socket directory, and the address it must serve on.
 SANDBOX_SOCKET_DIR = "/run/kryt"
 SANDBOX_ADDRESS = f"unix://{SANDBOX_SOCKET_DIR}/{SOCKET_NAME}"
 
