@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from arena.db import Submission, get_bot, list_submissions, submission_labels
+from arena.db import Submission, get_bot, list_submissions
 from leaderboard.formatting import board_name
 from leaderboard.ratings.elo import INITIAL_RATING
 from leaderboard.standings import Standing
-from leaderboard.web.pages import BOT_RECENT_GAMES, SiteCache, result_text
+from leaderboard.web.pages import BOT_RECENT_GAMES, SiteCache, result_text, shown_labels
 from leaderboard.web.plot import line_plot
 from leaderboard.web.queries import recent_games, results_by_opponent
 from leaderboard.web.render import Links, render
+from sandbox.death import printable
 
 
 def bot_page(name: str, *, session: Session, links: Links) -> str:
@@ -47,7 +48,7 @@ def bot_page(name: str, *, session: Session, links: Links) -> str:
     elo_plot = (
         line_plot(
             points,
-            title=f"Live Elo of {bot.name} {latest.version}",
+            title=f"Live Elo of {bot.name} {printable(latest.version)}",
             x_label="games played",
             y_label="Elo",
             reference=INITIAL_RATING,
@@ -65,6 +66,6 @@ def bot_page(name: str, *, session: Session, links: Links) -> str:
         named_boards=any(name not in (None, "default game") for _, name, _ in rows),
         elo_plot=elo_plot,
         games=games[:BOT_RECENT_GAMES],
-        labels=submission_labels(session=session),
+        labels=shown_labels(session=session),
         result_text=result_text,
     )

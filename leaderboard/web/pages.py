@@ -61,6 +61,7 @@ from leaderboard.web.render import Links, render
 from leaderboard.web.replay import Replay, pack_steps, replay_game
 from leaderboard.web.table_replay import replay_table_game
 from referee.record import table_losers
+from sandbox.death import printable
 
 RECENT_GAMES = 20
 SERIES_ON_PAGE = 500
@@ -123,6 +124,16 @@ def tournaments_with_progress(*, session: Session) -> list[TournamentSummary]:
         TournamentSummary(t, progress(session=session, tournament_id=t.id))
         for t in list_tournaments(session=session)
     ]
+
+
+def shown_labels(*, session: Session) -> dict[int, tuple[str, str]]:
+    """Every submission's (bot, version) as pages show them: a version is free text to the
+    database (only ``bot.toml`` restricts it), so its control and format characters are made
+    visible, as everywhere bot text is shown."""
+    return {
+        sid: (printable(name), printable(version))
+        for sid, (name, version) in submission_labels(session=session).items()
+    }
 
 
 def _label(labels: dict[int, tuple[str, str]], submission_id: int) -> str:
@@ -224,7 +235,7 @@ def leaderboard_page(*, session: Session, links: Links, tournament_id: int | Non
     """The overall leaderboard (with the list of tournaments) or one tournament's page."""
     tournament = None if tournament_id is None else get_tournament(tournament_id, session=session)
     board = standings(session=session, tournament_id=tournament_id)
-    labels = submission_labels(session=session)
+    labels = shown_labels(session=session)
     summaries = tournaments_with_progress(session=session) if tournament is None else []
     listed = [t.tournament for t in summaries] if tournament is None else [tournament]
     statuses = Statuses.read(session=session)
@@ -332,13 +343,13 @@ def submission_page(
     games, and its rating history (live Elo per game, stored BayesElo snapshots)."""
     submission = get_submission(submission_id, session=session)
     bot = bot_of(submission, session=session)
-    labels = submission_labels(session=session)
+    labels = shown_labels(session=session)
     cache = cache or SiteCache()
     elo_points = cache.elo(session, submission_id)
     elo_plot = (
         line_plot(
             elo_points,
-            title=f"Live Elo of {bot.name} {submission.version}",
+            title=f"Live Elo of {bot.name} {printable(submission.version)}",
             x_label="games played",
             y_label="Elo",
             reference=INITIAL_RATING,
@@ -371,7 +382,7 @@ def submission_page(
                     )
                     for i, p in enumerate(points, start=1)
                 ],
-                title=f"BayesElo snapshots of {bot.name} {submission.version}"
+                title=f"BayesElo snapshots of {bot.name} {printable(submission.version)}"
                 + (f" ({board_name(*board)})" if len(by_board) > 1 else ""),
                 x_label="snapshot",
                 y_label="rating (95% interval)",
@@ -393,7 +404,7 @@ def submission_page(
     return render(
         "submission.html",
         links=links,
-        title=f"{bot.name} {submission.version}",
+        title=f"{bot.name} {printable(submission.version)}",
         bot=bot,
         submission=submission,
         boards=boards,
@@ -422,7 +433,7 @@ def series_page(series_id: int, *, session: Session, links: Links) -> str:
         tournament=get_tournament(series.tournament_id, session=session),
         statuses=Statuses.read(session=session),
         games=games_of(series_id, session=session),
-        labels=submission_labels(session=session),
+        labels=shown_labels(session=session),
         result_text=result_text,
     )
 
@@ -444,7 +455,7 @@ def game_json(game_id: int, *, session: Session) -> dict[str, Any]:
     game = get_game(game_id, session=session)
     series = get_series(game.series_id, session=session)
     tournament = get_tournament(series.tournament_id, session=session)
-    return _game_data(game, series, tournament, submission_labels(session=session))
+    return _game_data(game, series, tournament, shown_labels(session=session))
 
 
 def _game_data(
@@ -509,7 +520,7 @@ def game_page(game_id: int, *, session: Session, links: Links) -> str:
     game = get_game(game_id, session=session)
     series = get_series(game.series_id, session=session)
     tournament = get_tournament(series.tournament_id, session=session)
-    labels = submission_labels(session=session)
+    labels = shown_labels(session=session)
     data = _game_data(game, series, tournament, labels)
     table = game.ruleset != "default"
     return render(
