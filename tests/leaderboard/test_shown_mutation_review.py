@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from rich.console import Console
 
 from arena.db import (
+    GamePlace,
     SeriesSpec,
     TournamentSpec,
     create_tournament,
@@ -34,14 +35,15 @@ from leaderboard.standings import Leaderboard, Standing
 from leaderboard.web import create_app
 from leaderboard.web.render import fmt_forfeits, fmt_percent, fmt_seconds
 from referee.protocol.messages import GameEndReason
-from referee.record import Forfeit
+from referee.record import Forfeit, GameRecord, Move
 from tests.cli.helpers import flat, kryt
-from tests.db.helpers import World, game, new_submission
+from tests.db.helpers import World, deck, game, new_submission
 
 ALPHA_VERSION = "1.0\x1b[2J\u202e"
 """A version as the database accepts it (only ``bot.toml`` checks one): ESC clears the
 terminal, U+202E reverses the rest of the line."""
 BRAVO_VERSION = "2.0\x1b[31m"
+CHARLIE_VERSION = "3.0\x1b[2J\u202e"
 
 CRASH_DETAIL = (
     "boom\x1b[2J at bot\x1b[1m.py:12 in main\n"
@@ -252,6 +254,63 @@ def test_games_list_shows_the_seats_results_and_escapes_both_versions(
     assert rows[3].index(alpha) < rows[3].index(bravo) and " 0-1 " in rows[3], rows[3]
     assert " ½-½ " in rows[5], rows[5]
     assert "crash at bot\\x1b[1m.py:12" in rows[4], rows[4]  # where the crashed bot raised
+
+
+def test_games_list_escapes_the_versions_of_seats_two_and_three(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Mutant M12 (the ``seats 2-3`` column of a table game printed raw): a classic table of
+    three whose seat 2 is charlie, a version with ESC and U+202E in it."""
+    path, w = world(tmp_path)
+    database = open_database(f"sqlite:///{path}")
+    with database.session() as s:
+        c = submit(new_submission("charlie", CHARLIE_VERSION), session=s).submission
+        assert c.id is not None
+        t = create_tournament(
+            TournamentSpec(
+                name="tables",
+                seed=8,
+                config={"ruleset": "classic", "table_size": 3},
+                series=[
+                    SeriesSpec(
+                        w.sub_a, w.sub_b, 1, 98, ruleset="classic", seats=(w.sub_a, w.sub_b, c.id)
+                    )
+                ],
+            ),
+            session=s,
+        )
+        assert t.id is not None
+        (series,) = series_of_tournament(t.id, session=s)
+        assert series.id is not None
+        table = record_game(
+            GameRecord(
+                deck=tuple(deck(77)),
+                dealer=0,
+                turn_limit=500,
+                moves=(Move(1, "lead 6C", 0.01),),
+                ending=GameEndReason.MALFORMED_REPLY,
+                winner=None,
+                forfeit=Forfeit(1, GameEndReason.MALFORMED_REPLY, "x", "bad reply"),
+                referee_version="review 1",
+                players=("p0", "p1", "p2"),
+                started=1.0e9,
+                finished=1.0e9 + 1,
+                ruleset="classic",
+                seats=3,
+                loser=1,
+                pairwise=((0, 1), (2, 1)),
+            ),
+            GamePlace(series.id, 1, 1, (w.sub_a, w.sub_b, c.id)),
+            session=s,
+        ).game
+        assert table.id is not None
+    database.close()
+    code, out, err = kryt(capsys, "games", "list", "-d", str(path))
+    assert code == 0, err
+    assert not ESCAPES.search(out), repr(out)
+    assert "seats 2-3" in out, out
+    row = next(line for line in out.splitlines() if line.split("│")[0].strip() == str(table.id))
+    assert "charlie 3.0\\x1b[2J\\u202e" in row, row
 
 
 # --- kryt replay ----------------------------------------------------------------------------
