@@ -189,7 +189,20 @@ def _usage_error(exc: Exception) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``kryt`` console script; returns the exit code."""
+    """Entry point of the ``kryt`` console script; returns the exit code.
+
+    Every database the command opened is closed before it returns, whatever the outcome.
+    """
+    try:
+        return _main(argv)
+    finally:
+        if _MISSING is None:  # kryt.options needs typer, which an SDK-only install lacks
+            from kryt.options import close_opened_databases
+
+            close_opened_databases()
+
+
+def _main(argv: list[str] | None) -> int:
     if _MISSING is not None or typer is None:
         print(
             f"error: the kryt command needs the arena extra ({_MISSING}); install it with:"

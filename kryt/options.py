@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -27,11 +28,31 @@ StoreOption = Annotated[
 ]
 
 
+_OPENED: list[Database] = []
+"""Databases this invocation opened, closed by :func:`close_opened_databases` when it ends."""
+
+
 def open_db(url: str | None, *, create: bool = True) -> Database:
-    """Open the results database; with ``create=False`` a missing SQLite file is an error."""
+    """Open the results database; with ``create=False`` a missing SQLite file is an error.
+
+    The database stays open for the rest of the command and is closed when ``kryt.cli.main``
+    returns, so a program that runs ``main()`` again and again keeps no pooled connection
+    (a PostgreSQL server counts them against its limit).
+    """
     from arena.db import open_database  # here, not at start-up: sqlalchemy is slow to import
 
-    return open_database(url, create=create)
+    db = open_database(url, create=create)
+    _OPENED.append(db)
+    return db
+
+
+def close_opened_databases() -> None:
+    """Close every database :func:`open_db` opened (closing one twice is harmless)."""
+    while _OPENED:
+        db = _OPENED.pop()
+        # A server gone meanwhile must not turn the command's own outcome into a traceback.
+        with suppress(Exception):
+            db.close()
 
 
 MAX_GAMES = 1_000_000

@@ -25,10 +25,9 @@ from arena.db import (
     DatabaseError,
     DatabaseMissingError,
     get_tournament,
-    open_database,
 )
 from kryt.errors import ExitCode, UserError, classify, echo_error
-from kryt.options import MAX_ID
+from kryt.options import MAX_ID, open_db
 from leaderboard.formatting import board_name, tenths, visible
 from leaderboard.standings import (
     InvalidFilterError,
@@ -80,7 +79,7 @@ def _filter_error(exc: InvalidFilterError) -> str:
 
 def _open(url: str | None) -> Database:
     try:
-        return open_database(url, create=False)
+        return open_db(url, create=False)
     except DatabaseMissingError as exc:
         # The message already says what to do; the generic "is the server running" hint of
         # unavailable databases would only mislead here.
