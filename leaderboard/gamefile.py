@@ -37,7 +37,7 @@ from arena.tournament.origin import SeriesOrigin
 from arena.tournament.seeds import commitment
 from referee.protocol.messages import GameEndReason, TimeControl
 from referee.record import Forfeit, GameRecord, Move
-from referee.timecontrol import format_time_spec, parse_time_spec
+from referee.timecontrol import format_time_spec, parse_time_spec, seconds_text
 from sandbox.death import printable
 from sandbox.submission import NAME_RE, VERSION_RE
 
@@ -282,7 +282,8 @@ def result_token(record: GameRecord) -> str:
 
 def time_header(control: TimeControl) -> str:
     """A seat's time control as a header value: ``1+10+0.1 grace=0.05 clock=wall``."""
-    return f"{format_time_spec(control)} grace={control.grace_ms / 1000:g} clock={control.clock}"
+    grace = seconds_text(control.grace_ms)
+    return f"{format_time_spec(control)} grace={grace} clock={control.clock}"
 
 
 def _time_control(text: str, where: str) -> TimeControl:

@@ -186,10 +186,15 @@ def _spec_bounds(name: str, *, setting: bool) -> tuple[float, float]:
 def format_time_spec(control: TimeControl) -> str:
     """The ``MOVE+BANK+INCREMENT`` text of ``control`` (inverse of :func:`parse_time_spec`)."""
 
-    def seconds(ms: int) -> str:
-        return f"{ms / 1000:g}"
+    move, bank, increment = control.move_ms, control.bank_ms, control.increment_ms
+    return f"{seconds_text(move)}+{seconds_text(bank)}+{seconds_text(increment)}"
 
-    return f"{seconds(control.move_ms)}+{seconds(control.bank_ms)}+{seconds(control.increment_ms)}"
+
+def seconds_text(ms: int) -> str:
+    """``ms`` milliseconds as seconds, exactly (``1234.567``, ``10``, ``0.05``): every
+    millisecond kept, so the text reads back as the same control."""
+    whole, rest = divmod(ms, 1000)
+    return f"{whole}.{rest:03d}".rstrip("0").rstrip(".") if rest else str(whole)
 
 
 def parse_time_assignment(

@@ -361,7 +361,10 @@ def _best_k(values: Sequence[int]) -> int:
         return 0
     # The best order sits near log2 of the typical value: try a few around the median's.
     near = sorted(values)[len(values) // 2].bit_length()
-    candidates = range(max(0, near - 4), min(1 << _K_BITS, near + 2))
+    # Both ends within the orders _K_BITS can name: a median of 2**36 µs (~19 hours) and
+    # more takes the largest, rather than no candidate at all.
+    largest = (1 << _K_BITS) - 1
+    candidates = range(min(max(0, near - 4), largest), min(largest, near + 1) + 1)
     return min(candidates, key=lambda k: _golomb_bits(values, k))
 
 
