@@ -604,6 +604,14 @@ def _member_path(raw: str, limits: SubmissionLimits) -> PurePosixPath:
     return rel
 
 
+def _most_archive_entries(limits: SubmissionLimits) -> int:
+    """The most members an archive may hold, checked before anything is unpacked: the
+    folder's ``max_files`` and one directory wrapping them all (``mybot/...``); the top
+    itself (``./``) is not counted. The unpacked folder is then held to ``max_files``
+    exactly, as a folder submitted as it is."""
+    return limits.max_files + 1
+
+
 def _is_top(raw: str) -> bool:
     """A directory member naming the archive's top itself (``./``, as ``tar -C bot .``
     writes first): nothing to unpack."""
@@ -636,7 +644,8 @@ _ZIP_METHODS = frozenset(
 def _precheck_zip(zf: zipfile.ZipFile, limits: SubmissionLimits) -> dict[str, str]:
     """Check every member of a zip before unpacking any; return the symlink targets."""
     members = zf.infolist()
-    if len(members) > limits.max_files:
+    counted = [m for m in members if not (m.filename and m.is_dir() and _is_top(m.filename))]
+    if len(counted) > _most_archive_entries(limits):
         raise SubmissionTooLargeError(f"the archive has more than {limits.max_files} entries")
     declared = 0
     links: dict[str, str] = {}
@@ -706,12 +715,14 @@ def _precheck_tar(tf: tarfile.TarFile, limits: SubmissionLimits) -> list[tarfile
     """Read and check every tar header before unpacking anything (stops at the limits)."""
     members: list[tarfile.TarInfo] = []
     declared = 0
+    counted = 0
     for info in tf:
         members.append(info)
-        if len(members) > limits.max_files:
-            raise SubmissionTooLargeError(f"the archive has more than {limits.max_files} entries")
         if info.isdir() and _is_top(info.name):
             continue
+        counted += 1
+        if counted > _most_archive_entries(limits):
+            raise SubmissionTooLargeError(f"the archive has more than {limits.max_files} entries")
         rel = _member_path(info.name, limits)
         if info.isdir():
             continue
