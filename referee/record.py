@@ -26,6 +26,12 @@ MAX_TEXT: Final = 4000
 """Longest offending input or detail kept (in characters): a bot cannot fill the database
 by replying with megabytes of garbage. Longer text is cut by :func:`clip` saying so."""
 
+ON_MOVE_FORFEITS: Final = frozenset(
+    {GameEndReason.TIMEOUT, GameEndReason.ILLEGAL_ACTION, GameEndReason.MALFORMED_REPLY}
+)
+"""Forfeits only the seat to move can commit (a reply to its own request), at any table:
+``kryt replay --verify`` refuses one charged to another seat."""
+
 
 _CUT_NOTE = re.compile(r"…\[[1-9][0-9]{0,18} more characters\]\Z")
 

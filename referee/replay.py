@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from referee.protocol.messages import GameEndReason
-from referee.record import GameRecord, Move
+from referee.record import ON_MOVE_FORFEITS, GameRecord, Move
 from referee.rules import Game, RulesError
 from referee.timecontrol import GameClock, format_time_spec
 
@@ -75,7 +75,7 @@ def _default_problems(record: GameRecord) -> tuple[list[str], Game | None]:
             problems.append(f"seat {offender} forfeited but the winner is {record.winner!r}")
         if game.over:
             problems.append("the game is over by the rules, yet a forfeit is recorded")
-        elif game.to_move != offender and ending in _ON_MOVE:
+        elif game.to_move != offender and ending in ON_MOVE_FORFEITS:
             problems.append(f"the {ending.value} is recorded for seat {offender}, not to move")
         return problems, game
     if not game.over:
@@ -90,12 +90,6 @@ def _default_problems(record: GameRecord) -> tuple[list[str], Game | None]:
     if final != record.final_cover:
         problems.append(f"automatic final cover {final!r} but recorded {record.final_cover!r}")
     return problems, game
-
-
-_ON_MOVE = frozenset(
-    {GameEndReason.TIMEOUT, GameEndReason.ILLEGAL_ACTION, GameEndReason.MALFORMED_REPLY}
-)
-"""Forfeits that only the seat to move can commit (a reply to its own request)."""
 
 
 TIME_SLACK: Final = 1e-6

@@ -38,7 +38,14 @@ from referee.protocol.messages import (
     SeriesScore,
     TimeControl,
 )
-from referee.record import REFEREE_VERSION, Forfeit, GameRecord, clip, joint_forfeit_detail
+from referee.record import (
+    ON_MOVE_FORFEITS,
+    REFEREE_VERSION,
+    Forfeit,
+    GameRecord,
+    clip,
+    joint_forfeit_detail,
+)
 from referee.rules import (
     CLASSIC_RULESET,
     Card,
@@ -378,8 +385,11 @@ def table_problems(record: GameRecord) -> list[str]:
             problems.append("moves are recorded for a game nobody started")
         return problems
     if record.forfeit is not None:
+        offender = record.forfeit.seat
         if game.over:
             problems.append("the game is over by the rules, yet a forfeit is recorded")
+        elif game.to_move != offender and ending in ON_MOVE_FORFEITS:
+            problems.append(f"the {ending.value} is recorded for seat {offender}, not to move")
         return problems
     if not game.over:
         return [*problems, "the recorded moves do not finish the game"]
