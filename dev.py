@@ -58,7 +58,8 @@ def test(extra: list[str]) -> int:
     ]
     failed = [name for name, cmd in gates if _run(*cmd) != 0]
     workers = os.environ.get("KRYT_TEST_WORKERS", "auto")
-    rc = _run(PY, "-m", "pytest", "-n", workers, *extra)
+    # The slowest tests are listed so a run that nears CI's time limit shows where it went.
+    rc = _run(PY, "-m", "pytest", "-n", workers, "--durations=25", *extra)
     if rc != 0:
         failed.append("pytest")
     if failed:
