@@ -969,6 +969,7 @@ class BwrapBackend(Backend):
         workdir: str = "/bot",
         seccomp_fd: int | None = None,
         status_fd: int | None = None,
+        hostname: str = BOT_HOSTNAME,
     ) -> list[str]:
         """The ``prlimit … bwrap …`` command line running ``command`` in the file system
         of ``runtime``'s image (every runtime but ``python``; see :mod:`sandbox.runtimes.rootfs`).
@@ -978,7 +979,8 @@ class BwrapBackend(Backend):
         bounded by its memory cgroup, need not). ``network``: keep the host's network (a
         build the organiser allowed to reach its package registry; never a bot).
         ``seccomp_fd`` and ``status_fd`` as for :meth:`argv` (the image's ``python3`` runs
-        the supervisor: every runtime image carries it).
+        the supervisor: every runtime image carries it). ``hostname``: what the sandbox is
+        called (``bot``, as Docker names a bot's container; a build passes ``build``).
         """
         cmd = [self.prlimit, f"--nofile={limits.nofile}", f"--fsize={limits.fsize_bytes}"]
         cmd += ["--core=0"]
@@ -989,7 +991,7 @@ class BwrapBackend(Backend):
         cmd += ["--", self.bwrap, "--unshare-all", *self._userns_flags]
         cmd += _seccomp_option(seccomp_fd)
         cmd += _pid1_option(status_fd)
-        cmd += ["--die-with-parent", "--new-session", "--hostname", BUILD_HOSTNAME]
+        cmd += ["--die-with-parent", "--new-session", "--hostname", hostname]
         if network:
             cmd += ["--share-net"]
         cmd += ["--clearenv", "--cap-drop", "ALL"]
@@ -1300,6 +1302,7 @@ class BwrapBackend(Backend):
                 limits,
                 cgroup=cgroup is not None,
                 address_space=cgroup is None,
+                hostname=BUILD_HOSTNAME,
                 network=online,
                 workdir="/src",
                 seccomp_fd=seccomp_fd,
