@@ -163,8 +163,10 @@ def test_after_kill_9_status_says_stopped_and_resume_takes_over_at_once(tmp_path
     run = start(
         tmp_path,
         "tournament", "run", str(EXAMPLES / "random"), str(EXAMPLES / "mc"),
+        # mc thinks for 30% of its move limit: 0.1 s moves keep its games slow enough for
+        # the kill to land mid-run, and the resume's ten games short.
         "--games", "12", "--concurrency", "1", "--backend", "process",
-        "--move-seconds", "0.5", *where,
+        "--move-seconds", "0.1", *where,
     )  # fmt: skip
     try:
         wait_for_games(db, run, 2)

@@ -432,6 +432,9 @@ def test_a_table_tournament_killed_with_sigkill_resumes_exactly_the_missing_game
     args = [
         "tournament", "run", "builtin:random", "builtin:greedy", "builtin:mc",
         "--ruleset", "classic", "--table-size", "3", "-n", "8", "--seed", "9",
+        # mc thinks for 30% of its move limit (six times that in an endgame): a short limit
+        # keeps its 16 games quick, and the kill still lands mid-run.
+        "--time", "mc=0.1+10",
         "-d", str(db), "--store", str(tmp_path / "store"), *COMMON,
     ]  # fmt: skip
     process = subprocess.Popen(
