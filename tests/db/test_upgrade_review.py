@@ -289,6 +289,7 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Sources:
     table = kryt_process(
         where, "tournament", "run", *BOTS, "builtin:mc", "--ruleset", "classic",
         "--table-size", "3", "--games", "1", "--backend", "process", "--turn-limit", "300",
+        "--time", "mc=0.1+10",  # mc thinks for a share of its move limit: keep it short
         "--name", "table", "-d", str(full),
     )  # fmt: skip
     assert table.returncode == 0, table.stdout + table.stderr

@@ -488,6 +488,7 @@ def spied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path
     done = kryt(
         "tournament", "run", "builtin:random", "builtin:greedy", "builtin:mc", str(bot),
         "--ruleset", "classic", "--table-size", "4", "-n", "1", "-j", "3", "--seed", "21",
+        "--time", "mc=0.1+10",  # mc thinks for a share of its move limit: keep it short
         "-d", str(db), "--store", str(folder / "store"), *COMMON, cwd=folder,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
