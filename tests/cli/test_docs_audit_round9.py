@@ -1225,3 +1225,23 @@ def test_a_reader_that_goes_away_is_still_exit_0(played: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == 2 and done.stdout.startswith("Game 1:")
+
+
+def test_the_example_record_s_seeds_follow_from_each_other() -> None:
+    """docs/games-format.md, "A record": a reader checking the example's seeds (the
+    commitment to ``TournamentSeed``, the series seed derived from it and ``SeriesSeedIds``,
+    the deck of game ``Game`` dealt from that seed) finds them as the arena makes them."""
+    from arena.tournament.runner import series_seed
+    from referee.series import game_deck
+
+    text = (REPO / "docs" / "games-format.md").read_text(encoding="utf-8")
+    record = text.split("## A record", 1)[1].split("```", 2)[1]
+    tags = dict(re.findall(r'^\[(\w+) "([^"]*)"\]$', record, flags=re.MULTILINE))
+    seed = int(tags["TournamentSeed"])
+    assert commitment(seed).startswith(tags["SeedCommitment"].removesuffix("…"))
+    first, second = (int(i) for i in tags["SeriesSeedIds"].split())
+    assert tags["SeriesFormat"] == "standard"
+    assert series_seed(seed, first, second) == int(tags["SeriesSeed"])
+    shown = tags["Deck"].removesuffix(" …").split()
+    deck = [str(c) for c in game_deck(int(tags["SeriesSeed"]), int(tags["Game"]))]
+    assert deck[: len(shown)] == shown
