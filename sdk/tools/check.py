@@ -37,6 +37,7 @@ from referee.client import (
 )
 from referee.protocol.messages import HANDSHAKE_SECONDS, GameEndReason, TimeControl
 from sandbox.death import printable
+from sandbox.dial import SOCKET_NAME
 from sandbox.limits import DEFAULT_STARTUP_SECONDS, SandboxLimits
 from sandbox.submission import Submission, SubmissionError, load_submission
 from sdk.bot import Bot
@@ -138,6 +139,27 @@ def _started(folder: Path, report: CheckReport) -> Iterator[tuple[str, subproces
         yield started
 
 
+_MAX_SOCKET_PATH: Final = 100
+"""The longest socket path the check hands a bot: a Unix socket address holds 107 bytes, and
+gRPC binds a few less (grpcio 1.85 at most 105), so a margin."""
+
+
+def _socket_folder() -> Path:
+    """A new private folder for the bot's socket, whose path a bot's gRPC server can bind:
+    in the temporary folder, or in ``/tmp`` when that one is too deep (a long ``TMPDIR``),
+    else the bot could not bind its socket and the check would blame the bot. When ``/tmp``
+    cannot be used either, the deep folder it is (the bot's error then says why)."""
+    folder = Path(tempfile.mkdtemp(prefix="kryt-check-"))
+    if len(os.fsencode(folder / SOCKET_NAME)) <= _MAX_SOCKET_PATH:
+        return folder
+    try:
+        short = Path(tempfile.mkdtemp(prefix="kryt-check-", dir="/tmp"))
+    except OSError:
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    return short
+
+
 @contextmanager
 def _run_entry(
     submission: Submission, report: CheckReport
@@ -150,8 +172,8 @@ def _run_entry(
             " FOLDER --backend bwrap` or `--backend docker` (the check without a sandbox runs"
             " Python bots only)"
         )
-    tmp = Path(tempfile.mkdtemp(prefix="kryt-check-"))
-    address = f"unix://{tmp / 'bot.sock'}"
+    tmp = _socket_folder()
+    address = f"unix://{tmp / SOCKET_NAME}"
     env = dict(os.environ)
     env[ADDRESS_ENV] = address
     # Let the bot import this very SDK even when it is not installed (a source checkout).

@@ -50,3 +50,18 @@ def test_checking_an_archive_leaves_no_unpacked_copy(
     assert report.ok, report.format()
     assert report.name == "random"
     assert sorted(p.name for p in scratch.iterdir()) == []
+
+
+def test_a_temporary_folder_too_deep_for_a_socket_does_not_fail_the_bot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Unix socket path holds at most 107 bytes: under a deeper ``TMPDIR`` the bot could
+    not bind its socket and the check blamed it (``crash: the bot exited with code 1``, seen
+    under pytest's own deep temporary folders). The socket's folder moves to ``/tmp``."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    roomy = TimeControl(move_ms=5000, bank_ms=60_000)
+    report = check_bot(EXAMPLES / "random", games=1, time_control=roomy, startup_timeout=120)
+    assert report.ok, report.format()
+    assert list(deep.iterdir()) == []  # the deep folder tried first is gone
