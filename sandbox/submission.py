@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from sandbox.death import printable
 from sandbox.runtimes import REGISTRY, UnknownRuntimeError, get_runtime
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "UnsafePathError",
     "load_submission",
     "parse_manifest",
+    "shown_as_plain_text",
     "store_submission",
 ]
 
@@ -297,15 +299,34 @@ BIDI_CONTROLS = frozenset(
 a description that reads differently from what it is)."""
 
 
+def _not_plain_text(char: str, *, newlines: bool) -> bool:
+    """Whether ``bot.toml`` refuses ``char`` in an ``author`` (``newlines`` false) or a
+    ``description`` (true): a control character but a tab (or a line break), or a
+    bidirectional formatting character."""
+    if char == "\t" or (newlines and char in "\r\n"):
+        return False
+    return char in BIDI_CONTROLS or unicodedata.category(char) == "Cc"
+
+
+def shown_as_plain_text(value: str, *, newlines: bool) -> str:
+    """``value`` with each character ``bot.toml`` refuses in an author (``newlines`` false)
+    or a description (true) made visible as an escape, the rest as it is.
+
+    The database takes any manifest (a direct ``arena.db.submit``, an older release's rows):
+    pages show such a text as ``bot.toml`` would have let it through, nothing more escaped
+    (a line separator or a zero-width space that ``bot.toml`` accepts is shown as written).
+    """
+    return "".join(
+        printable(char) if _not_plain_text(char, newlines=newlines) else char for char in value
+    )
+
+
 def _check_plain_text(value: str, key: str, source: str, *, newlines: bool) -> None:
     """``author`` and ``description`` are shown to people (web pages, the CLI): plain text,
     without control characters (tabs and, in a description, line breaks aside) or
     bidirectional formatting characters. InvalidManifestError names the first one."""
-    allowed = "\t\r\n" if newlines else "\t"
     for position, char in enumerate(value):
-        if char in allowed:
-            continue
-        if char in BIDI_CONTROLS or unicodedata.category(char) == "Cc":
+        if _not_plain_text(char, newlines=newlines):
             raise InvalidManifestError(
                 f"{source}: {key!r} contains the control character U+{ord(char):04X} at"
                 f" position {position}; write plain text",

@@ -20,6 +20,7 @@ from markupsafe import Markup, escape
 from leaderboard.formatting import tenths
 from referee.rules import Card, RulesError
 from sandbox.death import printable
+from sandbox.submission import shown_as_plain_text
 
 _CARD_TOKEN = re.compile(r"\b(?:10|[6-9TJQKA])[CDHS]\b")
 _SUIT_SYMBOL = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
@@ -130,6 +131,13 @@ def fmt_forfeits(forfeits: dict[str, int]) -> str:
     return ", ".join(f"{reason.replace('_', ' ')} {n}" for reason, n in sorted(forfeits.items()))
 
 
+def plain_text(value: object, *, newlines: bool = False) -> str:
+    """A manifest's ``author`` or (``newlines``) ``description`` as ``bot.toml`` lets it
+    through: what it refuses made visible. Any stored value is shown as text (the database
+    takes any manifest)."""
+    return shown_as_plain_text(str(value), newlines=newlines)
+
+
 @cache
 def environment() -> Environment:
     """The Jinja2 environment of the leaderboard templates (autoescaped, strict)."""
@@ -150,6 +158,7 @@ def environment() -> Environment:
         seconds=fmt_seconds,
         tenths=tenths,
         printable=printable,  # bot text: control and format characters made visible
+        plain_text=plain_text,  # bot.toml's author/description: what it refuses made visible
     )
     return env
 

@@ -1,4 +1,5 @@
-"""A version stored with control or format characters is shown with them made visible.
+"""A version (or a description) stored with control or format characters is shown with
+them made visible.
 
 ``bot.toml`` restricts a version to ``[0-9A-Za-z.+_-]``, but the database takes any text
 (a direct ``arena.db.submit``, a database filled by an older release): the pages must treat
@@ -41,6 +42,9 @@ BIDI_VERSION = "1.0\u202e2.0"
 """A right-to-left override in the middle: shown raw, it reverses the rest of the line."""
 ESCAPE_VERSION = "2.0\x1b[2J\x1b]0;owned\x07"
 """Clear-screen and retitle sequences."""
+DESCRIPTION = "plays\u202e backwards\x1b]0;owned\x07\nsecond\u2028line\u200b"
+"""A description with the same characters, shown on the submission pages, beside a line
+separator and a zero-width space that ``bot.toml`` accepts (shown as written)."""
 RAW = ("\u202e", "\x1b", "\x07")
 
 
@@ -59,6 +63,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient,
                         version=version,
                         sha256=hashlib.sha256(name.encode()).hexdigest(),
                         submitted_by="tester",
+                        # A manifest stored as is: bot.toml refuses such a description.
+                        manifest={"name": name, "version": version, "description": DESCRIPTION},
                     ),
                     session=s,
                 ).submission
@@ -151,3 +157,12 @@ def test_the_replay_viewer_gets_the_visible_form(
     data = json.loads(data.split("</script>", 1)[0])
     versions = {p["bot"]: p["version"] for p in data["players"]}
     assert versions == {"rtl": "1.0\\u202e2.0", "esc": "2.0\\x1b[2J\\x1b]0;owned\\x07"}
+
+
+def test_a_stored_description_is_shown_with_its_characters_visible(
+    site: tuple[TestClient, dict[str, int]],
+) -> None:
+    client, ids = site
+    html = client.get(f"/submissions/{ids['rtl']}").text
+    shown = html.split('<p class="description">', 1)[1].split("</p>", 1)[0]
+    assert shown == "plays\\u202e backwards\\x1b]0;owned\\x07\nsecond\u2028line\u200b", shown
