@@ -120,6 +120,23 @@ def world(db: Database) -> World:
 
 
 @pytest.fixture
+def sqlite_db(tmp_path: Path) -> Iterator[Database]:
+    """An open, migrated, empty SQLite database in a temporary file, for tests of what only
+    one backend does (or that need no PostgreSQL)."""
+    database = open_database(f"sqlite:///{tmp_path}/kryt.db")
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+@pytest.fixture
+def sqlite_world(sqlite_db: Database) -> World:
+    """:func:`world` on :func:`sqlite_db`."""
+    return build_world(sqlite_db)
+
+
+@pytest.fixture
 def admin() -> Iterator[Engine]:
     """An autocommit engine on the test PostgreSQL server's administrative database
     (tests/db/postgres_admin.py acts through it)."""

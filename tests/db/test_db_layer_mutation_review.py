@@ -28,7 +28,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -92,22 +91,6 @@ MINUTE = timedelta(minutes=1)
 DAY = timedelta(days=1)
 ONE = LeaseHolder("run-one", "host-a", 1234, "token-one")
 TWO = LeaseHolder("run-two", "host-b", 5678, "token-two")
-
-
-@pytest.fixture
-def sqlite_db(tmp_path: Path) -> Iterator[Database]:
-    """An open, migrated, empty SQLite database in a temporary file."""
-    database = open_database(f"sqlite:///{tmp_path}/kryt.db")
-    try:
-        yield database
-    finally:
-        database.close()
-
-
-@pytest.fixture
-def sqlite_world(sqlite_db: Database) -> World:
-    """Two bots, a tournament and one series between them, on SQLite."""
-    return build_world(sqlite_db)
 
 
 # ---------------------------------------------------------------------------- leases

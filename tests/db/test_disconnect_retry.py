@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -186,15 +185,6 @@ def test_a_bad_retry_setting_is_refused_in_one_line(raw: str) -> None:
 
 
 # ---------------------------------------------------------------------------- retrying
-
-
-@pytest.fixture
-def sqlite_db(tmp_path: Path) -> Iterator[Database]:
-    database = open_database(f"sqlite:///{tmp_path}/kryt.db")
-    try:
-        yield database
-    finally:
-        database.close()
 
 
 class Flaky:

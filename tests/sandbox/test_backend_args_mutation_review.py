@@ -58,11 +58,13 @@ LIMITS = SandboxLimits(
     nofile=77,
     tmpfs_bytes=3 * MiB,
     fsize_bytes=5 * MiB,
+    log_bytes=300 * 1024,
     address_space_slack_bytes=300 * MiB,
     shm_bytes=2 * MiB,
 )
 """Limits whose every field differs from the others and from the defaults, so a field
-passed in another's place, or a default passed instead, shows."""
+passed in another's place, or a default passed instead, shows (the Docker backend's review
+uses them too)."""
 
 BOT_PYTHON = "/usr/bin/python3"
 """The bots' interpreter in these tests (``KRYT_SANDBOX_PYTHON``): a system one under /usr."""

@@ -20,28 +20,17 @@ from typing import Any
 import pytest
 
 from sandbox.backend import BOT_HOSTNAME, SANDBOX_ADDRESS, SANDBOX_SOCKET_DIR
-from sandbox.limits import MiB, SandboxLimits
+from sandbox.limits import MiB
 from sandbox.runtimes import get_runtime
 from sandbox.seccomp import LAUNCHER, filter_problem
 from sandbox.supervisor import TOKEN_ENV
+from tests.sandbox.test_backend_args_mutation_review import LIMITS
 
 docker_backend = pytest.importorskip("sandbox.docker_backend")
 pytest.importorskip("docker")
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="a bot's uid is leased from the uid pool, which needs root"
-)
-
-LIMITS = SandboxLimits(
-    memory_bytes=96 * MiB,
-    pids=9,
-    cpus=0.5,
-    nofile=77,
-    tmpfs_bytes=3 * MiB,
-    fsize_bytes=5 * MiB,
-    log_bytes=300 * 1024,
-    address_space_slack_bytes=300 * MiB,
-    shm_bytes=2 * MiB,
 )
 
 

@@ -21,9 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from arena.db import Game as GameRow
 from arena.db import (
-    Database,
-    GamePlace,
     NewRatingSnapshot,
     RatingLine,
     SeriesFormat,
@@ -31,78 +30,24 @@ from arena.db import (
     TournamentSpec,
     create_tournament,
     games_of_series,
-    record_game,
     save_rating_snapshot,
     series_of_tournament,
     void_game,
 )
-from arena.db import Game as GameRow
 from arena.db.results import DealPairKind, DealUnits, SingleGameKind
 from leaderboard.ratings import Game, Outcome, PairCounts, fit_bayeselo
 from leaderboard.standings import (
     SNAPSHOTS_CHECKED,
-    Leaderboard,
     Standing,
     boards_with_games,
     fit_inputs_key,
     refit_and_store,
     resolve_board_kind,
-    standings,
 )
-from referee.protocol.messages import GameEndReason
-from referee.record import GameRecord, Move
-from referee.rules import shuffled_deck
 from tests.ratings.test_match_stats_duplicate_mutation_review import _sandwich_by_hand
+from tests.standings.test_board_choice import board, table_tournament
 from tests.standings.test_standings import play, setup
 from tests.standings.test_stored_fit import MARK, mark_snapshot
-
-
-def classic_tables(db: Database, seats: list[int], games: int) -> None:
-    """A classic tournament at a table of ``len(seats)`` whose ``games`` games all end with
-    the last seat holding cards (it loses to every other seat)."""
-    size = len(seats)
-    with db.session() as session:
-        tournament = create_tournament(
-            TournamentSpec(
-                name=f"tables of {size}",
-                seed=1,
-                config={"ruleset": "classic", "table_size": size},
-                series=[
-                    SeriesSpec(seats[0], seats[1], games, 7, ruleset="classic", seats=tuple(seats))
-                ],
-            ),
-            session=session,
-        )
-        assert tournament.id is not None
-        series_id = series_of_tournament(tournament.id, session=session)[0].id
-        assert series_id is not None
-        loser = size - 1
-        for number in range(1, games + 1):
-            record_game(
-                GameRecord(
-                    deck=tuple(str(c) for c in shuffled_deck(5)),
-                    dealer=number % size,
-                    turn_limit=500,
-                    moves=(Move((number + 1) % size, "lead 6C", 0.01),),
-                    ending=GameEndReason.LAST_HOLDER,
-                    winner=0 if size == 2 else None,
-                    referee_version="test",
-                    players=tuple(f"p{s}" for s in range(size)),
-                    started=1.0e9,
-                    finished=1.0e9 + number,
-                    ruleset="classic",
-                    seats=size,
-                    loser=loser,
-                    pairwise=tuple((s, loser) for s in range(size) if s != loser),
-                ),
-                GamePlace(series_id, number, 1, tuple(seats)),
-                session=session,
-            )
-
-
-def board(db: Database, **options: object) -> Leaderboard:
-    with db.read_session() as session:
-        return standings(session=session, **options)  # type: ignore[arg-type]
 
 
 def test_a_rows_json_keeps_each_field_under_its_own_name() -> None:
@@ -152,7 +97,7 @@ def test_a_tournaments_settings_give_the_table_size() -> None:
 def test_boards_are_listed_default_game_first(tmp_path: Path) -> None:
     db, ids, series = setup(tmp_path, ["alpha", "bravo", "charlie"])
     play(db, series[0], (ids[0], ids[1]), ["seat0", "draw"])
-    classic_tables(db, ids, 2)
+    table_tournament(db, "tables of 3", ids, 2)
     with db.read_session() as session:
         found = boards_with_games(session=session)
     # "classic" sorts before "default": the default game comes first all the same.
@@ -173,8 +118,8 @@ def test_boards_are_listed_default_game_first(tmp_path: Path) -> None:
 
 def test_a_table_size_alone_picks_the_only_board_of_that_size(tmp_path: Path) -> None:
     db, ids, _ = setup(tmp_path, ["alpha", "bravo", "charlie"])
-    classic_tables(db, ids[:2], 2)
-    classic_tables(db, ids, 3)
+    table_tournament(db, "tables of 2", ids[:2], 2)
+    table_tournament(db, "tables of 3", ids, 3)
     shown = board(db, table_size=2)  # ruleset left open: of the size-2 boards, one has games
     assert (shown.ruleset, shown.table_size, shown.games) == ("classic", 2, 2)
     assert [r.bot for r in shown.rows] == ["alpha", "bravo"]
