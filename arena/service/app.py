@@ -571,33 +571,28 @@ def _detail_of(data: object) -> str:
 def _authenticate(request: Request, service: Service, *, write: bool) -> Principal:
     """The principal of the bearer token, or a 401/429 problem (audited)."""
     remote = _remote(request)
-    # Counted up front and given back if it is good: attempts sent at once all count, so a
-    # burst of wrong tokens is checked no more often than the limit allows.
     wait = service.failures.take(remote)
     if wait:
         raise Problem(429, "Too many requests", "too many refused credentials", retry_after=wait)
     header = request.headers.get("authorization", "")
     scheme, _, secret = header.partition(" ")
-    principal = None
-    if scheme.lower() == "bearer" and secret.strip():
-        try:
+    with service.failures.kept_if_refused(remote) as attempt:
+        principal = None
+        if scheme.lower() == "bearer" and secret.strip():
             with service.db.session() as session:
                 principal = authenticate_token(secret.strip(), session=session)
                 if principal is None:
                     audit(
                         "token", "refused", session=session, target=request.url.path, remote=remote
                     )
-        except BaseException:
-            service.failures.refund(remote)  # not a refused credential: a failure of ours
-            raise
-    if principal is None:
-        detail = (
-            "missing token: send Authorization: Bearer <token>"
-            if not header
-            else "invalid token (unknown, revoked or expired)"
-        )
-        raise Problem(401, "Unauthorized", detail)
-    service.failures.refund(remote)
+        if principal is None:
+            attempt.refuse()
+            detail = (
+                "missing token: send Authorization: Bearer <token>"
+                if not header
+                else "invalid token (unknown, revoked or expired)"
+            )
+            raise Problem(401, "Unauthorized", detail)
     if write:
         wait = service.writes.take(f"token:{principal.token_id}")
         if wait:
@@ -1027,52 +1022,54 @@ def _register(service: Service, fields: dict[str, str], remote: str) -> Register
     Refused codes count against the caller's address like refused tokens; a taken or
     malformed name or a bad password leaves the code unused (the transaction rolls back).
     """
-    # Counted up front (attempts sent at once all count), kept only for a refused code.
     wait = service.failures.take(remote)
     if wait:
         raise Problem(429, "Too many requests", "too many refused invite codes", retry_after=wait)
     code = fields.get("invite", "").strip()
     name = fields.get("name", "").strip()
-    try:
-        password_hash = hash_password(fields.get("password", ""))
-    except PasswordError as exc:
-        service.failures.refund(remote)
-        raise Problem(422, "Invalid registration", str(exc)) from None
-    lifetime = timedelta(days=service.settings.token_days)
-    outcome, detail = "refused", ""
-    try:
+    with service.failures.kept_if_refused(remote) as attempt:  # kept for a refused code only
+        try:
+            password_hash = hash_password(fields.get("password", ""))
+        except PasswordError as exc:
+            raise Problem(422, "Invalid registration", str(exc)) from None
+        lifetime = timedelta(days=service.settings.token_days)
+        try:
+            with service.db.session() as session:
+                author, token = redeem_invite(
+                    code,
+                    name,
+                    session=session,
+                    password_hash=password_hash,
+                    token_lifetime=lifetime,
+                )
+                assert author.id is not None
+                audit(
+                    "register",
+                    "ok",
+                    session=session,
+                    author_id=author.id,
+                    token_id=token.token_id,
+                    target=name,
+                    remote=remote,
+                )
+                return Registered(
+                    author.id, name, token.secret, token.expires_at.isoformat(), token.token_id
+                )
+        except InviteError as exc:
+            attempt.refuse()
+            outcome, detail = "refused", str(exc)
+            problem = Problem(403, "Forbidden", detail)
+        except ConflictError as exc:
+            outcome, detail = "conflict", str(exc)
+            problem = Problem(409, "Conflict", detail)
+        except InvalidRecordError as exc:
+            outcome, detail = "invalid", str(exc)
+            problem = Problem(422, "Invalid registration", detail)
         with service.db.session() as session:
-            author, token = redeem_invite(
-                code, name, session=session, password_hash=password_hash, token_lifetime=lifetime
-            )
-            assert author.id is not None
             audit(
-                "register",
-                "ok",
-                session=session,
-                author_id=author.id,
-                token_id=token.token_id,
-                target=name,
-                remote=remote,
+                "register", outcome, session=session, target=name[:40], detail=detail, remote=remote
             )
-            service.failures.refund(remote)
-            return Registered(
-                author.id, name, token.secret, token.expires_at.isoformat(), token.token_id
-            )
-    except InviteError as exc:
-        detail = str(exc)
-        problem = Problem(403, "Forbidden", detail)
-    except ConflictError as exc:
-        service.failures.refund(remote)
-        outcome, detail = "conflict", str(exc)
-        problem = Problem(409, "Conflict", detail)
-    except InvalidRecordError as exc:
-        service.failures.refund(remote)
-        outcome, detail = "invalid", str(exc)
-        problem = Problem(422, "Invalid registration", detail)
-    with service.db.session() as session:
-        audit("register", outcome, session=session, target=name[:40], detail=detail, remote=remote)
-    raise problem
+        raise problem
 
 
 # ---------------------------------------------------------------------------- pages
@@ -1197,17 +1194,15 @@ def _add_pages(app: FastAPI, service: Service) -> None:
             raise Problem(
                 403, "Forbidden", "the form's CSRF token is missing or wrong; reload the page"
             )
-        # Counted up front and given back on success: sign-ins sent at once all count, so a
-        # burst of guesses gets no more password checks than the limit allows.
         wait = service.failures.take(remote)
         if wait:
             raise Problem(429, "Too many requests", "too many failed sign-ins", retry_after=wait)
-        try:
+        with service.failures.kept_if_refused(remote) as attempt:
             # Blocking (database, the slow password hash): in a worker thread.
-            return await run_in_threadpool(sign_in, request, form, remote)
-        except BaseException:
-            service.failures.refund(remote)  # not a refused credential: a failure of ours
-            raise
+            response = await run_in_threadpool(sign_in, request, form, remote)
+            if response.status_code == 401:
+                attempt.refuse()
+            return response
 
     def sign_in(request: Request, form: dict[str, str], remote: str) -> Response:
         """Check the name and password (or token) of the sign-in form; audited."""
@@ -1249,7 +1244,6 @@ def _add_pages(app: FastAPI, service: Service) -> None:
                 error="Wrong name, password or token.",
             )
             return HTMLResponse(html, status_code=401)
-        service.failures.refund(remote)
         response = RedirectResponse("/me", status_code=303)
         response.set_cookie(
             SESSION_COOKIE,

@@ -25,6 +25,8 @@ import hmac
 import secrets
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from argon2 import PasswordHasher
@@ -186,6 +188,17 @@ class _Bucket:
     stamp: float
 
 
+class Attempt:
+    """An attempt under :meth:`RateLimiter.kept_if_refused`."""
+
+    def __init__(self) -> None:
+        self.refused = False
+
+    def refuse(self) -> None:
+        """The credential was wrong: the request spent on it stays spent."""
+        self.refused = True
+
+
 class RateLimiter:
     """Token buckets: ``per_minute`` requests in a burst, refilled evenly over a minute."""
 
@@ -236,6 +249,24 @@ class RateLimiter:
             bucket = self._buckets.get(key)
             if bucket is not None:
                 bucket.tokens = min(self._capacity, bucket.tokens + 1.0)
+
+    @contextmanager
+    def kept_if_refused(self, key: str) -> Iterator[Attempt]:
+        """The rest of an attempt whose request of ``key`` was spent by :meth:`take`: the
+        request is given back when the block ends, unless the block marked the attempt
+        :meth:`~Attempt.refuse` d (a wrong credential). Any other ending, an error of ours
+        included, is not the caller's failure and costs nothing.
+
+        Counted up front and given back, rather than counted on failure: attempts sent at
+        once all count while they are in flight, so a burst of guesses gets no more checks
+        than the limit allows.
+        """
+        attempt = Attempt()
+        try:
+            yield attempt
+        finally:
+            if not attempt.refused:
+                self.refund(key)
 
     def blocked(self, key: str) -> float:
         """Seconds until ``key`` may try again without spending (0: not blocked)."""

@@ -3,6 +3,8 @@ letting a flood of new client addresses reset the limits of the clients already 
 
 from __future__ import annotations
 
+import pytest
+
 from arena.service.auth import RateLimiter
 
 
@@ -25,3 +27,22 @@ def test_an_attempt_counted_up_front_is_given_back() -> None:
     limiter.refund("client")
     limiter.refund("client")  # never above the burst
     assert limiter.take("client") == 0 and limiter.take("client") > 0
+
+
+def test_an_attempt_is_kept_only_when_its_credential_is_refused() -> None:
+    limiter = RateLimiter(1)
+    assert limiter.take("client") == 0
+    with limiter.kept_if_refused("client"):
+        pass  # a good credential
+    assert limiter.take("client") == 0, "a good attempt was not given back"
+    with limiter.kept_if_refused("client") as attempt:
+        attempt.refuse()
+    assert limiter.take("client") > 0, "a refused credential was given back"
+
+
+def test_an_attempt_that_fails_on_our_side_is_given_back() -> None:
+    limiter = RateLimiter(1)
+    assert limiter.take("client") == 0
+    with pytest.raises(ConnectionError), limiter.kept_if_refused("client"):
+        raise ConnectionError("the database went away")
+    assert limiter.take("client") == 0, "our failure cost the client an attempt"
