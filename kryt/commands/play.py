@@ -320,7 +320,9 @@ def play(
                 name += " (2)"
             submissions.append(submission)
             names.append(name)
-        # The bots are found first: a missing one is the only line printed.
+        # The bots are found first, and what --time BOT=... names among them: a missing bot
+        # or a control naming none is the only line printed.
+        seat_controls = _seat_controls(per_bot, shared, refs, submissions, names)
         try:
             sandbox = choose_backend(backend_choice(backend, sandbox_alias), allow_unsafe=False)
         except ValueError as exc:  # an unknown backend name (an unusable one is a SandboxError)
@@ -333,7 +335,7 @@ def play(
         if problem:
             err.print(Text(f"warning: --clock cpu: {problem}; moves are charged wall time"))
             shared = replace(shared, clock="wall")
-            per_bot = {key: replace(c, clock="wall") for key, c in per_bot.items()}
+            seat_controls = tuple(replace(c, clock="wall") for c in seat_controls)
         base = SeriesConfig(
             games=games,
             # Only ASCII digits make a number: str.isdigit() also holds for "²" and "١".
@@ -344,7 +346,6 @@ def play(
         )
         configs = pairing_configs(base, jobs)
         limits = SandboxSettings().limits()
-        seat_controls = _seat_controls(per_bot, shared, refs, submissions, names)
         if seat_controls:
             configs = [replace(c, seat_controls=seat_controls) for c in configs]
             shown = ", ".join(
