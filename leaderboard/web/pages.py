@@ -167,7 +167,9 @@ def result_text(row: GameRow | Game, labels: dict[int, tuple[str, str]]) -> str:
 class Statuses:
     """Tournaments' and series' statuses as ``kryt tournament status`` shows them: a
     tournament that a run started and none plays now (its runner died or was stopped) is
-    ``stopped``, with its series stored as running, not ``running`` forever."""
+    ``stopped``, with its series stored as running, not ``running`` forever. The arena's
+    ladder, which the CLI calls ``ladder``, keeps its stored status (``running``): a live
+    page follows it as its servers play it."""
 
     states: dict[int, TournamentState]
 
