@@ -120,11 +120,14 @@ def list_games(
     from leaderboard.games_io import select_games
     from sandbox.death import printable as visible
 
-    where = _filter(bot, tournament, result, reason, limit, newest_first=not oldest)
+    # One game more than shown: the footer says the list was cut only when it was.
+    where = _filter(bot, tournament, result, reason, limit + 1, newest_first=not oldest)
     db = open_db(database, create=False)
     with db.read_session() as session:
         _check_filters(where, session=session)
         games = select_games(where, session=session)
+        cut = len(games) > limit
+        games = games[:limit]
         labels = submission_labels(session=session)
         tables = any(game.players > 2 for game in games)
         columns = ["id", "tourn.", "series", "game", "seat 0", "seat 1"]
@@ -163,7 +166,7 @@ def list_games(
     console.print(table)
     typer.echo(
         f"{len(games)} games"
-        + (f" (the first {limit}; use --limit)" if len(games) == limit else "")
+        + (f" (the first {limit}; use --limit)" if cut else "")
         + "; see one with: kryt replay ID"
     )
 
