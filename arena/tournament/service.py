@@ -526,15 +526,19 @@ def run_tournament(
             held.callback(prepared.close)
         # As for a new tournament on this sandbox (``kryt tournament run``): moves are
         # charged on the wall clock anyway, so the stored config and every record say so.
-        if (
-            config.time_control.clock == "cpu"
-            and prepared.cpu_clock_problem
-            and _charge_wall_clock(tournament_id, db=db, runner_id=lease.runner_id, cancel=stop)
-        ):
-            say(
-                f"warning: clock cpu: {prepared.cpu_clock_problem}; this tournament"
-                " charges moves wall time from now on (clock wall)"
-            )
+        try:
+            if (
+                not lease.lost
+                and config.time_control.clock == "cpu"
+                and prepared.cpu_clock_problem
+                and _charge_wall_clock(tournament_id, db=db, runner_id=lease.runner_id, cancel=stop)
+            ):
+                say(
+                    f"warning: clock cpu: {prepared.cpu_clock_problem}; this tournament"
+                    " charges moves wall time from now on (clock wall)"
+                )
+        except LeaseLostError as exc:  # taken over before its heartbeat noticed
+            lost(str(exc))
         runner_id = lease.runner_id
         tasks = db.retrying_call(
             lambda: tasks_for(tournament_id, db=db, store=store, runner_id=runner_id),
@@ -551,10 +555,19 @@ def run_tournament(
             say(f"removed {swept} sandbox(es) left over by a dead run")
         finished, _ = _all_finished(tournament_id, db, stop)
         try:
-            if not finished:
-                _mark(
-                    tournament_id, TournamentStatus.RUNNING, db=db, runner_id=runner_id, cancel=stop
-                )
+            # A lease lost before the games (taken over while the executor started) stops
+            # the run: nothing is marked or played, and the reason is reported once.
+            if not finished and not lease.lost:
+                try:
+                    _mark(
+                        tournament_id,
+                        TournamentStatus.RUNNING,
+                        db=db,
+                        runner_id=runner_id,
+                        cancel=stop,
+                    )
+                except LeaseLostError as exc:  # taken over before its heartbeat noticed
+                    lost(str(exc))
             outcomes = prepared.run(tasks, stop=stop, on_game=on_game, on_series=on_series)
         finally:
             # Once the run is stopped (Ctrl-C, the lease lost, a series gave up on the
