@@ -16,13 +16,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final, Literal
@@ -160,6 +161,12 @@ def _socket_folder() -> Path:
     return short
 
 
+def _signal_group(group: int, number: signal.Signals) -> None:
+    """Send ``number`` to every process of the process group ``group`` (none left: nothing)."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, number)
+
+
 @contextmanager
 def _run_entry(
     submission: Submission, report: CheckReport
@@ -188,17 +195,19 @@ def _run_entry(
         stdin=subprocess.DEVNULL,
         stdout=err,
         stderr=err,
+        # A group of its own: what the bot starts is stopped with it (a helper process, a
+        # forked worker), as a sandbox would; and a Ctrl-C at the terminal reaches only us.
+        start_new_session=True,
     )
     try:
         yield address, proc
     finally:
         if proc.poll() is None:
-            proc.terminate()
-            try:
+            _signal_group(proc.pid, signal.SIGTERM)
+            with suppress(subprocess.TimeoutExpired):
                 proc.wait(2)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        _signal_group(proc.pid, signal.SIGKILL)  # whatever is left, the bot's children too
+        proc.wait()
         err.seek(0)
         report.stderr = err.read()[-STDERR_TAIL:].decode("utf-8", "replace")
         err.close()
