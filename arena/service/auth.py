@@ -253,8 +253,8 @@ class RateLimiter:
     @contextmanager
     def kept_if_refused(self, key: str) -> Iterator[Attempt]:
         """The rest of an attempt whose request of ``key`` was spent by :meth:`take`: the
-        request is given back when the block ends, unless the block marked the attempt
-        :meth:`~Attempt.refuse` d (a wrong credential). Any other ending, an error of ours
+        request is given back when the block ends, unless the block called
+        :meth:`Attempt.refuse` (a wrong credential). Any other ending, an error of ours
         included, is not the caller's failure and costs nothing.
 
         Counted up front and given back, rather than counted on failure: attempts sent at
