@@ -14,7 +14,14 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
-from arena.db.elo import ScoredGame, apply_games, forfeiter, scored_pairs
+from arena.db.elo import (
+    ScoredGame,
+    apply_games,
+    forfeiter,
+    game_boards,
+    lock_boards,
+    scored_pairs,
+)
 from arena.db.enums import SeriesStatus
 from arena.db.errors import ConflictError, InvalidRecordError, NotFoundError
 
@@ -43,6 +50,18 @@ def record_games(games: Sequence[tuple[GameRecord, GamePlace]], *, session: Sess
     table = Game.__table__  # type: ignore[attr-defined]
     ids: list[int] = []
     connection = session.connection()
+    # Their boards before their ids, as record_game does (arena/db/elo.py: id order).
+    lock_boards(
+        connection,
+        [
+            scope
+            for row in rows
+            if not row["voided"]
+            for scope in game_boards(
+                series[row["series_id"]].tournament_id, row["ruleset"], row["players"]
+            )
+        ],
+    )
     try:
         with session.begin_nested():
             for start in range(0, len(rows), CHUNK):

@@ -7,10 +7,11 @@ tournament's board, in the transaction that records it; :func:`rebuild_elo` repl
 games (migration 0006 backfills with it, and voiding a game rebuilds its boards).
 
 Games are applied in the order they are recorded, which is the order of their ids: writers
-hold the SQLite write lock, and on PostgreSQL the scope row is locked (``FOR UPDATE``) for
-the update. Two games recorded at the same instant on PostgreSQL may be applied in the
-other order than their ids; a rebuild applies them by id. Live Elo is provisional either way
-(the rating of record is the order-independent BayesElo fit).
+hold the SQLite write lock, and on PostgreSQL a counted game's boards (their ``elo_scopes``
+rows) are locked ``FOR UPDATE`` by :func:`lock_boards` *before* the game's row is inserted,
+so its id is drawn only once every game recorded before it on those boards has committed.
+A rebuild applies them by id too, so live Elo is one function of the stored games. It is
+still provisional (the rating of record is the order-independent BayesElo fit).
 
 The arithmetic is :mod:`arena.elo`, which :class:`leaderboard.ratings.elo.EloTracker` uses
 too, applied in the same order, so both give the same floating-point numbers;
@@ -152,10 +153,18 @@ class ScoredGame:
 
     def scopes(self) -> tuple[Scope, Scope]:
         """The board of all tournaments first, then its tournament's (the lock order)."""
-        return (
-            Scope(ALL_TOURNAMENTS, self.ruleset, self.players),
-            Scope(self.tournament_id, self.ruleset, self.players),
-        )
+        return game_boards(self.tournament_id, self.ruleset, self.players)
+
+
+def game_boards(tournament_id: int, ruleset: str, players: int) -> tuple[Scope, Scope]:
+    """The two boards a counted game of this tournament, ruleset and table size is on: all
+    tournaments' first, then its tournament's (the lock order)."""
+    return Scope(ALL_TOURNAMENTS, ruleset, players), Scope(tournament_id, ruleset, players)
+
+
+def _lock_order(scope: Scope) -> tuple[int, str, int]:
+    # Every writer locks boards in this order (all tournaments' is 0: first): no deadlock.
+    return scope.tournament_id, scope.ruleset, scope.players
 
 
 def apply_pairs(
@@ -286,6 +295,16 @@ def _lock_scope(connection: Connection, scope: Scope) -> tuple[int, int | None]:
     return int(row.games), row.last_game_id
 
 
+def lock_boards(connection: Connection, scopes: Iterable[Scope]) -> None:
+    """Lock these boards (creating their rows) for the rest of the transaction, in the lock
+    order. Called before counted games' rows are inserted: on PostgreSQL a row's id is drawn
+    when it is inserted, so two writers of the same board then draw ids in the order they
+    apply their games (without it, the later id could be applied first). On SQLite the
+    write lock, taken when the transaction begins, already orders them."""
+    for scope in sorted(set(scopes), key=_lock_order):
+        _lock_scope(connection, scope)
+
+
 def _load(
     connection: Connection, scope: Scope, submissions: Iterable[int] | None
 ) -> dict[int, tuple[float, int]]:
@@ -410,8 +429,7 @@ def apply_games(
     for game in games:
         for scope in game.scopes():
             by_scope.setdefault(scope, []).append(game)
-    # Lock order: the board of all tournaments before any tournament's (no deadlock).
-    for scope in sorted(by_scope, key=lambda s: (s.tournament_id, s.ruleset, s.players)):
+    for scope in sorted(by_scope, key=_lock_order):
         applied = by_scope[scope]
         count, _ = _lock_scope(connection, scope)
         involved = {sid for g in applied for a, b, _ in g.pairs for sid in (a, b)}
@@ -455,7 +473,7 @@ def rebuild_elo(
         connection.execute(SCOPES.delete())
         apply_games(connection, stored_scored_games(connection), tallies=tallies)
         return
-    for scope in sorted(set(scopes), key=lambda s: (s.tournament_id, s.ruleset, s.players)):
+    for scope in sorted(set(scopes), key=_lock_order):
         _lock_scope(connection, scope)
         for table in tables:
             connection.execute(table.delete().where(scope.where(table)))

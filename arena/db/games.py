@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from arena.db._util import get_or_raise, is_utf8, storable
-from arena.db.elo import rebuild_elo_of, record_elo
+from arena.db.elo import game_boards, lock_boards, rebuild_elo_of, record_elo
 from arena.db.enums import GameResult, SeriesStatus, TournamentStatus
 from arena.db.errors import ConflictError, InvalidRecordError
 from arena.db.gamecodec import PackError, Table, pack, unpack
@@ -96,6 +96,12 @@ def record_game(
             f"game {place.number} of series {place.series_id} is already recorded as "
             f"attempt {counted[0].attempt} (game id {counted[0].id}); void that one before "
             f"recording attempt {place.attempt}"
+        )
+    if not values["voided"]:
+        # Its boards before its id: live Elo applies a board's games in id order (elo.py).
+        lock_boards(
+            session.connection(),
+            game_boards(series.tournament_id, values["ruleset"], values["players"]),
         )
     game = Game(**values)
     try:

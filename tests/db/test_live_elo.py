@@ -1,20 +1,26 @@
 """Live Elo in the database (migration 0006), on SQLite and PostgreSQL: kept up to date by
 record_game, rebuilt when a game is voided, backfilled by the migration, and safe under
-concurrent writers (no lost update)."""
+concurrent writers (no lost update, and games applied in the order of their ids)."""
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from alembic import command
+from sqlalchemy import text
 
 from arena.db import (
     Database,
+    GamePlace,
     SeriesSpec,
     TournamentSpec,
     create_tournament,
     find_games,
+    open_database,
     record_game,
     series_of_tournament,
     void_game,
@@ -24,7 +30,7 @@ from arena.db.migrate import alembic_config, current_revision, head_revision, up
 from leaderboard.ratings import EloTracker, Game, Outcome
 from referee.protocol.messages import GameEndReason
 from referee.record import Forfeit
-from tests.db.helpers import World, game
+from tests.db.helpers import World, build_world, game
 
 
 def _board(db: Database, tournament_id: int | None = None) -> EloBoard:
@@ -66,7 +72,7 @@ def test_recording_keeps_live_elo_equal_to_a_replay(db: Database, world: World) 
     _play(db, world)
     board = _board(db)
     assert board.games == 10
-    assert {s: (e.rating, e.games) for s, e in board.entries.items()} == _replayed(db)
+    assert _as_pairs(board) == _replayed(db)
     assert _board(db, world.tournament_id) == board  # one tournament: the same board
     assert board.entries[world.sub_a].rating != 1500.0
 
@@ -79,7 +85,7 @@ def test_voiding_a_counted_game_rebuilds_its_boards(db: Database, world: World) 
         void_game(first.id, "found broken", session=s)
     board = _board(db)
     assert board.games == 9
-    assert {s: (e.rating, e.games) for s, e in board.entries.items()} == _replayed(db)
+    assert _as_pairs(board) == _replayed(db)
     with db.read_session() as s:
         assert replayed_elo(session=s, tournament_id=None, ruleset="default", players=2) == board
 
@@ -134,8 +140,68 @@ def test_concurrent_writers_lose_no_update(db: Database, world: World) -> None:
     # Every game moved both bots' counts: a lost update would leave fewer.
     assert sorted(e.games for e in board.entries.values()) == [20, 20]
     assert _board(db, t.id).games == 20
+    # Applied in the order of their ids, as a replay by id applies them (lock_boards).
+    assert _as_pairs(board) == _replayed(db)
     # The per-pair tallies are updated under the same lock: none lost either.
     with db.read_session() as s:
         tallies = board_tallies(session=s, tournament_id=t.id, ruleset="default", players=2)
     assert tallies is not None
     assert sum(c.games for c in tallies.pairs) == 20
+
+
+def _as_pairs(board: EloBoard) -> dict[int, tuple[float, int]]:
+    return {sid: (e.rating, e.games) for sid, e in board.entries.items()}
+
+
+@pytest.fixture
+def postgres_db(postgres_url: str) -> Iterator[Database]:
+    database = open_database(postgres_url)
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+@pytest.mark.postgres
+def test_a_game_waiting_for_its_board_on_postgresql_has_drawn_no_id(
+    postgres_db: Database,
+) -> None:
+    """PostgreSQL draws a game's id when its row is inserted: a writer must hold the game's
+    boards before that, or a game inserted later could commit (and be applied) first, and
+    live Elo would differ from its replay by id (docs/database.md)."""
+    db = postgres_db
+    world = build_world(db)
+    outcome: dict[str, Any] = {}
+
+    def second_writer(record: Any, where: GamePlace) -> None:
+        try:
+            with db.session() as s:
+                outcome["id"] = record_game(record, where, session=s).game.id
+        except BaseException as exc:  # reported below: a thread cannot fail the test itself
+            outcome["error"] = exc
+
+    with db.engine.connect() as watcher, db.session() as first:
+        watcher.execution_options(isolation_level="AUTOCOMMIT")
+        first_id = record_game(*game(world, 0), session=first).game.id
+        thread = threading.Thread(target=second_writer, args=game(world, 1, winner=1))
+        thread.start()
+        deadline = time.monotonic() + 120
+        while not watcher.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted")).scalar():
+            assert time.monotonic() < deadline, "the second writer never waited for the first"
+            assert thread.is_alive(), outcome
+            time.sleep(0.05)
+        drawn = watcher.execute(
+            text("SELECT last_value FROM pg_sequences WHERE sequencename = :name"),
+            {
+                "name": watcher.execute(text("SELECT pg_get_serial_sequence('games', 'id')"))
+                .scalar_one()
+                .split(".")[-1]
+                .strip('"')
+            },
+        ).scalar_one()
+        # The first writer still holds the board: the second has not inserted its row.
+        assert drawn == first_id
+    thread.join(timeout=120)
+    assert "error" not in outcome, outcome
+    assert outcome["id"] > first_id
+    assert _as_pairs(_board(db)) == _replayed(db)
