@@ -433,7 +433,7 @@ def play(
         err.print(Text("neither bot played: every game was lost to start-up failures", style="red"))
         for seat, reason in sorted(idle.items()):
             _say_never_played(err, names[seat], reason)
-        raise typer.Exit(ExitCode.FAILED)
+        raise _unfinished(err, outcome is None, len(tally.records), games)
     if tally.last_line != tally.standings():  # the last progress line, unless it said this
         out.print(Text(tally.standings()))
     pentanomial = tally.pentanomial() if tally.duplicate else None
@@ -454,14 +454,23 @@ def play(
     if idle:  # one bot never started (both: said above)
         [(seat, reason)] = idle.items()
         _say_never_played(err, names[seat], reason)
-        raise typer.Exit(ExitCode.FAILED)
+        raise _unfinished(err, outcome is None, len(tally.records), games)
     if outcome is None:
-        err.print(
-            f"interrupted after {len(tally.records)} of {games} games: these figures are all"
-            " there is (kryt play stores nothing)",
-            soft_wrap=True,
-        )
-        raise Interrupted
+        raise _unfinished(err, True, len(tally.records), games)
+
+
+def _unfinished(err: Console, interrupted: bool, played: int, games: int) -> Exception:
+    """How a run that did not end well ends: a Ctrl-C is an interrupted run (exit 130),
+    even with a bot that had not started yet (it might have in a later game); otherwise a
+    bot that never played fails it (exit 1)."""
+    if not interrupted:
+        return typer.Exit(ExitCode.FAILED)
+    err.print(
+        f"interrupted after {played} of {games} games: these figures are all there is"
+        " (kryt play stores nothing)",
+        soft_wrap=True,
+    )
+    return Interrupted()
 
 
 def unpaired_note(pentanomial: list[int], games: int) -> str | None:
