@@ -56,10 +56,17 @@ def hash_token(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def create_author(name: str, *, session: Session, password_hash: str | None = None) -> Author:
-    """A new author; :class:`ConflictError` if the name is taken."""
+def check_author_name(name: object) -> str:
+    """``name`` if an author may have it, else :class:`InvalidRecordError` (checked before
+    anything is asked or written)."""
     if not isinstance(name, str) or AUTHOR_NAME_RE.fullmatch(name) is None:
         raise InvalidRecordError(f"author name must match [a-z0-9][a-z0-9_-]{{0,39}}: {name!r}")
+    return name
+
+
+def create_author(name: str, *, session: Session, password_hash: str | None = None) -> Author:
+    """A new author; :class:`ConflictError` if the name is taken."""
+    check_author_name(name)
     if find_author(name, session=session) is not None:
         raise ConflictError(f"an author named {name!r} already exists")
     author = Author(name=name, password_hash=password_hash)

@@ -158,6 +158,25 @@ class ClientError(RuntimeError):
     """The server refused a request or could not be reached (the message says why)."""
 
 
+_NOT_OURS = "the answer is not what a Kryt Arena server sends (is this the arena's URL?)"
+_SUBMISSION_FIELDS = {"submission_id": int, "bot": str, "version": str, "status": str}
+
+
+def _submission(data: Any, url: str) -> dict[str, Any]:
+    """``data`` if it has the shape of a submission document (``_submission_json`` in
+    arena/service/app.py), else :class:`ClientError`: what a command shows of it is there."""
+    check = data.get("check") if isinstance(data, dict) else None
+    if (
+        not isinstance(data, dict)
+        or any(type(data.get(k)) is not t for k, t in _SUBMISSION_FIELDS.items())
+        or not (check is None or isinstance(check, dict))
+        or (isinstance(check, dict) and not isinstance(check.get("status", ""), str))
+        or (isinstance(check, dict) and not isinstance(check.get("message", ""), str))
+    ):
+        raise ClientError(f"{url}: {_NOT_OURS}")
+    return data
+
+
 def read_token(environ: dict[str, str] | None = None, path: Path = TOKEN_FILE) -> str:
     """The API token: ``$KRYT_TOKEN``, else the token file, which must be private (0600)."""
     env = os.environ if environ is None else environ
@@ -217,7 +236,7 @@ class Client:
         headers: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """One API call; a problem document becomes a :class:`ClientError`."""
-        url = self.base_url.rstrip("/") + path
+        url = self._url(path)
         request = urllib.request.Request(url, data=body, method=method)
         request.add_header("Authorization", f"Bearer {self.token}")
         request.add_header("Accept", "application/json")
@@ -225,8 +244,7 @@ class Client:
             request.add_header(key, value)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                data: dict[str, Any] = json.loads(response.read() or b"{}")
-                return data
+                answer = response.read()
         except urllib.error.HTTPError as exc:
             try:
                 problem = json.loads(exc.read() or b"{}")
@@ -236,11 +254,18 @@ class Client:
             raise ClientError(f"{url}: {exc.code} {detail}") from None
         except (urllib.error.URLError, OSError) as exc:
             raise ClientError(f"cannot reach {url}: {exc}") from None
+        try:
+            data = json.loads(answer or b"{}")
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the stack
+            data = None
+        if not isinstance(data, dict):
+            raise ClientError(f"{url}: {_NOT_OURS}")
+        return data
 
     def upload(self, archive: bytes, filename: str) -> dict[str, Any]:
         """Upload a submission archive; the stored version and its check. The file name is
         percent-encoded: a header holds Latin-1 only (``бот.zip``) and no line breaks."""
-        return self.request(
+        answer = self.request(
             "POST",
             "/api/submissions",
             archive,
@@ -249,12 +274,25 @@ class Client:
                 "X-Kryt-Filename": urllib.parse.quote(filename, safe=""),
             },
         )
+        return _submission(answer, self._url("/api/submissions"))
+
+    def submissions(self) -> list[dict[str, Any]]:
+        """The caller's submissions, as the server lists them: a row that is not an object
+        comes back empty (a listing shows what it has of each)."""
+        rows = self.request("GET", "/api/submissions").get("submissions", [])
+        if not isinstance(rows, list):
+            raise ClientError(f"{self._url('/api/submissions')}: {_NOT_OURS}")
+        return [row if isinstance(row, dict) else {} for row in rows]
+
+    def _url(self, path: str) -> str:
+        return self.base_url.rstrip("/") + path
 
     def wait(self, submission_id: int, *, timeout: float = 600.0) -> dict[str, Any]:
         """Poll a submission until its check is finished (or ``timeout`` passes)."""
         deadline = time.monotonic() + timeout
         while True:
-            data = self.request("GET", f"/api/submissions/{submission_id}")
+            path = f"/api/submissions/{submission_id}"
+            data = _submission(self.request("GET", path), self._url(path))
             check = data.get("check")
             if check is None or check.get("status") != "pending":
                 return data

@@ -120,9 +120,10 @@ def author_add(
     ] = 90,
 ) -> None:
     """Create an author and print their first API token (shown only this once)."""
-    from arena.db.accounts import create_author, create_token
+    from arena.db.accounts import check_author_name, create_author, create_token
     from arena.service.auth import hash_password
 
+    check_author_name(name)  # before a password is asked for or a database created
     password_hash = None
     if password:
         secret = typer.prompt("password", hide_input=True, confirmation_prompt=True)
@@ -142,6 +143,7 @@ def author_add(
 def author_list(database: DatabaseOption = None) -> None:
     """Every author and their bots."""
     from arena.db.accounts import bots_of_author, list_authors
+    from sandbox.death import printable
 
     db = open_db(database, create=False)
     with db.read_session() as session:
@@ -149,7 +151,8 @@ def author_list(database: DatabaseOption = None) -> None:
             assert author.id is not None
             bots = ", ".join(b.name for b in bots_of_author(author.id, session=session))
             state = " (disabled)" if author.disabled else ""
-            out.print(f"{author.name}{state}: {bots or 'no bots'}", highlight=False)
+            # Plain text, escaped: a stored name may predate (or bypass) the name rule.
+            typer.echo(printable(f"{author.name}{state}: {bots or 'no bots'}"))
 
 
 def _set_disabled(name: str, disabled: bool, database: str | None) -> None:
@@ -295,15 +298,15 @@ def submissions(server: ServerOption) -> None:
     from sandbox.death import printable
 
     try:
-        data = Client(server_url(server), read_token()).request("GET", "/api/submissions")
+        rows = Client(server_url(server), read_token()).submissions()
     except ClientError as exc:
         code = ExitCode.UNAVAILABLE if "cannot reach" in str(exc) else ExitCode.BAD_INPUT
         raise UserError(printable(str(exc)), code=code) from None
-    rows = data.get("submissions", [])
     if not rows:
         out.print("no submissions yet", highlight=False)
     for row in rows:
-        check = row.get("check") or {}
+        check = row.get("check")
+        check = check if isinstance(check, dict) else {}
         # Plain tab-separated lines: easy to read and to cut. Every field comes from the
         # server, the bot's name, version and check message from its author: control and
         # bidi characters are shown as escapes, tabs too (they would shift the columns).

@@ -179,7 +179,7 @@ def _submit_remote(path: Path, server: str, *, wait: bool) -> None:
         )
         if wait and (data.get("check") or {}).get("status") == "pending":
             out.print("validation games against the reference bots...", highlight=False)
-            data = client.wait(int(data["submission_id"]))
+            data = client.wait(data["submission_id"])
     except ClientError as exc:
         code = ExitCode.UNAVAILABLE if "cannot reach" in str(exc) else ExitCode.BAD_INPUT
         raise UserError(_shown(exc), code=code) from None

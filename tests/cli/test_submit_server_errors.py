@@ -1,9 +1,11 @@
 """``kryt submit --server`` / ``kryt submissions --server``: a malformed server URL is one
 line naming it, and an upload the server cuts off (over its limit, answered before the body
-is read) says so instead of "cannot reach"."""
+is read) says so instead of "cannot reach"; an answer that is not what an arena server sends
+(a web site, a proxy's page, another JSON API) is one line saying so."""
 
 from __future__ import annotations
 
+import io
 import random
 import socket
 import struct
@@ -104,3 +106,40 @@ def test_an_upload_cut_off_by_the_server_says_so(
     assert code == ExitCode.BAD_INPUT, (out, err)
     assert "closed the connection while receiving an upload of" in err, err
     assert "likely over its upload limit" in err and "cannot reach" not in err
+
+
+class _Answer(io.BytesIO):
+    """An HTTP 200 answer as ``urllib.request.urlopen`` gives it (a context manager)."""
+
+    def __enter__(self) -> _Answer:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html>a web site</html>",
+        b"{}",
+        b'{"submission_id": "7", "bot": "mine", "version": "1.0", "status": "active"}',
+        b'{"submission_id": 7, "bot": "mine", "version": "1.0", "status": "active", "check": 3}',
+    ],
+    ids=["html", "empty-object", "id-not-a-number", "check-not-an-object"],
+)
+def test_submit_to_a_server_that_is_not_an_arena_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    body: bytes,
+) -> None:
+    import urllib.request
+
+    monkeypatch.setenv("KRYT_TOKEN", "kryt_test")
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *_a, **_k: _Answer(body))
+    bot = _bot(tmp_path / "mine")
+    code, out, err = kryt(capsys, "submit", str(bot), "--server", "http://127.0.0.1:9", "--wait")
+    assert code == ExitCode.BAD_INPUT, (out, err)
+    assert err.startswith("error: http://127.0.0.1:9/api/submissions: the answer is not what"), err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
