@@ -163,7 +163,22 @@ if typer is not None:
         )
 
 
-def _usage_error(exc: Exception) -> tuple[str, str]:
+def _command_path(root: Any, args: list[str]) -> str:
+    """The command words ``args`` begin with (``kryt replay``), as far as the commands
+    resolved so far name them: for a usage error click raised without a context."""
+    words, group = ["kryt"], root
+    for arg in args:
+        if group is root and arg in ("-v", "--verbose"):
+            continue
+        found = getattr(group, "commands", {}).get(arg)
+        if found is None:
+            break
+        words.append(arg)
+        group = found
+    return " ".join(words)
+
+
+def _usage_error(exc: Exception, root: Any, args: list[str]) -> tuple[str, str]:
     """A usage error (unknown option, bad value, missing argument) as the one ``error:``
     line every other failure gets, the value given quoted in it, and its ``hint:``: the
     command's help."""
@@ -184,7 +199,8 @@ def _usage_error(exc: Exception) -> tuple[str, str]:
         else:
             message = f"{message} (got {given!r})"
     context = getattr(exc, "ctx", None)
-    command = getattr(context, "command_path", "") or "kryt"
+    # Click raises some errors without a context (`--verify=yes` to a flag).
+    command = getattr(context, "command_path", "") or _command_path(root, args)
     return message, f"see {command} --help"
 
 
@@ -237,7 +253,7 @@ def _main(argv: list[str] | None) -> int:
     except Interrupted:  # the command said what was kept
         return ExitCode.INTERRUPTED
     except typer.TyperException as exc:  # usage errors: unknown option, bad value...
-        message, hint = _usage_error(exc)
+        message, hint = _usage_error(exc, command, args)
         echo_error(f"error: {message}")
         echo_error(f"hint: {hint}")
         return ExitCode.BAD_INPUT

@@ -152,7 +152,8 @@ def replay(
             lines = printable(rest, keep_newlines=True).split("\n")
             out.print(Text("\n".join(f"  │ {line}" for line in lines)), soft_wrap=True)
     if record.double_forfeit_detail:
-        out.print(Text(f"neither bot played: {printable(record.double_forfeit_detail)}"))
+        nobody = "neither bot" if record.seats == 2 else "no bot"
+        out.print(Text(f"{nobody} played: {printable(record.double_forfeit_detail)}"))
     if record.voided:
         out.print(Text("voided", style="yellow") + Text(f": {printable(record.void_reason)}"))
     if not verify_:
