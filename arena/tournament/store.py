@@ -250,15 +250,24 @@ def materialize(submission_id: int, *, db: Database, store: Path = DEFAULT_STORE
 
 def _materialize(submission_id: int, sha256: str, *, db: Database, store: Path) -> Submission:
     local = store / sha256
-    if local.is_dir():
-        submission = load_submission(local)
-        if submission.sha256 == sha256:
-            return submission
-        raise SubmissionError(
-            f"stored files of submission {submission_id} at {local} do not match its hash "
-            f"{sha256} (got {submission.sha256}); remove that folder to re-fetch it",
+
+    def tampered(why: str) -> SubmissionError:
+        return SubmissionError(
+            f"stored files of submission {submission_id} at {local} {why}; remove that "
+            f"{'folder' if local.is_dir() and not local.is_symlink() else 'path'} to re-fetch it",
             str(local),
         )
+
+    if local.is_symlink() or (local.exists() and not local.is_dir()):
+        raise tampered("are not a folder")
+    if local.is_dir():
+        try:
+            submission = load_submission(local)
+        except SubmissionError as exc:
+            raise tampered(f"are no longer a valid bot ({exc})") from None
+        if submission.sha256 == sha256:
+            return submission
+        raise tampered(f"do not match its hash {sha256} (got {submission.sha256})")
     with db.read_session() as session:
         archive = load_archive(submission_id, session=session)
     if archive is None:
