@@ -21,13 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from sqlmodel import Session
 
 from arena.db import (
     ConflictError,
+    DatabaseError,
     GamePlace,
+    InvalidRecordError,
     NewSubmission,
     SeriesFormat,
     SeriesSpec,
@@ -403,14 +405,17 @@ def import_entries(entries: Sequence[GameEntry], *, session: Session) -> ImportS
                 session=session,
                 voided_after=entry.voided_after,
             )
-        except ConflictError as exc:  # say which record of the file
+        except (ConflictError, InvalidRecordError) as exc:  # say which record of the file
             raise _located(exc, entry) from None
         created += int(stored.created)
     kept = _settle_statuses(entries, tournament_ids, series_ids, session=session)
     return ImportSummary(len(entries), created, created_tournaments, tuple(kept))
 
 
-def _located(exc: ConflictError, entry: GameEntry) -> ConflictError:
+_Located = TypeVar("_Located", bound=DatabaseError)
+
+
+def _located(exc: _Located, entry: GameEntry) -> _Located:
     """``exc`` naming the file's record it comes from, when the entry was read from one."""
     return type(exc)(f"{entry.where}: {exc}") if entry.where else exc
 

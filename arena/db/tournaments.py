@@ -174,7 +174,8 @@ def ensure_series(
     tournament_id: int, position: int, spec: SeriesSpec, *, session: Session
 ) -> Series:
     """The tournament's series at ``position``, created from ``spec`` if there is none; an
-    existing one must be the same series (pair, format, games, seed) or ConflictError."""
+    existing one must be the same series (pair, format, games, seed, ruleset and a table's
+    seats) or ConflictError."""
     get_tournament(tournament_id, session=session)
     existing = session.exec(
         select(Series).where(Series.tournament_id == tournament_id, Series.position == position)
@@ -191,6 +192,8 @@ def ensure_series(
         and existing.format == spec.format.value
         and existing.games_planned == spec.games_planned
         and existing.seed == spec.seed
+        and existing.ruleset == spec.ruleset
+        and list(existing.seats or ()) == list(spec.seats)
     )
     if not same:
         raise ConflictError(
