@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import sqlite3
 from pathlib import Path
@@ -97,3 +98,14 @@ def counted_games(db: Path) -> int:
         (count,) = connection.execute("SELECT count(*) FROM games WHERE NOT voided").fetchone()
     connection.close()
     return int(count)
+
+
+class HttpAnswer(io.BytesIO):
+    """An HTTP 200 answer as ``urllib.request.urlopen`` gives it (a context manager), for
+    tests that stand in for a server."""
+
+    def __enter__(self) -> HttpAnswer:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

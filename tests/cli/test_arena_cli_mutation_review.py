@@ -14,7 +14,6 @@ list`` printed a stored name through Rich's markup, unescaped; ``kryt submission
 
 from __future__ import annotations
 
-import io
 import shutil
 import socket
 import sqlite3
@@ -50,7 +49,7 @@ from arena.service.server import Client, ClientError, ServeError
 from arena.service.settings import ServiceSettings
 from kryt.commands import arena as arena_commands
 from kryt.errors import ExitCode
-from tests.cli.helpers import flat, kryt
+from tests.cli.helpers import HttpAnswer, flat, kryt
 
 SLACK = timedelta(hours=1)
 """How far a stored expiry may be from the one expected (a busy machine)."""
@@ -847,16 +846,6 @@ def test_submissions_without_a_token_is_one_line(
     assert err.startswith("error: no API token: set KRYT_TOKEN")
 
 
-class _Answer(io.BytesIO):
-    """An HTTP answer as ``urllib.request.urlopen`` gives it (a context manager)."""
-
-    def __enter__(self) -> _Answer:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
-
 @pytest.mark.parametrize(
     "body",
     [b"<html>not an arena</html>", b"[1, 2]", b'{"submissions": {"a": 1}}', b"[" * 100_000],
@@ -868,7 +857,7 @@ def test_submissions_from_a_server_that_answers_no_json_object_is_one_line(
     import urllib.request
 
     monkeypatch.setenv("KRYT_TOKEN", "kryt_mine")
-    monkeypatch.setattr(urllib.request, "urlopen", lambda *_a, **_k: _Answer(body))
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *_a, **_k: HttpAnswer(body))
     code, out, err = kryt(capsys, "submissions", "--server", "http://127.0.0.1:9")
     assert code == ExitCode.BAD_INPUT, (out, err)
     assert err.startswith("error: ") and "Traceback" not in err
@@ -882,7 +871,7 @@ def test_submissions_shows_a_check_that_is_not_an_object_as_none(
 
     monkeypatch.setenv("KRYT_TOKEN", "kryt_mine")
     body = b'{"submissions": [{"submission_id": 3, "bot": "b", "version": "1", "check": "x"}]}'
-    monkeypatch.setattr(urllib.request, "urlopen", lambda *_a, **_k: _Answer(body))
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *_a, **_k: HttpAnswer(body))
     code, out, err = kryt(capsys, "submissions", "--server", "http://127.0.0.1:9")
     assert (code, err) == (ExitCode.OK, ""), (out, err)
     assert out.splitlines() == ["3\tb 1\t?\t-\t"]

@@ -5,7 +5,6 @@ is read) says so instead of "cannot reach"; an answer that is not what an arena 
 
 from __future__ import annotations
 
-import io
 import random
 import socket
 import struct
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kryt.errors import ExitCode
-from tests.cli.helpers import kryt
+from tests.cli.helpers import HttpAnswer, kryt
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,16 +107,6 @@ def test_an_upload_cut_off_by_the_server_says_so(
     assert "likely over its upload limit" in err and "cannot reach" not in err
 
 
-class _Answer(io.BytesIO):
-    """An HTTP 200 answer as ``urllib.request.urlopen`` gives it (a context manager)."""
-
-    def __enter__(self) -> _Answer:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
-
 @pytest.mark.parametrize(
     "body",
     [
@@ -137,7 +126,7 @@ def test_submit_to_a_server_that_is_not_an_arena_is_one_line(
     import urllib.request
 
     monkeypatch.setenv("KRYT_TOKEN", "kryt_test")
-    monkeypatch.setattr(urllib.request, "urlopen", lambda *_a, **_k: _Answer(body))
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *_a, **_k: HttpAnswer(body))
     bot = _bot(tmp_path / "mine")
     code, out, err = kryt(capsys, "submit", str(bot), "--server", "http://127.0.0.1:9", "--wait")
     assert code == ExitCode.BAD_INPUT, (out, err)

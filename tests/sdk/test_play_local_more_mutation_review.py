@@ -39,7 +39,6 @@ from pathlib import Path
 import pytest
 
 import kryt.commands.play as play_command
-from kryt.cli import main
 from kryt.errors import ExitCode
 from leaderboard.ratings.match_stats import Sprt, trinomial_sample
 from referee.protocol.messages import TimeControl
@@ -52,6 +51,7 @@ from sdk.examples.greedy.bot import GreedyBot
 from sdk.examples.random.bot import RandomBot
 from sdk.strategy import greedy_action
 from sdk.tools.local import play_local, play_table_local
+from tests.cli.helpers import kryt
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -68,12 +68,6 @@ def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "250")
     return tmp_path
-
-
-def kryt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def score_lines(out: str) -> list[str]:

@@ -64,7 +64,6 @@ from pathlib import Path
 
 import pytest
 
-from kryt.cli import main
 from kryt.errors import ExitCode
 from referee.match import Player
 from referee.protocol.messages import GameEndReason, TimeControl
@@ -75,6 +74,7 @@ from sdk.examples.greedy.bot import GreedyBot
 from sdk.examples.random.bot import RandomBot
 from sdk.strategy import greedy_action
 from sdk.tools.local import LocalPlayer, play_local, play_table_local, run_series
+from tests.cli.helpers import kryt
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -92,12 +92,6 @@ def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "250")
     return tmp_path
-
-
-def kryt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def table_rows(out: str) -> list[Row]:
