@@ -51,7 +51,7 @@ def record_games(games: Sequence[tuple[GameRecord, GamePlace]], *, session: Sess
     ids: list[int] = []
     connection = session.connection()
     # Their boards before their ids, as record_game does (arena/db/elo.py: id order).
-    lock_boards(
+    locked = lock_boards(
         connection,
         [
             scope
@@ -104,6 +104,7 @@ def record_games(games: Sequence[tuple[GameRecord, GamePlace]], *, session: Sess
             for game_id, row in zip(ids, rows, strict=True)
             if not row["voided"]
         ],
+        locked=locked,
     )
     pending = [s.id for s in series.values() if s.status == SeriesStatus.PENDING.value]
     if pending:

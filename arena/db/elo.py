@@ -20,7 +20,7 @@ tests/standings pin that.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -295,14 +295,17 @@ def _lock_scope(connection: Connection, scope: Scope) -> tuple[int, int | None]:
     return int(row.games), row.last_game_id
 
 
-def lock_boards(connection: Connection, scopes: Iterable[Scope]) -> None:
+def lock_boards(connection: Connection, scopes: Iterable[Scope]) -> dict[Scope, int]:
     """Lock these boards (creating their rows) for the rest of the transaction, in the lock
-    order. Called before counted games' rows are inserted: on PostgreSQL a row's id is drawn
-    when it is inserted, so two writers of the same board then draw ids in the order they
-    apply their games (without it, the later id could be applied first). On SQLite the
-    write lock, taken when the transaction begins, already orders them."""
-    for scope in sorted(set(scopes), key=_lock_order):
-        _lock_scope(connection, scope)
+    order, and return how many games each holds. Called before counted games' rows are
+    inserted: on PostgreSQL a row's id is drawn when it is inserted, so two writers of the
+    same board then draw ids in the order they apply their games (without it, the later id
+    could be applied first). On SQLite the write lock, taken when the transaction begins,
+    already orders them. Hand the counts to :func:`apply_games` (``locked``) so that it does
+    not lock the same rows again."""
+    return {
+        scope: _lock_scope(connection, scope)[0] for scope in sorted(set(scopes), key=_lock_order)
+    }
 
 
 def _load(
@@ -416,14 +419,20 @@ def _add_tallies(connection: Connection, scope: Scope, games: Iterable[ScoredGam
 
 
 def apply_games(
-    connection: Connection, games: Sequence[ScoredGame], *, tallies: bool = True
+    connection: Connection,
+    games: Sequence[ScoredGame],
+    *,
+    tallies: bool = True,
+    locked: Mapping[Scope, int] | None = None,
 ) -> None:
     """Apply newly recorded counted games, in this order, to their boards: live Elo and, with
     ``tallies``, the per-pair results and forfeits (``board_pairs``, ``board_forfeits``).
 
     Loads each touched board once (only the submissions the games involve), so recording one
     game or a bulk of them costs the same handful of statements per board. ``tallies=False``
-    is for migration 0006, which runs before the tally tables exist.
+    is for migration 0006, which runs before the tally tables exist. ``locked``: what
+    :func:`lock_boards` returned earlier in this transaction, with no game applied since;
+    those boards are not locked again.
     """
     by_scope: dict[Scope, list[ScoredGame]] = {}
     for game in games:
@@ -431,7 +440,7 @@ def apply_games(
             by_scope.setdefault(scope, []).append(game)
     for scope in sorted(by_scope, key=_lock_order):
         applied = by_scope[scope]
-        count, _ = _lock_scope(connection, scope)
+        count = locked[scope] if locked and scope in locked else _lock_scope(connection, scope)[0]
         involved = {sid for g in applied for a, b, _ in g.pairs for sid in (a, b)}
         before = _load(connection, scope, involved)
         state = dict(before)
@@ -447,17 +456,20 @@ def apply_games(
         )
 
 
-def record_elo(game_id: int | None, *, session: Session) -> None:
+def record_elo(
+    game_id: int | None, *, session: Session, locked: Mapping[Scope, int] | None = None
+) -> None:
     """Apply the just-recorded game ``game_id`` to its boards (nothing if it is void).
 
-    Called by :func:`arena.db.record_game` in its transaction, after the game's row.
+    Called by :func:`arena.db.record_game` in its transaction, after the game's row, with
+    the counts :func:`lock_boards` returned before it (``locked``).
     """
     if game_id is None:
         raise ValueError("live Elo needs a flushed game: it has no id yet")
     connection = session.connection()
     scored = scored_game(game_id, connection)
     if scored is not None:
-        apply_games(connection, [scored])
+        apply_games(connection, [scored], locked=locked)
 
 
 def rebuild_elo(

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from arena.db._util import get_or_raise, is_utf8, storable
-from arena.db.elo import game_boards, lock_boards, rebuild_elo_of, record_elo
+from arena.db.elo import Scope, game_boards, lock_boards, rebuild_elo_of, record_elo
 from arena.db.enums import GameResult, SeriesStatus, TournamentStatus
 from arena.db.errors import ConflictError, InvalidRecordError
 from arena.db.gamecodec import PackError, Table, pack, unpack
@@ -97,9 +97,10 @@ def record_game(
             f"attempt {counted[0].attempt} (game id {counted[0].id}); void that one before "
             f"recording attempt {place.attempt}"
         )
+    locked: dict[Scope, int] = {}
     if not values["voided"]:
         # Its boards before its id: live Elo applies a board's games in id order (elo.py).
-        lock_boards(
+        locked = lock_boards(
             session.connection(),
             game_boards(series.tournament_id, values["ruleset"], values["players"]),
         )
@@ -120,7 +121,8 @@ def record_game(
             ) from None
         return RecordResult(_same_or_conflict(existing, values), created=False)
     _mark_series_running(series, session=session)
-    record_elo(game.id, session=session)  # live Elo, in this transaction (arena/db/elo.py)
+    # Live Elo, in this transaction (arena/db/elo.py), on the boards locked above.
+    record_elo(game.id, session=session, locked=locked)
     return RecordResult(game, created=True)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from arena.db import (
     Database,
@@ -22,6 +22,7 @@ from arena.db import (
     find_games,
     open_database,
     record_game,
+    record_games,
     series_of_tournament,
     void_game,
 )
@@ -147,6 +148,41 @@ def test_concurrent_writers_lose_no_update(db: Database, world: World) -> None:
         tallies = board_tallies(session=s, tournament_id=t.id, ruleset="default", players=2)
     assert tallies is not None
     assert sum(c.games for c in tallies.pairs) == 20
+
+
+def test_a_counted_game_locks_each_of_its_boards_once(db: Database, world: World) -> None:
+    """record_game and record_games lock a counted game's two boards before its row (id
+    order, above); applying it then reuses those locks instead of taking them again (each
+    lock is an upsert and a ``SELECT ... FOR UPDATE`` of the board's row). A voided game
+    locks none."""
+    statements: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+        statements.append(" ".join(statement.split()))
+
+    def board_locks() -> int:
+        return sum(s.startswith("INSERT INTO elo_scopes") and "DO NOTHING" in s for s in statements)
+
+    event.listen(db.engine, "before_cursor_execute", seen)
+    try:
+        with db.session() as s:
+            record_game(*game(world, 0), session=s)
+        assert board_locks() == 2, statements
+        statements.clear()
+        with db.session() as s:
+            record_games([game(world, n, winner=n % 2) for n in range(1, 6)], session=s)
+        assert board_locks() == 2, statements
+        statements.clear()
+        with db.session() as s:
+            record_game(
+                *game(world, 6, ending=GameEndReason.VOID, winner=None, void_reason="ours"),
+                session=s,
+            )
+        assert board_locks() == 0, statements
+    finally:
+        event.remove(db.engine, "before_cursor_execute", seen)
+    assert _board(db).games == 6
+    assert _as_pairs(_board(db)) == _replayed(db)
 
 
 def _as_pairs(board: EloBoard) -> dict[int, tuple[float, int]]:
