@@ -164,7 +164,16 @@ def replay(
     if not problems:
         # A record with time controls had its move times charged again (referee.replay).
         timed = " and every move fits its seat's clock" if record.time_controls else ""
-        out.print(f"[green]verified[/green]: the rules engine reproduces the stored result{timed}")
+        if record.voided:
+            # A voided game has no result: its moves are what the replay can vouch for.
+            out.print(
+                "[green]verified[/green]: every stored move is legal by the rules engine"
+                f"{timed}; the game was voided, so it has no result to reproduce"
+            )
+        else:
+            out.print(
+                f"[green]verified[/green]: the rules engine reproduces the stored result{timed}"
+            )
         # The seed, then whether it is the one committed to before the games.
         seed = whose + (
             committed
