@@ -545,12 +545,15 @@ async def play_series_task_async(
             log.debug("series %s ended while the run stopped: %r", task.series_id, exc)
             return SeriesOutcome(task.series_id, "interrupted", played, "the run stopped")
         log.exception("series %s failed on our side", task.series_id)
+        # A store error names its own remedy (a tampered folder to remove): until it is
+        # applied, a resume fails the same way.
+        then = " once that is done" if isinstance(exc, SubmissionError) else ""
         return SeriesOutcome(
             task.series_id,
             "interrupted",
             played,
             f"failed on our side ({type(exc).__name__}: {exc}); the games recorded are kept"
-            " and resume plays the rest",
+            f" and resume plays the rest{then}",
         )
 
 

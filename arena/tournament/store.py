@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 
 from arena.db import (
+    Bot,
     ConflictError,
     Database,
     NewSubmission,
@@ -244,16 +245,21 @@ def materialize(submission_id: int, *, db: Database, store: Path = DEFAULT_STORE
     with db.read_session() as session:
         row = get_submission(submission_id, session=session)
         sha256 = row.sha256
+        bot = session.get(Bot, row.bot_id)
+        # Names and versions are restricted to [A-Za-z0-9._+-]: safe in any message.
+        label = f"{submission_id} ({bot.name if bot else '?'}@{row.version})"
     with _content_lock(store, sha256):
-        return _materialize(submission_id, sha256, db=db, store=store)
+        return _materialize(label, submission_id, sha256, db=db, store=store)
 
 
-def _materialize(submission_id: int, sha256: str, *, db: Database, store: Path) -> Submission:
+def _materialize(
+    label: str, submission_id: int, sha256: str, *, db: Database, store: Path
+) -> Submission:
     local = store / sha256
 
     def tampered(why: str) -> SubmissionError:
         return SubmissionError(
-            f"stored files of submission {submission_id} at {local} {why}; remove that "
+            f"stored files of submission {label} at {local} {why}; remove that "
             f"{'folder' if local.is_dir() and not local.is_symlink() else 'path'} to re-fetch it",
             str(local),
         )
@@ -272,7 +278,7 @@ def _materialize(submission_id: int, sha256: str, *, db: Database, store: Path) 
         archive = load_archive(submission_id, session=session)
     if archive is None:
         raise SubmissionError(
-            f"submission {submission_id} has no stored archive and is not in {store}", str(local)
+            f"submission {label} has no stored archive and is not in {store}", str(local)
         )
     with tempfile.TemporaryDirectory(prefix="kryt-fetch-") as tmp:
         tar_path = Path(tmp) / "submission.tar.gz"
@@ -280,7 +286,7 @@ def _materialize(submission_id: int, sha256: str, *, db: Database, store: Path) 
         unpacked = load_submission(tar_path, unpack_dir=Path(tmp) / "unpacked")
         if unpacked.sha256 != sha256:
             raise SubmissionError(
-                f"archive of submission {submission_id} does not match its hash", str(tar_path)
+                f"archive of submission {label} does not match its hash", str(tar_path)
             )
         final = store_submission(unpacked, store)
     return load_submission(final)

@@ -166,7 +166,8 @@ def test_a_tampered_folder_is_refused_naming_the_submission_its_folder_and_the_r
     with pytest.raises(SubmissionError) as refused:
         materialize(registered.submission_id, db=db, store=store)
     message = str(refused.value)
-    assert f"submission {registered.submission_id} " in message, message
+    named = f"submission {registered.submission_id} ({registered.name}@{registered.version}) "
+    assert named in message, message
     assert f"at {folder} " in message, message
     assert f"do not match its hash {registered.sha256}" in message, message
     assert "remove that folder to re-fetch it" in message, message
@@ -197,7 +198,8 @@ def test_a_tampered_folder_that_no_longer_validates_is_named_like_a_hash_mismatc
     with pytest.raises(SubmissionError) as refused:
         materialize(registered.submission_id, db=db, store=store)
     message = str(refused.value)
-    assert f"submission {registered.submission_id} " in message, message
+    named = f"submission {registered.submission_id} ({registered.name}@{registered.version}) "
+    assert named in message, message
     assert str(folder) in message, message
     assert "remove that folder to re-fetch it" in message, message
 
@@ -229,7 +231,8 @@ def test_a_store_folder_replaced_by_a_file_is_named_like_a_hash_mismatch(
     with pytest.raises(SubmissionError) as refused:
         materialize(registered.submission_id, db=db, store=store)
     message = str(refused.value)
-    assert f"submission {registered.submission_id} " in message, message
+    named = f"submission {registered.submission_id} ({registered.name}@{registered.version}) "
+    assert named in message, message
     assert str(folder) in message, message
     assert "free some space" not in message, message
 
@@ -283,7 +286,8 @@ def test_an_archive_with_other_content_is_refused_and_nothing_is_stored(
     other = load_submission(copy_of(EXAMPLES / "random", tmp_path / "other", "other"))
     replace_archive(db, registered.submission_id, pack(other))
     shutil.rmtree(store / registered.sha256)
-    with pytest.raises(SubmissionError, match=r"archive of submission \d+ does not match its hash"):
+    refused = r"archive of submission \d+ \(mine@1\.0\.0\) does not match its hash"
+    with pytest.raises(SubmissionError, match=refused):
         materialize(registered.submission_id, db=db, store=store)
     assert sorted(p.name for p in store.iterdir()) == []
 
@@ -297,7 +301,8 @@ def test_a_submission_with_no_archive_and_no_folder_is_refused_naming_the_store(
     with pytest.raises(SubmissionError) as refused:
         materialize(registered.submission_id, db=db, store=store)
     message = str(refused.value)
-    assert f"submission {registered.submission_id} has no stored archive" in message, message
+    named = f"submission {registered.submission_id} ({registered.name}@{registered.version})"
+    assert f"{named} has no stored archive" in message, message
     assert str(store) in message, message
 
 
@@ -332,6 +337,8 @@ def test_a_resume_does_not_play_a_tampered_bot_and_plays_it_once_the_folder_is_r
     [outcome] = result.outcomes
     assert (outcome.status, outcome.games_played) == ("interrupted", 0)
     assert f"at {folder} do not match its hash" in outcome.message, outcome.message
+    # A resume fails the same way until the folder is removed: the message says so.
+    assert outcome.message.endswith("resume plays the rest once that is done"), outcome.message
     assert recorded() == 0
     shutil.rmtree(folder)
     resumed = run_tournament(tid, db, store=store, prepared=executor())
