@@ -165,13 +165,15 @@ _SUBMISSION_FIELDS = {"submission_id": int, "bot": str, "version": str, "status"
 def _submission(data: Any, url: str) -> dict[str, Any]:
     """``data`` if it has the shape of a submission document (``_submission_json`` in
     arena/service/app.py), else :class:`ClientError`: what a command shows of it is there."""
-    check = data.get("check") if isinstance(data, dict) else None
-    if (
-        not isinstance(data, dict)
-        or any(type(data.get(k)) is not t for k, t in _SUBMISSION_FIELDS.items())
-        or not (check is None or isinstance(check, dict))
-        or (isinstance(check, dict) and not isinstance(check.get("status", ""), str))
-        or (isinstance(check, dict) and not isinstance(check.get("message", ""), str))
+    if not isinstance(data, dict) or any(
+        type(data.get(k)) is not t for k, t in _SUBMISSION_FIELDS.items()
+    ):
+        raise ClientError(f"{url}: {_NOT_OURS}")
+    check = data.get("check")
+    if check is not None and not (
+        isinstance(check, dict)
+        and isinstance(check.get("status", ""), str)
+        and isinstance(check.get("message", ""), str)
     ):
         raise ClientError(f"{url}: {_NOT_OURS}")
     return data
