@@ -720,11 +720,12 @@ class DockerBackend(Backend):
 
 def remove_runner_containers(token: str) -> tuple[int, list[str]]:
     """Remove every bot container of runner ``token`` (the reaper's job); never raises
-    for one container, returns ``(removed, errors)``."""
+    for one container, returns ``(removed, errors)``. Without the ``docker`` package or an
+    engine, :class:`EngineUnavailableError` (no containers can exist)."""
+    client = docker_client(timeout=30)  # first: it turns a missing package into our error
     from docker.errors import APIError, NotFound
     from requests import RequestException
 
-    client = docker_client(timeout=30)
     removed, errors = 0, []
     try:
         listed = client.containers.list(
