@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Final
 
 from referee.rules import Card, InvalidCardError
+from referee.rules.errors import quote
 
 __all__ = ["MAX_BOOK_DECKS", "Book", "BookError", "format_book", "load_book", "parse_book"]
 
@@ -28,6 +29,7 @@ MAX_BOOK_BYTES: Final = 4 * 1024 * 1024
 """Largest book file read (bytes); more than enough for :data:`MAX_BOOK_DECKS` decks."""
 
 _SEPARATORS = re.compile(r"[\s,]+")
+_LINE_BREAKS = re.compile(r"\r\n|\r|\n")
 
 Book = tuple[tuple[str, ...], ...]
 """A book's decks, each as 36 canonical card texts, top first."""
@@ -42,7 +44,9 @@ def parse_book(text: str, source: str = "book") -> Book:
     cards, every one a card, none twice. Raises :class:`BookError`."""
     decks: list[tuple[str, ...]] = []
     text = text.removeprefix("\ufeff")  # a byte order mark, as some editors write
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Only these end a line, as editors and grep -n count them (str.splitlines also breaks
+    # at form feeds, U+2028...: a comment would end early and errors name the wrong line).
+    for number, line in enumerate(_LINE_BREAKS.split(text), start=1):
         content = line.partition("#")[0]
         tokens = [t for t in _SEPARATORS.split(content) if t]
         if not tokens:
@@ -62,12 +66,12 @@ def _deck(tokens: list[str], where: str) -> tuple[str, ...]:
             card = Card.parse(token)
         except InvalidCardError:
             raise BookError(
-                f"{where}, card {position}: {token!r} is not a card (rank 6 7 8 9 T J Q K A"
+                f"{where}, card {position}: {quote(token)} is not a card (rank 6 7 8 9 T J Q K A"
                 " or 10, then suit C D H S)"
             ) from None
         if card in seen:
             raise BookError(
-                f"{where}, card {position}: {token!r} is card {seen[card]} again"
+                f"{where}, card {position}: {quote(token)} is card {seen[card]} again"
                 " (a deck holds each card once)"
             )
         seen[card] = position
