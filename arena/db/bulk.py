@@ -64,9 +64,12 @@ def record_games(games: Sequence[tuple[GameRecord, GamePlace]], *, session: Sess
     )
     try:
         with session.begin_nested():
+            # Asked for inside the block: the session emits the SAVEPOINT only when it next
+            # hands out its connection (the one taken above would insert outside it).
+            inserting = session.connection()
             for start in range(0, len(rows), CHUNK):
                 chunk = rows[start : start + CHUNK]
-                found = connection.execute(
+                found = inserting.execute(
                     table.insert().returning(table.c.id, sort_by_parameter_order=True), chunk
                 )
                 ids.extend(int(row[0]) for row in found)

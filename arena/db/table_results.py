@@ -152,7 +152,8 @@ def table_pair_counts(games: list[TableGame]) -> list[PairCounts]:
 
 
 def table_outcomes(games: list[TableGame]) -> list[GameOutcome]:
-    """Each pair of each game as a two-player outcome, in the order the games finished."""
+    """Each pair of each game as a two-player outcome, in the order of ``games`` (id order
+    from :func:`table_games`, the order live Elo applies them)."""
     out = []
     for game in games:
         for first, second, score in game.pair_scores():
