@@ -17,6 +17,7 @@ problem is always ours, never the bot's.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -126,12 +127,21 @@ def mounts_under(path: Path) -> list[Path]:
 
 
 def _open_dir(name: str, dir_fd: int | None) -> int:
-    """Open a directory below ``dir_fd``; make it ours first if the bot chmod-ed it to 0."""
+    """Open a directory below ``dir_fd``, with every owner permission when it is ours: a bot
+    of our uid may have chmod-ed it to 0 (it cannot be opened) or to 0500 (it opens, but
+    nothing in it can be deleted). Root needs neither."""
     try:
-        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     except PermissionError:
         os.chmod(name, 0o700, dir_fd=dir_fd)
-        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    # Best effort: where it fails (a read-only or immutable directory), the deletion that
+    # follows reports the real problem, naming the path.
+    with contextlib.suppress(OSError):
+        info = os.fstat(fd)
+        if info.st_uid == os.geteuid() and info.st_mode & 0o700 != 0o700:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) | 0o700)
+    return fd
 
 
 def _clear_one_level(fd: int, device: int) -> str | None:
@@ -194,7 +204,9 @@ def remove_tree(path: Path) -> None:
             parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = parent
-            os.rmdir(names.pop(), dir_fd=fd)
+            # Another cleaner (the reaper, a sweep) may have removed it meanwhile: fine.
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(names.pop(), dir_fd=fd)
         os.close(fd)
         fd = None
         os.rmdir(path)
