@@ -79,6 +79,10 @@ class HeaderDeadlineProtocol(H11Protocol):
             self._disarm()
         else:
             self._note_headers()
+            # The start of a pipelined request that came with the last one waits in h11's
+            # buffer, not in a later data_received: it is part of a request all the same.
+            if self._header_deadline is not None and self.conn.trailing_data[0]:
+                self._partial = True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
