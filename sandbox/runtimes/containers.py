@@ -281,6 +281,9 @@ def out_of_memory_reason(runtime: Runtime) -> str:
     return f"the build ran out of its {mib} MiB memory limit (killed by the kernel's OOM killer)"
 
 
+_COUNT = re.compile(r"[0-9]{1,18}")
+
+
 def _excerpt(output: list[str]) -> str:
     """The first :data:`BUILD_LOG_HEAD_LINES` and the last :data:`BUILD_LOG_LINES` of
     ``output`` (which may hold one :data:`LOG_SKIPPED` line: lines already dropped there),
@@ -292,7 +295,9 @@ def _excerpt(output: list[str]) -> str:
     else:
         before, after = output[:mark], output[mark + 1 :]
         words = output[mark].removeprefix(LOG_SKIPPED).split()
-        dropped = int(words[0]) if words and words[0].isdigit() else 0
+        # The build's own output may hold a line like the mark: only a plain count is ours
+        # (str.isdigit takes "²", which int() refuses, and int() refuses 5,000 digits).
+        dropped = int(words[0]) if words and _COUNT.fullmatch(words[0]) else 0
     if mark is None and len(output) <= BUILD_LOG_HEAD_LINES + BUILD_LOG_LINES:
         first, last = output, []
     elif mark is None:

@@ -211,7 +211,8 @@ def _export(tag: str, dest: Path, runtime: Runtime) -> None:
             error = proc.stderr.read().decode(errors="replace")
             if proc.wait(timeout=EXPORT_SECONDS) != 0:
                 raise RootfsError(f"docker export of {tag} failed: {error.strip()[-1000:]}")
-        except (tarfile.TarError, OSError) as exc:
+        except (tarfile.TarError, OSError, KeyError) as exc:
+            # KeyError: tarfile's words for a hard link to a member the stream did not hold.
             raise RootfsError(f"cannot unpack the file system of {tag}: {exc}") from exc
         finally:
             if proc.poll() is None:
@@ -226,10 +227,12 @@ def _export(tag: str, dest: Path, runtime: Runtime) -> None:
 def _member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
     """``member`` made safe to unpack as root, or None to leave it out.
 
-    :func:`tarfile.tar_filter` refuses absolute names, ``..`` and links leaving ``dest`` and
-    clears setuid/setgid and group/other write bits (no sandbox uid may change a file, no
-    program gains privileges); on top, only files, directories and links are kept, owned by
-    root. Symlinks may point anywhere: they are resolved inside the sandbox, never here.
+    :func:`tarfile.tar_filter` refuses absolute names and ``..`` and clears setuid/setgid and
+    group/other write bits (no sandbox uid may change a file, no program gains privileges);
+    it does not check link targets, so a hard link leaving ``dest`` (absolute, ``..``, or
+    through a symlink already unpacked) is refused here: unpacking it would link, chmod and
+    chown a host file. On top, only files, directories and links are kept, owned by root.
+    Symlinks may point anywhere: they are resolved inside the sandbox, never here.
     """
     if member.type not in _KEPT_TYPES:
         return None
@@ -237,6 +240,14 @@ def _member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
         safe = tarfile.tar_filter(member, dest)
     except tarfile.FilterError as exc:
         raise RootfsError(f"unsafe member in the image's file system: {exc}") from exc
+    if safe.islnk():
+        root = os.path.realpath(dest)
+        target = os.path.realpath(os.path.join(dest, safe.linkname))
+        if os.path.isabs(safe.linkname) or os.path.commonpath([root, target]) != root:
+            raise RootfsError(
+                f"unsafe member in the image's file system: {safe.name!r} is a hard link to"
+                f" {safe.linkname!r}, outside the copy"
+            )
     return safe.replace(uid=0, gid=0, uname="root", gname="root", deep=False)
 
 
