@@ -360,11 +360,19 @@ def test_reap_without_the_docker_package_still_removes_directories(
 
 
 def run_main(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
-    """``sandbox.reaper.main`` with an already closed stdin (its runner is gone)."""
+    """``sandbox.reaper.main`` with an already closed stdin (its runner is gone).
+
+    ``main`` ignores SIGINT for the rest of the reaper's life; here that must end with the
+    call, or this test worker (and every process it starts later, since an ignored signal is
+    inherited) would ignore Ctrl-C and the suite's Ctrl-C tests fail."""
     from sandbox.reaper import main
 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ignored\n")))
-    return main(argv)
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        return main(argv)
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_reaper_main_exit_status_and_messages(
