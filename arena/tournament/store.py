@@ -246,7 +246,8 @@ def materialize(submission_id: int, *, db: Database, store: Path = DEFAULT_STORE
         row = get_submission(submission_id, session=session)
         sha256 = row.sha256
         bot = session.get(Bot, row.bot_id)
-        # Names and versions are restricted to [A-Za-z0-9._+-]: safe in any message.
+        # A bot name is [a-z0-9_-]; a version is as stored (an import may hold any text):
+        # every surface that shows these errors escapes them (kryt's printable).
         label = f"{submission_id} ({bot.name if bot else '?'}@{row.version})"
     with _content_lock(store, sha256):
         return _materialize(label, submission_id, sha256, db=db, store=store)
