@@ -263,7 +263,7 @@ def sweep_runtime(label_prefix: str) -> tuple[int, list[str]]:
                 removed += 1
         except (OSError, CleanupError) as exc:
             errors.append(f"{child}: {exc}")
-    cgroups, cgroup_errors = sweep_cgroups()
+    cgroups, cgroup_errors = sweep_cgroups(prefix)
     return removed + cgroups, errors + cgroup_errors
 
 

@@ -393,8 +393,10 @@ class BotCgroup:
             raise CleanupError(f"could not remove cgroup {self.name!r}: {'; '.join(failures)}")
 
 
-def sweep_cgroups() -> tuple[int, list[str]]:
-    """Remove bot cgroups whose runner is dead; return (count, errors). Never raises."""
+def sweep_cgroups(label_prefix: str = "") -> tuple[int, list[str]]:
+    """Remove bot cgroups whose runner is dead and whose label starts with ``label_prefix``
+    (already made safe, as the work directories' names); return (count, errors). Never
+    raises."""
     layout = cgroup_layout()
     if isinstance(layout, str):
         return 0, []
@@ -404,6 +406,8 @@ def sweep_cgroups() -> tuple[int, list[str]]:
             names.update(child.name for child in parent.iterdir() if child.is_dir())
     removed, errors = 0, []
     for name in sorted(names):
+        if not name.startswith(label_prefix):
+            continue
         parts = name.rsplit(".", 2)
         runner = RunnerId.parse(parts[1]) if len(parts) == 3 else None
         if runner is None or runner.state() is not RunnerState.DEAD:

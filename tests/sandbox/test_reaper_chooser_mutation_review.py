@@ -590,6 +590,21 @@ def test_sweep_without_a_prefix_spares_live_links_uid_locks_and_runtimes(
     assert removed == 8
 
 
+def test_sweep_leaves_dead_runners_cgroups_under_another_prefix(
+    runtime: Path, cgroups: CgroupLayout
+) -> None:
+    """A sweep is bounded by its prefix for cgroups as for directories: another arena's
+    leftovers on the same host are that arena's to sweep."""
+    token = dead_token()
+    mine = make_cgroup(cgroups, f"rv-a.{token}.q1w2e3")
+    other = make_cgroup(cgroups, f"elsewhere-a.{token}.q1w2e3")
+    assert sweep_runtime("rv-") == (1, [])
+    assert [p for p in mine if exists(p)] == []
+    assert [p for p in other if not exists(p)] == []
+    assert sweep_runtime("") == (1, [])
+    assert [p for p in other if exists(p)] == []
+
+
 def test_sweep_prefix_is_reduced_as_labels_are(runtime: Path, cgroups: CgroupLayout) -> None:
     token = dead_token()
     dead = make_dir(runtime, "my match/1", token)  # named "my-match-1.<token>.…"
