@@ -513,9 +513,15 @@ def test_a_bot_that_answers_then_freezes_times_out_and_is_replaced(tmp_path: Pat
     played = play(tmp_path, ({"sigstop": ["1:1:2"]}, None), (control, ROOMY), games=2)
     record = played.game(1)
     detail = assert_forfeited(record, 0, GameEndReason.TIMEOUT)
-    # Seen once under -n 2 with 3 moves, not reproduced since: what the bot and the record
-    # say, should it come again.
-    assert 1 <= len(own_moves(record, 0)) <= 2, (own_moves(record, 0), played.logs[0])
+    # By its plan the bot stops itself 0.3 s after its second answer. Full runs under -n 2
+    # have twice recorded a third move, answered 0.3 s after its request, as if the stop took
+    # effect late (not reproduced alone). What must hold either way: the referee records no
+    # move the bot did not make (each act is logged), and the bot made at least one.
+    requests = played.events(0, "request", start=1, game=1)
+    assert 1 <= len(own_moves(record, 0)) <= len(requests), (
+        own_moves(record, 0),
+        played.logs[0],
+    )
     assert played.events(0, "stopping", start=1)
     assert limit_in(detail) <= 1.25 + 1e-9
     assert_told_what_was_charged(played, 0, 1, control)
