@@ -56,8 +56,14 @@ def mount_tmpfs(
     ``noexec`` unless ``executable``), at most ``size_bytes`` and ``inodes`` entries, its
     root owned by ``uid:gid`` with ``mode``.
 
-    Raises :class:`OSError` when the kernel refuses (not root, no capability).
+    Raises :class:`OSError` when the kernel refuses (not root, no capability), and
+    :class:`ValueError` for a size or inode count below 1 (0 means unlimited to the kernel).
     """
+    if size_bytes < 1 or inodes < 1:
+        raise ValueError(
+            f"a tmpfs needs a positive size and inode count (0 is unlimited to the kernel): "
+            f"size_bytes={size_bytes}, inodes={inodes}"
+        )
     options = f"size={size_bytes},nr_inodes={inodes},mode={mode:04o},uid={uid},gid={gid}"
     result = _libc().mount(
         b"tmpfs",

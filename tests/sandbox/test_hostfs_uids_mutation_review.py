@@ -250,6 +250,18 @@ def test_mount_and_remount_failures_are_raised_and_name_the_path(guard: Guard) -
     assert repr(str(missing)) in str(remounting.value)
 
 
+@pytest.mark.parametrize(("size", "inodes"), [(0, 4), (4096, 0), (-1, 4)])
+def test_a_tmpfs_without_a_positive_bound_is_refused_before_mounting(
+    tmp_path: Path, size: int, inodes: int
+) -> None:
+    """``size=0`` or ``nr_inodes=0`` is an unlimited tmpfs to the kernel: never a bound."""
+    target = tmp_path / "mnt"
+    target.mkdir()
+    with pytest.raises(ValueError, match="positive size and inode count"):
+        mount_tmpfs(target, size_bytes=size, inodes=inodes, uid=0, gid=0)
+    assert mounts_under(tmp_path) == []
+
+
 # --- unmount and mounts_under -------------------------------------------------------------
 
 
