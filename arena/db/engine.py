@@ -208,8 +208,8 @@ class Database:
                 f"database {self.display_url} is read-only here ({self.read_only}): this"
                 " command writes to it, and nothing was written; reading commands (kryt"
                 " leaderboard, kryt tournament status, kryt games list) work on it. Make the"
-                " file and its folder writable, or copy it somewhere writable and use"
-                " --database on the copy"
+                " file, its -wal and -shm files (if any) and its folder writable, or copy the"
+                " file (with its -wal, if any) somewhere writable and use --database on the copy"
             )
 
     def file_problem(self) -> str | None:
