@@ -26,6 +26,7 @@ from leaderboard.ratings.errors import (
     InvalidCountsError,
     InvalidDealPairError,
     InvalidGameError,
+    NotAResultsFileError,
     RatingsError,
     UnboundedRatingError,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "InvalidCountsError",
     "InvalidDealPairError",
     "InvalidGameError",
+    "NotAResultsFileError",
     "Outcome",
     "PairCounts",
     "PairedIntervals",

@@ -43,6 +43,11 @@ class CsvFormatError(RatingsError):
         super().__init__(f"{source}:{line_number}: {reason}: {shown}")
 
 
+class NotAResultsFileError(RatingsError):
+    """The results path names something other than a regular file (a device, a named pipe,
+    a socket, a directory): reading it could block forever or never end."""
+
+
 class EmptyResultsError(RatingsError):
     """There are no games to rate."""
 
