@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Final
 
+from referee.files import read_regular_file
 from referee.rules import Card, InvalidCardError
 from referee.rules.errors import quote
 
@@ -86,8 +87,7 @@ def load_book(path: Path) -> Book:
     """The decks of the book file at ``path``; raises :class:`BookError` (unreadable, too
     large, not UTF-8, or a bad line)."""
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_BOOK_BYTES + 1)
+        data = read_regular_file(path, limit=MAX_BOOK_BYTES + 1)
     except OSError as exc:
         raise BookError(f"cannot read the deal book {path}: {exc.strerror or exc}") from None
     if len(data) > MAX_BOOK_BYTES:

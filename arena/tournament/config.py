@@ -12,6 +12,7 @@ from typing import Any
 
 from arena.tournament.origin import IMPORTED_ORIGINS_KEY
 from referee.book import BookError, format_book, load_book, parse_book
+from referee.files import read_regular_file
 from referee.protocol.messages import CLOCKS, TimeControl
 from referee.rules import RULESETS
 from referee.series import SeriesFormat
@@ -487,7 +488,7 @@ def load_config(path: Path | None, **overrides: Any) -> TournamentConfig:
     data: dict[str, Any] = {}
     if path is not None:
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(read_regular_file(path).decode("utf-8"))
         except OSError as exc:
             raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -21,6 +21,7 @@ import typer
 
 from kryt.errors import ExitCode, UserError
 from kryt.options import MAX_ID, DatabaseOption, open_db
+from referee.files import file_kind, read_regular_file
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -274,21 +275,6 @@ def _check_filters(where: GameFilter, *, session: Session) -> None:
         get_bot(where.bot, session=session)
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISLNK, "a symbolic link"),
-    (stat.S_ISFIFO, "a named pipe"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-def _kind(mode: int) -> str:
-    """What a file that is not a regular file is, in words."""
-    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
-
-
 def _check_target(path: Path, *, force: bool = False) -> os.stat_result | None:
     """Refuse to write an export over a database (``kryt games export kryt.db`` would have
     replaced the results with text), over anything that is not a regular file (a symbolic
@@ -307,7 +293,9 @@ def _check_target(path: Path, *, force: bool = False) -> os.stat_result | None:
     except OSError as exc:
         raise UserError(f"cannot write {shown}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(info.st_mode):
-        raise UserError(f"cannot write {shown}: it is {_kind(info.st_mode)}, not a regular file")
+        raise UserError(
+            f"cannot write {shown}: it is {file_kind(info.st_mode)}, not a regular file"
+        )
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         handle = os.open(path, flags)
@@ -319,7 +307,7 @@ def _check_target(path: Path, *, force: bool = False) -> os.stat_result | None:
         info = os.fstat(handle)
         if not stat.S_ISREG(info.st_mode):
             raise UserError(
-                f"cannot write {shown}: it is {_kind(info.st_mode)}, not a regular file"
+                f"cannot write {shown}: it is {file_kind(info.st_mode)}, not a regular file"
             )
         head = os.read(handle, HEAD_BYTES)
     except OSError as exc:
@@ -443,7 +431,7 @@ def import_(
     from sandbox.death import printable
 
     try:
-        data = file.read_bytes()
+        data = read_regular_file(file)
     except OSError as exc:
         raise UserError(f"cannot read {_shown_path(file)}: {exc.strerror or exc}") from None
     try:  # the whole file is checked before the database is opened: all of it, or nothing

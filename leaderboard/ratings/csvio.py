@@ -9,8 +9,6 @@ character (ESC, a bidi override), which the ratings table would print as it is.
 from __future__ import annotations
 
 import csv
-import os
-import stat
 import unicodedata
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from leaderboard.ratings.errors import (
     NotAResultsFileError,
 )
 from leaderboard.ratings.games import Game, Outcome
+from referee.files import NotARegularFileError, read_regular_file
 
 HEADER = ("first", "second", "result")
 _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -72,29 +71,15 @@ def parse_games_csv(text: str, *, source: str = "<csv>") -> list[Game]:
     return games
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a named pipe"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
 def read_games_csv(path: str | Path) -> list[Game]:
     """Read a results CSV file; raises ``OSError`` if unreadable, :class:`CsvFormatError` if bad,
     :class:`NotAResultsFileError` if ``path`` is not a regular file (a device would be read
     without end, a named pipe waited on forever)."""
     file = Path(path)
-    # Opened without blocking (a named pipe with no writer would wait in open) and checked
-    # on the descriptor, so what is read is what was checked.
-    handle = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(handle, "rb", closefd=True) as stream:
-        mode = os.fstat(handle).st_mode
-        if not stat.S_ISREG(mode):
-            kind = next((words for test, words in _KINDS if test(mode)), "not a regular file")
-            raise NotAResultsFileError(f"{file} is {kind}, not a CSV file")
-        data = stream.read()
+    try:
+        data = read_regular_file(file)
+    except NotARegularFileError as exc:
+        raise NotAResultsFileError(f"{file} is {exc.kind}, not a CSV file") from None
     try:
         text = data.decode("utf-8-sig")  # tolerate a spreadsheet's byte-order mark
     except UnicodeDecodeError as exc:

@@ -71,27 +71,35 @@ def test_a_file_of_exactly_four_mib_is_read_and_one_byte_more_is_refused(tmp_pat
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
-def test_an_endless_file_is_refused_without_reading_it_to_its_end() -> None:
-    """``/dev/zero`` never ends: the reader must stop just past the limit. Run in a child
-    with a bounded address space, so that a reader without a limit fails fast there instead
-    of eating this machine's memory."""
+def test_an_endless_file_is_refused_without_reading_it_to_its_end(tmp_path: Path) -> None:
+    """``/dev/zero`` never ends: it is refused as a device, and a huge regular file (sparse,
+    64 GiB) is read only just past the limit. Run in a child with a bounded address space,
+    so that a reader without a limit fails fast there instead of eating this machine's
+    memory."""
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as out:
+        out.truncate(64 << 30)
     child = textwrap.dedent(
-        """
+        f"""
         import resource
         from pathlib import Path
         from referee.book import BookError, load_book
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-        try:
-            load_book(Path("/dev/zero"))
-        except BookError as exc:
-            print(exc)
+        for path in ("/dev/zero", {str(huge)!r}):
+            try:
+                load_book(Path(path))
+            except BookError as exc:
+                print(exc)
         """
     )
     done = subprocess.run(
         [sys.executable, "-c", child], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == f"deal book /dev/zero is larger than {FOUR_MIB} bytes"
+    assert done.stdout.splitlines() == [
+        "cannot read the deal book /dev/zero: it is a character device, not a regular file",
+        f"deal book {huge} is larger than {FOUR_MIB} bytes",
+    ]
 
 
 # --- the format -----------------------------------------------------------------------------
