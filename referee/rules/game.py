@@ -36,6 +36,7 @@ from referee.rules.errors import (
     IllegalActionError,
     InvalidDeckError,
     InvalidParameterError,
+    InvalidViewError,
     RulesError,
     quote,
 )
@@ -968,6 +969,9 @@ def _check_view(view: View) -> None:
             f"view.history must be a tuple of Action objects, got {quote(view.history)}"
         )
     moves = len(view.history)
+    if view.over is False and (type(view.to_move) is not int or view.to_move not in (0, 1)):
+        # With no history any seat may move (a position set up by hand), but it is a seat.
+        raise InvalidViewError(f"view.to_move must be seat 0 or 1, got {quote(view.to_move)}")
     check_progress(
         over=view.over,
         to_move=view.to_move,
