@@ -60,6 +60,10 @@ class Alarm:
             self._callback()
 
 
+_LONGEST_WAIT = 3600.0
+"""Seconds the alarm thread sleeps at most before it looks at its heap again."""
+
+
 class _AlarmThread:
     """The heap of pending alarms and the one thread that rings them (per process)."""
 
@@ -94,7 +98,10 @@ class _AlarmThread:
                         continue
                     wait = heap[0][0] - time.monotonic()
                     if wait > 0:
-                        lock.wait(wait)
+                        # Bounded: Condition.wait raises OverflowError past TIMEOUT_MAX (an
+                        # alarm centuries ahead, or at infinity), which would end this thread
+                        # and with it every alarm of the process.
+                        lock.wait(min(wait, _LONGEST_WAIT))
                         continue
                     alarm = heapq.heappop(heap)[2]
                     break
@@ -118,7 +125,11 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def ring_at(loop: asyncio.AbstractEventLoop, when: float, callback: Callable[[], object]) -> Alarm:
     """Call ``callback()`` in ``loop``'s thread once ``time.monotonic()`` reaches ``when``,
-    unless the alarm is cancelled first. Callable from any thread."""
+    unless the alarm is cancelled first (``math.inf``: never). Callable from any thread;
+    raises ValueError for a ``when`` that is not a number (NaN), which would ring at once
+    and disorder the alarms around it."""
+    if when != when:
+        raise ValueError(f"an alarm needs a time, got {when!r}")
     alarm = Alarm(loop, when, callback)
     _alarms.add(alarm)
     return alarm
