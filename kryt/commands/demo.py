@@ -65,11 +65,19 @@ def demo(
             shutil.rmtree(html, ignore_errors=True)
         raise
     err.print(f"database: {db.display_url}")
-    with _prepare(
-        config, executor=ExecutorName.local, scheduler=None, worker_store=None
-    ) as prepared:
-        tournament_id = create(config, db=db, submitted_by="kryt demo")
-        result = run_tournament(tournament_id, db, prepared=prepared)
+    tournament_id: int | None = None
+    try:
+        with _prepare(
+            config, executor=ExecutorName.local, scheduler=None, worker_store=None
+        ) as prepared:
+            tournament_id = create(config, db=db, submitted_by="kryt demo")
+            result = run_tournament(tournament_id, db, prepared=prepared)
+    except BaseException:
+        # Stopped or refused before the tournament was stored (Ctrl-C while the sandbox is
+        # checked, no sandbox at all): as `kryt tournament run`, no empty arena or site stays.
+        if tournament_id is None and db.discard_if_unused() and made:
+            shutil.rmtree(html, ignore_errors=True)
+        raise
     code = _report(tournament_id, db, result)
     try:
         summary = export_html(db, html)

@@ -253,6 +253,31 @@ def test_ctrl_c_while_the_database_opens_leaves_no_site_behind(
     assert list(workdir.iterdir()) == []  # the folder the demo made is gone again
 
 
+@pytest.mark.parametrize("given", [False, True], ids=["default_db", "given_db"])
+def test_ctrl_c_while_the_sandbox_is_checked_leaves_nothing_behind(
+    workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, given: bool
+) -> None:
+    """Stopped before its tournament is stored, the demo removes the database file and the
+    site folder it created (as ``kryt tournament run`` does); a database that was there
+    before is kept, and so is the site then."""
+
+    def interrupted(*_args: object, **_kwargs: object) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo, "_prepare", interrupted)
+    if given:
+        from arena.db import open_database
+
+        open_database(workdir / "mine.db").close()  # an empty arena, there before the demo
+    code, _out, err = kryt(capsys, "demo", *(["-d", "mine.db"] if given else []))
+    assert code == ExitCode.INTERRUPTED, err
+    left = sorted(p.name for p in workdir.iterdir())
+    if given:
+        assert "mine.db" in left and "kryt-leaderboard" in left
+    else:
+        assert left == []
+
+
 def _stub_run(monkeypatch: pytest.MonkeyPatch, *, report: int = 0) -> list[str]:
     """Replace the sandbox, the tournament and its report; returns the calls made."""
     from contextlib import nullcontext
