@@ -511,8 +511,9 @@ def fit_bayeselo(
             f"confidence must be between 0 and 1, got {confidence!r}: so close to 1 that"
             " its intervals would be infinite in double precision"
         )
-    if not (math.isfinite(offset) and math.isfinite(advantage) and math.isfinite(drawelo)):
-        raise RatingsError(f"non-finite offset/advantage/drawelo: {offset}, {advantage}, {drawelo}")
+    for name, value in (("offset", offset), ("advantage", advantage), ("drawelo", drawelo)):
+        if not math.isfinite(value):
+            raise RatingsError(f"{name} must be a finite number of Elo, got {value!r}")
     # A fixed parameter beyond what a fit may reach (DIVERGENCE_ELO) means nothing, and the
     # likelihood overflows with it (exp(2 drawelo) of 10^300).
     if not fit_advantage and abs(advantage) > DIVERGENCE_ELO:

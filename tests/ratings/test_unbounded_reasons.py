@@ -88,7 +88,9 @@ def test_the_command_line_names_drawelo_for_a_file_of_draws(tmp_path: Path) -> N
         ("--drawelo", "1e300", "a fixed drawelo must lie between 0 and 5000 Elo"),
         ("--drawelo", "-1", "a fixed drawelo must lie between 0 and 5000 Elo"),
         ("--advantage", "6000", "a fixed advantage must lie within ±5000 Elo"),
-        ("--advantage", "nan", "non-finite"),
+        ("--advantage", "nan", "advantage must be a finite number of Elo, got nan"),
+        ("--drawelo", "nan", "drawelo must be a finite number of Elo, got nan"),
+        ("--offset", "inf", "offset must be a finite number of Elo, got inf"),
     ],
 )
 def test_fixed_parameters_out_of_range_are_one_error_line(
