@@ -158,6 +158,11 @@ class ClientError(RuntimeError):
     """The server refused a request or could not be reached (the message says why)."""
 
 
+class ServerUnreachableError(ClientError):
+    """No answer came from the server (refused, reset, timed out, no such host): the
+    request may be worth retrying later, unlike a refusal."""
+
+
 _NOT_OURS = "the answer is not what a Kryt Arena server sends (is this the arena's URL?)"
 _SUBMISSION_FIELDS = {"submission_id": int, "bot": str, "version": str, "status": str}
 
@@ -255,7 +260,7 @@ class Client:
                 detail = exc.reason
             raise ClientError(f"{url}: {exc.code} {detail}") from None
         except (urllib.error.URLError, OSError) as exc:
-            raise ClientError(f"cannot reach {url}: {exc}") from None
+            raise ServerUnreachableError(f"cannot reach {url}: {exc}") from None
         try:
             data = json.loads(answer or b"{}")
         except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the stack

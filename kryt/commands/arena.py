@@ -293,14 +293,16 @@ def token_revoke(
 
 def submissions(server: ServerOption) -> None:
     """Your uploaded versions on the server and the outcome of their validation."""
-    from arena.service.server import Client, ClientError, read_token
+    from arena.service.server import Client, ClientError, ServerUnreachableError, read_token
     from kryt.commands.submit import server_url
     from sandbox.death import printable
 
     try:
         rows = Client(server_url(server), read_token()).submissions()
     except ClientError as exc:
-        code = ExitCode.UNAVAILABLE if "cannot reach" in str(exc) else ExitCode.BAD_INPUT
+        code = (
+            ExitCode.UNAVAILABLE if isinstance(exc, ServerUnreachableError) else ExitCode.BAD_INPUT
+        )
         raise UserError(printable(str(exc)), code=code) from None
     if not rows:
         out.print("no submissions yet", highlight=False)

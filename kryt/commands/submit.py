@@ -147,7 +147,13 @@ def _lost_upload(exc: BaseException) -> bool:
 def _submit_remote(path: Path, server: str, *, wait: bool) -> None:
     from rich.text import Text
 
-    from arena.service.server import Client, ClientError, archive_of, read_token
+    from arena.service.server import (
+        Client,
+        ClientError,
+        ServerUnreachableError,
+        archive_of,
+        read_token,
+    )
 
     out = _out()
     try:
@@ -181,7 +187,9 @@ def _submit_remote(path: Path, server: str, *, wait: bool) -> None:
             out.print("validation games against the reference bots...", highlight=False)
             data = client.wait(data["submission_id"])
     except ClientError as exc:
-        code = ExitCode.UNAVAILABLE if "cannot reach" in str(exc) else ExitCode.BAD_INPUT
+        code = (
+            ExitCode.UNAVAILABLE if isinstance(exc, ServerUnreachableError) else ExitCode.BAD_INPUT
+        )
         raise UserError(_shown(exc), code=code) from None
     check = data.get("check") or {}
     # Text, not markup: "[bold]" in a bot's crash message is the bot's text, shown as is.

@@ -545,36 +545,47 @@ def test_a_health_that_does_not_answer_leaves_the_upload_to_say_why(
 
 
 def _reset() -> dict[str, Any]:
-    from arena.service.server import ClientError
+    from arena.service.server import ServerUnreachableError
 
     try:
         raise ConnectionResetError(104, "Connection reset by peer")
     except ConnectionResetError:
-        raise ClientError("cannot reach http://a.test/api/submissions: reset") from None
+        raise ServerUnreachableError("cannot reach http://a.test/api/submissions: reset") from None
 
 
 def _broken_pipe_in_urlerror() -> dict[str, Any]:
-    from arena.service.server import ClientError
+    from arena.service.server import ServerUnreachableError
 
     try:
         raise urllib.error.URLError(BrokenPipeError(32, "Broken pipe"))
     except urllib.error.URLError:
-        raise ClientError("cannot reach http://a.test/api/submissions: broken pipe") from None
+        raise ServerUnreachableError(
+            "cannot reach http://a.test/api/submissions: broken pipe"
+        ) from None
 
 
 def _refused_connection() -> dict[str, Any]:
-    from arena.service.server import ClientError
+    from arena.service.server import ServerUnreachableError
 
     try:
         raise urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
     except urllib.error.URLError:
-        raise ClientError("cannot reach http://a.test/api/submissions: refused") from None
+        raise ServerUnreachableError(
+            "cannot reach http://a.test/api/submissions: refused"
+        ) from None
 
 
 def _server_cannot_compile() -> dict[str, Any]:
     from arena.service.server import ClientError
 
     raise ClientError("http://a.test/api/submissions: 422 bot.py cannot be compiled")
+
+
+def _server_refusal_saying_cannot_reach() -> dict[str, Any]:
+    from arena.service.server import ClientError
+
+    # The server's words, not a lost connection: the exit code is a refusal's.
+    raise ClientError("http://a.test/api/submissions: 409 cannot reach a verdict")
 
 
 def _server_says_no() -> dict[str, Any]:
@@ -613,8 +624,20 @@ def _server_says_no() -> dict[str, Any]:
             ExitCode.BAD_INPUT,
             "http://a.test/api/submissions: 422 bot.py cannot be compiled",
         ),
+        (
+            _server_refusal_saying_cannot_reach,
+            ExitCode.BAD_INPUT,
+            "http://a.test/api/submissions: 409 cannot reach a verdict",
+        ),
     ],
-    ids=["reset", "broken-pipe", "refused", "refused-by-server", "cannot-compile"],
+    ids=[
+        "reset",
+        "broken-pipe",
+        "refused",
+        "refused-by-server",
+        "cannot-compile",
+        "server-words",
+    ],
 )
 def test_a_failed_upload_is_one_line_with_its_exit_code(
     capsys: pytest.CaptureFixture[str],
