@@ -66,6 +66,49 @@ def _error_response(
     return HTMLResponse(html, status_code=status, headers=headers)
 
 
+_ERROR_JSON = {
+    "application/json": {
+        "schema": {
+            "type": "object",
+            "properties": {"error": {"type": "string"}},
+            "required": ["error"],
+        }
+    }
+}
+_ERROR_PAGE = {"text/html": {"schema": {"type": "string"}}}
+
+
+def _describe_errors(schema: dict[str, Any]) -> None:
+    """Make ``schema`` (the OpenAPI document, changed in place) list the errors the site
+    sends: ``{"error": ...}`` under ``/api/``, an HTML page elsewhere; 404 for an id or name
+    that names nothing, 422 for a bad filter, 500 for a damaged stored game, 503 when the
+    database is unavailable. FastAPI's own 422 (its ``detail`` list) is dropped: every
+    parameter is taken as text and checked by the site, so it is never sent."""
+    for path, item in schema.get("paths", {}).items():
+        content = _ERROR_JSON if path.startswith("/api/") else _ERROR_PAGE
+        for operation in item.values():
+            errors: dict[str, str] = {}
+            if "{" in path:
+                errors["404"] = "Nothing has that id or name (or it is not one)"
+            if path == "/api/leaderboard":
+                errors["404"] = "No tournament has that id (or it is not one)"
+                errors["422"] = "A filter that is not valid (the error says which)"
+            if "{game_id}" in path:
+                errors["500"] = "The stored game is damaged"
+            errors["503"] = "The database is unavailable"
+            responses = operation.setdefault("responses", {})
+            responses.pop("422", None)
+            for code, description in errors.items():
+                responses[code] = {"description": description, "content": content}
+    models = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        models.pop(name, None)
+    if "components" in schema and not models:
+        schema["components"].pop("schemas", None)
+        if not schema["components"]:
+            del schema["components"]
+
+
 def table_size_filter(table_size: str | None) -> int | None:
     """The ``table_size`` filter of ``/api/leaderboard`` as a number, or InvalidFilterError
     quoting it (whether the board's ruleset seats it is the board's own check)."""
@@ -85,6 +128,14 @@ def create_app(db: Database) -> FastAPI:
         openapi_url="/api/openapi.json",
     )
     app.add_middleware(HeadAsGet)
+    fastapi_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            _describe_errors(fastapi_openapi())  # fills app.openapi_schema, kept from then on
+        return app.openapi_schema or fastapi_openapi()
+
+    app.openapi = openapi  # type: ignore[method-assign]
     app.mount("/static", StaticFiles(directory=static_dir()), name="static")
 
     def read(build: Callable[[Session], Any]) -> Any:

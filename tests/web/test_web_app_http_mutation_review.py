@@ -15,6 +15,7 @@ out by hand. Every database is a SQLite file under pytest's ``tmp_path``.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 import sqlite3
@@ -570,3 +571,44 @@ def test_a_database_whose_tables_were_dropped_gives_503_pages(site: Site, tmp_pa
             _assert_clear_503(client, "schema is damaged")
     finally:
         db.close()
+
+
+def test_the_openapi_document_lists_the_errors_the_site_sends(client: TestClient) -> None:
+    """Each operation lists what it can answer besides 200, in the shape it is sent
+    (``{"error": text}`` under /api/, an HTML page elsewhere); never FastAPI's own 422,
+    which the site does not send (every parameter is text, checked by the site)."""
+    document = client.get("/api/openapi.json").json()
+    assert "HTTPValidationError" not in json.dumps(document)
+    expected = {
+        "/": {"200", "503"},
+        "/tournaments/{tournament_id}": {"200", "404", "503"},
+        "/submissions/{submission_id}": {"200", "404", "503"},
+        "/bots/{name}": {"200", "404", "503"},
+        "/series/{series_id}": {"200", "404", "503"},
+        "/games/{game_id}": {"200", "404", "500", "503"},
+        "/api/leaderboard": {"200", "404", "422", "503"},
+        "/api/games/{game_id}": {"200", "404", "500", "503"},
+    }
+    assert {path: set(item["get"]["responses"]) for path, item in document["paths"].items()} == (
+        expected
+    )
+    for path, item in document["paths"].items():
+        for code, answer in item["get"]["responses"].items():
+            if code == "200":
+                continue
+            if path.startswith("/api/"):
+                schema = answer["content"][JSON]["schema"]
+                assert schema["required"] == ["error"] and schema["properties"]["error"] == {
+                    "type": "string"
+                }
+            else:
+                assert set(answer["content"]) == {"text/html"}
+    # What the document says is what is sent.
+    missing = client.get("/api/games/999999")
+    assert missing.status_code == 404 and set(missing.json()) == {"error"}
+    invalid = client.get("/api/leaderboard?table_size=x")
+    assert invalid.status_code == 422 and set(invalid.json()) == {"error"}
+    unknown = client.get("/api/leaderboard?tournament=999999")
+    assert unknown.status_code == 404 and set(unknown.json()) == {"error"}
+    page = client.get("/api/docs").text
+    assert "The database is unavailable" in page and "Validation Error" not in page
