@@ -27,6 +27,7 @@ not hold up other requests."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 import os
@@ -348,7 +349,54 @@ def create_service_app(
     leaderboard = create_leaderboard_app(db)
     _add_method_fallbacks(app, leaderboard)
     app.mount("/", leaderboard)
+    fastapi_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            _describe_problems(fastapi_openapi(), leaderboard.openapi())
+        return app.openapi_schema or fastapi_openapi()
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+_PROBLEM_ANSWERS = {
+    "4XX": "Refused: a problem document (RFC 9457: type, title, status, detail)",
+    "5XX": "Failed on the server (the database unavailable, say): a problem document",
+}
+
+
+def _describe_problems(schema: dict[str, Any], leaderboard: dict[str, Any]) -> None:
+    """Make the service's OpenAPI document (``schema``, changed in place) say what it
+    serves: the mounted leaderboard's ``/api/`` operations are added, and every ``/api/``
+    operation answers errors as problem documents (``4XX``, ``5XX``). FastAPI's own 422
+    (its ``detail`` list) is dropped everywhere: the service never sends it."""
+    paths = schema.setdefault("paths", {})
+    for path, item in leaderboard.get("paths", {}).items():
+        if path.startswith("/api/") and path not in paths:
+            paths[path] = copy.deepcopy(item)  # the leaderboard keeps its own document
+    problem = {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    for path, item in paths.items():
+        for operation in item.values():
+            responses = operation.setdefault("responses", {})
+            for code in [c for c in responses if c != "2XX" and not c.startswith("2")]:
+                del responses[code]  # FastAPI's 422, the leaderboard's {"error"} shapes
+            if path.startswith("/api/"):
+                for code, description in _PROBLEM_ANSWERS.items():
+                    responses[code] = {"description": description, "content": problem}
+    models = schema.setdefault("components", {}).setdefault("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        models.pop(name, None)
+    models["Problem"] = {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string"},
+            "title": {"type": "string"},
+            "status": {"type": "integer"},
+            "detail": {"type": "string"},
+        },
+        "required": ["type", "title", "status", "detail"],
+    }
 
 
 def _add_method_fallbacks(app: FastAPI, mounted: FastAPI) -> None:

@@ -342,6 +342,32 @@ def test_the_api_page_is_made_here_and_fetches_nothing_from_elsewhere(local: Loc
     assert local.http.get("/api/openapi.json").json()["paths"]
 
 
+def test_the_openapi_document_lists_every_api_operation_served_and_its_problems(
+    local: Local,
+) -> None:
+    """The leaderboard's /api/ operations the service serves (mounted) are in its document,
+    and errors are described as sent: problem documents, never FastAPI's 422 shape."""
+    document = local.http.get("/api/openapi.json").json()
+    paths = document["paths"]
+    assert {"/api/leaderboard", "/api/games/{game_id}", "/api/submissions"} <= set(paths)
+    assert "HTTPValidationError" not in str(document) and "ValidationError" not in str(document)
+    problem = document["components"]["schemas"]["Problem"]
+    assert set(problem["required"]) == {"type", "title", "status", "detail"}
+    for path, item in paths.items():
+        for method, operation in item.items():
+            errors = {code for code in operation["responses"] if not code.startswith("2")}
+            assert errors == ({"4XX", "5XX"} if path.startswith("/api/") else set()), (
+                method,
+                path,
+            )
+    # What the document says is what is sent, the mounted leaderboard's answers too.
+    for missing in ("/api/games/999999", "/api/leaderboard?tournament=999999"):
+        answer = local.http.get(missing)
+        assert answer.status_code == 404
+        assert set(problem_fields := answer.json()) == set(problem["required"]), problem_fields
+    assert "GET /api/leaderboard" in local.http.get("/api/docs").text
+
+
 def test_a_store_that_cannot_take_an_upload_is_a_503_that_names_no_server_path(
     local: Local, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
