@@ -77,13 +77,17 @@ class Caught:
 
 @pytest.fixture
 def caught(monkeypatch: pytest.MonkeyPatch) -> Caught:
-    """Stop the demo where it would store its tournament, keeping what it would store."""
+    """Stop the demo where it would play its tournament, keeping what it would store (the
+    tournament counts as stored, so the demo keeps its database and site folder)."""
     seen = Caught()
 
     def create(config: TournamentConfig, *, db: Any, submitted_by: str) -> int:
         seen.configs.append(config)
         seen.urls.append(str(db.engine.url))
         seen.submitted_by.append(submitted_by)
+        return 1
+
+    def stop(tournament_id: int, db: Any, *, prepared: Any) -> Any:
         raise typer.Exit(CAUGHT)
 
     def no_sandbox(config: TournamentConfig, **_kwargs: object) -> Any:
@@ -92,6 +96,7 @@ def caught(monkeypatch: pytest.MonkeyPatch) -> Caught:
         return nullcontext(None)  # no probe of Docker: the sandbox is not under review here
 
     monkeypatch.setattr(demo, "create", create)
+    monkeypatch.setattr(demo, "run_tournament", stop)
     monkeypatch.setattr(demo, "_prepare", no_sandbox)
     return seen
 
