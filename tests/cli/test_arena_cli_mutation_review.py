@@ -822,16 +822,20 @@ def test_submissions_prints_one_tab_separated_line_each(
 
 
 @pytest.mark.parametrize(
-    ("message", "code"),
+    ("unreachable", "message", "code"),
     [
-        ("cannot reach http://127.0.0.1:9/api/submissions: refused", ExitCode.UNAVAILABLE),
-        ("http://127.0.0.1:9/api/submissions: 401 invalid token", ExitCode.BAD_INPUT),
+        (True, "cannot reach http://127.0.0.1:9/api/submissions: refused", ExitCode.UNAVAILABLE),
+        (False, "http://127.0.0.1:9/api/submissions: 401 invalid token", ExitCode.BAD_INPUT),
+        # The server's own words are a refusal, whatever they say.
+        (False, "http://127.0.0.1:9/api/submissions: 409 cannot reach a verdict", 2),
     ],
 )
 def test_submissions_client_errors_are_one_line_with_their_code(
-    capsys: pytest.CaptureFixture[str], api: FakeApi, message: str, code: int
+    capsys: pytest.CaptureFixture[str], api: FakeApi, unreachable: bool, message: str, code: int
 ) -> None:
-    api.queue.append(ClientError(message))
+    from arena.service.server import ServerUnreachableError
+
+    api.queue.append(ServerUnreachableError(message) if unreachable else ClientError(message))
     got, out, err = kryt(capsys, "submissions", "--server", "http://127.0.0.1:9")
     assert (got, out, err) == (code, "", f"error: {message}\n")
 
