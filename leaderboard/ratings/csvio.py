@@ -73,8 +73,8 @@ def parse_games_csv(text: str, *, source: str = "<csv>") -> list[Game]:
 
 def read_games_csv(path: str | Path) -> list[Game]:
     """Read a results CSV file; raises ``OSError`` if unreadable, :class:`CsvFormatError` if bad,
-    :class:`NotAResultsFileError` if ``path`` is not a regular file (a device would be read
-    without end, a named pipe waited on forever)."""
+    :class:`NotAResultsFileError` for a directory or a device (``/dev/zero`` would be read
+    without end); a pipe is read to its end, ``/dev/null`` is empty."""
     file = Path(path)
     try:
         data = read_regular_file(file)

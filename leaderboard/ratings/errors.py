@@ -44,8 +44,8 @@ class CsvFormatError(RatingsError):
 
 
 class NotAResultsFileError(RatingsError):
-    """The results path names something other than a regular file (a device, a named pipe,
-    a socket, a directory): reading it could block forever or never end."""
+    """The results path names a directory, a socket or a device other than ``/dev/null``
+    (``/dev/zero`` would be read without end); a pipe is read."""
 
 
 class EmptyResultsError(RatingsError):

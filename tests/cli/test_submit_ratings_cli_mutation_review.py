@@ -1045,26 +1045,44 @@ def test_a_device_given_as_results_is_one_line_exit_2(tmp_path: Path) -> None:
     assert one_error(done.stderr).startswith("error: /dev/zero")
 
 
-def test_a_named_pipe_given_as_results_is_refused_without_waiting(tmp_path: Path) -> None:
-    """A FIFO with no writer would block ``open`` (or the read) forever: it is refused at
-    once. In a subprocess with a deadline, so a regression fails instead of hanging."""
+def test_results_from_a_pipe_are_read_as_a_stream(tmp_path: Path) -> None:
+    """``kryt ratings fit <(cmd)``: the shell gives /dev/fd/N, an open pipe; it is read to
+    its end (a pipe is not refused as a device is)."""
     import subprocess
     import sys
+    import threading
 
     from tests.kryt_subprocess import clean_env
 
-    fifo = tmp_path / "results.csv"
-    os.mkfifo(fifo)
-    done = subprocess.run(
-        [sys.executable, "-m", "kryt", "ratings", "fit", str(fifo)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=clean_env(),
-    )
-    assert done.returncode == ExitCode.BAD_INPUT, done.stderr[-2000:]
-    assert one_error(done.stderr) == f"error: {fifo} is a named pipe, not a CSV file"
+    read_end, write_end = os.pipe()
+
+    def write() -> None:
+        rows = "alpha,bravo,1-0\nbravo,alpha,1-0\nalpha,bravo,1/2-1/2\nbravo,alpha,1/2-1/2\n"
+        os.write(write_end, b"first,second,result\n" + rows.encode())
+        os.close(write_end)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        done = subprocess.run(
+            [
+                *(sys.executable, "-m", "kryt", "ratings", "fit", f"/dev/fd/{read_end}"),
+                *("--json", "--advantage", "0"),
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env=clean_env(),
+            pass_fds=(read_end,),
+        )
+    finally:
+        writer.join(60)
+        os.close(read_end)
+    assert done.returncode == 0, done.stderr[-2000:]
+    players = {p["name"]: p for p in json.loads(done.stdout)["players"]}
+    alpha = players["alpha"]
+    assert (alpha["wins"], alpha["draws"], alpha["losses"]) == (1, 2, 1)
 
 
 def _ratings_app() -> Any:

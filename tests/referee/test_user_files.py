@@ -1,15 +1,19 @@
-"""Files a user names (results CSV, deal book, tournament settings, game files) are read only
-when they are regular files: a device is not read without end, a named pipe with no writer
-is not waited on (``referee.files``).
+"""Files a user names (results CSV, deal book, tournament settings, game files) are read when
+they are regular files, pipes (as ``cat`` reads them) or ``/dev/null``; any other device is
+refused before anything is read (``referee.files``).
 
-Devices here are ``/dev/null`` (except where the read is capped): were the check lost, an
-endless device would take the machine's memory, where ``/dev/null`` only fails the test."""
+An endless device (``/dev/zero``) is only ever given to a child process whose address space
+is capped: were the check lost, the child fails fast instead of taking the machine's memory.
+"""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 import threading
-from collections.abc import Callable
+import time
 from pathlib import Path
 
 import pytest
@@ -17,32 +21,19 @@ import pytest
 from arena.tournament.config import ConfigError, load_config
 from referee.book import BookError, load_book
 from referee.files import NotARegularFileError, file_kind, read_regular_file
-from tests.kryt_subprocess import clean_env, run_kryt
+from tests.kryt_subprocess import KRYT, clean_env
 
 
-def finishes(call: Callable[[], object]) -> BaseException | object:
-    """``call()``'s result or exception, from a thread given 60 s: a call that blocks (a
-    named pipe waited on) fails the test instead of hanging the run."""
-    outcome: list[BaseException | object] = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except BaseException as exc:  # handed to the test to judge
-            outcome.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(60)
-    assert not thread.is_alive(), "the read blocked"
-    return outcome[0]
-
-
-@pytest.fixture
-def fifo(tmp_path: Path) -> Path:
-    path = tmp_path / "pipe"
-    os.mkfifo(path)
-    return path
+def capped_child(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a child Python of this checkout with 1 GiB of address space."""
+    prelude = "import resource\nresource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+    return subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(),
+    )
 
 
 def test_a_regular_file_is_read_whole_or_up_to_the_limit(tmp_path: Path) -> None:
@@ -55,24 +46,69 @@ def test_a_regular_file_is_read_whole_or_up_to_the_limit(tmp_path: Path) -> None
     assert read_regular_file(str(link)) == b"0123456789"
 
 
-@pytest.mark.parametrize(
-    ("target", "kind"),
-    [("pipe", "a named pipe"), ("/dev/null", "a character device"), ("dir", "a directory")],
-)
-def test_anything_else_is_refused_at_once_naming_what_it_is(
-    tmp_path: Path, fifo: Path, target: str, kind: str
-) -> None:
-    path = fifo if target == "pipe" else tmp_path if target == "dir" else Path(target)
-    error = finishes(lambda: read_regular_file(path))
-    assert isinstance(error, NotARegularFileError), error
+def test_dev_null_reads_as_an_empty_file() -> None:
+    assert read_regular_file(os.devnull) == b""
+
+
+def test_a_pipe_is_read_to_its_end_as_a_stream() -> None:
+    """What ``<(zcat games.kgn.gz)`` gives a command: ``/dev/fd/N``, an open pipe."""
+    read_end, write_end = os.pipe()
+    try:
+
+        def write() -> None:
+            for chunk in (b"first,", b"second\n"):
+                time.sleep(0.05)  # the reader waits for data, not returning at an empty pipe
+                os.write(write_end, chunk)
+            os.close(write_end)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        assert read_regular_file(f"/dev/fd/{read_end}") == b"first,second\n"
+        writer.join(60)
+    finally:
+        os.close(read_end)
+
+
+def test_a_named_pipe_waits_for_its_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        time.sleep(0.2)
+        fifo.write_bytes(b"late data\n")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert read_regular_file(fifo) == b"late data\n"
+    writer.join(60)
+
+
+def test_a_directory_is_refused_naming_what_it_is(tmp_path: Path) -> None:
+    with pytest.raises(NotARegularFileError) as caught:
+        read_regular_file(tmp_path)
+    error = caught.value
     assert isinstance(error, OSError)  # callers' `except OSError` shows it
-    assert error.kind == kind
-    assert error.strerror == f"it is {kind}, not a regular file"
-    assert error.filename == str(path)
-    link = tmp_path / "link"
-    link.symlink_to(path)
-    through = finishes(lambda: read_regular_file(link))
-    assert isinstance(through, NotARegularFileError) and through.kind == kind
+    assert (error.kind, error.strerror) == ("a directory", "it is a directory, not a regular file")
+    assert error.filename == str(tmp_path)
+
+
+def test_an_endless_device_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    link = tmp_path / "zero"
+    link.symlink_to("/dev/zero")
+    done = capped_child(
+        f"""
+        from referee.files import NotARegularFileError, read_regular_file
+        for path in ("/dev/zero", {str(link)!r}):
+            try:
+                read_regular_file(path)
+            except NotARegularFileError as exc:
+                print(exc.kind, "|", exc.strerror)
+        """
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == 2 * [
+        "a character device | it is a character device, not a regular file"
+    ]
 
 
 def test_a_missing_file_is_the_usual_os_error(tmp_path: Path) -> None:
@@ -86,31 +122,57 @@ def test_file_kind_words() -> None:
     assert file_kind(0) == "not a regular file"
 
 
-def test_a_deal_book_that_is_a_pipe_or_a_device_is_refused(fifo: Path) -> None:
-    error = finishes(lambda: load_book(fifo))
-    assert isinstance(error, BookError), error
-    assert str(error) == f"cannot read the deal book {fifo}: it is a named pipe, not a regular file"
-    error = finishes(lambda: load_book(Path("/dev/zero")))
-    assert isinstance(error, BookError), error
-    assert "it is a character device, not a regular file" in str(error)
+def test_a_deal_book_or_settings_on_a_device_are_refused() -> None:
+    with pytest.raises(BookError) as book:
+        load_book(Path("/dev/zero"))  # capped read: safe in this process
+    assert str(book.value) == (
+        "cannot read the deal book /dev/zero: it is a character device, not a regular file"
+    )
+    done = capped_child(
+        """
+        from pathlib import Path
+        from arena.tournament.config import ConfigError, load_config
+        try:
+            load_config(Path("/dev/zero"))
+        except ConfigError as exc:
+            print(exc)
+        """
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == (
+        "cannot read /dev/zero: it is a character device, not a regular file"
+    )
 
 
-def test_tournament_settings_that_are_a_pipe_or_a_device_are_refused(fifo: Path) -> None:
-    for path, kind in ((fifo, "a named pipe"), (Path("/dev/null"), "a character device")):
-        error = finishes(lambda path=path: load_config(path))  # type: ignore[misc]
-        assert isinstance(error, ConfigError), error
-        assert str(error) == f"cannot read {path}: it is {kind}, not a regular file"
+def test_settings_from_a_pipe_are_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "settings.toml"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text('name = "piped"\nbots = ["a", "b"]\n'))
+    writer.start()
+    assert load_config(fifo).name == "piped"
+    writer.join(60)
+    with pytest.raises(ConfigError, match="it is a directory, not a regular file"):
+        load_config(tmp_path)
 
 
-@pytest.mark.parametrize("target", ["pipe", "/dev/null"])
-def test_games_import_of_a_pipe_or_a_device_is_one_error_line(
-    tmp_path: Path, fifo: Path, target: str
-) -> None:
-    path = fifo if target == "pipe" else Path(target)
-    done = run_kryt(
-        tmp_path, "games", "import", str(path), "-d", str(tmp_path / "k.db"), env=clean_env()
+def test_games_import_of_a_device_is_one_error_line_and_creates_nothing(tmp_path: Path) -> None:
+    def capped() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    done = subprocess.run(
+        [*KRYT, "games", "import", "/dev/zero", "-d", str(tmp_path / "k.db")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(),
+        preexec_fn=capped,
     )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr[-2000:]
-    assert len(lines) == 1 and lines[0].startswith(f"error: cannot read {path}: it is a"), lines
-    assert not (tmp_path / "k.db").exists()  # nothing created for a refused input
+    assert lines == [
+        "error: cannot read /dev/zero: it is a character device, not a regular file"
+    ], lines
+    assert not (tmp_path / "k.db").exists()
